@@ -1,0 +1,214 @@
+"""Parse and validate both ingest shapes into an `IngestBatch`, naming the field on every error.
+
+Alertmanager's camelCase lives here and nowhere else. An alert that fails validation is rejected
+on its own: the others in the payload are still stored, since a 4xx is never retried and
+rejecting the whole batch would lose alerts that were fine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+
+from alertrouter.labels import fingerprint as label_fingerprint
+from alertrouter.model import AlertStatus, IncomingAlert
+from alertrouter.processor import IngestBatch
+from alertrouter.ruleset.errors import format_loc
+
+__all__ = ["API_V2_DEFAULT_TTL", "PayloadError", "Parsed", "parse_api_v2", "parse_webhook"]
+
+API_V2_DEFAULT_TTL = timedelta(minutes=5)  # Alertmanager's resolve_timeout default
+WEBHOOK_VERSION = "4"
+_FINGERPRINT_CHARS = frozenset("0123456789abcdef")
+
+
+class PayloadError(Exception):
+    """Nothing in the payload can be stored: answer 400 with these problems."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+@dataclass(slots=True)
+class Parsed:
+    batch: IngestBatch
+    problems: list[str] = field(default_factory=list)  # alerts rejected individually
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class _WebhookAlert(_Model):
+    status: Literal["firing", "resolved"]
+    labels: dict[StrictStr, StrictStr]
+    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    starts_at: datetime = Field(alias="startsAt")
+    ends_at: datetime | None = Field(None, alias="endsAt")
+    generator_url: StrictStr = Field("", alias="generatorURL")
+    fingerprint: StrictStr | None = None
+
+
+class _WebhookEnvelope(_Model):
+    version: StrictStr
+    group_key: StrictStr = Field("", alias="groupKey")
+    truncated_alerts: StrictInt = Field(0, alias="truncatedAlerts", ge=0)
+    status: Literal["firing", "resolved"] | None = None
+    receiver: StrictStr = ""
+    external_url: StrictStr = Field("", alias="externalURL")
+    alerts: list[Any]
+
+
+class _PostableAlert(_Model):
+    labels: dict[StrictStr, StrictStr]
+    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    starts_at: datetime | None = Field(None, alias="startsAt")
+    ends_at: datetime | None = Field(None, alias="endsAt")
+    generator_url: StrictStr = Field("", alias="generatorURL")
+
+
+def _load_json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except UnicodeDecodeError as exc:
+        raise PayloadError([f"body is not UTF-8 JSON: {exc.reason}"]) from None
+    except json.JSONDecodeError as exc:
+        raise PayloadError([f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"]) from None
+
+
+def _errors(exc: ValidationError, prefix: str) -> list[str]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = format_loc((prefix, *err["loc"])) if prefix else format_loc(err["loc"])
+        out.append(f"{loc}: {err['msg']}")
+    return out
+
+
+def _digest(source: str, data: Any) -> str:
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{source}\n{canonical}".encode()).hexdigest()
+
+
+def _zero_is_none(value: datetime | None) -> datetime | None:
+    """Go's zero time (`0001-01-01T00:00:00Z`) means "not set" in Alertmanager payloads."""
+    return None if value is None or value.year <= 1 else value
+
+
+def _check_labels(labels: dict[str, str], where: str) -> str | None:
+    if not labels:
+        return f"{where}.labels: must not be empty"
+    if "alertname" not in labels or not labels["alertname"]:
+        return f"{where}.labels.alertname: required label missing"
+    if "" in labels:
+        return f"{where}.labels: empty label name"
+    return None
+
+
+def _fingerprint(given: str | None, labels: dict[str, str]) -> str:
+    if given and len(given) == 16 and _FINGERPRINT_CHARS.issuperset(given):
+        return given
+    return label_fingerprint(labels)
+
+
+def parse_webhook(body: bytes) -> Parsed:
+    data = _load_json(body)
+    if not isinstance(data, dict):
+        raise PayloadError([f"body: expected a JSON object (Alertmanager webhook), got {type(data).__name__}"])
+    try:
+        env = _WebhookEnvelope.model_validate(data)
+    except ValidationError as exc:
+        raise PayloadError(_errors(exc, "")) from None
+    if env.version != WEBHOOK_VERSION:
+        raise PayloadError([f"version: unsupported webhook version {env.version!r} (expected {WEBHOOK_VERSION!r})"])
+
+    alerts: list[IncomingAlert] = []
+    problems: list[str] = []
+    for i, raw in enumerate(env.alerts):
+        where = f"alerts[{i}]"
+        try:
+            a = _WebhookAlert.model_validate(raw)
+        except ValidationError as exc:
+            problems.extend(_errors(exc, where))
+            continue
+        if bad := _check_labels(a.labels, where):
+            problems.append(bad)
+            continue
+        alerts.append(
+            IncomingAlert(
+                fingerprint=_fingerprint(a.fingerprint, a.labels),
+                labels=a.labels,
+                annotations=a.annotations,
+                status=AlertStatus(a.status),
+                starts_at=a.starts_at,
+                ends_at=_zero_is_none(a.ends_at),
+                generator_url=a.generator_url,
+            )
+        )
+    if env.alerts and not alerts:
+        raise PayloadError(problems)
+    identity = {k: v for k, v in data.items() if k != "externalURL"}
+    batch = IngestBatch(
+        source="webhook",
+        digest=_digest("webhook", identity),
+        body=body.decode("utf-8", errors="replace"),
+        alerts=alerts,
+        receiver=env.receiver,
+        group_key=env.group_key,
+        status=env.status,
+        external_url=env.external_url,
+        truncated_alerts=env.truncated_alerts,
+        rejected_alerts=len(env.alerts) - len(alerts),
+    )
+    return Parsed(batch, problems)
+
+
+def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
+    """Alertmanager's `POST /api/v2/alerts`: no `startsAt` means now, no `endsAt` means now + 5m,
+    and an alert whose `endsAt` has passed is resolved."""
+    data = _load_json(body)
+    if not isinstance(data, list):
+        raise PayloadError([f"body: expected a JSON array of alerts, got {type(data).__name__}"])
+    alerts: list[IncomingAlert] = []
+    problems: list[str] = []
+    for i, raw in enumerate(data):
+        where = f"[{i}]"
+        try:
+            a = _PostableAlert.model_validate(raw)
+        except ValidationError as exc:
+            problems.extend(_errors(exc, where))
+            continue
+        if bad := _check_labels(a.labels, where):
+            problems.append(bad)
+            continue
+        starts_at = _zero_is_none(a.starts_at) or now
+        ends_at = _zero_is_none(a.ends_at) or max(now, starts_at) + API_V2_DEFAULT_TTL
+        if ends_at < starts_at:
+            problems.append(f"{where}.endsAt: before startsAt")
+            continue
+        alerts.append(
+            IncomingAlert(
+                fingerprint=label_fingerprint(a.labels),
+                labels=a.labels,
+                annotations=a.annotations,
+                status=AlertStatus.RESOLVED if ends_at <= now else AlertStatus.FIRING,
+                starts_at=starts_at,
+                ends_at=ends_at,
+                generator_url=a.generator_url,
+            )
+        )
+    if data and not alerts:
+        raise PayloadError(problems)
+    batch = IngestBatch(
+        source="api_v2",
+        digest=_digest("api_v2", data),
+        body=body.decode("utf-8", errors="replace"),
+        alerts=alerts,
+        rejected_alerts=len(data) - len(alerts),
+    )
+    return Parsed(batch, problems)

@@ -1,0 +1,95 @@
+"""`POST /webhook/alertmanager` and `POST /api/v2/alerts`: answer 2xx only once the batch is committed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from alertrouter.ingest.body import BodyTooLarge, read_body
+from alertrouter.ingest.payloads import Parsed, PayloadError, parse_api_v2, parse_webhook
+from alertrouter.model import utcnow
+from alertrouter.runtime import Runtime, RuntimeDep
+from alertrouter.store import STORE_ERRORS
+
+__all__ = ["router"]
+
+log = logging.getLogger(__name__)
+router = APIRouter(tags=["ingest"])
+
+RETRY_AFTER_SECONDS = "5"
+
+
+@router.post("/webhook/alertmanager", summary="Alertmanager webhook receiver (version 4)")
+async def alertmanager_webhook(request: Request, runtime: RuntimeDep) -> JSONResponse:
+    return await _ingest(request, runtime, "webhook", parse_webhook)
+
+
+@router.post("/api/v2/alerts", summary="Alertmanager API v2: Prometheus can push here directly")
+async def api_v2_alerts(request: Request, runtime: RuntimeDep) -> JSONResponse:
+    return await _ingest(request, runtime, "api_v2", lambda body: parse_api_v2(body, now=utcnow()))
+
+
+def unauthorized(runtime: Runtime) -> JSONResponse:
+    return JSONResponse(
+        {"error": "missing or wrong credentials"},
+        status_code=401,
+        headers={"WWW-Authenticate": runtime.auth.challenge},
+    )
+
+
+async def _ingest(
+    request: Request, runtime: Runtime, endpoint: str, parse: Callable[[bytes], Parsed]
+) -> JSONResponse:
+    m = runtime.metrics
+    started = time.perf_counter()
+
+    def answer(result: str, status: int, content: dict[str, object], **headers: str) -> JSONResponse:
+        m.webhooks.labels(endpoint=endpoint, result=result).inc()
+        m.ingest_latency.labels(endpoint=endpoint).observe(time.perf_counter() - started)
+        return JSONResponse(content, status_code=status, headers=headers or None)
+
+    if not runtime.auth.check(request.headers.get("authorization")):
+        m.webhooks.labels(endpoint=endpoint, result="unauthorized").inc()
+        return unauthorized(runtime)
+    try:
+        body = await read_body(request, runtime.settings.max_body_bytes)
+    except BodyTooLarge as exc:
+        return answer("too_large", 413, {"error": str(exc)})
+    try:
+        parsed = parse(body)
+    except PayloadError as exc:
+        log.warning("rejected %s payload: %s", endpoint, exc)
+        return answer("rejected", 400, {"error": "invalid payload", "problems": exc.problems})
+
+    batch = parsed.batch
+    try:
+        async with asyncio.timeout(runtime.settings.store_timeout.total_seconds()):
+            result = await runtime.ingestor.ingest(batch)
+    except STORE_ERRORS as exc:
+        m.db_errors.labels(operation="ingest").inc()
+        log.error("could not store %s payload (%d alerts), answering 503: %s", endpoint, len(batch.alerts), exc)
+        return answer(
+            "unavailable", 503, {"error": "store unavailable, retry later"}, **{"Retry-After": RETRY_AFTER_SECONDS}
+        )
+
+    m.alerts_received.labels(endpoint=endpoint).inc(len(batch.alerts))
+    for kind, count in result.transitions.items():
+        m.transitions.labels(kind=kind.value).inc(count)
+    if batch.truncated_alerts:
+        m.truncated.inc(batch.truncated_alerts)
+        log.warning(
+            "Alertmanager cut %d alerts from group %s (max_alerts): they never reached alertrouter",
+            batch.truncated_alerts, batch.group_key,
+        )
+    if parsed.problems:
+        log.warning("stored %d alerts, rejected %d: %s", len(batch.alerts), batch.rejected_alerts, parsed.problems)
+        return answer(
+            "partial", 400,
+            {"error": "some alerts were invalid", "stored": len(batch.alerts), "problems": parsed.problems},
+        )
+    return answer("repeat" if result.repeat else "stored", 200, {"status": "ok", "alerts": len(batch.alerts)})

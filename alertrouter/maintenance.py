@@ -1,0 +1,132 @@
+"""Write-behind of alert refreshes, expiry of alerts whose `endsAt` passed, and raw-log retention."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+
+from alertrouter.model import utcnow
+from alertrouter.store import STORE_ERRORS, Database
+from alertrouter.store import alerts as store
+
+__all__ = ["Maintenance", "TouchBuffer"]
+
+log = logging.getLogger(__name__)
+
+
+class TouchBuffer:
+    """Refreshes that change nothing but `last_seen` (and a firing alert's `endsAt`).
+
+    Most webhooks are re-sends of unchanged groups; writing each one would make the common
+    case the expensive one. Losing this buffer in a crash loses only `last_seen` precision:
+    `endsAt` refreshes are re-sent by the sender long before they matter (Prometheus every
+    minute for an `endsAt` four minutes ahead).
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, datetime] = {}
+        self._extended: dict[str, tuple[datetime, datetime]] = {}
+
+    def __len__(self) -> int:
+        return len(self._seen) + len(self._extended)
+
+    def seen_many(self, fingerprints: Iterable[str], at: datetime) -> None:
+        for fp in fingerprints:
+            self._seen[fp] = at
+
+    def add(self, seen: Iterable[tuple[str, datetime]], extended: Iterable[tuple[str, datetime, datetime]]) -> None:
+        for fp, at in seen:
+            self._seen[fp] = at
+        for fp, starts_at, ends_at in extended:
+            self._extended[fp] = (starts_at, ends_at)
+
+    def take(self) -> tuple[list[tuple[str, datetime]], list[tuple[str, datetime, datetime]]]:
+        seen = sorted(self._seen.items())
+        extended = sorted((fp, s, e) for fp, (s, e) in self._extended.items())
+        self._seen, self._extended = {}, {}
+        return seen, extended
+
+    def put_back(self, seen: list[tuple[str, datetime]], extended: list[tuple[str, datetime, datetime]]) -> None:
+        """After a failed flush: keep what was taken unless something newer arrived meanwhile."""
+        for fp, at in seen:
+            self._seen.setdefault(fp, at)
+        for fp, s, e in extended:
+            self._extended.setdefault(fp, (s, e))
+
+
+class Maintenance:
+    """A background loop in `serve`: flush refreshes, then expire, then prune (that order matters:
+    an alert must get its pending `endsAt` extension before it is judged expired)."""
+
+    def __init__(
+        self,
+        db: Database,
+        touches: TouchBuffer,
+        *,
+        interval: timedelta,
+        retention: timedelta,
+        clock: Callable[[], datetime] = utcnow,
+        on_expired: Callable[[int], None] | None = None,
+    ) -> None:
+        self._db = db
+        self.touches = touches
+        self._interval = interval
+        self._retention = retention
+        self._clock = clock
+        self._on_expired = on_expired
+        self._task: asyncio.Task[None] | None = None
+        self._last_prune: datetime | None = None
+
+    async def flush(self) -> None:
+        seen, extended = self.touches.take()
+        if not seen and not extended:
+            return
+        try:
+            async with self._db.write() as session:
+                await store.touch_alerts(session, seen, extended)
+                await session.commit()
+        except BaseException:
+            self.touches.put_back(seen, extended)
+            raise
+
+    async def run_once(self) -> None:
+        await self.flush()
+        now = self._clock()
+        async with self._db.write() as session:
+            expired = await store.expire_alerts(session, now)
+            await session.commit()
+        if expired:
+            log.info("resolved %d alerts whose endsAt passed without a refresh", len(expired))
+            if self._on_expired:
+                self._on_expired(len(expired))
+        if self._last_prune is None or now - self._last_prune >= timedelta(hours=1):
+            async with self._db.write() as session:
+                pruned = await store.prune_raw_events(session, now - self._retention)
+                await session.commit()
+            self._last_prune = now
+            if pruned:
+                log.info("pruned %d raw events older than the retention", pruned)
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval.total_seconds())
+            try:
+                await self.run_once()
+            except STORE_ERRORS as exc:
+                log.warning("maintenance pass failed, will retry: %s", exc)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="alertrouter-maintenance")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        try:
+            await self.flush()
+        except STORE_ERRORS as exc:
+            log.warning("could not flush %d pending refreshes on shutdown: %s", len(self.touches), exc)

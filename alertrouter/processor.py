@@ -1,0 +1,246 @@
+"""The one orchestrator per received batch: decide every alert's transition and commit them together."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from alertrouter.maintenance import TouchBuffer
+from alertrouter.model import AlertState, AlertStatus, IncomingAlert, ResolvedBy, Transition, decide_transition, utcnow
+from alertrouter.store import Database
+from alertrouter.store import alerts as store
+
+__all__ = ["IngestBatch", "IngestResult", "Ingestor"]
+
+log = logging.getLogger(__name__)
+
+_EVENT_KIND = {
+    Transition.NEW_FIRING: "firing",
+    Transition.NEW_RESOLVED: "resolved",
+    Transition.RESOLVED: "resolved",
+    Transition.REFIRED: "refired",
+    Transition.REVIVED: "revived",
+    Transition.CLOSED_EPISODE: "resolved",
+    Transition.ANNOTATIONS_CHANGED: "annotations_changed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class IngestBatch:
+    """A validated payload from either ingest endpoint."""
+
+    source: str  # "webhook" or "api_v2"
+    digest: str
+    body: str
+    alerts: list[IncomingAlert]
+    receiver: str | None = None
+    group_key: str | None = None
+    status: str | None = None
+    external_url: str | None = None
+    truncated_alerts: int = 0
+    rejected_alerts: int = 0
+
+    @property
+    def always_logged(self) -> bool:
+        """Webhooks are logged once per distinct payload; API v2 pushes only when they change something,
+        because Prometheus re-sends every firing alert each minute with a new `endsAt`."""
+        return self.source == "webhook"
+
+
+@dataclass(slots=True)
+class IngestResult:
+    transitions: Counter[Transition] = field(default_factory=Counter)
+    raw_event_id: int | None = None
+    repeat: bool = False  # the exact payload was already committed by this process: nothing to do
+
+    @property
+    def written(self) -> int:
+        return sum(n for kind, n in self.transitions.items() if kind.writes)
+
+
+@dataclass(slots=True)
+class _Plan:
+    new_alerts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    updates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    new_episodes: list[dict[str, Any]] = field(default_factory=list)
+    closed_episodes: list[dict[str, Any]] = field(default_factory=list)
+    reopened_episodes: list[tuple[str, datetime]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    seen: list[tuple[str, datetime]] = field(default_factory=list)
+    extended: list[tuple[str, datetime, datetime]] = field(default_factory=list)
+    transitions: Counter[Transition] = field(default_factory=Counter)
+
+
+class _InsertRace(Exception):
+    """Another transaction inserted one of our new fingerprints first; redo with its row locked."""
+
+
+class Ingestor:
+    """Stores batches so that a 2xx is only ever answered for committed data.
+
+    Identical payloads committed by this process (Alertmanager re-sends every group each
+    `group_interval`) are recognised by digest and cost no database round trip at all.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        touches: TouchBuffer,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        recent_digests: int = 8192,
+    ) -> None:
+        self._db = db
+        self._touches = touches
+        self._clock = clock
+        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._recent_max = recent_digests
+
+    def _seen_recently(self, digest: str) -> bool:
+        if digest in self._recent:
+            self._recent.move_to_end(digest)
+            return True
+        return False
+
+    def _remember(self, digest: str) -> None:
+        self._recent[digest] = None
+        if len(self._recent) > self._recent_max:
+            self._recent.popitem(last=False)
+
+    async def ingest(self, batch: IngestBatch) -> IngestResult:
+        now = self._clock()
+        if batch.always_logged and self._seen_recently(batch.digest):
+            self._touches.seen_many((a.fingerprint for a in batch.alerts), now)
+            return IngestResult(repeat=True)
+        for _attempt in range(3):
+            try:
+                async with self._db.write() as session:
+                    result, plan = await self._apply(session, batch, now)
+                    if result.written or result.raw_event_id is not None:
+                        await session.commit()
+                    else:
+                        await session.rollback()
+            except _InsertRace:
+                continue
+            if batch.always_logged:
+                self._remember(batch.digest)
+            self._touches.add(plan.seen, plan.extended)
+            return result
+        raise RuntimeError("gave up after repeated concurrent inserts of the same alerts")
+
+    async def _apply(self, session: AsyncSession, batch: IngestBatch, now: datetime) -> tuple[IngestResult, _Plan]:
+        states = await store.load_states(session, list({a.fingerprint for a in batch.alerts}))
+        plan = _Plan()
+        for alert in batch.alerts:
+            states[alert.fingerprint] = _plan_alert(plan, states.get(alert.fingerprint), alert, now)
+        result = IngestResult(transitions=plan.transitions)
+        if batch.always_logged or result.written:
+            result.raw_event_id = await store.insert_raw_event(session, _raw_row(batch, now))
+        if not result.written:
+            return result, plan
+        for event in plan.events:
+            event["raw_event_id"] = result.raw_event_id
+        inserted = await store.insert_alerts(session, list(plan.new_alerts.values()))
+        if len(inserted) != len(plan.new_alerts):
+            await session.rollback()
+            raise _InsertRace
+        await store.update_alerts(session, list(plan.updates.values()))
+        await store.insert_episodes(session, plan.new_episodes)
+        await store.close_episodes(session, plan.closed_episodes)
+        await store.reopen_episodes(session, plan.reopened_episodes)
+        await store.insert_events(session, plan.events)
+        return result, plan
+
+
+def _raw_row(batch: IngestBatch, now: datetime) -> dict[str, Any]:
+    return {
+        "digest": batch.digest,
+        "received_at": now,
+        "source": batch.source,
+        "receiver": batch.receiver,
+        "group_key": batch.group_key,
+        "status": batch.status,
+        "external_url": batch.external_url,
+        "alert_count": len(batch.alerts),
+        "truncated_alerts": batch.truncated_alerts,
+        "rejected_alerts": batch.rejected_alerts,
+        "body": batch.body,
+    }
+
+
+def _plan_alert(plan: _Plan, current: AlertState | None, alert: IncomingAlert, now: datetime) -> AlertState | None:
+    """Record what `alert` changes in `plan`; return the state the store will hold afterwards."""
+    kind = decide_transition(current, alert)
+    plan.transitions[kind] += 1
+    fp = alert.fingerprint
+    if kind is Transition.STALE:
+        return current
+    if kind in (Transition.UNCHANGED, Transition.EXTENDED):
+        assert current is not None
+        plan.seen.append((fp, now))
+        if kind is Transition.EXTENDED and alert.ends_at is not None:
+            plan.extended.append((fp, current.starts_at, alert.ends_at))
+        return current
+
+    firing = alert.status is AlertStatus.FIRING
+    resolved_by = None if firing else ResolvedBy.SOURCE
+    ends_at = alert.ends_at if firing else (alert.ends_at or now)
+    starts_at = alert.starts_at
+    if kind in (Transition.RESOLVED, Transition.REVIVED, Transition.ANNOTATIONS_CHANGED):
+        assert current is not None
+        starts_at = current.starts_at  # the same episode; its start stays what we first recorded
+    episodes = 1 if current is None else current.episodes + (1 if kind.opens_episode or kind is Transition.CLOSED_EPISODE else 0)
+    row: dict[str, Any] = {
+        "fingerprint": fp,
+        "status": alert.status.value,
+        "starts_at": starts_at,
+        "ends_at": ends_at,
+        "resolved_by": resolved_by.value if resolved_by else None,
+        "annotations": dict(alert.annotations),
+        "generator_url": alert.generator_url,
+        "episodes": episodes,
+        "last_seen": now,
+        "updated_at": now,
+    }
+    new_state = AlertState(fp, alert.status, starts_at, ends_at, alert.annotations, resolved_by, episodes)
+
+    if current is None:
+        plan.new_alerts[fp] = {**row, "alertname": alert.alertname, "labels": dict(alert.labels), "first_seen": now}
+    elif fp in plan.new_alerts:  # seen twice in one batch: the later row wins, still as an insert
+        plan.new_alerts[fp].update(row)
+    else:
+        plan.updates[fp] = row
+
+    if kind in (Transition.NEW_FIRING, Transition.REFIRED):
+        plan.new_episodes.append(_episode(fp, starts_at, None, None, now, None))
+    elif kind in (Transition.NEW_RESOLVED, Transition.CLOSED_EPISODE):
+        plan.new_episodes.append(_episode(fp, starts_at, ends_at, ResolvedBy.SOURCE.value, now, now))
+    elif kind is Transition.RESOLVED:
+        plan.closed_episodes.append(
+            {"fingerprint": fp, "starts_at": starts_at, "ends_at": ends_at,
+             "resolved_by": ResolvedBy.SOURCE.value, "closed_at": now}
+        )
+    elif kind is Transition.REVIVED:
+        plan.reopened_episodes.append((fp, starts_at))
+
+    detail = {"annotations": dict(alert.annotations)} if kind is Transition.ANNOTATIONS_CHANGED else None
+    plan.events.append(
+        {"fingerprint": fp, "kind": _EVENT_KIND[kind], "at": now, "episode_starts_at": starts_at, "detail": detail}
+    )
+    return new_state
+
+
+def _episode(
+    fp: str, starts_at: datetime, ends_at: datetime | None, resolved_by: str | None, opened: datetime,
+    closed: datetime | None,
+) -> dict[str, Any]:
+    return {
+        "fingerprint": fp, "starts_at": starts_at, "ends_at": ends_at, "resolved_by": resolved_by,
+        "opened_at": opened, "closed_at": closed,
+    }

@@ -1,0 +1,113 @@
+"""Read `rules/*.yml` (or one file), interpolate `${ENV}`, validate, merge and cross-check."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from alertrouter.ruleset.errors import ConfigError, ConfigProblem, format_loc
+from alertrouter.ruleset.interpolate import interpolate
+from alertrouter.ruleset.schema import RuleFile, Ruleset
+
+__all__ = ["load_ruleset", "rule_files"]
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys instead of silently keeping the last one."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: dict[Any, yaml.Mark] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first at line {seen[key].line + 1})", key_node.start_mark
+            )
+        seen[key] = key_node.start_mark
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def rule_files(path: Path) -> list[Path]:
+    """The files a path stands for: itself, or the top-level `*.yml`/`*.yaml` of a directory."""
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.suffix in (".yml", ".yaml") and p.is_file())
+    return [path]
+
+
+def _parse_file(path: Path, text: str, env: Mapping[str, str], problems: list[ConfigProblem]) -> RuleFile | None:
+    name = str(path)
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problems.append(ConfigProblem(name, where, f"invalid YAML: {exc.problem or exc}"))
+        return None
+    except yaml.YAMLError as exc:
+        problems.append(ConfigProblem(name, "", f"invalid YAML: {exc}"))
+        return None
+    if data is None:
+        return RuleFile()
+    if not isinstance(data, dict):
+        problems.append(ConfigProblem(name, "", f"must be a mapping of sections, not {type(data).__name__}"))
+        return None
+    before = len(problems)
+    data = interpolate(data, env, name, problems)
+    if len(problems) > before:
+        return None
+    try:
+        return RuleFile.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = format_loc(err["loc"])
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key" if len(err["loc"]) > 1 else "unknown section"
+            problems.append(ConfigProblem(name, loc, msg))
+        return None
+
+
+def load_ruleset(path: Path, env: Mapping[str, str] | None = None) -> Ruleset:
+    """Load and validate; raise `ConfigError` listing every problem found, not just the first."""
+    env = os.environ if env is None else env
+    problems: list[ConfigProblem] = []
+    if not path.exists():
+        raise ConfigError([ConfigProblem(str(path), "", "no such file or directory")])
+    files = rule_files(path)
+    if not files:
+        raise ConfigError([ConfigProblem(str(path), "", "no *.yml or *.yaml files")])
+
+    digest = hashlib.sha256()
+    merged: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    for file in files:
+        text = file.read_text(encoding="utf-8")
+        digest.update(file.name.encode() + b"\0" + text.encode() + b"\0")
+        parsed = _parse_file(file, text, env, problems)
+        if parsed is None:
+            continue
+        for section in parsed.model_fields_set:
+            value = getattr(parsed, section)
+            key = RuleFile.model_fields[section].alias or section
+            if isinstance(value, list):
+                merged.setdefault(key, []).extend(value)
+            elif key in merged:
+                problems.append(ConfigProblem(str(file), key, f"section already defined in {owner[key]}"))
+            else:
+                merged[key] = value
+            owner.setdefault(key, str(file))
+    if problems:
+        raise ConfigError(problems)
+    return Ruleset.model_validate(
+        {**merged, "sources": tuple(str(f) for f in files), "config_hash": digest.hexdigest()[:16]}
+    )

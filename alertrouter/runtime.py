@@ -1,0 +1,38 @@
+"""What a running server holds: settings, rules, store, ingest pipeline, metrics; one per app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from alertrouter.ingest.auth import Authenticator
+from alertrouter.maintenance import Maintenance
+from alertrouter.metrics import Metrics
+from alertrouter.processor import Ingestor
+from alertrouter.ruleset import Ruleset
+from alertrouter.settings import Settings
+from alertrouter.store import Database
+
+__all__ = ["Runtime", "RuntimeDep"]
+
+
+@dataclass(slots=True)
+class Runtime:
+    settings: Settings
+    ruleset: Ruleset
+    db: Database
+    ingestor: Ingestor
+    maintenance: Maintenance
+    metrics: Metrics
+    auth: Authenticator
+    head_revision: str
+
+
+def _runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+RuntimeDep = Annotated[Runtime, Depends(_runtime)]

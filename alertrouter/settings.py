@@ -1,0 +1,101 @@
+"""Process settings from `ALERTROUTER_*` environment variables; built by `get_settings()`, never at import."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from alertrouter.durations import parse_duration
+from alertrouter.paths import default_rules_dir
+
+__all__ = ["LOOPBACK", "Settings", "get_settings"]
+
+LOOPBACK = "127.0.0.1"
+
+
+class Settings(BaseSettings):
+    """Everything an operator sets per process. What users edit (routes, rules) lives in `rules/`."""
+
+    model_config = SettingsConfigDict(env_prefix="ALERTROUTER_", extra="ignore")
+
+    database_url: str = Field(
+        "sqlite+aiosqlite:///alertrouter.db",
+        description="SQLAlchemy async URL: sqlite+aiosqlite:///path.db or postgresql+asyncpg://user:pw@host/db",
+    )
+    host: str | None = Field(None, description="Listen address; loopback when no credential is configured")
+    port: int = Field(9095, ge=1, le=65535)
+    config: Path = Field(default_factory=default_rules_dir, description="Rules directory or YAML file")
+    bearer_token: SecretStr | None = None
+    basic_username: str | None = None
+    basic_password: SecretStr | None = None
+    allow_unauthenticated_remote: bool = Field(
+        False, description="Listen on a non-loopback address without credentials (not recommended)"
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    auto_migrate: bool = True
+    raw_event_retention: timedelta = Field(timedelta(days=7))
+    touch_flush_interval: timedelta = Field(
+        timedelta(seconds=5), description="How often last_seen/endsAt refreshes are written in one batch"
+    )
+    store_timeout: timedelta = Field(timedelta(seconds=10), description="Ingest gives up with 503 after this")
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
+        "FULL", description="FULL fsyncs every commit (durable across power loss); NORMAL only across crashes"
+    )
+    db_pool_size: int = Field(10, ge=1)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("raw_event_retention", "touch_flush_interval", "store_timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        if isinstance(value, str) and value and not value.startswith("P"):
+            return parse_duration(value)
+        return value
+
+    @field_validator("bearer_token", "basic_password", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if value == "" else value
+
+    @model_validator(mode="after")
+    def _basic_pair(self) -> Settings:
+        if (self.basic_username is None) != (self.basic_password is None):
+            raise ValueError("ALERTROUTER_BASIC_USERNAME and ALERTROUTER_BASIC_PASSWORD must be set together")
+        return self
+
+    @property
+    def has_credentials(self) -> bool:
+        return self.bearer_token is not None or self.basic_username is not None
+
+    def listen_host(self) -> tuple[str, str | None]:
+        """The address to bind, and a warning to log when the choice needs explaining.
+
+        Without a credential anyone who can reach the port could inject or read alerts, so the
+        server binds to loopback unless the operator explicitly accepts that risk.
+        """
+        if self.has_credentials:
+            return self.host or "0.0.0.0", None  # noqa: S104 - authenticated, all interfaces by design
+        if self.host in (None, LOOPBACK, "localhost", "::1"):
+            return self.host or LOOPBACK, (
+                "no credential configured (ALERTROUTER_BEARER_TOKEN or ALERTROUTER_BASIC_*): "
+                "listening on loopback only"
+            )
+        if self.allow_unauthenticated_remote:
+            return self.host, f"no credential configured: listening on {self.host} WITHOUT authentication"
+        return LOOPBACK, (
+            f"no credential configured: refusing to listen on {self.host} without authentication, "
+            "listening on loopback only (set a credential, or ALERTROUTER_ALLOW_UNAUTHENTICATED_REMOTE=true)"
+        )
+
+
+def get_settings(**overrides: Any) -> Settings:
+    return Settings(**overrides)

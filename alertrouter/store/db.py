@@ -1,0 +1,87 @@
+"""Engine and sessions for SQLite (embedded default) and PostgreSQL (production)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sqlalchemy import event, exc
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.pool import ConnectionPoolEntry
+
+__all__ = ["Database", "STORE_ERRORS"]
+
+# What "the store is unavailable" looks like from here; ingest answers 503 on these.
+STORE_ERRORS: tuple[type[BaseException], ...] = (
+    exc.OperationalError,
+    exc.InterfaceError,
+    exc.DBAPIError,
+    exc.TimeoutError,  # pool exhausted
+    OSError,
+    TimeoutError,
+)
+
+
+class Database:
+    """One engine per process, plus the write discipline each backend needs.
+
+    SQLite allows one writer at a time; writes are serialised in-process by an asyncio lock
+    rather than left to fail with "database is locked" under concurrent webhooks. PostgreSQL
+    writers run concurrently and rely on row locks (`SELECT ... FOR UPDATE`) instead.
+    """
+
+    def __init__(self, url: str, *, sqlite_synchronous: str = "FULL", pool_size: int = 10) -> None:
+        self.url = make_url(url)
+        self.is_sqlite = self.url.get_backend_name() == "sqlite"
+        kwargs: dict[str, Any] = {"pool_pre_ping": True}
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"timeout": 5}
+        else:
+            kwargs.update(
+                pool_size=pool_size, max_overflow=pool_size, pool_timeout=5,
+                connect_args={"timeout": 5, "command_timeout": 30},
+            )
+        self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
+        if self.is_sqlite:
+            _install_sqlite_pragmas(self.engine, sqlite_synchronous)
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
+        self._write_lock = asyncio.Lock() if self.is_sqlite else None
+
+    @property
+    def dialect(self) -> str:
+        return self.url.get_backend_name()
+
+    @contextlib.asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        """A session for one write transaction; the caller commits."""
+        if self._write_lock is None:
+            async with self.sessions() as session:
+                yield session
+            return
+        async with self._write_lock, self.sessions() as session:
+            yield session
+
+    @contextlib.asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        async with self.sessions() as session:
+            yield session
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def _install_sqlite_pragmas(engine: AsyncEngine, synchronous: str) -> None:
+    if synchronous not in ("FULL", "NORMAL"):
+        raise ValueError(f"sqlite synchronous must be FULL or NORMAL, not {synchronous!r}")
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=5000")
+        cursor.close()

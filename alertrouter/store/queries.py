@@ -1,0 +1,74 @@
+"""Reads for the API, readiness and metrics."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from sqlalchemy import func, inspect, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
+
+__all__ = [
+    "count_alerts_by_status",
+    "count_raw_events",
+    "get_alert",
+    "get_episodes",
+    "get_events",
+    "iter_alerts",
+    "migration_version",
+]
+
+
+async def iter_alerts(
+    session: AsyncSession, *, status: str | None = None, chunk: int = 500
+) -> AsyncIterator[AlertRow]:
+    """Alerts newest-updated first, streamed in chunks so label filters can run in Python."""
+    stmt = select(AlertRow).order_by(AlertRow.updated_at.desc(), AlertRow.fingerprint)
+    if status is not None:
+        stmt = stmt.where(AlertRow.status == status)
+    result = await session.stream_scalars(stmt.execution_options(yield_per=chunk))
+    async for row in result:
+        yield row
+
+
+async def get_alert(session: AsyncSession, *, fingerprint: str) -> AlertRow | None:
+    return await session.get(AlertRow, fingerprint)
+
+
+async def get_episodes(session: AsyncSession, *, fingerprint: str, limit: int = 100) -> Sequence[AlertEpisodeRow]:
+    stmt = (
+        select(AlertEpisodeRow)
+        .where(AlertEpisodeRow.fingerprint == fingerprint)
+        .order_by(AlertEpisodeRow.starts_at.desc())
+        .limit(limit)
+    )
+    return (await session.scalars(stmt)).all()
+
+
+async def get_events(session: AsyncSession, *, fingerprint: str, limit: int = 200) -> Sequence[AlertEventRow]:
+    stmt = (
+        select(AlertEventRow)
+        .where(AlertEventRow.fingerprint == fingerprint)
+        .order_by(AlertEventRow.at.desc(), AlertEventRow.id.desc())
+        .limit(limit)
+    )
+    return (await session.scalars(stmt)).all()
+
+
+async def count_alerts_by_status(session: AsyncSession) -> dict[str, int]:
+    rows = await session.execute(select(AlertRow.status, func.count()).group_by(AlertRow.status))
+    return {status: int(n) for status, n in rows}
+
+
+async def count_raw_events(session: AsyncSession) -> int:
+    return int(await session.scalar(select(func.count()).select_from(RawEventRow)) or 0)
+
+
+async def migration_version(session: AsyncSession) -> Any:
+    """The Alembic revision the database is at, or None before the first migration."""
+    conn = await session.connection()
+    if not await conn.run_sync(lambda c: inspect(c).has_table("alembic_version")):
+        return None
+    return await session.scalar(text("SELECT version_num FROM alembic_version"))

@@ -1,0 +1,119 @@
+"""SQLAlchemy 2 typed tables: alerts, their episodes and history, and the raw webhook log."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+__all__ = ["AlertEpisodeRow", "AlertEventRow", "AlertRow", "Base", "RawEventRow", "UTCDateTime"]
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Stores naive UTC, returns aware UTC: SQLite has no time zones and PostgreSQL's we don't need."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime passed to the store")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSONType, dict[str, str]: JSONType}
+
+
+class AlertRow(Base):
+    """One row per fingerprint: its labels and its latest episode's state."""
+
+    __tablename__ = "alerts"
+
+    fingerprint: Mapped[str] = mapped_column(String(32), primary_key=True)
+    alertname: Mapped[str] = mapped_column(String(255), index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    labels: Mapped[dict[str, str]]
+    annotations: Mapped[dict[str, str]]
+    starts_at: Mapped[datetime]
+    ends_at: Mapped[datetime | None]
+    resolved_by: Mapped[str | None] = mapped_column(String(16))
+    generator_url: Mapped[str] = mapped_column(Text, default="")
+    episodes: Mapped[int] = mapped_column(Integer, default=1)
+    first_seen: Mapped[datetime]
+    last_seen: Mapped[datetime]
+    updated_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class AlertEpisodeRow(Base):
+    """A firing period of one alert, identified by its `startsAt`; firing again is a new episode."""
+
+    __tablename__ = "alert_episodes"
+    __table_args__ = (UniqueConstraint("fingerprint", "starts_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    fingerprint: Mapped[str] = mapped_column(ForeignKey("alerts.fingerprint", ondelete="CASCADE"))
+    starts_at: Mapped[datetime]
+    ends_at: Mapped[datetime | None]
+    resolved_by: Mapped[str | None] = mapped_column(String(16))
+    opened_at: Mapped[datetime]
+    closed_at: Mapped[datetime | None]
+
+
+class AlertEventRow(Base):
+    """History: every state transition an alert went through, and which webhook caused it."""
+
+    __tablename__ = "alert_events"
+    __table_args__ = (Index("ix_alert_events_fingerprint_at", "fingerprint", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    fingerprint: Mapped[str] = mapped_column(ForeignKey("alerts.fingerprint", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32))
+    at: Mapped[datetime]
+    episode_starts_at: Mapped[datetime]
+    raw_event_id: Mapped[int | None] = mapped_column(ForeignKey("raw_events.id", ondelete="SET NULL"))
+    detail: Mapped[dict[str, Any] | None]
+
+
+class RawEventRow(Base):
+    """Every distinct payload received, for audit and replay; bounded by the retention setting.
+
+    `digest` covers the payload without `externalURL`, so the same notification from both
+    Alertmanagers of an HA pair, or a retry, is stored once.
+    """
+
+    __tablename__ = "raw_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    received_at: Mapped[datetime] = mapped_column(index=True)
+    source: Mapped[str] = mapped_column(String(16))
+    receiver: Mapped[str | None] = mapped_column(String(255))
+    group_key: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str | None] = mapped_column(String(16))
+    external_url: Mapped[str | None] = mapped_column(Text)
+    alert_count: Mapped[int] = mapped_column(Integer)
+    truncated_alerts: Mapped[int] = mapped_column(Integer, default=0)
+    rejected_alerts: Mapped[int] = mapped_column(Integer, default=0)
+    body: Mapped[str] = mapped_column(Text)

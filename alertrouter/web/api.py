@@ -1,0 +1,72 @@
+"""`GET /api/v1/alerts` with status and Alertmanager-matcher filters, and one alert with its history."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+
+from alertrouter.labels import Matcher, MatcherError, matches_all, parse_matchers
+from alertrouter.runtime import Runtime, RuntimeDep
+from alertrouter.store import queries
+from alertrouter.web.schemas import AlertDetail, AlertEventRead, AlertList, AlertRead, EpisodeRead
+
+__all__ = ["router"]
+
+
+def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
+    if not runtime.auth.check(request.headers.get("authorization")):
+        raise HTTPException(401, "missing or wrong credentials", headers={"WWW-Authenticate": runtime.auth.challenge})
+    return runtime
+
+
+AuthorizedRuntime = Annotated[Runtime, Depends(_authorized)]
+router = APIRouter(prefix="/api/v1", tags=["alerts"])
+
+
+def _parse_filters(filters: list[str]) -> list[Matcher]:
+    matchers: list[Matcher] = []
+    for text in filters:
+        try:
+            matchers.extend(parse_matchers(text))
+        except MatcherError as exc:
+            raise HTTPException(400, f"filter: {exc}") from None
+    return matchers
+
+
+@router.get("/alerts", response_model=AlertList)
+async def list_alerts(
+    runtime: AuthorizedRuntime,
+    status: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
+    filter: Annotated[  # noqa: A002 - the name Alertmanager's API uses
+        list[str], Query(description='Alertmanager matchers, e.g. alertname="GPUHighTemp" or {region=~"n.*"}')
+    ] = [],  # noqa: B006 - FastAPI copies query defaults
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> AlertList:
+    matchers = _parse_filters(filter)
+    page: list[AlertRead] = []
+    total = 0
+    async with runtime.db.read() as session:
+        async for row in queries.iter_alerts(session, status=status):
+            if matchers and not matches_all(matchers, row.labels):
+                continue
+            if offset <= total < offset + limit:
+                page.append(AlertRead.model_validate(row))
+            total += 1
+    return AlertList(alerts=page, total=total, limit=limit, offset=offset)
+
+
+@router.get("/alerts/{fingerprint}", response_model=AlertDetail)
+async def get_alert(fingerprint: str, runtime: AuthorizedRuntime) -> AlertDetail:
+    async with runtime.db.read() as session:
+        row = await queries.get_alert(session, fingerprint=fingerprint)
+        if row is None:
+            raise HTTPException(404, f"no alert with fingerprint {fingerprint!r}")
+        episodes = await queries.get_episodes(session, fingerprint=fingerprint)
+        events = await queries.get_events(session, fingerprint=fingerprint)
+        return AlertDetail(
+            alert=AlertRead.model_validate(row),
+            episodes=[EpisodeRead.model_validate(e) for e in episodes],
+            events=[AlertEventRead.model_validate(e) for e in events],
+        )

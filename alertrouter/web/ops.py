@@ -1,0 +1,51 @@
+"""`/healthz` (the process answers), `/readyz` (store reachable, schema at head) and `/metrics`."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from alertrouter.model import AlertStatus
+from alertrouter.runtime import RuntimeDep
+from alertrouter.store import STORE_ERRORS, queries
+
+__all__ = ["router"]
+
+log = logging.getLogger(__name__)
+router = APIRouter(tags=["ops"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(runtime: RuntimeDep) -> JSONResponse:
+    try:
+        async with runtime.db.read() as session:
+            version = await queries.migration_version(session)
+    except STORE_ERRORS as exc:
+        runtime.metrics.db_errors.labels(operation="readyz").inc()
+        return JSONResponse({"status": "unavailable", "reason": f"store unreachable: {type(exc).__name__}"}, 503)
+    if version != runtime.head_revision:
+        reason = f"schema at {version or 'nothing'}, expected {runtime.head_revision}: run `alertrouter db upgrade`"
+        return JSONResponse({"status": "unavailable", "reason": reason}, 503)
+    return JSONResponse({"status": "ready", "schema": version})
+
+
+@router.get("/metrics")
+async def metrics(runtime: RuntimeDep) -> Response:
+    m = runtime.metrics
+    try:
+        async with runtime.db.read() as session:
+            counts = await queries.count_alerts_by_status(session)
+        for state in AlertStatus:
+            m.alerts.labels(state=state.value).set(counts.get(state.value, 0))
+    except STORE_ERRORS as exc:
+        m.db_errors.labels(operation="metrics").inc()
+        log.warning("metrics: could not count alerts: %s", exc)
+    return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
