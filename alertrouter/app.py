@@ -28,13 +28,15 @@ log = logging.getLogger(__name__)
 
 
 def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
-    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous,
-                  pool_size=settings.db_pool_size)
+    db = Database(
+        settings.database_url, sqlite_synchronous=settings.sqlite_synchronous, pool_size=settings.db_pool_size
+    )
     touches = TouchBuffer()
     metrics = Metrics()
     metrics.config_hash.labels(hash=ruleset.config_hash).set(1)
     maintenance = Maintenance(
-        db, touches,
+        db,
+        touches,
         interval=settings.touch_flush_interval,
         retention=settings.raw_event_retention,
         on_expired=metrics.expired.inc,
@@ -63,7 +65,10 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
         runtime.maintenance.start()
         log.info(
             "alertrouter %s ready: store %s, rules %s (hash %s)",
-            __version__, runtime.db.dialect, ", ".join(ruleset.sources) or "defaults", ruleset.config_hash,
+            __version__,
+            runtime.db.dialect,
+            ", ".join(ruleset.sources) or "defaults",
+            ruleset.config_hash,
         )
         try:
             yield

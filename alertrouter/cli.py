@@ -32,10 +32,16 @@ Process settings come from ALERTROUTER_* environment variables (see README), e.g
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    overrides = {k: v for k, v in {"config": getattr(args, "config", None),
-                                   "host": getattr(args, "host", None),
-                                   "port": getattr(args, "port", None),
-                                   "database_url": getattr(args, "database_url", None)}.items() if v is not None}
+    overrides = {
+        k: v
+        for k, v in {
+            "config": getattr(args, "config", None),
+            "host": getattr(args, "host", None),
+            "port": getattr(args, "port", None),
+            "database_url": getattr(args, "database_url", None),
+        }.items()
+        if v is not None
+    }
     try:
         return get_settings(**overrides)
     except ValidationError as exc:
@@ -65,9 +71,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn  # noqa: PLC0415 - keep `check-config` and `--help` fast
+    import uvicorn
 
-    from alertrouter.app import create_app  # noqa: PLC0415
+    from alertrouter.app import create_app
 
     settings = _settings(args)
     configure_logging(settings.log_level, settings.log_format)
@@ -80,14 +86,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log.warning("%s", warning)
     log.info("listening on %s:%d, store %s", host, settings.port, settings.database_url.split("://")[0])
     uvicorn.run(
-        create_app(settings, ruleset), host=host, port=settings.port, log_config=None, access_log=False,
+        create_app(settings, ruleset),
+        host=host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
         timeout_graceful_shutdown=10,
     )
     return 0
 
 
 def cmd_db(args: argparse.Namespace) -> int:
-    from alertrouter.store.migrate import head_revision, upgrade  # noqa: PLC0415
+    from alertrouter.store.migrate import head_revision, upgrade
 
     settings = _settings(args)
     configure_logging(settings.log_level, settings.log_format)
@@ -105,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser(
-        "serve", help="run the HTTP server (migrates the database first unless ALERTROUTER_AUTO_MIGRATE=false)",
+        "serve",
+        help="run the HTTP server (migrates the database first unless ALERTROUTER_AUTO_MIGRATE=false)",
         description="Run the server. Refuses to start if the rules are invalid. Without a credential "
         "(ALERTROUTER_BEARER_TOKEN or ALERTROUTER_BASIC_USERNAME/PASSWORD) it listens on loopback only.",
     )
@@ -116,11 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
 
     check = sub.add_parser(
-        "check-config", help="validate the rules; prints file:path: problem for each and exits 1",
+        "check-config",
+        help="validate the rules; prints file:path: problem for each and exits 1",
         description="Validate rules like `amtool check-config`: every problem is printed as "
         "FILE:PATH: MESSAGE, and the exit status is 1 if there is any.",
     )
-    check.add_argument("path", nargs="?", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
+    check.add_argument(
+        "path", nargs="?", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)"
+    )
     check.set_defaults(func=cmd_check_config)
 
     db = sub.add_parser("db", help="database schema migrations (Alembic)")

@@ -10,8 +10,12 @@ from datetime import UTC, datetime
 __all__ = ["configure_logging"]
 
 # httpx logs every request URL at INFO; channel URLs carry tokens (DingTalk access_token, WeCom key).
-_QUIET = {"httpx": logging.WARNING, "httpcore": logging.WARNING, "aiosqlite": logging.WARNING,
-          "asyncio": logging.WARNING}
+_QUIET = {
+    "httpx": logging.WARNING,
+    "httpcore": logging.WARNING,
+    "aiosqlite": logging.WARNING,
+    "asyncio": logging.WARNING,
+}
 
 
 class _JsonFormatter(logging.Formatter):

@@ -19,15 +19,20 @@ class Metrics:
             "alertrouter_webhooks_received_total",
             "Payloads received, by endpoint and result (stored, repeat, partial, rejected, "
             "unauthorized, too_large, unavailable).",
-            ["endpoint", "result"], registry=r,
+            ["endpoint", "result"],
+            registry=r,
         )
         self.alerts_received = Counter(
-            "alertrouter_alerts_received_total", "Alerts received in accepted payloads.", ["endpoint"], registry=r
+            "alertrouter_alerts_received_total",
+            "Alerts received in accepted payloads.",
+            ["endpoint"],
+            registry=r,
         )
         self.transitions = Counter(
             "alertrouter_alert_transitions_total",
             "What received alerts did to the stored state (new_firing, resolved, unchanged, stale, ...).",
-            ["kind"], registry=r,
+            ["kind"],
+            registry=r,
         )
         self.truncated = Counter(
             "alertrouter_webhook_truncated_alerts_total",
@@ -35,18 +40,30 @@ class Metrics:
             registry=r,
         )
         self.expired = Counter(
-            "alertrouter_alerts_expired_total", "Firing alerts resolved because endsAt passed unrefreshed.", registry=r
+            "alertrouter_alerts_expired_total",
+            "Firing alerts resolved because endsAt passed unrefreshed.",
+            registry=r,
         )
         self.ingest_latency = Histogram(
-            "alertrouter_ingest_duration_seconds", "Time from request to answer for ingest endpoints.",
-            ["endpoint"], buckets=_LATENCY_BUCKETS, registry=r,
+            "alertrouter_ingest_duration_seconds",
+            "Time from request to answer for ingest endpoints.",
+            ["endpoint"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
         )
         self.db_errors = Counter(
             "alertrouter_db_errors_total", "Store operations that failed.", ["operation"], registry=r
         )
-        self.alerts = Gauge("alertrouter_alerts", "Stored alerts by state (read at scrape time).", ["state"], registry=r)
-        self.config_hash = Gauge(
-            "alertrouter_config_hash", "Hash of the loaded rules, as a label; value is always 1.", ["hash"], registry=r
+        self.alerts = Gauge(
+            "alertrouter_alerts", "Stored alerts by state (read at scrape time).", ["state"], registry=r
         )
-        self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
+        self.config_hash = Gauge(
+            "alertrouter_config_hash",
+            "Hash of the loaded rules, as a label; value is always 1.",
+            ["hash"],
+            registry=r,
+        )
+        self.build_info = Gauge(
+            "alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r
+        )
         self.build_info.labels(version=__version__).set(1)

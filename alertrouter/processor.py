@@ -12,7 +12,15 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.maintenance import TouchBuffer
-from alertrouter.model import AlertState, AlertStatus, IncomingAlert, ResolvedBy, Transition, decide_transition, utcnow
+from alertrouter.model import (
+    AlertState,
+    AlertStatus,
+    IncomingAlert,
+    ResolvedBy,
+    Transition,
+    decide_transition,
+    utcnow,
+)
 from alertrouter.store import Database
 from alertrouter.store import alerts as store
 
@@ -134,11 +142,15 @@ class Ingestor:
             return result
         raise RuntimeError("gave up after repeated concurrent inserts of the same alerts")
 
-    async def _apply(self, session: AsyncSession, batch: IngestBatch, now: datetime) -> tuple[IngestResult, _Plan]:
+    async def _apply(
+        self, session: AsyncSession, batch: IngestBatch, now: datetime
+    ) -> tuple[IngestResult, _Plan]:
         states = await store.load_states(session, list({a.fingerprint for a in batch.alerts}))
         plan = _Plan()
         for alert in batch.alerts:
-            states[alert.fingerprint] = _plan_alert(plan, states.get(alert.fingerprint), alert, now)
+            after = _plan_alert(plan, states.get(alert.fingerprint), alert, now)
+            if after is not None:
+                states[alert.fingerprint] = after
         result = IngestResult(transitions=plan.transitions)
         if batch.always_logged or result.written:
             result.raw_event_id = await store.insert_raw_event(session, _raw_row(batch, now))
@@ -174,7 +186,9 @@ def _raw_row(batch: IngestBatch, now: datetime) -> dict[str, Any]:
     }
 
 
-def _plan_alert(plan: _Plan, current: AlertState | None, alert: IncomingAlert, now: datetime) -> AlertState | None:
+def _plan_alert(
+    plan: _Plan, current: AlertState | None, alert: IncomingAlert, now: datetime
+) -> AlertState | None:
     """Record what `alert` changes in `plan`; return the state the store will hold afterwards."""
     kind = decide_transition(current, alert)
     plan.transitions[kind] += 1
@@ -195,7 +209,11 @@ def _plan_alert(plan: _Plan, current: AlertState | None, alert: IncomingAlert, n
     if kind in (Transition.RESOLVED, Transition.REVIVED, Transition.ANNOTATIONS_CHANGED):
         assert current is not None
         starts_at = current.starts_at  # the same episode; its start stays what we first recorded
-    episodes = 1 if current is None else current.episodes + (1 if kind.opens_episode or kind is Transition.CLOSED_EPISODE else 0)
+    episodes = (
+        1
+        if current is None
+        else current.episodes + (1 if kind.opens_episode or kind is Transition.CLOSED_EPISODE else 0)
+    )
     row: dict[str, Any] = {
         "fingerprint": fp,
         "status": alert.status.value,
@@ -211,7 +229,12 @@ def _plan_alert(plan: _Plan, current: AlertState | None, alert: IncomingAlert, n
     new_state = AlertState(fp, alert.status, starts_at, ends_at, alert.annotations, resolved_by, episodes)
 
     if current is None:
-        plan.new_alerts[fp] = {**row, "alertname": alert.alertname, "labels": dict(alert.labels), "first_seen": now}
+        plan.new_alerts[fp] = {
+            **row,
+            "alertname": alert.alertname,
+            "labels": dict(alert.labels),
+            "first_seen": now,
+        }
     elif fp in plan.new_alerts:  # seen twice in one batch: the later row wins, still as an insert
         plan.new_alerts[fp].update(row)
     else:
@@ -223,24 +246,43 @@ def _plan_alert(plan: _Plan, current: AlertState | None, alert: IncomingAlert, n
         plan.new_episodes.append(_episode(fp, starts_at, ends_at, ResolvedBy.SOURCE.value, now, now))
     elif kind is Transition.RESOLVED:
         plan.closed_episodes.append(
-            {"fingerprint": fp, "starts_at": starts_at, "ends_at": ends_at,
-             "resolved_by": ResolvedBy.SOURCE.value, "closed_at": now}
+            {
+                "fingerprint": fp,
+                "starts_at": starts_at,
+                "ends_at": ends_at,
+                "resolved_by": ResolvedBy.SOURCE.value,
+                "closed_at": now,
+            }
         )
     elif kind is Transition.REVIVED:
         plan.reopened_episodes.append((fp, starts_at))
 
     detail = {"annotations": dict(alert.annotations)} if kind is Transition.ANNOTATIONS_CHANGED else None
     plan.events.append(
-        {"fingerprint": fp, "kind": _EVENT_KIND[kind], "at": now, "episode_starts_at": starts_at, "detail": detail}
+        {
+            "fingerprint": fp,
+            "kind": _EVENT_KIND[kind],
+            "at": now,
+            "episode_starts_at": starts_at,
+            "detail": detail,
+        }
     )
     return new_state
 
 
 def _episode(
-    fp: str, starts_at: datetime, ends_at: datetime | None, resolved_by: str | None, opened: datetime,
+    fp: str,
+    starts_at: datetime,
+    ends_at: datetime | None,
+    resolved_by: str | None,
+    opened: datetime,
     closed: datetime | None,
 ) -> dict[str, Any]:
     return {
-        "fingerprint": fp, "starts_at": starts_at, "ends_at": ends_at, "resolved_by": resolved_by,
-        "opened_at": opened, "closed_at": closed,
+        "fingerprint": fp,
+        "starts_at": starts_at,
+        "ends_at": ends_at,
+        "resolved_by": resolved_by,
+        "opened_at": opened,
+        "closed_at": closed,
     }

@@ -16,7 +16,10 @@ class Authenticator:
         self._bearer = settings.bearer_token.get_secret_value().encode() if settings.bearer_token else None
         self._basic: tuple[bytes, bytes] | None = None
         if settings.basic_username is not None and settings.basic_password is not None:
-            self._basic = (settings.basic_username.encode(), settings.basic_password.get_secret_value().encode())
+            self._basic = (
+                settings.basic_username.encode(),
+                settings.basic_password.get_secret_value().encode(),
+            )
 
     @property
     def enabled(self) -> bool:

@@ -20,7 +20,7 @@ from alertrouter.model import AlertStatus, IncomingAlert
 from alertrouter.processor import IngestBatch
 from alertrouter.ruleset.errors import format_loc
 
-__all__ = ["API_V2_DEFAULT_TTL", "PayloadError", "Parsed", "parse_api_v2", "parse_webhook"]
+__all__ = ["API_V2_DEFAULT_TTL", "Parsed", "PayloadError", "parse_api_v2", "parse_webhook"]
 
 API_V2_DEFAULT_TTL = timedelta(minutes=5)  # Alertmanager's resolve_timeout default
 WEBHOOK_VERSION = "4"
@@ -100,6 +100,12 @@ def _zero_is_none(value: datetime | None) -> datetime | None:
     return None if value is None or value.year <= 1 else value
 
 
+def _non_empty(labels: dict[str, str]) -> dict[str, str]:
+    """An empty label value means the label is absent, as in Prometheus and Alertmanager; dropping it
+    keeps fingerprints equal to Alertmanager's."""
+    return labels if all(labels.values()) else {k: v for k, v in labels.items() if v}
+
+
 def _check_labels(labels: dict[str, str], where: str) -> str | None:
     if not labels:
         return f"{where}.labels: must not be empty"
@@ -119,13 +125,17 @@ def _fingerprint(given: str | None, labels: dict[str, str]) -> str:
 def parse_webhook(body: bytes) -> Parsed:
     data = _load_json(body)
     if not isinstance(data, dict):
-        raise PayloadError([f"body: expected a JSON object (Alertmanager webhook), got {type(data).__name__}"])
+        raise PayloadError(
+            [f"body: expected a JSON object (Alertmanager webhook), got {type(data).__name__}"]
+        )
     try:
         env = _WebhookEnvelope.model_validate(data)
     except ValidationError as exc:
         raise PayloadError(_errors(exc, "")) from None
     if env.version != WEBHOOK_VERSION:
-        raise PayloadError([f"version: unsupported webhook version {env.version!r} (expected {WEBHOOK_VERSION!r})"])
+        raise PayloadError(
+            [f"version: unsupported webhook version {env.version!r} (expected {WEBHOOK_VERSION!r})"]
+        )
 
     alerts: list[IncomingAlert] = []
     problems: list[str] = []
@@ -136,13 +146,14 @@ def parse_webhook(body: bytes) -> Parsed:
         except ValidationError as exc:
             problems.extend(_errors(exc, where))
             continue
-        if bad := _check_labels(a.labels, where):
+        labels = _non_empty(a.labels)
+        if bad := _check_labels(labels, where):
             problems.append(bad)
             continue
         alerts.append(
             IncomingAlert(
-                fingerprint=_fingerprint(a.fingerprint, a.labels),
-                labels=a.labels,
+                fingerprint=_fingerprint(a.fingerprint, labels),
+                labels=labels,
                 annotations=a.annotations,
                 status=AlertStatus(a.status),
                 starts_at=a.starts_at,
@@ -183,7 +194,8 @@ def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
         except ValidationError as exc:
             problems.extend(_errors(exc, where))
             continue
-        if bad := _check_labels(a.labels, where):
+        labels = _non_empty(a.labels)
+        if bad := _check_labels(labels, where):
             problems.append(bad)
             continue
         starts_at = _zero_is_none(a.starts_at) or now
@@ -193,8 +205,8 @@ def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
             continue
         alerts.append(
             IncomingAlert(
-                fingerprint=label_fingerprint(a.labels),
-                labels=a.labels,
+                fingerprint=label_fingerprint(labels),
+                labels=labels,
                 annotations=a.annotations,
                 status=AlertStatus.RESOLVED if ends_at <= now else AlertStatus.FIRING,
                 starts_at=starts_at,

@@ -72,9 +72,14 @@ async def _ingest(
             result = await runtime.ingestor.ingest(batch)
     except STORE_ERRORS as exc:
         m.db_errors.labels(operation="ingest").inc()
-        log.error("could not store %s payload (%d alerts), answering 503: %s", endpoint, len(batch.alerts), exc)
+        log.error(
+            "could not store %s payload (%d alerts), answering 503: %s", endpoint, len(batch.alerts), exc
+        )
         return answer(
-            "unavailable", 503, {"error": "store unavailable, retry later"}, **{"Retry-After": RETRY_AFTER_SECONDS}
+            "unavailable",
+            503,
+            {"error": "store unavailable, retry later"},
+            **{"Retry-After": RETRY_AFTER_SECONDS},
         )
 
     m.alerts_received.labels(endpoint=endpoint).inc(len(batch.alerts))
@@ -84,12 +89,16 @@ async def _ingest(
         m.truncated.inc(batch.truncated_alerts)
         log.warning(
             "Alertmanager cut %d alerts from group %s (max_alerts): they never reached alertrouter",
-            batch.truncated_alerts, batch.group_key,
+            batch.truncated_alerts,
+            batch.group_key,
         )
     if parsed.problems:
-        log.warning("stored %d alerts, rejected %d: %s", len(batch.alerts), batch.rejected_alerts, parsed.problems)
+        log.warning(
+            "stored %d alerts, rejected %d: %s", len(batch.alerts), batch.rejected_alerts, parsed.problems
+        )
         return answer(
-            "partial", 400,
+            "partial",
+            400,
             {"error": "some alerts were invalid", "stored": len(batch.alerts), "problems": parsed.problems},
         )
     return answer("repeat" if result.repeat else "stored", 200, {"status": "ok", "alerts": len(batch.alerts)})

@@ -15,7 +15,11 @@ _REF = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\{([^}]*
 
 
 def interpolate(
-    node: Any, env: Mapping[str, str], file: str, problems: list[ConfigProblem], loc: tuple[str | int, ...] = ()
+    node: Any,
+    env: Mapping[str, str],
+    file: str,
+    problems: list[ConfigProblem],
+    loc: tuple[str | int, ...] = (),
 ) -> Any:
     """Return `node` with every string's references replaced; unset variables become problems."""
     if isinstance(node, dict):

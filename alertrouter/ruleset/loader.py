@@ -25,7 +25,7 @@ class _StrictLoader(yaml.SafeLoader):
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: dict[Any, yaml.Mark] = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r} (first at line {seen[key].line + 1})", key_node.start_mark
@@ -44,7 +44,9 @@ def rule_files(path: Path) -> list[Path]:
     return [path]
 
 
-def _parse_file(path: Path, text: str, env: Mapping[str, str], problems: list[ConfigProblem]) -> RuleFile | None:
+def _parse_file(
+    path: Path, text: str, env: Mapping[str, str], problems: list[ConfigProblem]
+) -> RuleFile | None:
     name = str(path)
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
@@ -57,7 +59,7 @@ def _parse_file(path: Path, text: str, env: Mapping[str, str], problems: list[Co
         problems.append(ConfigProblem(name, "", f"invalid YAML: {exc}"))
         return None
     if data is None:
-        return RuleFile()
+        return RuleFile.model_validate({})
     if not isinstance(data, dict):
         problems.append(ConfigProblem(name, "", f"must be a mapping of sections, not {type(data).__name__}"))
         return None

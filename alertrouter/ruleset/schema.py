@@ -40,6 +40,6 @@ class RuleFile(_Section):
 class Ruleset(_Section):
     """The merged, validated configuration the server runs on."""
 
-    global_: GlobalConfig = Field(default_factory=GlobalConfig, alias="global")
+    global_: GlobalConfig = Field(default_factory=lambda: GlobalConfig(), alias="global")
     sources: tuple[str, ...] = ()
     config_hash: str = ""

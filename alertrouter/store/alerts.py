@@ -38,8 +38,15 @@ raw_events_t = cast(Table, RawEventRow.__table__)
 
 # Columns an update may change; the fingerprint is bound as b_fingerprint to keep names apart.
 _ALERT_MUTABLE = (
-    "status", "starts_at", "ends_at", "resolved_by", "annotations", "generator_url",
-    "episodes", "last_seen", "updated_at",
+    "status",
+    "starts_at",
+    "ends_at",
+    "resolved_by",
+    "annotations",
+    "generator_url",
+    "episodes",
+    "last_seen",
+    "updated_at",
 )
 
 
@@ -72,13 +79,13 @@ async def load_states(session: AsyncSession, fingerprints: Sequence[str]) -> dic
         .with_for_update()
     )
     states: dict[str, AlertState] = {}
-    for fp, status, starts_at, ends_at, annotations, resolved_by, episodes in await session.execute(stmt):
+    for fp, status, starts_at, ends_at, notes, resolved_by, episodes in await session.execute(stmt):
         states[fp] = AlertState(
             fingerprint=fp,
             status=AlertStatus(status),
             starts_at=starts_at,
             ends_at=ends_at,
-            annotations=annotations,
+            annotations=notes,
             resolved_by=ResolvedBy(resolved_by) if resolved_by else None,
             episodes=episodes,
         )
@@ -126,12 +133,19 @@ async def close_episodes(session: AsyncSession, rows: Sequence[Mapping[str, Any]
                 episodes_t.c.starts_at == bindparam("b_starts_at"),
             )
         )
-        .values(ends_at=bindparam("ends_at"), resolved_by=bindparam("resolved_by"), closed_at=bindparam("closed_at"))
+        .values(
+            ends_at=bindparam("ends_at"),
+            resolved_by=bindparam("resolved_by"),
+            closed_at=bindparam("closed_at"),
+        )
     )
     params = [
         {
-            "b_fingerprint": r["fingerprint"], "b_starts_at": r["starts_at"], "ends_at": r["ends_at"],
-            "resolved_by": r["resolved_by"], "closed_at": r["closed_at"],
+            "b_fingerprint": r["fingerprint"],
+            "b_starts_at": r["starts_at"],
+            "ends_at": r["ends_at"],
+            "resolved_by": r["resolved_by"],
+            "closed_at": r["closed_at"],
         }
         for r in rows
     ]
@@ -202,15 +216,27 @@ async def expire_alerts(session: AsyncSession, now: datetime) -> list[tuple[str,
     await close_episodes(
         session,
         [
-            {"fingerprint": fp, "starts_at": s, "ends_at": e, "resolved_by": ResolvedBy.TIMEOUT.value, "closed_at": now}
+            {
+                "fingerprint": fp,
+                "starts_at": s,
+                "ends_at": e,
+                "resolved_by": ResolvedBy.TIMEOUT.value,
+                "closed_at": now,
+            }
             for fp, s, e in expired
         ],
     )
     await insert_events(
         session,
         [
-            {"fingerprint": fp, "kind": "expired", "at": now, "episode_starts_at": s, "raw_event_id": None,
-             "detail": None}
+            {
+                "fingerprint": fp,
+                "kind": "expired",
+                "at": now,
+                "episode_starts_at": s,
+                "raw_event_id": None,
+                "detail": None,
+            }
             for fp, s, _ in expired
         ],
     )

@@ -12,7 +12,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-__all__ = ["Database", "STORE_ERRORS"]
+__all__ = ["STORE_ERRORS", "Database"]
 
 # What "the store is unavailable" looks like from here; ingest answers 503 on these.
 STORE_ERRORS: tuple[type[BaseException], ...] = (
@@ -41,7 +41,9 @@ class Database:
             kwargs["connect_args"] = {"timeout": 5}
         else:
             kwargs.update(
-                pool_size=pool_size, max_overflow=pool_size, pool_timeout=5,
+                pool_size=pool_size,
+                max_overflow=pool_size,
+                pool_timeout=5,
                 connect_args={"timeout": 5, "command_timeout": 30},
             )
         self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)

@@ -37,7 +37,9 @@ async def get_alert(session: AsyncSession, *, fingerprint: str) -> AlertRow | No
     return await session.get(AlertRow, fingerprint)
 
 
-async def get_episodes(session: AsyncSession, *, fingerprint: str, limit: int = 100) -> Sequence[AlertEpisodeRow]:
+async def get_episodes(
+    session: AsyncSession, *, fingerprint: str, limit: int = 100
+) -> Sequence[AlertEpisodeRow]:
     stmt = (
         select(AlertEpisodeRow)
         .where(AlertEpisodeRow.fingerprint == fingerprint)

@@ -16,7 +16,9 @@ __all__ = ["router"]
 
 def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
     if not runtime.auth.check(request.headers.get("authorization")):
-        raise HTTPException(401, "missing or wrong credentials", headers={"WWW-Authenticate": runtime.auth.challenge})
+        raise HTTPException(
+            401, "missing or wrong credentials", headers={"WWW-Authenticate": runtime.auth.challenge}
+        )
     return runtime
 
 
@@ -38,7 +40,7 @@ def _parse_filters(filters: list[str]) -> list[Matcher]:
 async def list_alerts(
     runtime: AuthorizedRuntime,
     status: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
-    filter: Annotated[  # noqa: A002 - the name Alertmanager's API uses
+    filter: Annotated[
         list[str], Query(description='Alertmanager matchers, e.g. alertname="GPUHighTemp" or {region=~"n.*"}')
     ] = [],  # noqa: B006 - FastAPI copies query defaults
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,

@@ -1,4 +1,4 @@
-"""Response shapes of the read API (`XRead` names, snake_case: this is alertrouter's API, not Alertmanager's)."""
+"""Response shapes of the read API: snake_case, since this is alertrouter's API, not Alertmanager's."""
 
 from __future__ import annotations
 

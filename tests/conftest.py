@@ -1,0 +1,54 @@
+"""Shared fixtures: a migrated database on SQLite and on PostgreSQL, and a running in-process app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from support import pg
+from support.need import need
+
+from alertrouter.store import Database
+from alertrouter.store.migrate import upgrade
+from alertrouter.store.tables import Base
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """One migrated PostgreSQL database for the session; tests empty it before use."""
+    problem = pg.available()
+    need(problem is None, problem or "")
+    name = pg.create_database()
+    try:
+        upgrade(pg.url_for(name))
+        yield name
+    finally:
+        pg.drop_database(name)
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated, empty database, once on SQLite and once on PostgreSQL."""
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / 'alertrouter.db'}"
+        upgrade(url)
+        return url
+    name: str = request.getfixturevalue("pg_database")
+    return pg.url_for(name)
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url)
+    tables = ", ".join(t.name for t in reversed(Base.metadata.sorted_tables))
+    if not database.is_sqlite:
+        async with database.engine.begin() as conn:
+            await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    try:
+        yield database
+    finally:
+        await database.dispose()

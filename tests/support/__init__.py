@@ -1,0 +1,1 @@
+"""Helpers shared by alertrouter's tests: real processes, real databases, realistic payloads."""
