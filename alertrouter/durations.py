@@ -8,6 +8,7 @@ from datetime import timedelta
 __all__ = ["format_duration", "parse_duration"]
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+_RANK = {unit: i for i, unit in enumerate(_UNITS)}  # larger units rank higher
 _PART = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
 
 
@@ -25,12 +26,11 @@ def parse_duration(text: str) -> timedelta:
     pos = 0
     seconds = 0.0
     last_rank = len(_UNITS)
-    ranks = {unit: i for i, unit in enumerate(reversed(list(_UNITS)))}
     while pos < len(text):
         m = _PART.match(text, pos)
         if m is None:
             raise ValueError(f"invalid duration {text!r}: expected e.g. 30s, 10m, 1h30m, 7d")
-        rank = ranks[m.group(2)]
+        rank = _RANK[m.group(2)]
         if rank >= last_rank:
             raise ValueError(f"invalid duration {text!r}: units must go from largest to smallest")
         last_rank = rank

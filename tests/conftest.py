@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 from support import pg
 from support.need import need
 
@@ -38,16 +37,13 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         upgrade(url)
         return url
     name: str = request.getfixturevalue("pg_database")
+    pg.truncate(name, [t.name for t in Base.metadata.sorted_tables])
     return pg.url_for(name)
 
 
 @pytest.fixture
 async def db(database_url: str) -> AsyncIterator[Database]:
     database = Database(database_url)
-    tables = ", ".join(t.name for t in reversed(Base.metadata.sorted_tables))
-    if not database.is_sqlite:
-        async with database.engine.begin() as conn:
-            await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
     try:
         yield database
     finally:

@@ -48,6 +48,19 @@ def drop_database(name: str) -> None:
     asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+def truncate(name: str, tables: list[str]) -> None:
+    """Empty every table of a test database (much faster than migrating a new one per test)."""
+
+    async def run() -> None:
+        conn = await asyncpg.connect(_dsn(url_for(name)), timeout=5)
+        try:
+            await conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
 def set_connections_allowed(name: str, allowed: bool) -> None:
     """Make a database refuse (or accept) new connections and cut the existing ones: "store down"."""
     flag = "true" if allowed else "false"

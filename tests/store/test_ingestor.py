@@ -1,0 +1,252 @@
+"""The ingest orchestrator against real databases: SQLite and PostgreSQL, every test on both."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from alertrouter.ingest.payloads import parse_api_v2, parse_webhook
+from alertrouter.maintenance import Maintenance, TouchBuffer
+from alertrouter.model import Transition
+from alertrouter.processor import IngestBatch, Ingestor
+from alertrouter.store import Database, queries
+from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+T0 = datetime(2026, 11, 21, 8, 20, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self, now: datetime = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def webhook(alerts: list[dict[str, Any]], **extra: Any) -> IngestBatch:
+    data = {
+        "version": "4",
+        "receiver": "alertrouter",
+        "status": "firing",
+        "groupKey": "g",
+        "alerts": alerts,
+        **extra,
+    }
+    return parse_webhook(json.dumps(data).encode()).batch
+
+
+def gpu_alert(
+    gpu: int, status: str = "firing", starts: str = "2026-11-21T08:00:00Z", **kw: Any
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "labels": {
+            "alertname": "GPUHighTemp",
+            "Hostname": "gpu-node-07",
+            "gpu": str(gpu),
+            "severity": "warning",
+        },
+        "annotations": kw.pop("annotations", {"summary": "hot"}),
+        "startsAt": starts,
+        "endsAt": kw.pop("ends", "0001-01-01T00:00:00Z"),
+        **kw,
+    }
+
+
+async def count(db: Database, model: type[Any]) -> int:
+    async with db.read() as s:
+        return int(await s.scalar(select(func.count()).select_from(model)) or 0)
+
+
+async def alert_row(db: Database, fp: str) -> AlertRow:
+    async with db.read() as s:
+        row = await queries.get_alert(s, fingerprint=fp)
+        assert row is not None
+        return row
+
+
+async def test_fixture_webhook_is_stored_with_history(db: Database) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock())
+    batch = parse_webhook((FIXTURES / "webhook_gpu_temp_firing.json").read_bytes()).batch
+    result = await ingestor.ingest(batch)
+    assert result.transitions == {Transition.NEW_FIRING: 2, Transition.NEW_RESOLVED: 1}
+    assert await count(db, AlertRow) == 3
+    assert await count(db, AlertEpisodeRow) == 3
+    assert await count(db, RawEventRow) == 1
+    row = await alert_row(db, "1a2b3c4d5e6f7081")
+    assert row.status == "firing"
+    assert row.labels["UUID"] == "GPU-5fd4c9a1-8e3b-4f0e-9d0a-7a1c2b3d4e50"
+    assert row.starts_at == datetime(2026, 11, 21, 8, 14, 3, 517889, tzinfo=UTC)
+    assert row.first_seen == T0
+    resolved = await alert_row(db, "c0ffee00c0ffee02")
+    assert (resolved.status, resolved.resolved_by) == ("resolved", "source")
+    async with db.read() as s:
+        raw = (await s.scalars(select(RawEventRow))).one()
+    assert raw.receiver == "alertrouter"
+    assert json.loads(raw.body)["groupKey"] == batch.group_key  # the original body, for replay
+
+
+async def test_lifecycle_firing_resolved_refired(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    first = webhook([gpu_alert(0)])
+    fp = first.alerts[0].fingerprint
+    await ingestor.ingest(first)
+    clock.now += timedelta(minutes=5)
+    await ingestor.ingest(webhook([gpu_alert(0, "resolved", ends="2026-11-21T08:24:00Z")], status="resolved"))
+    row = await alert_row(db, fp)
+    assert (row.status, row.ends_at) == ("resolved", datetime(2026, 11, 21, 8, 24, tzinfo=UTC))
+    clock.now += timedelta(minutes=30)
+    await ingestor.ingest(webhook([gpu_alert(0, starts="2026-11-21T08:50:00Z")]))
+    row = await alert_row(db, fp)
+    assert (row.status, row.episodes, row.ends_at) == ("firing", 2, None)
+    async with db.read() as s:
+        episodes = await queries.get_episodes(s, fingerprint=fp)
+        events = await queries.get_events(s, fingerprint=fp)
+    assert [(e.starts_at.minute, e.ends_at is None, e.resolved_by) for e in episodes] == [
+        (50, True, None),
+        (0, False, "source"),
+    ]
+    assert [e.kind for e in events] == ["refired", "resolved", "firing"]
+
+
+async def test_unchanged_resend_writes_nothing(db: Database) -> None:
+    clock = Clock()
+    touches = TouchBuffer()
+    ingestor = Ingestor(db, touches, clock=clock)
+    batch = webhook([gpu_alert(g) for g in range(8)])
+    await ingestor.ingest(batch)
+    clock.now += timedelta(minutes=1)
+    again = await ingestor.ingest(batch)
+    assert again.repeat  # recognised without touching the database
+    # a second replica has no memory of the payload; it reads, finds nothing changed, writes nothing
+    other = Ingestor(db, TouchBuffer(), clock=clock)
+    result = await other.ingest(batch)
+    assert result.transitions == {Transition.UNCHANGED: 8}
+    assert result.written == 0
+    assert await count(db, RawEventRow) == 1
+    assert await count(db, AlertEventRow) == 8
+    # last_seen moves only when the buffered refreshes are flushed
+    row = await alert_row(db, batch.alerts[0].fingerprint)
+    assert row.last_seen == T0
+    await Maintenance(
+        db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock
+    ).flush()
+    row = await alert_row(db, batch.alerts[0].fingerprint)
+    assert row.last_seen == T0 + timedelta(minutes=1)
+    assert row.updated_at == T0
+
+
+async def test_ha_twin_and_late_duplicates_change_nothing(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    firing = webhook([gpu_alert(1)], externalURL="http://am-0:9093")
+    await ingestor.ingest(firing)
+    resolved = webhook([gpu_alert(1, "resolved", ends="2026-11-21T08:30:00Z")], status="resolved")
+    await ingestor.ingest(resolved)
+    # the other Alertmanager of the pair sends the old firing notification late
+    late = await Ingestor(db, TouchBuffer(), clock=clock).ingest(
+        webhook([gpu_alert(1)], externalURL="http://am-1:9093")
+    )
+    assert late.transitions == {Transition.STALE: 1}
+    row = await alert_row(db, firing.alerts[0].fingerprint)
+    assert (row.status, row.episodes) == ("resolved", 1)
+
+
+async def test_concurrent_identical_posts_store_one_alert_one_episode(db: Database) -> None:
+    batch = webhook([gpu_alert(3)])
+    # ten replicas (no shared memory) racing on the same payload
+    ingestors = [Ingestor(db, TouchBuffer(), clock=Clock()) for _ in range(10)]
+    results = await asyncio.gather(*(i.ingest(batch) for i in ingestors))
+    assert sum(r.transitions[Transition.NEW_FIRING] for r in results) == 1
+    assert await count(db, AlertRow) == 1
+    assert await count(db, AlertEpisodeRow) == 1
+    assert await count(db, AlertEventRow) == 1
+    assert await count(db, RawEventRow) == 1
+
+
+async def test_api_v2_refresh_extends_then_expiry_resolves_then_revives(db: Database) -> None:
+    clock = Clock()
+    touches = TouchBuffer()
+    ingestor = Ingestor(db, touches, clock=clock)
+    maintenance = Maintenance(
+        db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock
+    )
+    push = json.dumps(
+        [{"labels": {"alertname": "NodeDown", "instance": "10.0.0.7:9100"}, "startsAt": "2026-11-21T08:19:00Z"}]
+    ).encode()
+    first = await ingestor.ingest(parse_api_v2(push, now=clock.now).batch)
+    assert first.transitions == {Transition.NEW_FIRING: 1}
+    fp = parse_api_v2(push, now=clock.now).batch.alerts[0].fingerprint
+    # Prometheus re-sends a minute later: only endsAt moves, and nothing is logged
+    clock.now += timedelta(minutes=1)
+    second = await ingestor.ingest(parse_api_v2(push, now=clock.now).batch)
+    assert second.transitions == {Transition.EXTENDED: 1}
+    assert await count(db, RawEventRow) == 1
+    await maintenance.run_once()
+    assert (await alert_row(db, fp)).ends_at == clock.now + timedelta(minutes=5)
+    # then Prometheus goes quiet: the alert resolves when endsAt passes
+    clock.now += timedelta(minutes=6)
+    await maintenance.run_once()
+    row = await alert_row(db, fp)
+    assert (row.status, row.resolved_by) == ("resolved", "timeout")
+    # and comes back with the same episode: revived, not a new episode
+    third = await ingestor.ingest(parse_api_v2(push, now=clock.now).batch)
+    assert third.transitions == {Transition.REVIVED: 1}
+    row = await alert_row(db, fp)
+    assert (row.status, row.episodes, row.resolved_by) == ("firing", 1, None)
+    async with db.read() as s:
+        kinds = [e.kind for e in await queries.get_events(s, fingerprint=fp)]
+    assert kinds == ["revived", "expired", "firing"]
+
+
+async def test_buffered_refresh_does_not_extend_a_resolved_alert(db: Database) -> None:
+    clock = Clock()
+    touches = TouchBuffer()
+    ingestor = Ingestor(db, touches, clock=clock)
+    maintenance = Maintenance(
+        db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock
+    )
+    push = b'[{"labels": {"alertname": "NodeDown"}, "startsAt": "2026-11-21T08:19:00Z"}]'
+    await ingestor.ingest(parse_api_v2(push, now=clock.now).batch)
+    clock.now += timedelta(minutes=1)
+    await ingestor.ingest(parse_api_v2(push, now=clock.now).batch)  # buffered extension
+    resolve = json.dumps(
+        [{"labels": {"alertname": "NodeDown"}, "startsAt": "2026-11-21T08:19:00Z", "endsAt": "2026-11-21T08:21:00Z"}]
+    ).encode()
+    clock.now += timedelta(seconds=30)
+    await ingestor.ingest(parse_api_v2(resolve, now=clock.now).batch)
+    await maintenance.flush()
+    row = await alert_row(db, parse_api_v2(push, now=clock.now).batch.alerts[0].fingerprint)
+    assert (row.status, row.ends_at) == ("resolved", datetime(2026, 11, 21, 8, 21, tzinfo=UTC))
+
+
+async def test_same_fingerprint_twice_in_one_batch(db: Database) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock())
+    batch = webhook([gpu_alert(5), gpu_alert(5, "resolved", ends="2026-11-21T08:10:00Z")])
+    result = await ingestor.ingest(batch)
+    assert result.transitions == {Transition.NEW_FIRING: 1, Transition.RESOLVED: 1}
+    row = await alert_row(db, batch.alerts[0].fingerprint)
+    assert (row.status, row.episodes) == ("resolved", 1)
+    assert await count(db, AlertEpisodeRow) == 1
+
+
+async def test_raw_events_pruned_after_retention(db: Database) -> None:
+    clock = Clock()
+    touches = TouchBuffer()
+    ingestor = Ingestor(db, touches, clock=clock)
+    await ingestor.ingest(webhook([gpu_alert(6)]))
+    clock.now += timedelta(days=8)
+    await ingestor.ingest(webhook([gpu_alert(7)]))
+    await Maintenance(
+        db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock
+    ).run_once()
+    assert await count(db, RawEventRow) == 1
+    # the history survives the raw log: its link is cleared, not the event
+    assert await count(db, AlertEventRow) == 2

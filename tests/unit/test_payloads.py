@@ -1,0 +1,181 @@
+"""Parsing both ingest shapes: realistic payloads, every rejection naming its field."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alertrouter.ingest.payloads import PayloadError, parse_api_v2, parse_webhook
+from alertrouter.labels import fingerprint
+from alertrouter.model import AlertStatus
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+NOW = datetime(2026, 11, 21, 8, 17, tzinfo=UTC)
+
+
+def fixture(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def body(data: Any) -> bytes:
+    return json.dumps(data).encode()
+
+
+def test_webhook_fixture_parses_fully() -> None:
+    parsed = parse_webhook((FIXTURES / "webhook_gpu_temp_firing.json").read_bytes())
+    batch = parsed.batch
+    assert parsed.problems == []
+    assert [a.status for a in batch.alerts] == [AlertStatus.FIRING, AlertStatus.FIRING, AlertStatus.RESOLVED]
+    first, second, third = batch.alerts
+    assert first.fingerprint == "1a2b3c4d5e6f7081"  # Alertmanager's own fingerprint is kept
+    assert second.fingerprint == fingerprint(second.labels)  # absent: computed the same way
+    assert first.ends_at is None  # Go's zero time on a firing alert means "no end"
+    assert first.starts_at == datetime(2026, 11, 21, 8, 14, 3, 517889, tzinfo=UTC)  # ns truncated to µs
+    assert third.ends_at == datetime(2026, 11, 21, 8, 16, 3, 517889, tzinfo=UTC)
+    assert first.labels["Hostname"] == "gpu-node-07"
+    assert batch.receiver == "alertrouter"
+    assert batch.group_key == '{}:{Hostname="gpu-node-07", alertname="GPUHighTemp"}'
+    assert batch.external_url == "http://alertmanager-0.monitoring:9093"
+
+
+def test_ha_twins_share_a_digest_and_other_changes_do_not() -> None:
+    data = fixture("webhook_gpu_temp_firing.json")
+    twin = {**data, "externalURL": "http://alertmanager-1.monitoring:9093"}
+    changed = {**data, "truncatedAlerts": 3}
+    digest = parse_webhook(body(data)).batch.digest
+    assert parse_webhook(body(twin)).batch.digest == digest
+    assert parse_webhook(body(changed)).batch.digest != digest
+    # key order and whitespace do not matter either
+    assert parse_webhook(json.dumps(data, indent=2, sort_keys=True).encode()).batch.digest == digest
+
+
+def test_truncated_alerts_recorded() -> None:
+    data = fixture("webhook_gpu_temp_firing.json") | {"truncatedAlerts": 12}
+    assert parse_webhook(body(data)).batch.truncated_alerts == 12
+
+
+def test_api_v2_defaults_follow_alertmanager() -> None:
+    parsed = parse_api_v2((FIXTURES / "prometheus_push_node_down.json").read_bytes(), now=NOW)
+    explicit, defaulted = parsed.batch.alerts
+    assert explicit.status is AlertStatus.FIRING
+    assert explicit.ends_at == datetime(2026, 11, 21, 8, 19, tzinfo=UTC)
+    assert defaulted.starts_at == NOW
+    assert defaulted.ends_at == NOW + timedelta(minutes=5)
+    assert "cluster" not in defaulted.labels  # empty value = absent, as Alertmanager does
+    assert defaulted.fingerprint == fingerprint({k: v for k, v in defaulted.labels.items()})
+
+
+def test_api_v2_past_ends_at_is_resolved() -> None:
+    data = [
+        {
+            "labels": {"alertname": "NodeDown"},
+            "startsAt": "2026-11-21T08:00:00Z",
+            "endsAt": "2026-11-21T08:10:00Z",
+        }
+    ]
+    (alert,) = parse_api_v2(body(data), now=NOW).batch.alerts
+    assert alert.status is AlertStatus.RESOLVED
+
+
+GOOD = {"status": "firing", "labels": {"alertname": "X"}, "startsAt": "2026-11-21T08:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("payload", "names"),
+    [
+        pytest.param(b"{not json", "invalid JSON", id="malformed-json"),
+        pytest.param(b"[]", "expected a JSON object", id="array-not-object"),
+        pytest.param(body({"alerts": []}), "version", id="missing-version"),
+        pytest.param(body({"version": "5", "alerts": []}), "version", id="unknown-version"),
+        pytest.param(body({"version": "4"}), "alerts", id="missing-alerts"),
+        pytest.param(body({"version": "4", "alerts": {}}), "alerts", id="alerts-not-list"),
+        pytest.param(
+            body({"version": "4", "truncatedAlerts": -1, "alerts": []}), "truncatedAlerts", id="negative"
+        ),
+        pytest.param(
+            body({"version": "4", "alerts": [{**GOOD, "labels": {"alertname": 1}}]}),
+            "alerts[0].labels.alertname",
+            id="label-value-number",
+        ),
+        pytest.param(
+            body({"version": "4", "alerts": [{**GOOD, "labels": {}}]}), "alerts[0].labels", id="no-labels"
+        ),
+        pytest.param(
+            body({"version": "4", "alerts": [{**GOOD, "labels": {"job": "x"}}]}),
+            "alerts[0].labels.alertname",
+            id="no-alertname",
+        ),
+        pytest.param(
+            body({"version": "4", "alerts": [{**GOOD, "status": "pending"}]}),
+            "alerts[0].status",
+            id="bad-status",
+        ),
+        pytest.param(
+            body({"version": "4", "alerts": [{**GOOD, "startsAt": "yesterday"}]}),
+            "alerts[0].startsAt",
+            id="bad-time",
+        ),
+        pytest.param(
+            body({"version": "4", "alerts": [{k: v for k, v in GOOD.items() if k != "startsAt"}]}),
+            "alerts[0].startsAt",
+            id="missing-starts",
+        ),
+        pytest.param(b"\xff\xfe{", "JSON", id="not-utf8"),
+    ],
+)
+def test_webhook_rejections_name_the_field(payload: bytes, names: str) -> None:
+    with pytest.raises(PayloadError) as info:
+        parse_webhook(payload)
+    assert any(names in p for p in info.value.problems), info.value.problems
+
+
+@pytest.mark.parametrize(
+    ("payload", "names"),
+    [
+        pytest.param(body({"labels": {"alertname": "X"}}), "expected a JSON array", id="object-not-array"),
+        pytest.param(body([{"annotations": {}}]), "[0].labels", id="missing-labels"),
+        pytest.param(
+            body([{"labels": {"severity": "critical"}}]), "[0].labels.alertname", id="missing-alertname"
+        ),
+        pytest.param(
+            body(
+                [
+                    {
+                        "labels": {"alertname": "X"},
+                        "startsAt": "2026-11-21T09:00:00Z",
+                        "endsAt": "2026-11-21T08:00:00Z",
+                    }
+                ]
+            ),
+            "[0].endsAt",
+            id="ends-before-starts",
+        ),
+        pytest.param(body([{"labels": {"alertname": ["X"]}}]), "[0].labels.alertname", id="label-value-list"),
+    ],
+)
+def test_api_v2_rejections_name_the_field(payload: bytes, names: str) -> None:
+    with pytest.raises(PayloadError) as info:
+        parse_api_v2(payload, now=NOW)
+    assert any(names in p for p in info.value.problems), info.value.problems
+
+
+def test_one_bad_alert_does_not_lose_the_others() -> None:
+    data = {
+        "version": "4",
+        "alerts": [GOOD, {**GOOD, "labels": {"alertname": 7}}, {**GOOD, "labels": {"alertname": "Y"}}],
+    }
+    parsed = parse_webhook(body(data))
+    assert [a.alertname for a in parsed.batch.alerts] == ["X", "Y"]
+    assert parsed.batch.rejected_alerts == 1
+    assert len(parsed.problems) == 1
+    assert parsed.problems[0].startswith("alerts[1].labels.alertname")
+
+
+def test_empty_webhook_is_valid() -> None:
+    parsed = parse_webhook(body({"version": "4", "alerts": []}))
+    assert parsed.batch.alerts == []
+    assert parsed.problems == []
