@@ -132,9 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Validate rules like `amtool check-config`: every problem is printed as "
         "FILE:PATH: MESSAGE, and the exit status is 1 if there is any.",
     )
-    check.add_argument(
-        "path", nargs="?", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)"
-    )
+    check.add_argument("path", nargs="?", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
     check.set_defaults(func=cmd_check_config)
 
     db = sub.add_parser("db", help="database schema migrations (Alembic)")

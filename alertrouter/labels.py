@@ -270,9 +270,7 @@ def parse_matchers(text: str) -> list[Matcher]:
     return matchers
 
 
-def matchers_from_legacy(
-    match: Mapping[str, str] | None, match_re: Mapping[str, str] | None
-) -> list[Matcher]:
+def matchers_from_legacy(match: Mapping[str, str] | None, match_re: Mapping[str, str] | None) -> list[Matcher]:
     """Matchers for the deprecated ``match``/``match_re`` maps (e.g. ``source_match``).
 
     Values are used verbatim (no unescaping). Names must match ``[a-zA-Z_][a-zA-Z0-9_]*`` as

@@ -37,9 +37,7 @@ class TouchBuffer:
         for fp in fingerprints:
             self._seen[fp] = at
 
-    def add(
-        self, seen: Iterable[tuple[str, datetime]], extended: Iterable[tuple[str, datetime, datetime]]
-    ) -> None:
+    def add(self, seen: Iterable[tuple[str, datetime]], extended: Iterable[tuple[str, datetime, datetime]]) -> None:
         for fp, at in seen:
             self._seen[fp] = at
         for fp, starts_at, ends_at in extended:
@@ -51,9 +49,7 @@ class TouchBuffer:
         self._seen, self._extended = {}, {}
         return seen, extended
 
-    def put_back(
-        self, seen: list[tuple[str, datetime]], extended: list[tuple[str, datetime, datetime]]
-    ) -> None:
+    def put_back(self, seen: list[tuple[str, datetime]], extended: list[tuple[str, datetime, datetime]]) -> None:
         """After a failed flush: keep what was taken unless something newer arrived meanwhile."""
         for fp, at in seen:
             self._seen.setdefault(fp, at)

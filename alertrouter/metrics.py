@@ -63,7 +63,5 @@ class Metrics:
             ["hash"],
             registry=r,
         )
-        self.build_info = Gauge(
-            "alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r
-        )
+        self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)

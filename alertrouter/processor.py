@@ -142,9 +142,7 @@ class Ingestor:
             return result
         raise RuntimeError("gave up after repeated concurrent inserts of the same alerts")
 
-    async def _apply(
-        self, session: AsyncSession, batch: IngestBatch, now: datetime
-    ) -> tuple[IngestResult, _Plan]:
+    async def _apply(self, session: AsyncSession, batch: IngestBatch, now: datetime) -> tuple[IngestResult, _Plan]:
         states = await store.load_states(session, list({a.fingerprint for a in batch.alerts}))
         plan = _Plan()
         for alert in batch.alerts:
@@ -186,9 +184,7 @@ def _raw_row(batch: IngestBatch, now: datetime) -> dict[str, Any]:
     }
 
 
-def _plan_alert(
-    plan: _Plan, current: AlertState | None, alert: IncomingAlert, now: datetime
-) -> AlertState | None:
+def _plan_alert(plan: _Plan, current: AlertState | None, alert: IncomingAlert, now: datetime) -> AlertState | None:
     """Record what `alert` changes in `plan`; return the state the store will hold afterwards."""
     kind = decide_transition(current, alert)
     plan.transitions[kind] += 1

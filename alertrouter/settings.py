@@ -86,8 +86,7 @@ class Settings(BaseSettings):
             return self.host or "0.0.0.0", None  # noqa: S104 - authenticated, all interfaces by design
         if self.host in (None, LOOPBACK, "localhost", "::1"):
             return self.host or LOOPBACK, (
-                "no credential configured (ALERTROUTER_BEARER_TOKEN or ALERTROUTER_BASIC_*): "
-                "listening on loopback only"
+                "no credential configured (ALERTROUTER_BEARER_TOKEN or ALERTROUTER_BASIC_*): listening on loopback only"
             )
         if self.allow_unauthenticated_remote:
             return self.host, f"no credential configured: listening on {self.host} WITHOUT authentication"

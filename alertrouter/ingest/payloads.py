@@ -125,17 +125,13 @@ def _fingerprint(given: str | None, labels: dict[str, str]) -> str:
 def parse_webhook(body: bytes) -> Parsed:
     data = _load_json(body)
     if not isinstance(data, dict):
-        raise PayloadError(
-            [f"body: expected a JSON object (Alertmanager webhook), got {type(data).__name__}"]
-        )
+        raise PayloadError([f"body: expected a JSON object (Alertmanager webhook), got {type(data).__name__}"])
     try:
         env = _WebhookEnvelope.model_validate(data)
     except ValidationError as exc:
         raise PayloadError(_errors(exc, "")) from None
     if env.version != WEBHOOK_VERSION:
-        raise PayloadError(
-            [f"version: unsupported webhook version {env.version!r} (expected {WEBHOOK_VERSION!r})"]
-        )
+        raise PayloadError([f"version: unsupported webhook version {env.version!r} (expected {WEBHOOK_VERSION!r})"])
 
     alerts: list[IncomingAlert] = []
     problems: list[str] = []

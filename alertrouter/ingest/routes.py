@@ -42,9 +42,7 @@ def unauthorized(runtime: Runtime) -> JSONResponse:
     )
 
 
-async def _ingest(
-    request: Request, runtime: Runtime, endpoint: str, parse: Callable[[bytes], Parsed]
-) -> JSONResponse:
+async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Callable[[bytes], Parsed]) -> JSONResponse:
     m = runtime.metrics
     started = time.perf_counter()
 
@@ -72,9 +70,7 @@ async def _ingest(
             result = await runtime.ingestor.ingest(batch)
     except STORE_ERRORS as exc:
         m.db_errors.labels(operation="ingest").inc()
-        log.error(
-            "could not store %s payload (%d alerts), answering 503: %s", endpoint, len(batch.alerts), exc
-        )
+        log.error("could not store %s payload (%d alerts), answering 503: %s", endpoint, len(batch.alerts), exc)
         return answer(
             "unavailable",
             503,
@@ -93,9 +89,7 @@ async def _ingest(
             batch.group_key,
         )
     if parsed.problems:
-        log.warning(
-            "stored %d alerts, rejected %d: %s", len(batch.alerts), batch.rejected_alerts, parsed.problems
-        )
+        log.warning("stored %d alerts, rejected %d: %s", len(batch.alerts), batch.rejected_alerts, parsed.problems)
         return answer(
             "partial",
             400,

@@ -34,9 +34,7 @@ def interpolate(
             return "$"
         name, default, bad = m.group(1), m.group(2), m.group(3)
         if name is None:
-            problems.append(
-                ConfigProblem(file, format_loc(loc), f"invalid environment reference '${{{bad or ''}}}'")
-            )
+            problems.append(ConfigProblem(file, format_loc(loc), f"invalid environment reference '${{{bad or ''}}}'"))
             return ""
         if name in env:
             return env[name]

@@ -44,9 +44,7 @@ def rule_files(path: Path) -> list[Path]:
     return [path]
 
 
-def _parse_file(
-    path: Path, text: str, env: Mapping[str, str], problems: list[ConfigProblem]
-) -> RuleFile | None:
+def _parse_file(path: Path, text: str, env: Mapping[str, str], problems: list[ConfigProblem]) -> RuleFile | None:
     name = str(path)
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass

@@ -16,14 +16,14 @@ __all__ = [
     "get_alert",
     "get_episodes",
     "get_events",
+    "get_raw_event",
     "iter_alerts",
+    "list_raw_events",
     "migration_version",
 ]
 
 
-async def iter_alerts(
-    session: AsyncSession, *, status: str | None = None, chunk: int = 500
-) -> AsyncIterator[AlertRow]:
+async def iter_alerts(session: AsyncSession, *, status: str | None = None, chunk: int = 500) -> AsyncIterator[AlertRow]:
     """Alerts newest-updated first, streamed in chunks so label filters can run in Python."""
     stmt = select(AlertRow).order_by(AlertRow.updated_at.desc(), AlertRow.fingerprint)
     if status is not None:
@@ -37,9 +37,7 @@ async def get_alert(session: AsyncSession, *, fingerprint: str) -> AlertRow | No
     return await session.get(AlertRow, fingerprint)
 
 
-async def get_episodes(
-    session: AsyncSession, *, fingerprint: str, limit: int = 100
-) -> Sequence[AlertEpisodeRow]:
+async def get_episodes(session: AsyncSession, *, fingerprint: str, limit: int = 100) -> Sequence[AlertEpisodeRow]:
     stmt = (
         select(AlertEpisodeRow)
         .where(AlertEpisodeRow.fingerprint == fingerprint)
@@ -57,6 +55,17 @@ async def get_events(session: AsyncSession, *, fingerprint: str, limit: int = 20
         .limit(limit)
     )
     return (await session.scalars(stmt)).all()
+
+
+async def list_raw_events(session: AsyncSession, *, limit: int, before_id: int | None = None) -> Sequence[RawEventRow]:
+    stmt = select(RawEventRow).order_by(RawEventRow.id.desc()).limit(limit)
+    if before_id is not None:
+        stmt = stmt.where(RawEventRow.id < before_id)
+    return (await session.scalars(stmt)).all()
+
+
+async def get_raw_event(session: AsyncSession, *, event_id: int) -> RawEventRow | None:
+    return await session.get(RawEventRow, event_id)
 
 
 async def count_alerts_by_status(session: AsyncSession) -> dict[str, int]:

@@ -9,16 +9,14 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from alertrouter.labels import Matcher, MatcherError, matches_all, parse_matchers
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.store import queries
-from alertrouter.web.schemas import AlertDetail, AlertEventRead, AlertList, AlertRead, EpisodeRead
+from alertrouter.web.schemas import AlertDetail, AlertEventRead, AlertList, AlertRead, EpisodeRead, RawEventRead
 
 __all__ = ["router"]
 
 
 def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
     if not runtime.auth.check(request.headers.get("authorization")):
-        raise HTTPException(
-            401, "missing or wrong credentials", headers={"WWW-Authenticate": runtime.auth.challenge}
-        )
+        raise HTTPException(401, "missing or wrong credentials", headers={"WWW-Authenticate": runtime.auth.challenge})
     return runtime
 
 
@@ -72,3 +70,25 @@ async def get_alert(fingerprint: str, runtime: AuthorizedRuntime) -> AlertDetail
             episodes=[EpisodeRead.model_validate(e) for e in episodes],
             events=[AlertEventRead.model_validate(e) for e in events],
         )
+
+
+@router.get("/raw-events", response_model=list[RawEventRead], tags=["audit"])
+async def list_raw_events(
+    runtime: AuthorizedRuntime,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    before_id: Annotated[int | None, Query(description="page backwards from this id")] = None,
+) -> list[RawEventRead]:
+    """Received payloads, newest first (bodies omitted; fetch one for its body)."""
+    async with runtime.db.read() as session:
+        rows = await queries.list_raw_events(session, limit=limit, before_id=before_id)
+        return [RawEventRead.model_validate(r).model_copy(update={"body": None}) for r in rows]
+
+
+@router.get("/raw-events/{event_id}", response_model=RawEventRead, tags=["audit"])
+async def get_raw_event(event_id: int, runtime: AuthorizedRuntime) -> RawEventRead:
+    """One received payload with its original body, e.g. to replay it with `curl --data @-`."""
+    async with runtime.db.read() as session:
+        row = await queries.get_raw_event(session, event_id=event_id)
+        if row is None:
+            raise HTTPException(404, f"no raw event {event_id}")
+        return RawEventRead.model_validate(row)

@@ -30,9 +30,7 @@ async def readyz(runtime: RuntimeDep) -> JSONResponse:
             version = await queries.migration_version(session)
     except STORE_ERRORS as exc:
         runtime.metrics.db_errors.labels(operation="readyz").inc()
-        return JSONResponse(
-            {"status": "unavailable", "reason": f"store unreachable: {type(exc).__name__}"}, 503
-        )
+        return JSONResponse({"status": "unavailable", "reason": f"store unreachable: {type(exc).__name__}"}, 503)
     if version != runtime.head_revision:
         have = version or "nothing"
         reason = f"schema at {have}, expected {runtime.head_revision}: run `alertrouter db upgrade`"

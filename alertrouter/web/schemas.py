@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["AlertDetail", "AlertEventRead", "AlertList", "AlertRead", "EpisodeRead"]
+__all__ = ["AlertDetail", "AlertEventRead", "AlertList", "AlertRead", "EpisodeRead", "RawEventRead"]
 
 
 class _Read(BaseModel):
@@ -57,3 +57,19 @@ class AlertDetail(BaseModel):
     alert: AlertRead
     episodes: list[EpisodeRead]
     events: list[AlertEventRead]
+
+
+class RawEventRead(_Read):
+    """A received payload as logged; `body` (the original bytes as text) only on the single-event view."""
+
+    id: int
+    received_at: datetime
+    source: str
+    receiver: str | None
+    group_key: str | None
+    status: str | None
+    external_url: str | None
+    alert_count: int
+    truncated_alerts: int
+    rejected_alerts: int
+    body: str | None = None

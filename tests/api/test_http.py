@@ -72,9 +72,7 @@ async def test_webhook_stored_and_listed(client: httpx.AsyncClient) -> None:
         pytest.param({"Authorization": f"Token {TOKEN}"}, id="unknown-scheme"),
     ],
 )
-async def test_wrong_credentials_are_401_and_store_nothing(
-    client: httpx.AsyncClient, headers: dict[str, str]
-) -> None:
+async def test_wrong_credentials_are_401_and_store_nothing(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
     for path in ("/webhook/alertmanager", "/api/v2/alerts"):
         r = await client.post(path, content=FIXTURE, headers=headers)
         assert r.status_code == 401
@@ -117,10 +115,7 @@ async def test_bad_payload_is_400_naming_the_field(client: httpx.AsyncClient) ->
 
 async def test_filters_status_and_paging(client: httpx.AsyncClient) -> None:
     await client.post("/webhook/alertmanager", content=FIXTURE, headers=BEARER)
-    push = [
-        {"labels": {"alertname": "NodeDown", "instance": f"10.0.0.{i}:9100", "region": "south"}}
-        for i in range(5)
-    ]
+    push = [{"labels": {"alertname": "NodeDown", "instance": f"10.0.0.{i}:9100", "region": "south"}} for i in range(5)]
     assert (await client.post("/api/v2/alerts", json=push, headers=BEARER)).status_code == 200
 
     async def fetch(**params: Any) -> dict[str, Any]:
@@ -165,3 +160,15 @@ async def test_openapi_documents_the_endpoints(client: httpx.AsyncClient) -> Non
     paths = (await client.get("/openapi.json")).json()["paths"]
     for path in ("/webhook/alertmanager", "/api/v2/alerts", "/api/v1/alerts", "/api/v1/alerts/{fingerprint}"):
         assert path in paths
+
+
+async def test_raw_events_keep_the_original_body(client: httpx.AsyncClient) -> None:
+    await client.post("/webhook/alertmanager", content=FIXTURE, headers=BEARER)
+    await client.post("/webhook/alertmanager", content=FIXTURE, headers=BEARER)  # a repeat is not logged twice
+    listed = (await client.get("/api/v1/raw-events", headers=BEARER)).json()
+    assert len(listed) == 1
+    assert (listed[0]["source"], listed[0]["alert_count"], listed[0]["body"]) == ("webhook", 3, None)
+    one = (await client.get(f"/api/v1/raw-events/{listed[0]['id']}", headers=BEARER)).json()
+    assert one["body"].encode() == FIXTURE
+    assert (await client.get("/api/v1/raw-events")).status_code == 401
+    assert (await client.get("/api/v1/raw-events/999", headers=BEARER)).status_code == 404
