@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 __all__ = [
     "AlertState",
+    "AlertView",
     "AlertStatus",
     "IncomingAlert",
     "ResolvedBy",
@@ -132,3 +133,19 @@ def decide_transition(current: AlertState | None, incoming: IncomingAlert) -> Tr
     if incoming.starts_at > current.starts_at:
         return Transition.CLOSED_EPISODE
     return Transition.UNCHANGED
+
+
+@dataclass(frozen=True, slots=True)
+class AlertView:
+    """What the noise-reduction stages see of one alert: its labels after node identity and
+    topology enrichment (so `node`, `rack`, `region` are present when derivable)."""
+
+    fingerprint: str
+    labels: Mapping[str, str]
+    firing: bool
+    starts_at: datetime | None = None
+    first_seen: datetime | None = None
+
+    @property
+    def alertname(self) -> str:
+        return self.labels.get("alertname", "")
