@@ -1,0 +1,197 @@
+"""Aggregation: per-GPU alerts become one node incident, and a storm of node incidents one cluster incident.
+
+An incident is to alertrouter what a group is to Alertmanager: the unit a person is told about.
+The first aggregation rule whose matchers take an alert decides its incident key (e.g. alertname +
+node); an alert no rule takes gets an incident of its own kind on its node. A node incident reports
+how many of the node's units (GPUs) are affected and which ("gpu-node-07: 6/8 GPUs").
+
+Storm roll-up: when more than `threshold` node incidents with the same roll-up key open within
+`window`, they roll into one cluster incident, which later node incidents of that key join quietly
+for as long as it stays open.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from alertrouter.labels import Matcher, matches_all
+from alertrouter.model import AlertView
+
+__all__ = [
+    "DEFAULT_RULE",
+    "AggregationRule",
+    "IncidentSummary",
+    "RollupRule",
+    "assign_rule",
+    "incident_key",
+    "rollup_key",
+    "severity_rank",
+    "storm_headline",
+    "storm_members",
+    "summarize",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RollupRule:
+    threshold: int = 5  # more than this many node incidents ...
+    window: timedelta = timedelta(minutes=2)  # ... opening within this window roll up
+    by: tuple[str, ...] = ("alertname",)  # the cluster incident's key labels (e.g. add "region")
+    scope_labels: tuple[str, ...] = ("region", "rack", "cluster")  # shown when common to all members
+
+
+@dataclass(frozen=True, slots=True)
+class AggregationRule:
+    name: str
+    matchers: tuple[Matcher, ...] = ()
+    group_by: tuple[str, ...] = ("alertname", "node")
+    unit_label: str | None = None  # what is counted, e.g. "gpu"
+    units_per_group: int | None = None  # the denominator, e.g. 8 GPUs per node
+    unit_name: str = "GPUs"
+    group_wait: timedelta | None = None  # overrides the route's, when set
+    group_interval: timedelta | None = None
+    rollup: RollupRule | None = None
+
+
+DEFAULT_RULE = AggregationRule(name="default")
+
+
+def assign_rule(rules: Sequence[AggregationRule], labels: Mapping[str, str]) -> AggregationRule:
+    for rule in rules:
+        if matches_all(rule.matchers, labels):
+            return rule
+    return DEFAULT_RULE
+
+
+def incident_key(rule: AggregationRule, labels: Mapping[str, str]) -> str:
+    """Stable and readable: `gpu-by-node{alertname="GPUHighTemp",node="gpu-node-07"}`."""
+    values = ",".join(f"{name}={json.dumps(labels.get(name, ''), ensure_ascii=False)}" for name in rule.group_by)
+    return f"{rule.name}{{{values}}}"
+
+
+def rollup_key(rule: AggregationRule, labels: Mapping[str, str]) -> str | None:
+    if rule.rollup is None:
+        return None
+    values = ",".join(f"{n}={json.dumps(labels.get(n, ''), ensure_ascii=False)}" for n in rule.rollup.by)
+    return f"{rule.name}/cluster{{{values}}}"
+
+
+_DEFAULT_SEVERITIES = ("critical", "warning", "info")
+
+
+def severity_rank(severity: str, order: Sequence[str] = _DEFAULT_SEVERITIES) -> int:
+    """Lower is worse; unknown severities rank after the known ones."""
+    try:
+        return order.index(severity)
+    except ValueError:
+        return len(order)
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentSummary:
+    """What a message about an incident needs to say, computed from its current alerts."""
+
+    key: str
+    rule: str
+    group_labels: Mapping[str, str]
+    common_labels: Mapping[str, str]
+    severity: str
+    firing: frozenset[str]  # fingerprints of the alerts that count (firing, not muted, not held)
+    units: tuple[str, ...] = ()  # affected unit values, e.g. GPU indices, sorted
+    units_total: int | None = None
+    alerts: int = 0
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def headline(self) -> str:
+        """`gpu-node-07: GPUHighTemp on 6/8 GPUs`; cluster incidents build their own (see `storm_headline`)."""
+        where = self.group_labels.get("node") or ", ".join(
+            v for k, v in self.group_labels.items() if k != "alertname" and v
+        )
+        what = self.group_labels.get("alertname") or self.common_labels.get("alertname", "alert")
+        if self.units:
+            total = f"/{self.units_total}" if self.units_total else ""
+            count = f"{len(self.units)}{total} {self.extra.get('unit_name', 'GPUs')}"
+            return f"{where}: {what} on {count}" if where else f"{what} on {count}"
+        return f"{where}: {what}" if where else what
+
+
+def _common(label_sets: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    it = iter(label_sets)
+    first = next(it, None)
+    if first is None:
+        return {}
+    common = dict(first)
+    for labels in it:
+        for name in [n for n, v in common.items() if labels.get(n) != v]:
+            del common[name]
+    return common
+
+
+def summarize(
+    rule: AggregationRule,
+    key: str,
+    alerts: Sequence[AlertView],
+    *,
+    severity_label: str = "severity",
+    severities: Sequence[str] = _DEFAULT_SEVERITIES,
+) -> IncidentSummary:
+    """Summarise an incident from the alerts that count for it (firing, not muted, not held)."""
+    labels = [a.labels for a in alerts]
+    common = _common(labels)
+    group_labels = {name: (labels[0].get(name, "") if labels else "") for name in rule.group_by}
+    severity = min(
+        (a.labels.get(severity_label, "") for a in alerts), key=lambda s: severity_rank(s, severities), default=""
+    )
+    units: tuple[str, ...] = ()
+    if rule.unit_label:
+        values = {a.labels[rule.unit_label] for a in alerts if a.labels.get(rule.unit_label)}
+        units = tuple(sorted(values, key=lambda v: (len(v), v)))  # "2" before "10"
+    return IncidentSummary(
+        key=key,
+        rule=rule.name,
+        group_labels=group_labels,
+        common_labels=common,
+        severity=severity,
+        firing=frozenset(a.fingerprint for a in alerts),
+        units=units,
+        units_total=rule.units_per_group,
+        alerts=len(alerts),
+        extra={"unit_name": rule.unit_name},
+    )
+
+
+def storm_members(
+    rollup: RollupRule,
+    opened: Mapping[str, datetime],
+    *,
+    now: datetime,
+    cluster_open: bool,
+) -> frozenset[str]:
+    """Which open node incidents (key -> when opened) belong to the cluster incident of one roll-up key.
+
+    Nothing rolls up until more than `threshold` opened within `window` of now; once the cluster
+    incident is open, every open node incident of the key is a member, however late it came.
+    """
+    if cluster_open:
+        return frozenset(opened)
+    recent = [k for k, t in opened.items() if now - t <= rollup.window]
+    return frozenset(opened) if len(recent) > rollup.threshold else frozenset()
+
+
+def storm_headline(
+    alertname: str, members: Sequence[IncidentSummary], scope_labels: Sequence[str], unit_name: str = "GPUs"
+) -> str:
+    """`GPUHighTemp on 37 nodes in region north, rack r12: 211 GPUs`."""
+    common = _common(m.common_labels for m in members)
+    scope = ", ".join(f"{name} {common[name]}" for name in scope_labels if common.get(name))
+    units = sum(len(m.units) for m in members)
+    text = f"{alertname} on {len(members)} nodes"
+    if scope:
+        text += f" in {scope}"
+    if units:
+        text += f": {units} {unit_name}"
+    return text
