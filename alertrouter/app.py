@@ -7,7 +7,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from alertrouter import __version__
 from alertrouter.ingest import routes as ingest_routes
@@ -18,7 +19,7 @@ from alertrouter.processor import Ingestor
 from alertrouter.ruleset import Ruleset
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
-from alertrouter.store import Database
+from alertrouter.store import STORE_ERRORS, Database
 from alertrouter.store.migrate import head_revision, upgrade
 from alertrouter.web import api, ops
 
@@ -29,7 +30,10 @@ log = logging.getLogger(__name__)
 
 def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     db = Database(
-        settings.database_url, sqlite_synchronous=settings.sqlite_synchronous, pool_size=settings.db_pool_size
+        settings.database_url,
+        sqlite_synchronous=settings.sqlite_synchronous,
+        pool_size=settings.db_pool_size,
+        busy_timeout=max(0.1, settings.store_timeout.total_seconds() * 0.8),
     )
     touches = TouchBuffer()
     metrics = Metrics()
@@ -82,7 +86,26 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
         summary="Cuts Alertmanager noise for GPU clusters before anyone is paged.",
         lifespan=lifespan,
     )
+
+    async def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        """Any endpoint whose store call fails answers like ingest does: 503, retry later, never a 500."""
+        runtime = getattr(request.app.state, "runtime", None)
+        if runtime is not None:
+            runtime.metrics.db_errors.labels(operation=request.url.path).inc()
+        log.error("store unavailable for %s %s: %s", request.method, request.url.path, _describe(exc))
+        return JSONResponse(
+            {"error": "store unavailable, retry later"},
+            status_code=503,
+            headers={"Retry-After": ingest_routes.RETRY_AFTER_SECONDS},
+        )
+
+    for error in STORE_ERRORS:
+        app.add_exception_handler(error, store_unavailable)
     app.include_router(ingest_routes.router)
     app.include_router(api.router)
     app.include_router(ops.router)
     return app
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

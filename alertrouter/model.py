@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 __all__ = [
     "AlertState",
-    "AlertView",
     "AlertStatus",
+    "AlertView",
     "IncomingAlert",
     "ResolvedBy",
     "Transition",

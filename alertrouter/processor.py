@@ -156,11 +156,12 @@ class Ingestor:
             return result, plan
         for event in plan.events:
             event["raw_event_id"] = result.raw_event_id
-        inserted = await store.insert_alerts(session, list(plan.new_alerts.values()))
+        # Rows are written in fingerprint order, the order load_states locks in: concurrent batches never deadlock.
+        inserted = await store.insert_alerts(session, [plan.new_alerts[fp] for fp in sorted(plan.new_alerts)])
         if len(inserted) != len(plan.new_alerts):
             await session.rollback()
             raise _InsertRace
-        await store.update_alerts(session, list(plan.updates.values()))
+        await store.update_alerts(session, [plan.updates[fp] for fp in sorted(plan.updates)])
         await store.insert_episodes(session, plan.new_episodes)
         await store.close_episodes(session, plan.closed_episodes)
         await store.reopen_episodes(session, plan.reopened_episodes)

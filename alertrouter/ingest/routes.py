@@ -70,7 +70,12 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
             result = await runtime.ingestor.ingest(batch)
     except STORE_ERRORS as exc:
         m.db_errors.labels(operation="ingest").inc()
-        log.error("could not store %s payload (%d alerts), answering 503: %s", endpoint, len(batch.alerts), exc)
+        log.error(
+            "could not store %s payload (%d alerts), answering 503: %s",
+            endpoint,
+            len(batch.alerts),
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        )
         return answer(
             "unavailable",
             503,

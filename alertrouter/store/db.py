@@ -15,7 +15,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 __all__ = ["STORE_ERRORS", "Database"]
 
 # What "the store is unavailable" looks like from here; ingest answers 503 on these.
-STORE_ERRORS: tuple[type[BaseException], ...] = (
+STORE_ERRORS: tuple[type[Exception], ...] = (
     exc.OperationalError,
     exc.InterfaceError,
     exc.DBAPIError,
@@ -33,12 +33,14 @@ class Database:
     writers run concurrently and rely on row locks (`SELECT ... FOR UPDATE`) instead.
     """
 
-    def __init__(self, url: str, *, sqlite_synchronous: str = "FULL", pool_size: int = 10) -> None:
+    def __init__(
+        self, url: str, *, sqlite_synchronous: str = "FULL", pool_size: int = 10, busy_timeout: float = 5.0
+    ) -> None:
         self.url = make_url(url)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         kwargs: dict[str, Any] = {"pool_pre_ping": True}
         if self.is_sqlite:
-            kwargs["connect_args"] = {"timeout": 5}
+            kwargs["connect_args"] = {"timeout": busy_timeout}
         else:
             kwargs.update(
                 pool_size=pool_size,
@@ -48,7 +50,7 @@ class Database:
             )
         self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
         if self.is_sqlite:
-            _install_sqlite_pragmas(self.engine, sqlite_synchronous)
+            _install_sqlite_pragmas(self.engine, sqlite_synchronous, busy_timeout)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
 
@@ -75,7 +77,7 @@ class Database:
         await self.engine.dispose()
 
 
-def _install_sqlite_pragmas(engine: AsyncEngine, synchronous: str) -> None:
+def _install_sqlite_pragmas(engine: AsyncEngine, synchronous: str, busy_timeout: float) -> None:
     if synchronous not in ("FULL", "NORMAL"):
         raise ValueError(f"sqlite synchronous must be FULL or NORMAL, not {synchronous!r}")
 
@@ -85,5 +87,6 @@ def _install_sqlite_pragmas(engine: AsyncEngine, synchronous: str) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=5000")
+        # Waiting for a lock must end before the ingest deadline does, so a locked store answers 503 in time.
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         cursor.close()
