@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from alertrouter.ruleset.build import build_pipeline
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem, format_loc
 from alertrouter.ruleset.interpolate import interpolate
 from alertrouter.ruleset.schema import RuleFile, Ruleset
@@ -70,7 +71,7 @@ def _parse_file(path: Path, text: str, env: Mapping[str, str], problems: list[Co
     except ValidationError as exc:
         for err in exc.errors():
             loc = format_loc(err["loc"])
-            msg = err["msg"]
+            msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 msg = "unknown key" if len(err["loc"]) > 1 else "unknown section"
             problems.append(ConfigProblem(name, loc, msg))
@@ -90,6 +91,7 @@ def load_ruleset(path: Path, env: Mapping[str, str] | None = None) -> Ruleset:
     digest = hashlib.sha256()
     merged: dict[str, Any] = {}
     owner: dict[str, str] = {}
+    origins: dict[str, list[str]] = {}
     for file in files:
         text = file.read_text(encoding="utf-8")
         digest.update(file.name.encode() + b"\0" + text.encode() + b"\0")
@@ -101,13 +103,22 @@ def load_ruleset(path: Path, env: Mapping[str, str] | None = None) -> Ruleset:
             key = RuleFile.model_fields[section].alias or section
             if isinstance(value, list):
                 merged.setdefault(key, []).extend(value)
+                origins.setdefault(key, []).extend([f"{file}:{key}[{i}]" for i in range(len(value))])
             elif key in merged:
                 problems.append(ConfigProblem(str(file), key, f"section already defined in {owner[key]}"))
             else:
                 merged[key] = value
+                origins[key] = [f"{file}:{key}"]
             owner.setdefault(key, str(file))
     if problems:
         raise ConfigError(problems)
-    return Ruleset.model_validate(
-        {**merged, "sources": tuple(str(f) for f in files), "config_hash": digest.hexdigest()[:16]}
+    ruleset = Ruleset.model_validate(
+        {
+            **merged,
+            "sources": tuple(str(f) for f in files),
+            "config_hash": digest.hexdigest()[:16],
+            "origins": origins,
+        }
     )
+    build_pipeline(ruleset)  # cross-references and the route tree: raises ConfigError naming file and path
+    return ruleset

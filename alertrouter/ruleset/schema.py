@@ -2,15 +2,85 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from datetime import timedelta
+from typing import Annotated, Any
 
-__all__ = ["GlobalConfig", "RuleFile", "Ruleset"]
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from alertrouter.durations import parse_duration
+from alertrouter.labels import Matcher, MatcherError, parse_matchers
+
+__all__ = [
+    "ALL_SEVERITIES",
+    "UNLIMITED_REPEATS",
+    "AggregationConfig",
+    "CountConfig",
+    "GlobalConfig",
+    "InhibitRuleConfig",
+    "ReceiverConfig",
+    "RollupConfig",
+    "RouteConfig",
+    "RuleFile",
+    "Ruleset",
+    "TopologyConfig",
+]
 
 _DEFAULT_NODE_LABELS = ["node", "hostname", "Hostname", "kubernetes_node", "instance"]
 
 
+def _duration(value: Any) -> Any:
+    if isinstance(value, str):
+        return parse_duration(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError("durations need a unit, e.g. 30s, 10m, 2h")
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_duration)]
+
+
+def _matchers(value: Any) -> Any:
+    """A list of Alertmanager matcher strings; each entry may itself hold several (`{a="1", b="2"}`)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise ValueError("must be a list of matchers, e.g. ['alertname=\"NodeDown\"']")
+    out: list[Matcher] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise ValueError(f"matcher must be a string, not {type(item).__name__}")
+        try:
+            out.extend(parse_matchers(item))
+        except MatcherError as exc:
+            raise ValueError(str(exc)) from None
+    return out
+
+
+Matchers = Annotated[list[Matcher], BeforeValidator(_matchers)]
+
+
+def _intervals(value: Any) -> Any:
+    """`repeat_interval: 1h` means 1h for every severity, as an Alertmanager user expects (`*` is
+    expanded to each of `global.severities` and `default` when the pipeline is built)."""
+    return value if isinstance(value, dict) or value is None else {ALL_SEVERITIES: value}
+
+
+ALL_SEVERITIES = "*"
+
+
+def _off_is_none(value: Any) -> Any:
+    return None if value is False or value == "off" else value
+
+
+def _unlimited(value: Any) -> Any:
+    return UNLIMITED_REPEATS if value == "unlimited" else value
+
+
+UNLIMITED_REPEATS = -1  # `max_repeats: unlimited`, to lift a cap set higher up the route tree
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, populate_by_name=True)
 
 
 class GlobalConfig(_Section):
@@ -18,12 +88,14 @@ class GlobalConfig(_Section):
         default_factory=lambda: list(_DEFAULT_NODE_LABELS),
         description="Labels tried in order to name an alert's node; `instance` loses its :port",
     )
+    node_label: str = Field("node", description="Label under which the derived node key is exposed to rules")
     severity_label: str = "severity"
+    severities: list[str] = Field(default_factory=lambda: ["critical", "warning", "info"], description="Worst first")
     external_url: str | None = Field(None, description="Base URL of this alertrouter, for links in messages")
 
-    @field_validator("node_labels")
+    @field_validator("node_labels", "severities")
     @classmethod
-    def _non_empty(cls, value: list[str]) -> list[str]:
+    def _non_empty_unique(cls, value: list[str]) -> list[str]:
         if not value:
             raise ValueError("must name at least one label")
         if len(set(value)) != len(value):
@@ -31,15 +103,108 @@ class GlobalConfig(_Section):
         return value
 
 
+class TopologyConfig(_Section):
+    """Labels for nodes whose alerts lack them, and other names (IPs) of nodes."""
+
+    nodes: dict[str, dict[str, str]] = Field(default_factory=dict)
+    aliases: dict[str, str] = Field(default_factory=dict)
+
+
+class InhibitRuleConfig(_Section):
+    name: str | None = None
+    source_matchers: Matchers = Field(default_factory=list)
+    target_matchers: Matchers = Field(default_factory=list)
+    source_match: dict[str, str] = Field(default_factory=dict)
+    source_match_re: dict[str, str] = Field(default_factory=dict)
+    target_match: dict[str, str] = Field(default_factory=dict)
+    target_match_re: dict[str, str] = Field(default_factory=dict)
+    equal: list[str] = Field(default_factory=list)
+    hold_down: Duration = timedelta(seconds=30)
+
+    @model_validator(mode="after")
+    def _has_both_sides(self) -> InhibitRuleConfig:
+        if not (self.source_matchers or self.source_match or self.source_match_re):
+            raise ValueError("needs source_matchers (or the legacy source_match / source_match_re)")
+        if not (self.target_matchers or self.target_match or self.target_match_re):
+            raise ValueError("needs target_matchers (or the legacy target_match / target_match_re)")
+        return self
+
+
+class CountConfig(_Section):
+    label: str = Field(description="Label whose distinct values are counted, e.g. gpu")
+    per_group: int | None = Field(None, ge=1, description="The denominator, e.g. 8 GPUs per node")
+    name: str = "GPUs"
+
+
+class RollupConfig(_Section):
+    threshold: int = Field(5, ge=1)
+    window: Duration = timedelta(minutes=2)
+    by: list[str] = Field(default_factory=lambda: ["alertname"])
+    scope_labels: list[str] = Field(default_factory=lambda: ["region", "rack", "cluster"])
+
+
+class AggregationConfig(_Section):
+    name: str
+    matchers: Matchers = Field(default_factory=list)
+    group_by: list[str] = Field(default_factory=lambda: ["alertname", "node"], min_length=1)
+    count: CountConfig | None = None
+    group_wait: Duration | None = None
+    group_interval: Duration | None = None
+    rollup: Annotated[RollupConfig | None, BeforeValidator(_off_is_none)] = None
+
+
+class RouteConfig(_Section):
+    receiver: str | None = None
+    matchers: Matchers = Field(default_factory=list)
+    match: dict[str, str] = Field(default_factory=dict)
+    match_re: dict[str, str] = Field(default_factory=dict)
+    continue_: bool = Field(False, alias="continue")
+    routes: list[RouteConfig] = Field(default_factory=list)
+    repeat_interval: Annotated[dict[str, Duration] | None, BeforeValidator(_intervals)] = None
+    group_wait: Duration | None = None
+    group_interval: Duration | None = None
+    send_resolved: bool | None = None
+    max_repeats: Annotated[int | None, BeforeValidator(_unlimited), Field(ge=-1)] = None
+
+
+class ReceiverConfig(_Section):
+    """A named destination; the channels it fans out to arrive with the channels milestone."""
+
+    name: str
+    description: str = ""
+
+
 class RuleFile(_Section):
     """One YAML file: any subset of the sections. Files are merged in name order."""
 
     global_: GlobalConfig | None = Field(None, alias="global")
+    topology: TopologyConfig | None = None
+    inhibit_rules: list[InhibitRuleConfig] | None = None
+    aggregation: list[AggregationConfig] | None = None
+    route: RouteConfig | None = None
+    receivers: list[ReceiverConfig] | None = None
 
 
 class Ruleset(_Section):
-    """The merged, validated configuration the server runs on."""
+    """The merged, validated configuration the server runs on (see `ruleset.build` for the stages)."""
 
     global_: GlobalConfig = Field(default_factory=lambda: GlobalConfig(), alias="global")
+    topology: TopologyConfig = Field(default_factory=lambda: TopologyConfig())
+    inhibit_rules: list[InhibitRuleConfig] = Field(default_factory=list)
+    aggregation: list[AggregationConfig] = Field(default_factory=list)
+    route: RouteConfig | None = None
+    receivers: list[ReceiverConfig] = Field(default_factory=list)
     sources: tuple[str, ...] = ()
     config_hash: str = ""
+    origins: dict[str, list[str]] = Field(
+        default_factory=dict, description="section -> 'file:section[i]' per item, for problems found after merging"
+    )
+
+    def origin(self, section: str, index: int | None = None) -> tuple[str, str]:
+        """(file, path) of a section or of one item of a list section."""
+        where = self.origins.get(section)
+        if not where:
+            return "(defaults)", section if index is None else f"{section}[{index}]"
+        item = where[index] if index is not None and index < len(where) else where[0]
+        file, _, path = item.rpartition(":")
+        return file, path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -42,9 +43,7 @@ def test_unset_env_var_names_file_path_and_variable(tmp_path: Path) -> None:
 
 
 def test_unknown_keys_and_bad_types(tmp_path: Path) -> None:
-    f = write(
-        tmp_path, "a.yml", "global:\n  node_labels: [node, 3, node]\n  sevrity_label: x\ninhbit_rules: []\n"
-    )
+    f = write(tmp_path, "a.yml", "global:\n  node_labels: [node, 3, node]\n  sevrity_label: x\ninhbit_rules: []\n")
     found = problems(tmp_path)
     assert f"{f}:global.sevrity_label: unknown key" in found
     assert f"{f}:inhbit_rules: unknown section" in found
@@ -53,7 +52,7 @@ def test_unknown_keys_and_bad_types(tmp_path: Path) -> None:
 
 def test_repeated_labels_rejected(tmp_path: Path) -> None:
     f = write(tmp_path, "a.yml", "global:\n  node_labels: [node, node]\n")
-    assert problems(tmp_path) == [f"{f}:global.node_labels: Value error, labels must not repeat"]
+    assert problems(tmp_path) == [f"{f}:global.node_labels: labels must not repeat"]
 
 
 def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
@@ -100,3 +99,70 @@ def test_config_hash_follows_content(tmp_path: Path) -> None:
     before = load_ruleset(tmp_path, {}).config_hash
     write(tmp_path, "a.yml", "global:\n  severity_label: b\n")
     assert load_ruleset(tmp_path, {}).config_hash != before
+
+
+def test_shipped_rules_build_the_whole_pipeline() -> None:
+    from alertrouter.ruleset.build import build_pipeline
+
+    pipeline = build_pipeline(load_ruleset(REPO / "rules", {}))
+    assert pipeline.inhibit_rules[0].name == "node-down-mutes-node"
+    assert [a.name for a in pipeline.aggregation] == ["gpu-by-node", "node"]
+    assert pipeline.route.receiver == "weekly-digest"
+    assert {"critical-north", "ops-south", "weekly-digest"} <= set(pipeline.receivers)
+
+
+RULES_WITH_CROSS_REFERENCE_PROBLEMS = """\
+inhibit_rules:
+  - {name: same, source_matchers: ['a="1"'], target_matchers: ['b="1"']}
+  - {name: same, source_match: {"bad-name": "v"}, target_matchers: ['b="1"']}
+aggregation:
+  - {name: gpu}
+route:
+  receiver: digest
+  routes:
+    - {matchers: ['severity="critical"'], receiver: pager, repeat_interval: {critical: 0s}}
+    - {matchers: ['severity="warning"'], receiver: chat}
+receivers:
+  - {name: digest}
+  - {name: chat}
+"""
+
+
+def test_cross_reference_problems_name_file_and_path(tmp_path: Path) -> None:
+    f = write(tmp_path, "a.yml", RULES_WITH_CROSS_REFERENCE_PROBLEMS)
+    found = problems(tmp_path)
+    assert f"{f}:inhibit_rules[1].name: duplicate name 'same' (first at {f}:inhibit_rules[0])" in found
+    assert f"{f}:route.routes[0].receiver: undefined receiver 'pager'" in found
+    assert any(p.startswith(f"{f}:inhibit_rules[1]: ") and "bad-name" in p for p in found), found
+    assert any("repeat_interval" in p and "positive" in p for p in found), found
+
+
+def test_items_from_several_files_keep_their_own_file(tmp_path: Path) -> None:
+    write(tmp_path, "a.yml", "receivers: [{name: x}]\nroute: {receiver: x}\n")
+    b = write(tmp_path, "b.yml", "receivers: [{name: y}, {name: x}]\n")
+    assert problems(tmp_path) == [
+        f"{b}:receivers[1].name: duplicate name 'x' (first at {tmp_path / 'a.yml'}:receivers[0])"
+    ]
+
+
+def test_root_route_rules(tmp_path: Path) -> None:
+    f = write(tmp_path, "a.yml", "route: {matchers: ['a=\"b\"']}\n")
+    found = problems(tmp_path)
+    assert f"{f}:route.receiver: the root route needs a receiver" in found
+    assert f"{f}:route.matchers: the root route matches every alert and takes no matchers" in found
+
+
+def test_rollup_off_and_shorthands(tmp_path: Path) -> None:
+    from alertrouter.ruleset.build import build_pipeline
+
+    write(
+        tmp_path,
+        "a.yml",
+        "aggregation: [{name: g, rollup: off}]\n"
+        "route: {receiver: r, repeat_interval: 1h, max_repeats: 3, routes: [{receiver: r, max_repeats: unlimited}]}\n"
+        "receivers: [{name: r}]\n",
+    )
+    pipeline = build_pipeline(load_ruleset(tmp_path, {}))
+    assert pipeline.aggregation[0].rollup is None
+    hour = timedelta(hours=1)
+    assert pipeline.route.repeat_interval == {"critical": hour, "warning": hour, "info": hour, "default": hour}

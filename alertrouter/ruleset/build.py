@@ -1,0 +1,175 @@
+"""Turn a validated `Ruleset` into the pipeline's objects, checking what spans sections.
+
+Problems found here (an undefined receiver, two rules with one name, a route tree Alertmanager would
+refuse) are reported with the file and path of the item that holds them, like schema problems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from alertrouter.labels import MatcherError, matchers_from_legacy
+from alertrouter.pipeline.aggregate import AggregationRule, RollupRule
+from alertrouter.pipeline.inhibit import InhibitRule
+from alertrouter.pipeline.nodes import NodeIdentity
+from alertrouter.pipeline.route import UNLIMITED, Route
+from alertrouter.ruleset.errors import ConfigError, ConfigProblem
+from alertrouter.ruleset.schema import (
+    ALL_SEVERITIES,
+    UNLIMITED_REPEATS,
+    AggregationConfig,
+    InhibitRuleConfig,
+    RouteConfig,
+    Ruleset,
+)
+
+__all__ = ["DEFAULT_RECEIVER", "Pipeline", "build_pipeline"]
+
+DEFAULT_RECEIVER = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """Everything the engine needs from the rules, as the stages' own types."""
+
+    nodes: NodeIdentity
+    inhibit_rules: tuple[InhibitRule, ...]
+    aggregation: tuple[AggregationRule, ...]
+    route: Route
+    receivers: tuple[str, ...]
+    severity_label: str
+    severities: tuple[str, ...]
+
+
+class _Problems:
+    def __init__(self, ruleset: Ruleset) -> None:
+        self.ruleset = ruleset
+        self.items: list[ConfigProblem] = []
+
+    def add(self, section: str, index: int | None, subpath: str, message: str) -> None:
+        file, path = self.ruleset.origin(section, index)
+        self.items.append(ConfigProblem(file, path + subpath, message))
+
+
+def _inhibit_rule(i: int, cfg: InhibitRuleConfig, problems: _Problems) -> InhibitRule | None:
+    try:
+        source = [*cfg.source_matchers, *matchers_from_legacy(cfg.source_match, cfg.source_match_re)]
+        target = [*cfg.target_matchers, *matchers_from_legacy(cfg.target_match, cfg.target_match_re)]
+    except MatcherError as exc:
+        problems.add("inhibit_rules", i, "", str(exc))
+        return None
+    return InhibitRule(
+        name=cfg.name or f"inhibit_rules[{i}]",
+        source=tuple(source),
+        target=tuple(target),
+        equal=tuple(cfg.equal),
+        hold_down=cfg.hold_down,
+    )
+
+
+def _aggregation_rule(cfg: AggregationConfig) -> AggregationRule:
+    rollup = None
+    if cfg.rollup is not None:
+        r = cfg.rollup
+        rollup = RollupRule(threshold=r.threshold, window=r.window, by=tuple(r.by), scope_labels=tuple(r.scope_labels))
+    return AggregationRule(
+        name=cfg.name,
+        matchers=tuple(cfg.matchers),
+        group_by=tuple(cfg.group_by),
+        unit_label=cfg.count.label if cfg.count else None,
+        units_per_group=cfg.count.per_group if cfg.count else None,
+        unit_name=cfg.count.name if cfg.count else "GPUs",
+        group_wait=cfg.group_wait,
+        group_interval=cfg.group_interval,
+        rollup=rollup,
+    )
+
+
+def _intervals(cfg: RouteConfig, severities: Sequence[str]) -> dict[str, timedelta] | None:
+    if cfg.repeat_interval is None:
+        return None
+    out = dict(cfg.repeat_interval)
+    every = out.pop(ALL_SEVERITIES, None)
+    if every is not None:
+        out = {name: every for name in (*severities, "default")} | out
+    return out
+
+
+def _route(cfg: RouteConfig, path: str, problems: _Problems, receivers: set[str], severities: Sequence[str]) -> Route:
+    if cfg.receiver is not None and cfg.receiver not in receivers:
+        problems.add("route", None, path[len("route") :] + ".receiver", f"undefined receiver {cfg.receiver!r}")
+    try:
+        matchers = [*cfg.matchers, *matchers_from_legacy(cfg.match, cfg.match_re)]
+    except MatcherError as exc:
+        problems.add("route", None, path[len("route") :], str(exc))
+        matchers = []
+    return Route(
+        receiver=cfg.receiver,
+        matchers=tuple(matchers),
+        continue_=cfg.continue_,
+        routes=tuple(
+            _route(child, f"{path}.routes[{i}]", problems, receivers, severities) for i, child in enumerate(cfg.routes)
+        ),
+        repeat_interval=_intervals(cfg, severities),
+        group_wait=cfg.group_wait,
+        group_interval=cfg.group_interval,
+        send_resolved=cfg.send_resolved,
+        max_repeats=UNLIMITED if cfg.max_repeats == UNLIMITED_REPEATS else cfg.max_repeats,
+        path=path,
+    )
+
+
+def _unique(names: Sequence[str | None], section: str, problems: _Problems) -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name is None:
+            continue
+        if name in seen:
+            file, path = problems.ruleset.origin(section, seen[name])
+            problems.add(section, i, ".name", f"duplicate name {name!r} (first at {file}:{path})")
+        else:
+            seen[name] = i
+
+
+def build_pipeline(ruleset: Ruleset) -> Pipeline:
+    problems = _Problems(ruleset)
+    g = ruleset.global_
+    _unique([r.name for r in ruleset.inhibit_rules], "inhibit_rules", problems)
+    _unique([a.name for a in ruleset.aggregation], "aggregation", problems)
+    _unique([r.name for r in ruleset.receivers], "receivers", problems)
+
+    receivers = {r.name for r in ruleset.receivers}
+    if ruleset.route is None:
+        receivers.add(DEFAULT_RECEIVER)
+        route_cfg = RouteConfig(receiver=DEFAULT_RECEIVER)
+    else:
+        route_cfg = ruleset.route
+        if route_cfg.receiver is None:
+            problems.add("route", None, ".receiver", "the root route needs a receiver")
+        if route_cfg.matchers or route_cfg.match or route_cfg.match_re:
+            problems.add("route", None, ".matchers", "the root route matches every alert and takes no matchers")
+    route = Route(receiver=DEFAULT_RECEIVER)
+    if route_cfg.receiver is not None:
+        try:
+            route = _route(route_cfg, "route", problems, receivers, g.severities)
+        except ValueError as exc:  # the tree's own checks (e.g. a zero repeat interval) name the route
+            problems.add("route", None, "", str(exc))
+    inhibit = [_inhibit_rule(i, cfg, problems) for i, cfg in enumerate(ruleset.inhibit_rules)]
+    if problems.items:
+        raise ConfigError(problems.items)
+    return Pipeline(
+        nodes=NodeIdentity(
+            sources=tuple(g.node_labels),
+            label=g.node_label,
+            topology=ruleset.topology.nodes,
+            aliases=ruleset.topology.aliases,
+        ),
+        inhibit_rules=tuple(r for r in inhibit if r is not None),
+        aggregation=tuple(_aggregation_rule(a) for a in ruleset.aggregation),
+        route=route,
+        receivers=tuple(sorted(receivers)),
+        severity_label=g.severity_label,
+        severities=tuple(g.severities),
+    )
