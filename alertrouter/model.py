@@ -68,6 +68,7 @@ class AlertState:
     annotations: Mapping[str, str] = field(default_factory=dict)
     resolved_by: ResolvedBy | None = None
     episodes: int = 1
+    fired_at: datetime | None = None  # when we received this episode's first firing
 
 
 class Transition(enum.StrEnum):

@@ -211,6 +211,10 @@ def _plan_alert(plan: _Plan, current: AlertState | None, alert: IncomingAlert, n
         if current is None
         else current.episodes + (1 if kind.opens_episode or kind is Transition.CLOSED_EPISODE else 0)
     )
+    if kind in (Transition.NEW_FIRING, Transition.REFIRED, Transition.REVIVED):
+        fired_at: datetime | None = now
+    else:
+        fired_at = current.fired_at if current is not None else None
     row: dict[str, Any] = {
         "fingerprint": fp,
         "status": alert.status.value,
@@ -222,8 +226,9 @@ def _plan_alert(plan: _Plan, current: AlertState | None, alert: IncomingAlert, n
         "episodes": episodes,
         "last_seen": now,
         "updated_at": now,
+        "fired_at": fired_at,
     }
-    new_state = AlertState(fp, alert.status, starts_at, ends_at, alert.annotations, resolved_by, episodes)
+    new_state = AlertState(fp, alert.status, starts_at, ends_at, alert.annotations, resolved_by, episodes, fired_at)
 
     if current is None:
         plan.new_alerts[fp] = {

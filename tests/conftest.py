@@ -6,12 +6,12 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from support import pg
-from support.need import need
 
 from alertrouter.store import Database
 from alertrouter.store.migrate import upgrade
 from alertrouter.store.tables import Base
+from support import pg
+from support.need import need
 
 BACKENDS = ["sqlite", "postgresql"]
 

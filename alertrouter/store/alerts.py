@@ -47,6 +47,7 @@ _ALERT_MUTABLE = (
     "episodes",
     "last_seen",
     "updated_at",
+    "fired_at",
 )
 
 
@@ -73,13 +74,13 @@ async def load_states(session: AsyncSession, fingerprints: Sequence[str]) -> dic
         return {}
     c = alerts_t.c
     stmt = (
-        select(c.fingerprint, c.status, c.starts_at, c.ends_at, c.annotations, c.resolved_by, c.episodes)
+        select(c.fingerprint, c.status, c.starts_at, c.ends_at, c.annotations, c.resolved_by, c.episodes, c.fired_at)
         .where(c.fingerprint.in_(sorted(fingerprints)))
         .order_by(c.fingerprint)
         .with_for_update()
     )
     states: dict[str, AlertState] = {}
-    for fp, status, starts_at, ends_at, notes, resolved_by, episodes in await session.execute(stmt):
+    for fp, status, starts_at, ends_at, notes, resolved_by, episodes, fired_at in await session.execute(stmt):
         states[fp] = AlertState(
             fingerprint=fp,
             status=AlertStatus(status),
@@ -88,6 +89,7 @@ async def load_states(session: AsyncSession, fingerprints: Sequence[str]) -> dic
             annotations=notes,
             resolved_by=ResolvedBy(resolved_by) if resolved_by else None,
             episodes=episodes,
+            fired_at=fired_at,
         )
     return states
 

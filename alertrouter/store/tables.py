@@ -11,7 +11,18 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["AlertEpisodeRow", "AlertEventRow", "AlertRow", "Base", "RawEventRow", "UTCDateTime"]
+__all__ = [
+    "AlertEpisodeRow",
+    "AlertEventRow",
+    "AlertRow",
+    "Base",
+    "IncidentRow",
+    "LeaseRow",
+    "NotifyStateRow",
+    "OutboxRow",
+    "RawEventRow",
+    "UTCDateTime",
+]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -68,6 +79,14 @@ class AlertRow(Base):
     first_seen: Mapped[datetime]
     last_seen: Mapped[datetime]
     updated_at: Mapped[datetime] = mapped_column(index=True)
+    # When we first received the current episode firing: hold-downs count from here, not from startsAt.
+    fired_at: Mapped[datetime | None]
+    # The engine's latest decision about this alert, and why (see alertrouter.engine).
+    node: Mapped[str | None] = mapped_column(String(255), index=True)
+    incident_key: Mapped[str | None] = mapped_column(String(512), index=True)
+    decision: Mapped[str | None] = mapped_column(String(16), index=True)
+    decision_detail: Mapped[dict[str, Any] | None]
+    decided_at: Mapped[datetime | None]
 
 
 class AlertEpisodeRow(Base):
@@ -121,3 +140,69 @@ class RawEventRow(Base):
     truncated_alerts: Mapped[int] = mapped_column(Integer, default=0)
     rejected_alerts: Mapped[int] = mapped_column(Integer, default=0)
     body: Mapped[str] = mapped_column(Text)
+
+
+class IncidentRow(Base):
+    """What a person is told about: a node incident (alerts of one kind on one node) or a cluster
+    incident (a storm of node incidents). Reopened under the same key when its alerts fire again."""
+
+    __tablename__ = "incidents"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(512), unique=True)
+    kind: Mapped[str] = mapped_column(String(16))  # node | cluster
+    rule: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16), index=True)  # firing | resolved
+    severity: Mapped[str] = mapped_column(String(32))
+    headline: Mapped[str] = mapped_column(Text)
+    labels: Mapped[dict[str, str]]
+    summary: Mapped[dict[str, Any]]
+    parent_key: Mapped[str | None] = mapped_column(String(512), index=True)
+    opened_at: Mapped[datetime]
+    active_since: Mapped[datetime | None]
+    updated_at: Mapped[datetime] = mapped_column(index=True)
+    resolved_at: Mapped[datetime | None]
+    acknowledged_at: Mapped[datetime | None]
+    acknowledged_by: Mapped[str | None] = mapped_column(String(255))
+
+
+class NotifyStateRow(Base):
+    """What each receiver was last told about each incident (Alertmanager's notification log)."""
+
+    __tablename__ = "notify_state"
+
+    incident_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    receiver: Mapped[str] = mapped_column(String(255), primary_key=True)
+    last_sent_at: Mapped[datetime]
+    firing: Mapped[list[str]] = mapped_column(JSONType)
+    repeats: Mapped[int] = mapped_column(Integer, default=0)
+    last_reason: Mapped[str] = mapped_column(String(16))
+
+
+class OutboxRow(Base):
+    """A notification intended for a receiver, written in the engine's transaction; delivered later."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_status_next", "status", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    incident_key: Mapped[str] = mapped_column(String(512), index=True)
+    receiver: Mapped[str] = mapped_column(String(255))
+    reason: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime]
+    message: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    sent_at: Mapped[datetime | None]
+
+
+class LeaseRow(Base):
+    """Leadership among replicas: one engine pass at a time over a shared database."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(128))
+    expires_at: Mapped[datetime]

@@ -40,10 +40,9 @@ import asyncpg
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared support code
-from support import pg, procs
-
 from alertrouter import __version__
 from alertrouter.labels import fingerprint
+from support import pg, procs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOKEN = "bench-token-0d5e"  # a literal credential for a throwaway process

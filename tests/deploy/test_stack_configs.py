@@ -272,12 +272,8 @@ def test_prometheus_mounts_config_and_rules_where_rule_files_points(
         assert matched == {"gpu.rules.yml", "node.rules.yml"}, "tests.yml must not be loaded as rules"
 
 
-def test_webhook_url_matches_the_alertrouter_service(
-    compose: dict[str, Any], am_config: dict[str, Any]
-) -> None:
-    urls = [
-        hook["url"] for receiver in am_config["receivers"] for hook in receiver.get("webhook_configs", [])
-    ]
+def test_webhook_url_matches_the_alertrouter_service(compose: dict[str, Any], am_config: dict[str, Any]) -> None:
+    urls = [hook["url"] for receiver in am_config["receivers"] for hook in receiver.get("webhook_configs", [])]
     assert len(urls) == 1
     url = urlsplit(urls[0])
     port = int(environment_of(compose["services"]["alertrouter"])["ALERTROUTER_PORT"])
@@ -305,9 +301,7 @@ def test_alertmanager_is_a_plain_catch_all_in_front_of_alertrouter(am_config: di
 def test_alertmanager_gets_its_config_and_the_token_file_from_compose(
     compose: dict[str, Any], am_config: dict[str, Any]
 ) -> None:
-    token_file = am_config["receivers"][0]["webhook_configs"][0]["http_config"]["authorization"][
-        "credentials_file"
-    ]
+    token_file = am_config["receivers"][0]["webhook_configs"][0]["http_config"]["authorization"]["credentials_file"]
     secrets = [
         secret
         for secret in compose["services"]["alertmanager"].get("secrets", [])
@@ -326,9 +320,7 @@ def test_alertmanager_gets_its_config_and_the_token_file_from_compose(
     assert definition == {"environment": token_reference["var"]}
 
 
-def test_prometheus_targets_are_compose_services(
-    compose: dict[str, Any], prom_config: dict[str, Any]
-) -> None:
+def test_prometheus_targets_are_compose_services(compose: dict[str, Any], prom_config: dict[str, Any]) -> None:
     (alertmanagers,) = prom_config["alerting"]["alertmanagers"]
     assert alertmanagers["static_configs"][0]["targets"] == ["alertmanager:9093"]
     jobs = {job["job_name"]: job for job in prom_config["scrape_configs"]}
@@ -382,9 +374,7 @@ def test_every_required_alert_is_defined() -> None:
     assert {*GPU_ALERTS, *MORE_GPU_ALERTS, *NODE_ALERTS} <= names
 
 
-@pytest.mark.parametrize(
-    "rule", all_rules(), ids=lambda rule: f"{rule['alert']}:{rule['labels']['severity']}"
-)
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: f"{rule['alert']}:{rule['labels']['severity']}")
 def test_rule_has_severity_annotations_and_keeps_node_labels(rule: dict[str, Any]) -> None:
     assert rule["labels"]["severity"] in SEVERITIES
     assert rule["annotations"]["summary"].strip()
@@ -588,9 +578,7 @@ def test_alertmanager_sends_the_bearer_token_from_the_file(
             except OSError:
                 return False
 
-        assert _wait_for(ready, 20), (
-            f"Alertmanager did not become ready:\n{_tail(tmp_path / 'alertmanager.log')}"
-        )
+        assert _wait_for(ready, 20), f"Alertmanager did not become ready:\n{_tail(tmp_path / 'alertmanager.log')}"
         group = {"alertname": "NodeDown", "instance": "10.0.0.7:9100", "node": "10.0.0.7"}
         labels = {**group, "severity": "critical"}
         assert _request(am_port, "POST", "/api/v2/alerts", [{"labels": labels}]) == 200

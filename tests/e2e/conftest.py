@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+
 from e2e.harness import Router, Store, launch_router
 from support import pg, procs
 from support.need import need

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
-from support.procs import Proc, start_alertrouter
 
 from alertrouter.labels import fingerprint
+from support.procs import Proc, start_alertrouter
 
 __all__ = [
     "AUTH",

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from e2e.harness import (
     TOKEN,
     Router,

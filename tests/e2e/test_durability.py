@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from alertrouter.labels import fingerprint
 from e2e.harness import (
     AUTH,
     TOKEN,
@@ -31,8 +33,6 @@ from e2e.harness import (
 )
 from support import pg
 from support.need import need
-
-from alertrouter.labels import fingerprint
 
 pytestmark = pytest.mark.e2e
 

@@ -41,9 +41,7 @@ def webhook(alerts: list[dict[str, Any]], **extra: Any) -> IngestBatch:
     return parse_webhook(json.dumps(data).encode()).batch
 
 
-def gpu_alert(
-    gpu: int, status: str = "firing", starts: str = "2026-11-21T08:00:00Z", **kw: Any
-) -> dict[str, Any]:
+def gpu_alert(gpu: int, status: str = "firing", starts: str = "2026-11-21T08:00:00Z", **kw: Any) -> dict[str, Any]:
     return {
         "status": status,
         "labels": {
@@ -135,9 +133,7 @@ async def test_unchanged_resend_writes_nothing(db: Database) -> None:
     # last_seen moves only when the buffered refreshes are flushed
     row = await alert_row(db, batch.alerts[0].fingerprint)
     assert row.last_seen == T0
-    await Maintenance(
-        db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock
-    ).flush()
+    await Maintenance(db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock).flush()
     row = await alert_row(db, batch.alerts[0].fingerprint)
     assert row.last_seen == T0 + timedelta(minutes=1)
     assert row.updated_at == T0
@@ -175,9 +171,7 @@ async def test_api_v2_refresh_extends_then_expiry_resolves_then_revives(db: Data
     clock = Clock()
     touches = TouchBuffer()
     ingestor = Ingestor(db, touches, clock=clock)
-    maintenance = Maintenance(
-        db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock
-    )
+    maintenance = Maintenance(db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock)
     push = json.dumps(
         [{"labels": {"alertname": "NodeDown", "instance": "10.0.0.7:9100"}, "startsAt": "2026-11-21T08:19:00Z"}]
     ).encode()
@@ -210,9 +204,7 @@ async def test_buffered_refresh_does_not_extend_a_resolved_alert(db: Database) -
     clock = Clock()
     touches = TouchBuffer()
     ingestor = Ingestor(db, touches, clock=clock)
-    maintenance = Maintenance(
-        db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock
-    )
+    maintenance = Maintenance(db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock)
     push = b'[{"labels": {"alertname": "NodeDown"}, "startsAt": "2026-11-21T08:19:00Z"}]'
     await ingestor.ingest(parse_api_v2(push, now=clock.now).batch)
     clock.now += timedelta(minutes=1)
@@ -244,9 +236,7 @@ async def test_raw_events_pruned_after_retention(db: Database) -> None:
     await ingestor.ingest(webhook([gpu_alert(6)]))
     clock.now += timedelta(days=8)
     await ingestor.ingest(webhook([gpu_alert(7)]))
-    await Maintenance(
-        db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock
-    ).run_once()
+    await Maintenance(db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock).run_once()
     assert await count(db, RawEventRow) == 1
     # the history survives the raw log: its link is cleared, not the event
     assert await count(db, AlertEventRow) == 2

@@ -17,12 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
-from support import procs
-from support.need import need
 
 from alertrouter.labels import Matcher, MatchType, fingerprint, matchers_from_legacy, matches_all, parse_matchers
 from alertrouter.model import AlertView
 from alertrouter.pipeline.inhibit import Inhibition, Inhibitor, InhibitRule
+from support import procs
+from support.need import need
 
 Labels = Mapping[str, str]
 

@@ -38,9 +38,7 @@ def _reference_fingerprint(labels: Mapping[str, str]) -> str:
     stream = bytearray()
     for name, value in sorted(labels.items(), key=lambda item: item[0].encode("utf-8")):
         stream += name.encode("utf-8") + bytes([0xFF]) + value.encode("utf-8") + bytes([0xFF])
-    digest = functools.reduce(
-        lambda h, byte: ((h ^ byte) * 1099511628211) % 2**64, stream, 14695981039346656037
-    )
+    digest = functools.reduce(lambda h, byte: ((h ^ byte) * 1099511628211) % 2**64, stream, 14695981039346656037)
     return format(digest, "x").rjust(16, "0")
 
 
@@ -453,9 +451,7 @@ def test_legacy_maps_become_eq_and_re_matchers() -> None:
 
 
 @pytest.mark.parametrize(("match", "match_re"), [(None, None), ({}, {}), (None, {}), ({}, None)])
-def test_legacy_empty_forms_give_no_matchers(
-    match: dict[str, str] | None, match_re: dict[str, str] | None
-) -> None:
+def test_legacy_empty_forms_give_no_matchers(match: dict[str, str] | None, match_re: dict[str, str] | None) -> None:
     assert matchers_from_legacy(match, match_re) == []
 
 

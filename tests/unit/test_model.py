@@ -20,9 +20,7 @@ FIRING, RESOLVED = AlertStatus.FIRING, AlertStatus.RESOLVED
 NOTES = {"summary": "hot"}
 
 
-def incoming(
-    status: AlertStatus, starts: int, ends: int | None = None, notes: dict[str, str] = NOTES
-) -> IncomingAlert:
+def incoming(status: AlertStatus, starts: int, ends: int | None = None, notes: dict[str, str] = NOTES) -> IncomingAlert:
     return IncomingAlert(
         fingerprint="f" * 16,
         labels={"alertname": "GPUHighTemp"},
@@ -33,9 +31,7 @@ def incoming(
     )
 
 
-def state(
-    status: AlertStatus, starts: int, ends: int | None = None, by: ResolvedBy | None = None
-) -> AlertState:
+def state(status: AlertStatus, starts: int, ends: int | None = None, by: ResolvedBy | None = None) -> AlertState:
     return AlertState(
         fingerprint="f" * 16,
         status=status,
@@ -84,9 +80,7 @@ def state(
             Transition.REVIVED,
             id="timed-out-then-refreshed",
         ),
-        pytest.param(
-            state(FIRING, 20), incoming(RESOLVED, 0, 7), Transition.STALE, id="resolve-of-older-episode"
-        ),
+        pytest.param(state(FIRING, 20), incoming(RESOLVED, 0, 7), Transition.STALE, id="resolve-of-older-episode"),
         pytest.param(
             state(RESOLVED, 0, 7, ResolvedBy.SOURCE),
             incoming(RESOLVED, 20, 25),

@@ -93,17 +93,13 @@ GOOD = {"status": "firing", "labels": {"alertname": "X"}, "startsAt": "2026-11-2
         pytest.param(body({"version": "5", "alerts": []}), "version", id="unknown-version"),
         pytest.param(body({"version": "4"}), "alerts", id="missing-alerts"),
         pytest.param(body({"version": "4", "alerts": {}}), "alerts", id="alerts-not-list"),
-        pytest.param(
-            body({"version": "4", "truncatedAlerts": -1, "alerts": []}), "truncatedAlerts", id="negative"
-        ),
+        pytest.param(body({"version": "4", "truncatedAlerts": -1, "alerts": []}), "truncatedAlerts", id="negative"),
         pytest.param(
             body({"version": "4", "alerts": [{**GOOD, "labels": {"alertname": 1}}]}),
             "alerts[0].labels.alertname",
             id="label-value-number",
         ),
-        pytest.param(
-            body({"version": "4", "alerts": [{**GOOD, "labels": {}}]}), "alerts[0].labels", id="no-labels"
-        ),
+        pytest.param(body({"version": "4", "alerts": [{**GOOD, "labels": {}}]}), "alerts[0].labels", id="no-labels"),
         pytest.param(
             body({"version": "4", "alerts": [{**GOOD, "labels": {"job": "x"}}]}),
             "alerts[0].labels.alertname",
@@ -138,9 +134,7 @@ def test_webhook_rejections_name_the_field(payload: bytes, names: str) -> None:
     [
         pytest.param(body({"labels": {"alertname": "X"}}), "expected a JSON array", id="object-not-array"),
         pytest.param(body([{"annotations": {}}]), "[0].labels", id="missing-labels"),
-        pytest.param(
-            body([{"labels": {"severity": "critical"}}]), "[0].labels.alertname", id="missing-alertname"
-        ),
+        pytest.param(body([{"labels": {"severity": "critical"}}]), "[0].labels.alertname", id="missing-alertname"),
         pytest.param(
             body(
                 [

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.need import need
 
 from alertrouter.durations import format_duration
 from alertrouter.labels import Matcher, MatchType, matchers_from_legacy, parse_matchers
@@ -29,6 +28,7 @@ from alertrouter.pipeline.route import (
     render_tree,
     severity_interval,
 )
+from support.need import need
 
 MIN, HOUR, SEC = timedelta(minutes=1), timedelta(hours=1), timedelta(seconds=1)
 
