@@ -1,0 +1,439 @@
+"""One engine pass, pure: from the live alerts and what receivers were told, every alert's decision,
+every incident's state, and the notifications to send now. No database, no clock of its own.
+
+Order of the stages: node identity, inhibition (and hold-down), aggregation into node incidents,
+storm roll-up into cluster incidents, routing, and the notify decision per incident and receiver.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from alertrouter.engine.types import (
+    AlertDecision,
+    Decision,
+    EvalResult,
+    IncidentRecord,
+    IncidentState,
+    Intent,
+    LiveAlert,
+)
+from alertrouter.model import AlertView
+from alertrouter.pipeline.aggregate import (
+    AggregationRule,
+    IncidentSummary,
+    assign_rule,
+    incident_key,
+    rollup_key,
+    severity_rank,
+    storm_headline,
+    storm_members,
+    summarize,
+)
+from alertrouter.pipeline.inhibit import Inhibitor
+from alertrouter.pipeline.route import RouteMatch, match_routes, severity_interval
+from alertrouter.pipeline.throttle import ThrottlePolicy, needs_update, next_state
+from alertrouter.ruleset.build import Pipeline
+
+__all__ = ["Evaluator"]
+
+MAX_ALERTS_IN_MESSAGE = 50
+
+
+@dataclass(slots=True)
+class _Incident:
+    key: str
+    rule: AggregationRule
+    alerts: list[AlertView] = field(default_factory=list)  # all of them, firing or not
+    eligible: list[AlertView] = field(default_factory=list)  # firing, not muted, not held
+    muted: int = 0
+    held: list[AlertView] = field(default_factory=list)  # firing, in hold-down
+    held_until: datetime | None = None
+    firing: int = 0
+    parent: str | None = None
+
+
+class Evaluator:
+    """Keeps the inhibitor between passes (it is incremental); everything else is recomputed."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self._inhibitor = Inhibitor(pipeline.inhibit_rules)
+        self._views: dict[str, AlertView] = {}
+
+    def _sync(self, alerts: Iterable[LiveAlert]) -> dict[str, AlertView]:
+        nodes = self.pipeline.nodes
+        views: dict[str, AlertView] = {}
+        for a in alerts:
+            old = self._views.get(a.fingerprint)
+            if old is not None and old.firing == a.firing and old.first_seen == a.fired_at:
+                views[a.fingerprint] = old
+                continue
+            view = AlertView(a.fingerprint, nodes.enrich(a.labels), a.firing, a.starts_at, a.fired_at)
+            views[a.fingerprint] = view
+            self._inhibitor.update(view)
+        for gone in self._views.keys() - views.keys():
+            self._inhibitor.remove(gone)
+        self._views = views
+        return views
+
+    def evaluate(
+        self,
+        alerts: Iterable[LiveAlert],
+        incidents: Mapping[str, IncidentRecord],
+        *,
+        now: datetime,
+    ) -> EvalResult:
+        p = self.pipeline
+        views = self._sync(alerts)
+        result = EvalResult()
+        groups: dict[str, _Incident] = {}
+
+        # inhibition, hold-down, aggregation
+        for view in views.values():
+            rule = assign_rule(p.aggregation, view.labels)
+            key = incident_key(rule, view.labels)
+            group = groups.setdefault(key, _Incident(key, rule))
+            group.alerts.append(view)
+            muted = self._inhibitor.mutes(view)
+            if muted is not None:
+                group.muted += 1
+                result.decisions[view.fingerprint] = AlertDecision(
+                    Decision.INHIBITED, key, inhibited_by=muted.source_fingerprint, inhibit_rule=muted.rule
+                )
+            if not view.firing:
+                if muted is None:
+                    result.decisions[view.fingerprint] = AlertDecision(Decision.RESOLVED, key)
+                continue
+            group.firing += 1
+            if muted is not None:
+                continue
+            hold = self._inhibitor.hold_down(view)
+            if hold and view.first_seen is not None and now < view.first_seen + hold:
+                until = view.first_seen + hold
+                group.held.append(view)
+                group.held_until = until if group.held_until is None else max(group.held_until, until)
+                result.decisions[view.fingerprint] = AlertDecision(Decision.HELD, key, held_until=until)
+                result.wake(until)
+                continue
+            group.eligible.append(view)
+
+        summaries = {key: self._summary(g) for key, g in groups.items()}
+        clusters = self._rollups(groups, summaries, incidents, now)
+
+        for key, group in groups.items():
+            self._incident(group, summaries[key], incidents.get(key), now, result)
+        for ckey, (rule, members) in clusters.items():
+            self._cluster(ckey, rule, [groups[m] for m in members], incidents.get(ckey), now, result)
+        return result
+
+    def _summary(self, group: _Incident) -> IncidentSummary:
+        p = self.pipeline
+        return summarize(
+            group.rule, group.key, group.eligible, severity_label=p.severity_label, severities=p.severities
+        )
+
+    def _rollups(
+        self,
+        groups: Mapping[str, _Incident],
+        summaries: Mapping[str, IncidentSummary],
+        incidents: Mapping[str, IncidentRecord],
+        now: datetime,
+    ) -> dict[str, tuple[AggregationRule, list[str]]]:
+        """Cluster key -> (rule, member node-incident keys), for storms that roll up now."""
+        candidates: dict[str, dict[str, datetime]] = defaultdict(dict)
+        rules: dict[str, AggregationRule] = {}
+        for key, group in groups.items():
+            # Incidents still in hold-down count too: a storm is recognised as it arrives, not 30 s later.
+            opening = group.eligible + group.held
+            if group.rule.rollup is None or not opening:
+                continue
+            ckey = rollup_key(group.rule, opening[0].labels)
+            if ckey is None:
+                continue
+            record = incidents.get(key)
+            first = min((v.first_seen for v in opening if v.first_seen), default=now)
+            candidates[ckey][key] = record.active_since if record and record.active_since else first
+            rules[ckey] = group.rule
+        out: dict[str, tuple[AggregationRule, list[str]]] = {}
+        for ckey, opened_at in candidates.items():
+            rule = rules[ckey]
+            assert rule.rollup is not None
+            existing = incidents.get(ckey)
+            is_open = existing is not None and existing.firing
+            members = storm_members(rule.rollup, opened_at, now=now, cluster_open=is_open)
+            if members:
+                out[ckey] = (rule, sorted(members))
+                for m in members:
+                    groups[m].parent = ckey
+        return out
+
+    def _routes(self, labels: Mapping[str, str], severity: str) -> list[RouteMatch]:
+        routed = dict(labels)
+        if severity:
+            routed[self.pipeline.severity_label] = severity
+        seen: set[str] = set()
+        out = []
+        for match in match_routes(self.pipeline.route, routed):
+            if match.receiver not in seen:  # two branches reaching one receiver send one message
+                seen.add(match.receiver)
+                out.append(match)
+        return out
+
+    def _incident(
+        self,
+        group: _Incident,
+        summary: IncidentSummary,
+        record: IncidentRecord | None,
+        now: datetime,
+        result: EvalResult,
+    ) -> None:
+        all_labels = _common(a.labels for a in group.alerts)
+        severity = summary.severity or _worst(group.alerts, self.pipeline)
+        state = _next_incident_state(
+            record,
+            key=group.key,
+            kind="node",
+            rule=group.rule.name,
+            firing=group.firing > 0,
+            eligible=bool(group.eligible),
+            severity=severity,
+            headline=summary.headline,
+            labels=all_labels,
+            summary=_summary_dict(summary, group),
+            parent=group.parent,
+            now=now,
+            activated=min((v.first_seen for v in group.eligible if v.first_seen), default=None),
+        )
+        result.incidents[group.key] = state
+        routes = self._routes(all_labels, severity)
+        routed_to = tuple(r.receiver for r in routes)
+        next_send: datetime | None = None
+        notified = False
+        if group.parent is None:
+            notified, next_send = self._notify(
+                state,
+                group.rule,
+                routes,
+                summary.firing,
+                group,
+                record,
+                now,
+                result,
+                quiet=group.muted > 0 or bool(group.held),
+            )
+        for view in group.eligible:
+            if group.parent is not None:
+                decision = AlertDecision(Decision.ROLLED_UP, group.parent, routed_to=routed_to)
+            elif notified:
+                decision = AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to)
+            elif len(group.eligible) > 1:
+                decision = AlertDecision(Decision.AGGREGATED, group.key, routed_to=routed_to, next_send_at=next_send)
+            elif record is not None and any(record.notify.get(r) for r in routed_to):
+                decision = AlertDecision(Decision.THROTTLED, group.key, routed_to=routed_to, next_send_at=next_send)
+            else:
+                decision = AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to, next_send_at=next_send)
+            result.decisions[view.fingerprint] = decision
+
+    def _cluster(
+        self,
+        key: str,
+        rule: AggregationRule,
+        members: list[_Incident],
+        record: IncidentRecord | None,
+        now: datetime,
+        result: EvalResult,
+    ) -> None:
+        assert rule.rollup is not None
+        # A storm is told as it arrives: members' alerts still in hold-down count (node messages wait for
+        # them; a cluster message does not, so it would otherwise undercount the storm it announces).
+        p = self.pipeline
+        member_summaries = [
+            summarize(rule, m.key, m.eligible + m.held, severity_label=p.severity_label, severities=p.severities)
+            for m in members
+        ]
+        opening = [v for m in members for v in (m.eligible + m.held)]
+        alertname = opening[0].alertname if opening else ""
+        headline = storm_headline(alertname, member_summaries, rule.rollup.scope_labels, rule.unit_name)
+        labels = _common(v.labels for v in opening)
+        labels = {k: v for k, v in labels.items() if k != self.pipeline.nodes.label}
+        severity = _worst(opening, self.pipeline)
+        firing = frozenset().union(*(s.firing for s in member_summaries))
+        summary = {
+            "headline": headline,
+            "nodes": len(members),
+            "units": sum(len(s.units) for s in member_summaries),
+            "members": [s.headline for s in member_summaries][:MAX_ALERTS_IN_MESSAGE],
+            "alerts": len(firing),
+        }
+        state = _next_incident_state(
+            record,
+            key=key,
+            kind="cluster",
+            rule=rule.name,
+            firing=any(m.firing for m in members),
+            eligible=bool(firing),
+            severity=severity,
+            headline=headline,
+            labels=labels,
+            summary=summary,
+            parent=None,
+            now=now,
+            activated=min((v.first_seen for v in opening if v.first_seen), default=None),
+        )
+        result.incidents[key] = state
+        routes = self._routes(labels, severity)
+        self._notify(state, rule, routes, firing, None, record, now, result, quiet=False)
+
+    def _notify(
+        self,
+        state: IncidentState,
+        rule: AggregationRule,
+        routes: list[RouteMatch],
+        firing: frozenset[str],
+        group: _Incident | None,
+        record: IncidentRecord | None,
+        now: datetime,
+        result: EvalResult,
+        *,
+        quiet: bool,
+    ) -> tuple[bool, datetime | None]:
+        """Decide per receiver; returns (whether anything was intended, the earliest next send)."""
+        sent = False
+        earliest: datetime | None = None
+        for route in routes:
+            previous = record.notify.get(route.receiver) if record else None
+            if group is not None and group.held_until is not None and (previous is None or not previous.firing):
+                # The first message waits for the incident's alerts in hold-down: "6/8 GPUs", not "1/8" then
+                # "6/8"; a hold-down never lasts longer than its rule says.
+                result.wake(group.held_until)
+                earliest = group.held_until if earliest is None else min(earliest, group.held_until)
+                continue
+            if not firing and quiet:
+                # Nothing to show, but not because it is over: muted or held alerts are not resolved
+                # (and a resolved target that is still muted gets no resolved message, as in Alertmanager).
+                continue
+            policy = ThrottlePolicy(
+                group_wait=rule.group_wait if rule.group_wait is not None else route.policy.group_wait,
+                group_interval=rule.group_interval if rule.group_interval is not None else route.policy.group_interval,
+                repeat_interval=severity_interval(route.policy, state.severity),
+                send_resolved=route.policy.send_resolved,
+                max_repeats=route.policy.max_repeats,
+            )
+            decision = needs_update(
+                previous,
+                firing,
+                active_since=state.active_since,
+                now=now,
+                policy=policy,
+                acknowledged=state.acknowledged,
+            )
+            if decision.reason is None:
+                if decision.next_at is not None:
+                    result.wake(decision.next_at)
+                    earliest = decision.next_at if earliest is None else min(earliest, decision.next_at)
+                continue
+            new = next_state(previous, decision.reason, firing, now)
+            result.notify_states[(state.key, route.receiver)] = new
+            result.intents.append(
+                Intent(state.key, route.receiver, decision.reason, _message(state, decision.reason, group, now))
+            )
+            sent = True
+        return sent, earliest
+
+
+def _common(label_sets: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    it = iter(label_sets)
+    first = next(it, None)
+    if first is None:
+        return {}
+    common = dict(first)
+    for labels in it:
+        for name in [n for n, v in common.items() if labels.get(n) != v]:
+            del common[name]
+    return common
+
+
+def _worst(alerts: Iterable[AlertView], pipeline: Pipeline) -> str:
+    severities = [a.labels.get(pipeline.severity_label, "") for a in alerts]
+    return min(severities, key=lambda s: severity_rank(s, pipeline.severities), default="")
+
+
+def _summary_dict(summary: IncidentSummary, group: _Incident) -> dict[str, object]:
+    return {
+        "headline": summary.headline,
+        "units": list(summary.units),
+        "units_total": summary.units_total,
+        "unit_name": summary.extra.get("unit_name", ""),
+        "alerts": len(group.alerts),
+        "firing": group.firing,
+        "eligible": len(group.eligible),
+        "muted": group.muted,
+    }
+
+
+def _next_incident_state(
+    record: IncidentRecord | None,
+    *,
+    key: str,
+    kind: str,
+    rule: str,
+    firing: bool,
+    eligible: bool,
+    severity: str,
+    headline: str,
+    labels: dict[str, str],
+    summary: Mapping[str, object],
+    parent: str | None,
+    now: datetime,
+    activated: datetime | None = None,
+) -> IncidentState:
+    """`activated`: when the alerts that count now first fired here; the group wait counts from
+    there, so it overlaps a hold-down instead of adding to it."""
+    reopened = record is None or (not record.firing and firing)
+    opened_at = now if reopened else record.opened_at  # type: ignore[union-attr]
+    active_since = None
+    if eligible:
+        if record is not None and record.active_since and not reopened:
+            active_since = record.active_since
+        else:
+            active_since = min(activated or now, now)
+    return IncidentState(
+        key=key,
+        kind=kind,
+        rule=rule,
+        firing=firing,
+        severity=severity,
+        headline=headline,
+        labels=labels,
+        summary=dict(summary),
+        parent=parent,
+        opened_at=opened_at,
+        active_since=active_since,
+        resolved_at=None if firing else (record.resolved_at if record and record.resolved_at else now),
+        acknowledged=bool(record and record.acknowledged and not reopened),
+    )
+
+
+def _message(state: IncidentState, reason: object, group: _Incident | None, now: datetime) -> dict[str, object]:
+    """A snapshot of what to say, frozen at decision time; channels render it later."""
+    alerts = []
+    if group is not None:
+        for view in sorted(group.eligible or group.alerts, key=lambda v: v.fingerprint)[:MAX_ALERTS_IN_MESSAGE]:
+            alerts.append({"fingerprint": view.fingerprint, "labels": dict(view.labels), "firing": view.firing})
+    return {
+        "incident": state.key,
+        "kind": state.kind,
+        "reason": str(reason),
+        "status": "firing" if state.firing else "resolved",
+        "severity": state.severity,
+        "headline": state.headline,
+        "labels": dict(state.labels),
+        "summary": dict(state.summary),
+        "alerts": alerts,
+        "opened_at": state.opened_at.isoformat(),
+        "at": now.isoformat(),
+    }

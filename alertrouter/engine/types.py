@@ -1,0 +1,140 @@
+"""The engine's inputs and outputs: live alerts, incident records, decisions, intents."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from alertrouter.pipeline.throttle import NotifyReason, NotifyState
+
+__all__ = [
+    "AlertDecision",
+    "Decision",
+    "EvalResult",
+    "IncidentRecord",
+    "IncidentState",
+    "Intent",
+    "LiveAlert",
+    "next_records",
+]
+
+
+class Decision(enum.StrEnum):
+    NOTIFY = "notify"  # a message about it is going (or will go, after the incident's group wait)
+    AGGREGATED = "aggregated"  # it is one of several alerts of one incident
+    ROLLED_UP = "rolled_up"  # its node incident is part of a cluster incident (a storm)
+    THROTTLED = "throttled"  # already told; the next message is due at `next_send_at`
+    INHIBITED = "inhibited"  # muted by `inhibited_by` under `inhibit_rule`
+    HELD = "held"  # hold-down: waiting until `held_until` for a source that may mute it
+    RESOLVED = "resolved"
+
+
+@dataclass(frozen=True, slots=True)
+class LiveAlert:
+    """An alert as the engine loads it from the store."""
+
+    fingerprint: str
+    labels: Mapping[str, str]
+    firing: bool
+    starts_at: datetime
+    fired_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class AlertDecision:
+    decision: Decision
+    incident: str | None
+    inhibited_by: str | None = None
+    inhibit_rule: str | None = None
+    held_until: datetime | None = None
+    next_send_at: datetime | None = None
+    routed_to: tuple[str, ...] = ()
+
+    def detail(self) -> dict[str, Any]:
+        """The stored and API form: only the fields that say something."""
+        out: dict[str, Any] = {}
+        if self.inhibited_by:
+            out["inhibited_by"] = self.inhibited_by
+            out["inhibit_rule"] = self.inhibit_rule
+        if self.held_until:
+            out["held_until"] = self.held_until.isoformat()
+        if self.next_send_at:
+            out["next_send_at"] = self.next_send_at.isoformat()
+        if self.routed_to:
+            out["routed_to"] = list(self.routed_to)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentRecord:
+    """What the previous pass left for an incident: the engine's memory across passes and restarts."""
+
+    key: str
+    firing: bool
+    opened_at: datetime
+    active_since: datetime | None
+    resolved_at: datetime | None = None
+    acknowledged: bool = False
+    notify: Mapping[str, NotifyState] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentState:
+    key: str
+    kind: str
+    rule: str
+    firing: bool
+    severity: str
+    headline: str
+    labels: Mapping[str, str]
+    summary: Mapping[str, Any]
+    parent: str | None
+    opened_at: datetime
+    active_since: datetime | None
+    resolved_at: datetime | None
+    acknowledged: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    incident: str
+    receiver: str
+    reason: NotifyReason
+    message: Mapping[str, Any]
+
+
+@dataclass(slots=True)
+class EvalResult:
+    decisions: dict[str, AlertDecision] = field(default_factory=dict)
+    incidents: dict[str, IncidentState] = field(default_factory=dict)
+    intents: list[Intent] = field(default_factory=list)
+    notify_states: dict[tuple[str, str], NotifyState] = field(default_factory=dict)
+    wake_at: datetime | None = None
+
+    def wake(self, at: datetime) -> None:
+        """Remember the earliest time a pass may decide differently without any new alert."""
+        if self.wake_at is None or at < self.wake_at:
+            self.wake_at = at
+
+
+def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> dict[str, IncidentRecord]:
+    """The records the next pass starts from: what a store would hold after persisting `result`."""
+    out: dict[str, IncidentRecord] = {}
+    for key, state in result.incidents.items():
+        notify = dict(previous[key].notify) if key in previous else {}
+        for (incident, receiver), sent in result.notify_states.items():
+            if incident == key:
+                notify[receiver] = sent
+        out[key] = IncidentRecord(
+            key=key,
+            firing=state.firing,
+            opened_at=state.opened_at,
+            active_since=state.active_since,
+            resolved_at=state.resolved_at,
+            acknowledged=state.acknowledged,
+            notify=notify,
+        )
+    return out
