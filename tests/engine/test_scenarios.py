@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from datetime import timedelta
 
 import pytest
-from support.scenario import Scenario, gpu_labels, node_down_labels
 
 from alertrouter.engine.types import Decision
 from alertrouter.pipeline.throttle import NotifyReason
+from support.scenario import Scenario, gpu_labels, node_down_labels
 
 S = timedelta(seconds=1)
 MIN = timedelta(minutes=1)
@@ -146,7 +147,7 @@ def test_repeat_interval_by_severity(severity: str, region: str, receiver: str, 
     times = [t for t, i in sc.sent if i.receiver == receiver]
     assert {i.receiver for _, i in sc.sent} == {receiver}
     assert times[0] == sc.sent[0][0] == sc.sent[0][0].replace(minute=0, second=30)  # hold-down and group wait overlap
-    gaps = {b - a for a, b in zip(times, times[1:], strict=False)}
+    gaps = {b - a for a, b in itertools.pairwise(times)}
     assert gaps == {interval}
     assert len(times) == (4 * 60 * MIN - 30 * S) // interval + 1
 
