@@ -11,17 +11,19 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from alertrouter import __version__
+from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest import routes as ingest_routes
 from alertrouter.ingest.auth import Authenticator
 from alertrouter.maintenance import Maintenance, TouchBuffer
 from alertrouter.metrics import Metrics
 from alertrouter.processor import Ingestor
 from alertrouter.ruleset import Ruleset
+from alertrouter.ruleset.build import build_pipeline
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import api, ops
+from alertrouter.web import api, incidents, ops
 
 __all__ = ["build_runtime", "create_app"]
 
@@ -51,6 +53,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         db=db,
         ingestor=Ingestor(db, touches),
         maintenance=maintenance,
+        engine=EngineRunner(db, build_pipeline(ruleset), metrics, interval=settings.engine_interval),
         metrics=metrics,
         auth=Authenticator(settings),
         head_revision=head_revision(),
@@ -67,6 +70,7 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
         runtime = build_runtime(settings, ruleset)
         app.state.runtime = runtime
         runtime.maintenance.start()
+        runtime.engine.start()
         log.info(
             "alertrouter %s ready: store %s, rules %s (hash %s)",
             __version__,
@@ -77,6 +81,7 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
         try:
             yield
         finally:
+            await runtime.engine.stop()
             await runtime.maintenance.stop()
             await runtime.db.dispose()
 
@@ -103,6 +108,7 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
         app.add_exception_handler(error, store_unavailable)
     app.include_router(ingest_routes.router)
     app.include_router(api.router)
+    app.include_router(incidents.router)
     app.include_router(ops.router)
     return app
 

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import logging
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import uvicorn
 from pydantic import ValidationError
 
 from alertrouter import __version__
+from alertrouter.app import create_app
+from alertrouter.durations import parse_duration
 from alertrouter.logs import configure_logging
+from alertrouter.pipeline.route import match_routes, render_tree
 from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
+from alertrouter.ruleset.build import Pipeline, build_pipeline
 from alertrouter.settings import Settings, get_settings
+from alertrouter.simulate import SimulationError, Step, simulate
+from alertrouter.store.migrate import head_revision, upgrade
 
 __all__ = ["main"]
 
@@ -71,10 +81,6 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from alertrouter.app import create_app
-
     settings = _settings(args)
     configure_logging(settings.log_level, settings.log_format)
     ruleset = _load_rules(settings.config)
@@ -97,14 +103,100 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_db(args: argparse.Namespace) -> int:
-    from alertrouter.store.migrate import head_revision, upgrade
-
     settings = _settings(args)
     configure_logging(settings.log_level, settings.log_format)
     if args.db_command == "upgrade":
         upgrade(settings.database_url, args.revision)
         print(f"database at {args.revision} ({head_revision()})")
     return 0
+
+
+def _pipeline(path: Path | None) -> Pipeline | None:
+    ruleset = _load_rules(path or get_settings().config)
+    return None if ruleset is None else build_pipeline(ruleset)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    pipeline = _pipeline(args.config)
+    if pipeline is None:
+        return 1
+    if args.at and len(args.at) not in (1, len(args.payloads)):
+        print("simulate: give --at once (for the first payload) or once per payload", file=sys.stderr)
+        return 2
+    steps = []
+    for i, path in enumerate(args.payloads):
+        at = args.at[i] if args.at and i < len(args.at) else None
+        steps.append(Step(str(path), path.read_bytes(), at))
+    try:
+        outcome = asyncio.run(simulate(pipeline, steps, run_for=args.run_for))
+    except SimulationError as exc:
+        print(f"simulate: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(outcome.as_json(), indent=2, ensure_ascii=False))
+        return 0
+    print(f"alerts ({len(outcome.alerts)}):")
+    for a in outcome.alerts:
+        labels = a["labels"]
+        what = " ".join(f"{k}={labels[k]}" for k in ("alertname", "node", "Hostname", "instance", "gpu") if k in labels)
+        why = ", ".join(f"{k}={a[k]}" for k in ("inhibited_by", "inhibit_rule", "held_until", "next_send_at") if k in a)
+        print(f"  {a['fingerprint']}  {a['status']:<8} {a['decision']:<10} {what}" + (f"  ({why})" if why else ""))
+    print(f"incidents ({len(outcome.incidents)}):")
+    for inc in outcome.incidents:
+        parent = f"  -> {inc['parent']}" if inc["parent"] else ""
+        print(f"  {inc['status']:<8} {inc['severity']:<8} {inc['headline']}{parent}")
+    print(f"notifications ({len(outcome.notifications)}):")
+    for n in outcome.notifications:
+        print(f"  {n['at']}  {n['receiver']}  {n['reason']}")
+        print("    " + n["text"].replace("\n", "\n    "))
+    return 0
+
+
+def cmd_routes_test(args: argparse.Namespace) -> int:
+    pipeline = _pipeline(args.config)
+    if pipeline is None:
+        return 1
+    labels: dict[str, str] = {}
+    for item in args.labels:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            print(f"routes test: expected label=value, got {item!r}", file=sys.stderr)
+            return 2
+        labels[name] = value.strip('"')
+    enriched = pipeline.nodes.enrich(labels)
+    receivers = [m.receiver for m in match_routes(pipeline.route, enriched)]
+    if args.verbose:
+        for match in match_routes(pipeline.route, enriched):
+            print(f"{match.receiver}  via {match.path}")
+    else:
+        print(",".join(receivers))
+    if args.expect is not None and args.expect.split(",") != receivers:
+        print(f"expected {args.expect}, got {','.join(receivers)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_routes_show(args: argparse.Namespace) -> int:
+    pipeline = _pipeline(args.config)
+    if pipeline is None:
+        return 1
+    print(render_tree(pipeline.route))
+    return 0
+
+
+def _time(value: str) -> datetime:
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {value!r}") from None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def _duration(value: str) -> timedelta:
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,6 +233,44 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("revision", nargs="?", default="head")
     up.add_argument("--database-url", help="SQLAlchemy async URL (env ALERTROUTER_DATABASE_URL)")
     db.set_defaults(func=cmd_db)
+
+    sim = sub.add_parser(
+        "simulate",
+        help="run payload files through the whole engine and print decisions and messages",
+        description="Apply Alertmanager webhook bodies (or API v2 alert arrays) in order, each at the time given "
+        "by --at or read off its alerts' timestamps, against an empty throwaway store, then let the clock run "
+        "on (--for). Prints every alert's decision and every message that would be sent. --json prints "
+        '{"alerts": [...], "incidents": [...], "notifications": [...]} (see README).',
+    )
+    sim.add_argument("payloads", nargs="+", type=Path, metavar="PAYLOAD.json")
+    sim.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
+    sim.add_argument("--at", type=_time, action="append", help="RFC 3339 time of a payload (repeat per payload)")
+    sim.add_argument(
+        "--for",
+        dest="run_for",
+        type=_duration,
+        default=timedelta(minutes=10),
+        help="how long the clock runs on after the last payload (default 10m)",
+    )
+    sim.add_argument("--json", action="store_true", help="print a stable JSON object instead of text")
+    sim.set_defaults(func=cmd_simulate)
+
+    routes = sub.add_parser("routes", help="inspect the route tree (like amtool config routes)")
+    routes_sub = routes.add_subparsers(dest="routes_command", required=True, metavar="ROUTES_COMMAND")
+    test = routes_sub.add_parser(
+        "test",
+        help="print the receivers a label set reaches",
+        description="Print the receivers the given labels reach, comma-separated, like `amtool config routes test`. "
+        "The node key and topology labels are added first, as the engine does.",
+    )
+    test.add_argument("labels", nargs="+", metavar="label=value")
+    test.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
+    test.add_argument("--expect", help="comma-separated receivers; exit 1 if the result differs")
+    test.add_argument("-v", "--verbose", action="store_true", help="print each receiver with the route that chose it")
+    test.set_defaults(func=cmd_routes_test)
+    show = routes_sub.add_parser("show", help="print the route tree")
+    show.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
+    show.set_defaults(func=cmd_routes_show)
     return parser
 
 

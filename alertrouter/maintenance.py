@@ -78,6 +78,7 @@ class Maintenance:
         self._clock = clock
         self._on_expired = on_expired
         self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
         self._last_prune: datetime | None = None
 
     async def flush(self) -> None:
@@ -111,8 +112,11 @@ class Maintenance:
                 log.info("pruned %d raw events older than the retention", pruned)
 
     async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval.total_seconds())
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self._interval.total_seconds())
+            if self._stop.is_set():
+                break
             try:
                 await self.run_once()
             except STORE_ERRORS as exc:
@@ -123,9 +127,8 @@ class Maintenance:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            self._stop.set()  # a pass in flight finishes: cancelling it mid-transaction strands its connection
+            await self._task
         try:
             await self.flush()
         except STORE_ERRORS as exc:

@@ -63,5 +63,23 @@ class Metrics:
             ["hash"],
             registry=r,
         )
+        self.inhibited = Counter(
+            "alertrouter_alerts_inhibited_total", "Alerts that became inhibited, by inhibit rule.", ["rule"], registry=r
+        )
+        self.intended = Counter(
+            "alertrouter_notifications_intended_total",
+            "Notifications the engine decided to send (compare with alertrouter_alerts_received_total).",
+            ["receiver", "reason"],
+            registry=r,
+        )
+        self.decisions = Gauge(
+            "alertrouter_alert_decisions", "Live alerts by the engine's latest decision.", ["decision"], registry=r
+        )
+        self.engine_pass = Histogram(
+            "alertrouter_engine_pass_duration_seconds",
+            "Duration of one engine pass.",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)

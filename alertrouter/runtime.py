@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.auth import Authenticator
 from alertrouter.maintenance import Maintenance
 from alertrouter.metrics import Metrics
@@ -25,6 +26,7 @@ class Runtime:
     db: Database
     ingestor: Ingestor
     maintenance: Maintenance
+    engine: EngineRunner
     metrics: Metrics
     auth: Authenticator
     head_revision: str

@@ -48,13 +48,16 @@ class Settings(BaseSettings):
         "FULL", description="FULL fsyncs every commit (durable across power loss); NORMAL only across crashes"
     )
     db_pool_size: int = Field(10, ge=1)
+    engine_interval: timedelta = Field(
+        timedelta(seconds=1), description="Longest time between engine passes (they also run after each ingest)"
+    )
 
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_level(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
 
-    @field_validator("raw_event_retention", "touch_flush_interval", "store_timeout", mode="before")
+    @field_validator("raw_event_retention", "touch_flush_interval", "store_timeout", "engine_interval", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:
         if isinstance(value, str) and value and not value.startswith("P"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from alertrouter.engine.types import (
@@ -131,10 +131,14 @@ class Evaluator:
         return result
 
     def _summary(self, group: _Incident) -> IncidentSummary:
+        """Counts come from the alerts that count (firing, not muted, not held); an incident with none of
+        those (resolved, or all muted) is still described by all of its alerts, but reports nothing firing."""
         p = self.pipeline
-        return summarize(
-            group.rule, group.key, group.eligible, severity_label=p.severity_label, severities=p.severities
-        )
+        described = group.eligible or group.held or group.alerts
+        summary = summarize(group.rule, group.key, described, severity_label=p.severity_label, severities=p.severities)
+        if described is not group.eligible:
+            summary = replace(summary, firing=frozenset())
+        return summary
 
     def _rollups(
         self,

@@ -8,7 +8,15 @@ from typing import Any
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
+from alertrouter.store.tables import (
+    AlertEpisodeRow,
+    AlertEventRow,
+    AlertRow,
+    IncidentRow,
+    NotifyStateRow,
+    OutboxRow,
+    RawEventRow,
+)
 
 __all__ = [
     "count_alerts_by_status",
@@ -16,8 +24,14 @@ __all__ = [
     "get_alert",
     "get_episodes",
     "get_events",
+    "get_incident",
     "get_raw_event",
+    "incident_alerts",
+    "incident_members",
+    "incident_notifications",
+    "incident_notify_states",
     "iter_alerts",
+    "list_incidents",
     "list_raw_events",
     "migration_version",
 ]
@@ -83,3 +97,42 @@ async def migration_version(session: AsyncSession) -> Any:
     if not await conn.run_sync(lambda c: inspect(c).has_table("alembic_version")):
         return None
     return await session.scalar(text("SELECT version_num FROM alembic_version"))
+
+
+async def list_incidents(
+    session: AsyncSession, *, status: str | None, kind: str | None, limit: int, offset: int
+) -> tuple[Sequence[IncidentRow], int]:
+    stmt = select(IncidentRow)
+    if status is not None:
+        stmt = stmt.where(IncidentRow.status == status)
+    if kind is not None:
+        stmt = stmt.where(IncidentRow.kind == kind)
+    total = int(await session.scalar(select(func.count()).select_from(stmt.subquery())) or 0)
+    page = await session.scalars(
+        stmt.order_by(IncidentRow.updated_at.desc(), IncidentRow.id.desc()).limit(limit).offset(offset)
+    )
+    return page.all(), total
+
+
+async def get_incident(session: AsyncSession, *, incident_id: int) -> IncidentRow | None:
+    return await session.get(IncidentRow, incident_id)
+
+
+async def incident_alerts(session: AsyncSession, *, key: str, limit: int = 500) -> Sequence[AlertRow]:
+    stmt = select(AlertRow).where(AlertRow.incident_key == key).order_by(AlertRow.fingerprint).limit(limit)
+    return (await session.scalars(stmt)).all()
+
+
+async def incident_members(session: AsyncSession, *, key: str, limit: int = 1000) -> Sequence[IncidentRow]:
+    stmt = select(IncidentRow).where(IncidentRow.parent_key == key).order_by(IncidentRow.key).limit(limit)
+    return (await session.scalars(stmt)).all()
+
+
+async def incident_notify_states(session: AsyncSession, *, key: str) -> Sequence[NotifyStateRow]:
+    stmt = select(NotifyStateRow).where(NotifyStateRow.incident_key == key).order_by(NotifyStateRow.receiver)
+    return (await session.scalars(stmt)).all()
+
+
+async def incident_notifications(session: AsyncSession, *, key: str, limit: int = 200) -> Sequence[OutboxRow]:
+    stmt = select(OutboxRow).where(OutboxRow.incident_key == key).order_by(OutboxRow.id.desc()).limit(limit)
+    return (await session.scalars(stmt)).all()

@@ -7,7 +7,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["AlertDetail", "AlertEventRead", "AlertList", "AlertRead", "EpisodeRead", "RawEventRead"]
+__all__ = [
+    "AlertDetail",
+    "AlertEventRead",
+    "AlertList",
+    "AlertRead",
+    "EpisodeRead",
+    "IncidentDetail",
+    "IncidentList",
+    "IncidentRead",
+    "NotificationRead",
+    "NotifyStateRead",
+    "RawEventRead",
+]
 
 
 class _Read(BaseModel):
@@ -28,6 +40,11 @@ class AlertRead(_Read):
     first_seen: datetime
     last_seen: datetime
     updated_at: datetime
+    node: str | None = None
+    incident_key: str | None = None
+    decision: str | None = None
+    decision_detail: dict[str, Any] | None = None
+    decided_at: datetime | None = None
 
 
 class AlertList(BaseModel):
@@ -73,3 +90,57 @@ class RawEventRead(_Read):
     truncated_alerts: int
     rejected_alerts: int
     body: str | None = None
+
+
+class IncidentRead(_Read):
+    id: int
+    key: str
+    kind: str
+    rule: str
+    status: str
+    severity: str
+    headline: str
+    labels: dict[str, str]
+    summary: dict[str, Any]
+    parent_key: str | None
+    opened_at: datetime
+    active_since: datetime | None
+    updated_at: datetime
+    resolved_at: datetime | None
+    acknowledged_at: datetime | None
+
+
+class IncidentList(BaseModel):
+    incidents: list[IncidentRead]
+    total: int
+    limit: int
+    offset: int
+
+
+class NotificationRead(_Read):
+    id: int
+    incident_key: str
+    receiver: str
+    reason: str
+    created_at: datetime
+    status: str
+    attempts: int
+    next_attempt_at: datetime
+    last_error: str | None
+    sent_at: datetime | None
+    message: dict[str, Any]
+
+
+class NotifyStateRead(_Read):
+    receiver: str
+    last_sent_at: datetime
+    repeats: int
+    last_reason: str
+
+
+class IncidentDetail(BaseModel):
+    incident: IncidentRead
+    alerts: list[AlertRead]
+    members: list[IncidentRead]
+    receivers: list[NotifyStateRead]
+    notifications: list[NotificationRead]

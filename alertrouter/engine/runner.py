@@ -1,0 +1,193 @@
+"""Runs engine passes inside `serve`: after ingests and on timers, on the replica that holds the lease.
+
+One pass reads what changed since the last one, evaluates everything live, and writes incidents,
+notify state, decisions and the outbox in one transaction under the lease, so two replicas never
+decide (or notify) the same thing twice, and a restart picks up from the store where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from alertrouter.engine.evaluate import Evaluator
+from alertrouter.engine.types import EvalResult, LiveAlert
+from alertrouter.metrics import Metrics
+from alertrouter.model import utcnow
+from alertrouter.ruleset.build import Pipeline
+from alertrouter.store import STORE_ERRORS, Database
+from alertrouter.store import engine as store
+
+__all__ = ["EngineRunner"]
+
+log = logging.getLogger(__name__)
+
+LEASE = "engine"
+RECENT = timedelta(hours=1)  # resolved alerts and incidents stay live this long (for resolved messages)
+OVERLAP = timedelta(seconds=30)
+STOP_GRACE = timedelta(seconds=10)  # re-read this much before the watermark: commits land out of clock order
+
+
+class EngineRunner:
+    def __init__(
+        self,
+        db: Database,
+        pipeline: Pipeline,
+        metrics: Metrics | None = None,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        interval: timedelta = timedelta(seconds=1),
+        lease_ttl: timedelta = timedelta(seconds=15),
+        holder: str | None = None,
+    ) -> None:
+        self._db = db
+        self.pipeline = pipeline
+        self._metrics = metrics
+        self._clock = clock
+        self._interval = interval
+        self._lease_ttl = lease_ttl
+        self.holder = holder or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self._evaluator = Evaluator(pipeline)
+        self._alerts: dict[str, LiveAlert] = {}
+        self._updated: dict[str, datetime] = {}
+        self._decisions: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
+        self._watermark: datetime | None = None
+        self._leader = False
+        self._nudged = asyncio.Event()
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+        self.wake_at: datetime | None = None
+
+    def live_alerts(self) -> dict[str, LiveAlert]:
+        """The alerts the last pass looked at (a copy)."""
+        return dict(self._alerts)
+
+    def nudge(self) -> None:
+        """Something was stored: run a pass soon rather than at the next tick."""
+        self._nudged.set()
+
+    def _forget(self) -> None:
+        """Lost (or never had) the lease: reload everything when it comes back."""
+        self._alerts.clear()
+        self._updated.clear()
+        self._decisions.clear()
+        self._watermark = None
+        self._evaluator = Evaluator(self.pipeline)
+
+    async def run_once(self) -> EvalResult | None:
+        """One pass; None when another replica holds the lease."""
+        started = time.perf_counter()
+        now = self._clock()
+        async with self._db.write() as session:
+            if not await store.hold_lease(
+                session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl
+            ):
+                await session.rollback()
+                if self._leader:
+                    log.info("engine lease lost to another replica")
+                self._leader = False
+                self._forget()
+                return None
+            if not self._leader:
+                log.info("engine lease taken by %s", self.holder)
+                self._leader = True
+            changed_since = None if self._watermark is None else self._watermark - OVERLAP
+            for live, updated_at, decision, detail in await store.load_live_alerts(
+                session, changed_since=changed_since, resolved_since=now - RECENT
+            ):
+                self._alerts[live.fingerprint] = live
+                self._updated[live.fingerprint] = updated_at
+                self._decisions.setdefault(live.fingerprint, (decision, detail))
+                if self._watermark is None or updated_at > self._watermark:
+                    self._watermark = updated_at
+            self._evict(now)
+            records = await store.load_incidents(session, resolved_since=now - RECENT)
+            result = self._evaluator.evaluate(self._alerts.values(), records, now=now)
+            await self._persist(session, result, now)
+            await session.commit()
+        self.wake_at = result.wake_at
+        self._observe(result, time.perf_counter() - started)
+        return result
+
+    def _evict(self, now: datetime) -> None:
+        for fp in [fp for fp, a in self._alerts.items() if not a.firing and self._updated[fp] < now - RECENT]:
+            del self._alerts[fp], self._updated[fp]
+            self._decisions.pop(fp, None)
+
+    async def _persist(self, session: Any, result: EvalResult, now: datetime) -> None:
+        await store.save_incidents(session, result.incidents.values(), now)
+        reasons = {(i.incident, i.receiver): i.reason.value for i in result.intents}
+        await store.save_notify_states(session, result.notify_states, reasons)
+        await store.insert_intents(session, result.intents, now)
+        node_label = self.pipeline.nodes.label
+        rows = []
+        for fp, decision in result.decisions.items():
+            detail = decision.detail()
+            stored = (decision.decision.value, detail)
+            if self._decisions.get(fp) == stored:
+                continue
+            self._decisions[fp] = stored
+            live = self._alerts[fp]
+            rows.append(
+                {
+                    "fingerprint": fp,
+                    "node": self.pipeline.nodes.enrich(live.labels).get(node_label),
+                    "incident_key": decision.incident,
+                    "decision": decision.decision.value,
+                    "decision_detail": detail,
+                    "decided_at": now,
+                }
+            )
+            if decision.inhibit_rule and self._metrics is not None:
+                self._metrics.inhibited.labels(rule=decision.inhibit_rule).inc()
+        await store.save_decisions(session, rows)
+
+    def _observe(self, result: EvalResult, seconds: float) -> None:
+        m = self._metrics
+        if m is None:
+            return
+        m.engine_pass.observe(seconds)
+        for intent in result.intents:
+            m.intended.labels(receiver=intent.receiver, reason=intent.reason.value).inc()
+        counts: dict[str, int] = {}
+        for decision in result.decisions.values():
+            counts[decision.decision.value] = counts.get(decision.decision.value, 0) + 1
+        for name in ("notify", "aggregated", "rolled_up", "throttled", "inhibited", "held", "resolved"):
+            m.decisions.labels(decision=name).set(counts.get(name, 0))
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            timeout = self._interval.total_seconds()
+            if self.wake_at is not None:
+                timeout = min(timeout, max(0.0, (self.wake_at - self._clock()).total_seconds()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._nudged.wait(), timeout)
+            self._nudged.clear()
+            if self._stopping:
+                break
+            try:
+                await self.run_once()
+            except STORE_ERRORS as exc:
+                log.warning("engine pass failed, will retry: %s", str(exc).splitlines()[0] if str(exc) else exc)
+                self._forget()  # the transaction rolled back; what we remembered may not have been stored
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="alertrouter-engine")
+
+    async def stop(self) -> None:
+        """Let a pass in flight finish (cancelling it mid-transaction would strand its connection)."""
+        if self._task is None:
+            return
+        self._stopping = True
+        self._nudged.set()
+        try:
+            await asyncio.wait_for(self._task, STOP_GRACE.total_seconds())
+        except TimeoutError:
+            log.warning("engine pass still running at shutdown after %s; abandoned", STOP_GRACE)

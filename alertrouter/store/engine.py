@@ -1,0 +1,196 @@
+"""Reads and writes of the engine: live alerts, incident records, decisions, outbox, the leader lease."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from alertrouter.engine.types import IncidentRecord, IncidentState, Intent, LiveAlert
+from alertrouter.model import AlertStatus
+from alertrouter.pipeline.throttle import NotifyState
+from alertrouter.store.alerts import _insert, alerts_t
+from alertrouter.store.tables import IncidentRow, LeaseRow, NotifyStateRow, OutboxRow
+
+__all__ = [
+    "hold_lease",
+    "insert_intents",
+    "load_incidents",
+    "load_live_alerts",
+    "save_decisions",
+    "save_incidents",
+    "save_notify_states",
+]
+
+incidents_t = cast(Table, IncidentRow.__table__)
+notify_t = cast(Table, NotifyStateRow.__table__)
+outbox_t = cast(Table, OutboxRow.__table__)
+leases_t = cast(Table, LeaseRow.__table__)
+
+
+async def hold_lease(session: AsyncSession, *, name: str, holder: str, now: datetime, until: datetime) -> bool:
+    """Take or renew a lease; True if `holder` has it until `until`. The row stays locked (on PostgreSQL)
+    until the caller's transaction ends, so the work done under it commits only while it is held."""
+    await session.execute(
+        _insert(session, leases_t)
+        .values(name=name, holder=holder, expires_at=until)
+        .on_conflict_do_nothing(index_elements=["name"])  # type: ignore[attr-defined]
+    )
+    row = (
+        await session.execute(
+            select(leases_t.c.holder, leases_t.c.expires_at).where(leases_t.c.name == name).with_for_update()
+        )
+    ).one()
+    if row.holder != holder and row.expires_at > now:
+        return False
+    await session.execute(update(leases_t).where(leases_t.c.name == name).values(holder=holder, expires_at=until))
+    return True
+
+
+async def load_live_alerts(
+    session: AsyncSession, *, changed_since: datetime | None, resolved_since: datetime
+) -> list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]]:
+    """Firing alerts and recently resolved ones (all of them, or only those changed since a watermark),
+    with their `updated_at` and the decision stored last."""
+    c = alerts_t.c
+    stmt = select(
+        c.fingerprint, c.labels, c.status, c.starts_at, c.fired_at, c.updated_at, c.decision, c.decision_detail
+    )
+    if changed_since is None:
+        stmt = stmt.where(or_(c.status == AlertStatus.FIRING.value, c.updated_at >= resolved_since))
+    else:
+        stmt = stmt.where(c.updated_at >= changed_since)
+    out = []
+    for fp, labels, status, starts_at, fired_at, updated_at, decision, detail in await session.execute(stmt):
+        live = LiveAlert(fp, labels, status == AlertStatus.FIRING.value, starts_at, fired_at)
+        out.append((live, updated_at, decision, detail))
+    return out
+
+
+async def load_incidents(session: AsyncSession, *, resolved_since: datetime) -> dict[str, IncidentRecord]:
+    rows = (
+        await session.scalars(
+            select(IncidentRow).where(or_(IncidentRow.status == "firing", IncidentRow.updated_at >= resolved_since))
+        )
+    ).all()
+    notify: dict[str, dict[str, NotifyState]] = {}
+    keys = [r.key for r in rows]
+    for chunk in (keys[i : i + 500] for i in range(0, len(keys), 500)):
+        for n in (await session.scalars(select(NotifyStateRow).where(NotifyStateRow.incident_key.in_(chunk)))).all():
+            notify.setdefault(n.incident_key, {})[n.receiver] = NotifyState(
+                last_sent_at=n.last_sent_at, firing=frozenset(n.firing), repeats=n.repeats
+            )
+    return {
+        r.key: IncidentRecord(
+            key=r.key,
+            firing=r.status == "firing",
+            opened_at=r.opened_at,
+            active_since=r.active_since,
+            resolved_at=r.resolved_at,
+            acknowledged=r.acknowledged_at is not None,
+            notify=notify.get(r.key, {}),
+        )
+        for r in rows
+    }
+
+
+def _incident_row(state: IncidentState, now: datetime) -> dict[str, Any]:
+    return {
+        "key": state.key,
+        "kind": state.kind,
+        "rule": state.rule,
+        "status": "firing" if state.firing else "resolved",
+        "severity": state.severity,
+        "headline": state.headline,
+        "labels": dict(state.labels),
+        "summary": dict(state.summary),
+        "parent_key": state.parent,
+        "opened_at": state.opened_at,
+        "active_since": state.active_since,
+        "updated_at": now,
+        "resolved_at": state.resolved_at,
+    }
+
+
+async def save_incidents(session: AsyncSession, states: Iterable[IncidentState], now: datetime) -> None:
+    rows = [_incident_row(s, now) for s in sorted(states, key=lambda s: s.key)]
+    if not rows:
+        return
+    stmt = _insert(session, incidents_t)
+    excluded = stmt.excluded  # type: ignore[attr-defined]
+    stmt = stmt.on_conflict_do_update(  # type: ignore[attr-defined]
+        index_elements=["key"],
+        set_={name: getattr(excluded, name) for name in rows[0] if name != "key"},
+    )
+    await session.execute(stmt, rows)
+
+
+async def save_notify_states(
+    session: AsyncSession, states: Mapping[tuple[str, str], NotifyState], reasons: Mapping[tuple[str, str], str]
+) -> None:
+    rows = [
+        {
+            "incident_key": k,
+            "receiver": r,
+            "last_sent_at": s.last_sent_at,
+            "firing": sorted(s.firing),
+            "repeats": s.repeats,
+            "last_reason": reasons[(k, r)],
+        }
+        for (k, r), s in sorted(states.items())
+    ]
+    if not rows:
+        return
+    stmt = _insert(session, notify_t)
+    excluded = stmt.excluded  # type: ignore[attr-defined]
+    stmt = stmt.on_conflict_do_update(  # type: ignore[attr-defined]
+        index_elements=["incident_key", "receiver"],
+        set_={n: getattr(excluded, n) for n in ("last_sent_at", "firing", "repeats", "last_reason")},
+    )
+    await session.execute(stmt, rows)
+
+
+async def insert_intents(session: AsyncSession, intents: Sequence[Intent], now: datetime) -> None:
+    rows = [
+        {
+            "incident_key": i.incident,
+            "receiver": i.receiver,
+            "reason": i.reason.value,
+            "created_at": now,
+            "message": dict(i.message),
+            "status": "pending",
+            "attempts": 0,
+            "next_attempt_at": now,
+        }
+        for i in intents
+    ]
+    if rows:
+        await session.execute(outbox_t.insert(), rows)
+
+
+async def save_decisions(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Rows: fingerprint, node, incident_key, decision, decision_detail, decided_at. `updated_at` is left
+    alone on purpose: it marks changes of the alert itself, which is what the engine watches."""
+    if not rows:
+        return
+    stmt = (
+        update(alerts_t)
+        .where(alerts_t.c.fingerprint == bindparam("b_fingerprint"))
+        .values(
+            node=bindparam("node"),
+            incident_key=bindparam("incident_key"),
+            decision=bindparam("decision"),
+            decision_detail=bindparam("decision_detail"),
+            decided_at=bindparam("decided_at"),
+        )
+    )
+    await session.execute(
+        stmt,
+        [
+            {"b_fingerprint": r["fingerprint"], **{k: v for k, v in r.items() if k != "fingerprint"}}
+            for r in sorted(rows, key=lambda r: r["fingerprint"])
+        ],
+    )

@@ -1,0 +1,58 @@
+"""`GET /api/v1/incidents` and one incident with its alerts, members, receivers and notifications."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
+
+from alertrouter.store import queries
+from alertrouter.web.api import AuthorizedRuntime
+from alertrouter.web.schemas import (
+    AlertRead,
+    IncidentDetail,
+    IncidentList,
+    IncidentRead,
+    NotificationRead,
+    NotifyStateRead,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/v1", tags=["incidents"])
+
+
+@router.get("/incidents", response_model=IncidentList)
+async def list_incidents(
+    runtime: AuthorizedRuntime,
+    status: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
+    kind: Annotated[str | None, Query(pattern="^(node|cluster)$")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> IncidentList:
+    async with runtime.db.read() as session:
+        rows, total = await queries.list_incidents(session, status=status, kind=kind, limit=limit, offset=offset)
+        return IncidentList(
+            incidents=[IncidentRead.model_validate(r) for r in rows], total=total, limit=limit, offset=offset
+        )
+
+
+@router.get("/incidents/{incident_id}", response_model=IncidentDetail)
+async def get_incident(incident_id: int, runtime: AuthorizedRuntime) -> IncidentDetail:
+    """The incident, the alerts in it with each one's decision, the node incidents of a cluster
+    incident, what each receiver was last told, and every notification intended."""
+    async with runtime.db.read() as session:
+        row = await queries.get_incident(session, incident_id=incident_id)
+        if row is None:
+            raise HTTPException(404, f"no incident {incident_id}")
+        alerts = await queries.incident_alerts(session, key=row.key)
+        members = await queries.incident_members(session, key=row.key)
+        states = await queries.incident_notify_states(session, key=row.key)
+        notifications = await queries.incident_notifications(session, key=row.key)
+        return IncidentDetail(
+            incident=IncidentRead.model_validate(row),
+            alerts=[AlertRead.model_validate(a) for a in alerts],
+            members=[IncidentRead.model_validate(m) for m in members],
+            receivers=[NotifyStateRead.model_validate(s) for s in states],
+            notifications=[NotificationRead.model_validate(n) for n in notifications],
+        )

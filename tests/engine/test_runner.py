@@ -1,0 +1,143 @@
+"""Engine passes against real databases: decisions and outbox in the store, restarts, two replicas."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+
+from alertrouter.engine.runner import EngineRunner
+from alertrouter.ingest.payloads import parse_webhook
+from alertrouter.maintenance import TouchBuffer
+from alertrouter.processor import Ingestor
+from alertrouter.store import Database
+from alertrouter.store.tables import AlertRow, IncidentRow, NotifyStateRow, OutboxRow
+from support.scenario import gpu_labels, node_down_labels, shipped_pipeline
+
+T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
+S = timedelta(seconds=1)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def webhook(alerts: list[dict[str, str]], status: str = "firing") -> bytes:
+    body = {
+        "version": "4",
+        "status": status,
+        "receiver": "alertrouter",
+        "groupKey": "g",
+        "alerts": [
+            {
+                "status": status,
+                "labels": labels,
+                "annotations": {"summary": "test"},
+                "startsAt": "2026-11-21T07:59:00Z",
+                "endsAt": "2026-11-21T08:30:00Z" if status == "resolved" else "0001-01-01T00:00:00Z",
+            }
+            for labels in alerts
+        ],
+    }
+    return json.dumps(body).encode()
+
+
+async def rows(db: Database, model: type[Any]) -> list[Any]:
+    async with db.read() as s:
+        return list((await s.scalars(select(model))).all())
+
+
+async def run_for(runner: EngineRunner, clock: Clock, duration: timedelta, every: timedelta = 5 * S) -> None:
+    end = clock.now + duration
+    while clock.now <= end:
+        await runner.run_once()
+        clock.now += every
+
+
+async def test_node_incident_decisions_and_outbox_are_stored(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    await ingestor.ingest(
+        parse_webhook(webhook([gpu_labels("gpu-node-07", g, region="north") for g in range(8)])).batch
+    )
+    await run_for(runner, clock, timedelta(minutes=2))
+    (incident,) = await rows(db, IncidentRow)
+    assert incident.headline == "gpu-node-07: GPUHighTemp on 8/8 GPUs"
+    assert (incident.kind, incident.status, incident.severity) == ("node", "firing", "warning")
+    (outbox,) = await rows(db, OutboxRow)
+    assert (outbox.receiver, outbox.reason, outbox.status) == ("ops-north", "first", "pending")
+    assert outbox.message["headline"] == incident.headline
+    assert len(outbox.message["alerts"]) == 8
+    alerts = await rows(db, AlertRow)
+    assert {a.decision for a in alerts} == {"aggregated"}
+    assert {a.node for a in alerts} == {"gpu-node-07"}
+    assert {a.incident_key for a in alerts} == {incident.key}
+    assert alerts[0].decision_detail == {"routed_to": ["ops-north"], "next_send_at": "2026-11-21T08:30:30+00:00"}
+    (state,) = await rows(db, NotifyStateRow)
+    assert len(state.firing) == 8
+
+
+async def test_restart_with_node_down_sends_no_gpu_page(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    gpus = [gpu_labels("gpu-node-07", g, severity="critical", region="north") for g in range(8)]
+    await ingestor.ingest(parse_webhook(webhook(gpus)).batch)
+    clock.now += 10 * S
+    await ingestor.ingest(parse_webhook(webhook([node_down_labels("gpu-node-07", region="north")])).batch)
+    await run_for(EngineRunner(db, shipped_pipeline(), clock=clock, holder="a"), clock, timedelta(minutes=2))
+    before = await rows(db, OutboxRow)
+    assert [o.message["headline"] for o in before] == ["gpu-node-07: NodeDown"]
+    # a new process: nothing in memory, the lease of the old one has expired
+    clock.now += timedelta(minutes=1)
+    await run_for(EngineRunner(db, shipped_pipeline(), clock=clock, holder="b"), clock, timedelta(minutes=25))
+    headlines = [o.message["headline"] for o in await rows(db, OutboxRow)]
+    assert set(headlines) == {"gpu-node-07: NodeDown"}
+    assert len(headlines) == 3  # the first page, then repeats every 10 minutes, no GPU page
+    inhibited = [a for a in await rows(db, AlertRow) if a.decision == "inhibited"]
+    assert len(inhibited) == 8
+    assert inhibited[0].decision_detail["inhibit_rule"] == "node-down-mutes-node"
+
+
+async def test_two_replicas_never_notify_twice(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    a = EngineRunner(db, shipped_pipeline(), clock=clock, holder="replica-a")
+    b = EngineRunner(db, shipped_pipeline(), clock=clock, holder="replica-b")
+    await ingestor.ingest(parse_webhook(webhook([gpu_labels("gpu-node-01", 0, severity="critical")])).batch)
+    ran = {"a": 0, "b": 0}
+    end = clock.now + timedelta(minutes=25)
+    while clock.now <= end:
+        ran["a"] += (await a.run_once()) is not None
+        ran["b"] += (await b.run_once()) is not None
+        clock.now += 5 * S
+    assert ran["a"] > 0
+    assert ran["b"] == 0  # the lease is renewed by its holder
+    assert [o.reason for o in await rows(db, OutboxRow)] == ["first", "repeat", "repeat"]
+    # the holder dies; after the lease runs out the other one takes over and carries on where it stopped
+    clock.now += 20 * S
+    await run_for(b, clock, timedelta(minutes=10))
+    assert [o.reason for o in await rows(db, OutboxRow)] == ["first", "repeat", "repeat", "repeat"]
+
+
+async def test_resolve_is_notified_and_incident_closed(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    labels = [gpu_labels("gpu-node-03", g) for g in range(2)]
+    await ingestor.ingest(parse_webhook(webhook(labels)).batch)
+    await run_for(runner, clock, timedelta(minutes=1))
+    await ingestor.ingest(parse_webhook(webhook(labels, status="resolved")).batch)
+    await run_for(runner, clock, timedelta(minutes=6))
+    assert [o.reason for o in await rows(db, OutboxRow)] == ["first", "resolved"]
+    (incident,) = await rows(db, IncidentRow)
+    assert incident.status == "resolved"
+    assert {a.decision for a in await rows(db, AlertRow)} == {"resolved"}
+    async with db.read() as s:
+        assert await s.scalar(select(func.count()).select_from(OutboxRow)) == 2
