@@ -232,10 +232,10 @@ class Evaluator:
         for view in group.eligible:
             if group.parent is not None:
                 decision = AlertDecision(Decision.ROLLED_UP, group.parent, routed_to=routed_to)
-            elif notified:
-                decision = AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to)
             elif len(group.eligible) > 1:
                 decision = AlertDecision(Decision.AGGREGATED, group.key, routed_to=routed_to, next_send_at=next_send)
+            elif notified:
+                decision = AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to)
             elif record is not None and any(record.notify.get(r) for r in routed_to):
                 decision = AlertDecision(Decision.THROTTLED, group.key, routed_to=routed_to, next_send_at=next_send)
             else:
