@@ -235,7 +235,7 @@ class Evaluator:
             elif len(group.eligible) > 1:
                 decision = AlertDecision(Decision.AGGREGATED, group.key, routed_to=routed_to, next_send_at=next_send)
             elif notified:
-                decision = AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to)
+                decision = AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to, next_send_at=next_send)
             elif record is not None and any(record.notify.get(r) for r in routed_to):
                 decision = AlertDecision(Decision.THROTTLED, group.key, routed_to=routed_to, next_send_at=next_send)
             else:
@@ -341,6 +341,13 @@ class Evaluator:
                     earliest = decision.next_at if earliest is None else min(earliest, decision.next_at)
                 continue
             new = next_state(previous, decision.reason, firing, now)
+            # When the receiver is next due (a repeat), so an idle engine wakes for it.
+            follow = needs_update(
+                new, firing, active_since=state.active_since, now=now, policy=policy, acknowledged=state.acknowledged
+            )
+            if follow.next_at is not None:
+                result.wake(follow.next_at)
+                earliest = follow.next_at if earliest is None else min(earliest, follow.next_at)
             result.notify_states[(state.key, route.receiver)] = new
             result.intents.append(
                 Intent(state.key, route.receiver, decision.reason, _message(state, decision.reason, group, now))

@@ -62,6 +62,9 @@ class EngineRunner:
         self._leader = False
         self._nudged = asyncio.Event()
         self._stopping = False
+        self._last: EvalResult | None = None
+        self._force = False
+        self._lease_renewed: datetime | None = None
         self._task: asyncio.Task[None] | None = None
         self.wake_at: datetime | None = None
 
@@ -69,8 +72,10 @@ class EngineRunner:
         """The alerts the last pass looked at (a copy)."""
         return dict(self._alerts)
 
-    def nudge(self) -> None:
-        """Something was stored: run a pass soon rather than at the next tick."""
+    def nudge(self, *, force: bool = False) -> None:
+        """Something was stored: run a pass soon rather than at the next tick. `force` for changes the
+        engine cannot see in the alerts (an acknowledgement, a silence)."""
+        self._force = self._force or force
         self._nudged.set()
 
     def _forget(self) -> None:
@@ -79,29 +84,25 @@ class EngineRunner:
         self._updated.clear()
         self._decisions.clear()
         self._watermark = None
+        self._last = None
+        self._lease_renewed = None
         self._evaluator = Evaluator(self.pipeline)
 
     async def run_once(self) -> EvalResult | None:
         """One pass; None when another replica holds the lease."""
         started = time.perf_counter()
         now = self._clock()
-        async with self._db.write() as session:
-            if not await store.hold_lease(
-                session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl
-            ):
-                await session.rollback()
-                if self._leader:
-                    log.info("engine lease lost to another replica")
-                self._leader = False
-                self._forget()
+        # Read and evaluate outside any write transaction (on SQLite that would stall ingest for the
+        # whole pass); only the short final write takes the lease, and commits only while holding it.
+        async with self._db.read() as session:
+            if await store.lease_held_by_other(session, name=LEASE, holder=self.holder, now=now):
+                self._lost()
                 return None
-            if not self._leader:
-                log.info("engine lease taken by %s", self.holder)
-                self._leader = True
             changed_since = None if self._watermark is None else self._watermark - OVERLAP
-            for live, updated_at, decision, detail in await store.load_live_alerts(
-                session, changed_since=changed_since, resolved_since=now - RECENT
-            ):
+            changed = await store.load_live_alerts(session, changed_since=changed_since, resolved_since=now - RECENT)
+            if self._idle(changed, now):
+                return await self._keep_lease(now)
+            for live, updated_at, decision, detail in changed:
                 self._alerts[live.fingerprint] = live
                 self._updated[live.fingerprint] = updated_at
                 self._decisions.setdefault(live.fingerprint, (decision, detail))
@@ -109,12 +110,58 @@ class EngineRunner:
                     self._watermark = updated_at
             self._evict(now)
             records = await store.load_incidents(session, resolved_since=now - RECENT)
-            result = self._evaluator.evaluate(self._alerts.values(), records, now=now)
+        result = self._evaluator.evaluate(self._alerts.values(), records, now=now)
+        async with self._db.write() as session:
+            if not await store.hold_lease(
+                session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl
+            ):
+                await session.rollback()
+                self._lost()
+                return None
             await self._persist(session, result, now)
             await session.commit()
+        self._lease_renewed = now
+        self._last = result
+        self._force = False
+        if not self._leader:
+            log.info("engine lease taken by %s", self.holder)
+            self._leader = True
         self.wake_at = result.wake_at
         self._observe(result, time.perf_counter() - started)
         return result
+
+    def _idle(
+        self, changed: list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]], now: datetime
+    ) -> bool:
+        """Nothing to decide: no alert changed (the overlap re-reads only what we already hold, unchanged),
+        no timer is due, and no one asked for a full pass (`nudge(force=True)`)."""
+        if self._last is None or self._force or (self.wake_at is not None and now >= self.wake_at):
+            return False
+        return all(
+            self._updated.get(live.fingerprint) == updated_at and self._alerts.get(live.fingerprint) == live
+            for live, updated_at, _, _ in changed
+        )
+
+    async def _keep_lease(self, now: datetime) -> EvalResult | None:
+        """An idle pass: renew the lease when it gets old, decide nothing."""
+        assert self._last is not None
+        if self._lease_renewed is None or now - self._lease_renewed >= self._lease_ttl / 3:
+            async with self._db.write() as session:
+                if not await store.hold_lease(
+                    session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl
+                ):
+                    await session.rollback()
+                    self._lost()
+                    return None
+                await session.commit()
+            self._lease_renewed = now
+        return EvalResult(decisions=self._last.decisions, incidents=self._last.incidents, wake_at=self._last.wake_at)
+
+    def _lost(self) -> None:
+        if self._leader:
+            log.info("engine lease lost to another replica")
+        self._leader = False
+        self._forget()
 
     def _evict(self, now: datetime) -> None:
         for fp in [fp for fp, a in self._alerts.items() if not a.firing and self._updated[fp] < now - RECENT]:
@@ -163,15 +210,23 @@ class EngineRunner:
             m.decisions.labels(decision=name).set(counts.get(name, 0))
 
     async def _loop(self) -> None:
+        """A pass every `interval`, or sooner when nudged or a timer is due, but never two passes closer
+        than `interval` apart: during an ingest burst one pass covers many webhooks."""
+        gap = self._interval.total_seconds()
+        last = -gap
         while not self._stopping:
-            timeout = self._interval.total_seconds()
+            timeout = gap
             if self.wake_at is not None:
                 timeout = min(timeout, max(0.0, (self.wake_at - self._clock()).total_seconds()))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._nudged.wait(), timeout)
+            early = last + gap - time.monotonic()
+            if early > 0 and not self._stopping:
+                await asyncio.sleep(early)
             self._nudged.clear()
             if self._stopping:
                 break
+            last = time.monotonic()
             try:
                 await self.run_once()
             except STORE_ERRORS as exc:

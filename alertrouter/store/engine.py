@@ -18,6 +18,7 @@ from alertrouter.store.tables import IncidentRow, LeaseRow, NotifyStateRow, Outb
 __all__ = [
     "hold_lease",
     "insert_intents",
+    "lease_held_by_other",
     "load_incidents",
     "load_live_alerts",
     "save_decisions",
@@ -29,6 +30,14 @@ incidents_t = cast(Table, IncidentRow.__table__)
 notify_t = cast(Table, NotifyStateRow.__table__)
 outbox_t = cast(Table, OutboxRow.__table__)
 leases_t = cast(Table, LeaseRow.__table__)
+
+
+async def lease_held_by_other(session: AsyncSession, *, name: str, holder: str, now: datetime) -> bool:
+    """A plain read: whether someone else holds an unexpired lease (so this replica need not work)."""
+    row = (
+        await session.execute(select(leases_t.c.holder, leases_t.c.expires_at).where(leases_t.c.name == name))
+    ).first()
+    return row is not None and row.holder != holder and row.expires_at > now
 
 
 async def hold_lease(session: AsyncSession, *, name: str, holder: str, now: datetime, until: datetime) -> bool:
