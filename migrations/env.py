@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 
 from alembic import context
 from sqlalchemy.engine import Connection
@@ -53,4 +54,10 @@ if context.is_offline_mode():
     with context.begin_transaction():
         context.run_migrations()
 else:
-    asyncio.run(_run_async())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(_run_async())
+    else:  # called from code that runs an event loop already: migrate on a loop of its own
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, _run_async()).result()
