@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -94,6 +95,11 @@ class Ingestor:
 
     Identical payloads committed by this process (Alertmanager re-sends every group each
     `group_interval`) are recognised by digest and cost no database round trip at all.
+
+    Group commit: payloads that arrive while a transaction is being written wait and go together
+    into the next one (in arrival order, up to `max_group_alerts`), so a burst of webhooks costs one
+    fsync and one round of statements instead of one each. Every caller still gets its own result,
+    and only after the commit that holds its payload.
     """
 
     def __init__(
@@ -103,12 +109,16 @@ class Ingestor:
         *,
         clock: Callable[[], datetime] = utcnow,
         recent_digests: int = 8192,
+        max_group_alerts: int = 2000,
     ) -> None:
         self._db = db
         self._touches = touches
         self._clock = clock
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._recent_max = recent_digests
+        self._max_group = max_group_alerts
+        self._pending: deque[tuple[IngestBatch, asyncio.Future[IngestResult]]] = deque()
+        self._writer: asyncio.Task[None] | None = None
 
     def _seen_recently(self, digest: str) -> bool:
         if digest in self._recent:
@@ -122,40 +132,75 @@ class Ingestor:
             self._recent.popitem(last=False)
 
     async def ingest(self, batch: IngestBatch) -> IngestResult:
-        now = self._clock()
         if batch.always_logged and self._seen_recently(batch.digest):
-            self._touches.seen_many((a.fingerprint for a in batch.alerts), now)
+            self._touches.seen_many((a.fingerprint for a in batch.alerts), self._clock())
             return IngestResult(repeat=True)
+        future: asyncio.Future[IngestResult] = asyncio.get_running_loop().create_future()
+        self._pending.append((batch, future))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._drain(), name="alertrouter-ingest-writer")
+        return await future
+
+    async def _drain(self) -> None:
+        while self._pending:
+            group = [self._pending.popleft()]
+            size = len(group[0][0].alerts)
+            while self._pending and size + len(self._pending[0][0].alerts) <= self._max_group:
+                size += len(self._pending[0][0].alerts)
+                group.append(self._pending.popleft())
+            try:
+                results = await self._commit([batch for batch, _ in group])
+            except Exception as exc:  # each caller gets it and answers for itself (503 for store errors)
+                for _, future in group:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), result in zip(group, results, strict=True):
+                if not future.done():  # a caller whose request timed out is gone; its data is stored all the same
+                    future.set_result(result)
+
+    async def _commit(self, batches: list[IngestBatch]) -> list[IngestResult]:
+        now = self._clock()
         for _attempt in range(3):
             try:
                 async with self._db.write() as session:
-                    result, plan = await self._apply(session, batch, now)
-                    if result.written or result.raw_event_id is not None:
+                    results, plan = await self._apply(session, batches, now)
+                    if any(r.written or r.raw_event_id is not None for r in results):
                         await session.commit()
                     else:
                         await session.rollback()
             except _InsertRace:
                 continue
-            if batch.always_logged:
-                self._remember(batch.digest)
+            for batch in batches:
+                if batch.always_logged:
+                    self._remember(batch.digest)
             self._touches.add(plan.seen, plan.extended)
-            return result
+            return results
         raise RuntimeError("gave up after repeated concurrent inserts of the same alerts")
 
-    async def _apply(self, session: AsyncSession, batch: IngestBatch, now: datetime) -> tuple[IngestResult, _Plan]:
-        states = await store.load_states(session, list({a.fingerprint for a in batch.alerts}))
+    async def _apply(
+        self, session: AsyncSession, batches: list[IngestBatch], now: datetime
+    ) -> tuple[list[IngestResult], _Plan]:
+        """Plan every batch in order against one view of the state, then write it all at once."""
+        states = await store.load_states(session, list({a.fingerprint for b in batches for a in b.alerts}))
         plan = _Plan()
-        for alert in batch.alerts:
-            after = _plan_alert(plan, states.get(alert.fingerprint), alert, now)
-            if after is not None:
-                states[alert.fingerprint] = after
-        result = IngestResult(transitions=plan.transitions)
-        if batch.always_logged or result.written:
-            result.raw_event_id = await store.insert_raw_event(session, _raw_row(batch, now))
-        if not result.written:
-            return result, plan
-        for event in plan.events:
-            event["raw_event_id"] = result.raw_event_id
+        results: list[IngestResult] = []
+        event_slices: list[tuple[int, int]] = []
+        for batch in batches:
+            before, first_event = Counter(plan.transitions), len(plan.events)
+            for alert in batch.alerts:
+                after = _plan_alert(plan, states.get(alert.fingerprint), alert, now)
+                if after is not None:
+                    states[alert.fingerprint] = after
+            results.append(IngestResult(transitions=plan.transitions - before))
+            event_slices.append((first_event, len(plan.events)))
+        for batch, result, (start, end) in zip(batches, results, event_slices, strict=True):
+            if batch.always_logged or result.written:
+                result.raw_event_id = await store.insert_raw_event(session, _raw_row(batch, now))
+            for event in plan.events[start:end]:
+                event["raw_event_id"] = result.raw_event_id
+        if not any(r.written for r in results):
+            return results, plan
         # Rows are written in fingerprint order, the order load_states locks in: concurrent batches never deadlock.
         inserted = await store.insert_alerts(session, [plan.new_alerts[fp] for fp in sorted(plan.new_alerts)])
         if len(inserted) != len(plan.new_alerts):
@@ -166,7 +211,7 @@ class Ingestor:
         await store.close_episodes(session, plan.closed_episodes)
         await store.reopen_episodes(session, plan.reopened_episodes)
         await store.insert_events(session, plan.events)
-        return result, plan
+        return results, plan
 
 
 def _raw_row(batch: IngestBatch, now: datetime) -> dict[str, Any]:

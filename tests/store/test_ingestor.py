@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from alertrouter.ingest.payloads import parse_api_v2, parse_webhook
 from alertrouter.maintenance import Maintenance, TouchBuffer
@@ -240,3 +240,24 @@ async def test_raw_events_pruned_after_retention(db: Database) -> None:
     assert await count(db, RawEventRow) == 1
     # the history survives the raw log: its link is cleared, not the event
     assert await count(db, AlertEventRow) == 2
+
+
+async def test_concurrent_payloads_share_one_commit_and_keep_their_own_results(db: Database) -> None:
+    commits = 0
+
+    def count_commit(_conn: Any) -> None:
+        nonlocal commits
+        commits += 1
+
+    event.listen(db.engine.sync_engine, "commit", count_commit)
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock())
+    batches = [webhook([gpu_alert(g, starts=f"2026-11-21T08:{g:02d}:00Z")], groupKey=f"g{g}") for g in range(20)]
+    resolve = webhook([gpu_alert(0, "resolved", starts="2026-11-21T08:00:00Z", ends="2026-11-21T08:30:00Z")])
+    results = await asyncio.gather(*(ingestor.ingest(b) for b in [*batches, resolve]))
+    assert commits <= 2  # 21 payloads, written together rather than one transaction each
+    assert [r.transitions for r in results[:20]] == [{Transition.NEW_FIRING: 1}] * 20
+    assert results[20].transitions == {Transition.RESOLVED: 1}  # applied after the firing, in arrival order
+    assert all(r.raw_event_id is not None for r in results)
+    assert len({r.raw_event_id for r in results}) == 21
+    assert await count(db, RawEventRow) == 21
+    assert (await alert_row(db, batches[0].alerts[0].fingerprint)).status == "resolved"
