@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 from sqlalchemy import event, exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -38,7 +39,7 @@ class Database:
     ) -> None:
         self.url = make_url(url)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
-        kwargs: dict[str, Any] = {"pool_pre_ping": True}
+        kwargs: dict[str, Any] = {"pool_pre_ping": True, "json_serializer": _json_dumps}
         if self.is_sqlite:
             kwargs["connect_args"] = {"timeout": busy_timeout}
         else:
@@ -75,6 +76,11 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+
+
+def _json_dumps(value: Any) -> str:
+    """orjson for JSON columns: labels and annotations are serialised for every stored alert."""
+    return orjson.dumps(value).decode()
 
 
 def _install_sqlite_pragmas(engine: AsyncEngine, synchronous: str, busy_timeout: float) -> None:

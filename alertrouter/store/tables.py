@@ -34,6 +34,8 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
+        if value.tzinfo is UTC:  # the common case, without the conversion
+            return value.replace(tzinfo=None)
         if value.tzinfo is None:
             raise ValueError("naive datetime passed to the store")
         return value.astimezone(UTC).replace(tzinfo=None)
