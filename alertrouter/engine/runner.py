@@ -110,7 +110,8 @@ class EngineRunner:
                     self._watermark = updated_at
             self._evict(now)
             records = await store.load_incidents(session, resolved_since=now - RECENT)
-        result = self._evaluator.evaluate(self._alerts.values(), records, now=now)
+        # Pure CPU work: in a worker thread, so the event loop keeps answering webhooks during a big pass.
+        result = await asyncio.to_thread(self._evaluator.evaluate, list(self._alerts.values()), records, now=now)
         async with self._db.write() as session:
             if not await store.hold_lease(
                 session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl
