@@ -26,6 +26,7 @@ from alertrouter.pipeline.aggregate import (
     AggregationRule,
     IncidentSummary,
     assign_rule,
+    common_labels,
     incident_key,
     rollup_key,
     severity_rank,
@@ -195,7 +196,7 @@ class Evaluator:
         now: datetime,
         result: EvalResult,
     ) -> None:
-        all_labels = _common(a.labels for a in group.alerts)
+        all_labels = common_labels(a.labels for a in group.alerts)
         severity = summary.severity or _worst(group.alerts, self.pipeline)
         state = _next_incident_state(
             record,
@@ -262,7 +263,7 @@ class Evaluator:
         opening = [v for m in members for v in (m.eligible + m.held)]
         alertname = opening[0].alertname if opening else ""
         headline = storm_headline(alertname, member_summaries, rule.rollup.scope_labels, rule.unit_name)
-        labels = _common(v.labels for v in opening)
+        labels = common_labels(v.labels for v in opening)
         labels = {k: v for k, v in labels.items() if k != self.pipeline.nodes.label}
         severity = _worst(opening, self.pipeline)
         firing = frozenset().union(*(s.firing for s in member_summaries))
@@ -354,18 +355,6 @@ class Evaluator:
             )
             sent = True
         return sent, earliest
-
-
-def _common(label_sets: Iterable[Mapping[str, str]]) -> dict[str, str]:
-    it = iter(label_sets)
-    first = next(it, None)
-    if first is None:
-        return {}
-    common = dict(first)
-    for labels in it:
-        for name in [n for n, v in common.items() if labels.get(n) != v]:
-            del common[name]
-    return common
 
 
 def _worst(alerts: Iterable[AlertView], pipeline: Pipeline) -> str:

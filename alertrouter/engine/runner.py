@@ -13,9 +13,11 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.engine.evaluate import Evaluator
 from alertrouter.engine.types import EvalResult, LiveAlert
@@ -112,16 +114,8 @@ class EngineRunner:
             records = await store.load_incidents(session, resolved_since=now - RECENT)
         # Pure CPU work: in a worker thread, so the event loop keeps answering webhooks during a big pass.
         result = await asyncio.to_thread(self._evaluator.evaluate, list(self._alerts.values()), records, now=now)
-        async with self._db.write() as session:
-            if not await store.hold_lease(
-                session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl
-            ):
-                await session.rollback()
-                self._lost()
-                return None
-            await self._persist(session, result, now)
-            await session.commit()
-        self._lease_renewed = now
+        if not await self._under_lease(now, lambda session: self._persist(session, result, now)):
+            return None
         self._last = result
         self._force = False
         if not self._leader:
@@ -146,17 +140,26 @@ class EngineRunner:
     async def _keep_lease(self, now: datetime) -> EvalResult | None:
         """An idle pass: renew the lease when it gets old, decide nothing."""
         assert self._last is not None
-        if self._lease_renewed is None or now - self._lease_renewed >= self._lease_ttl / 3:
-            async with self._db.write() as session:
-                if not await store.hold_lease(
-                    session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl
-                ):
-                    await session.rollback()
-                    self._lost()
-                    return None
-                await session.commit()
-            self._lease_renewed = now
+        due = self._lease_renewed is None or now - self._lease_renewed >= self._lease_ttl / 3
+        if due and not await self._under_lease(now, None):
+            return None
         return EvalResult(decisions=self._last.decisions, incidents=self._last.incidents, wake_at=self._last.wake_at)
+
+    async def _under_lease(self, now: datetime, work: Callable[[AsyncSession], Awaitable[None]] | None) -> bool:
+        """Take or renew the lease and do `work` in the same transaction; False (nothing written) if
+        another replica holds it."""
+        async with self._db.write() as session:
+            if not await store.hold_lease(
+                session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl
+            ):
+                await session.rollback()
+                self._lost()
+                return False
+            if work is not None:
+                await work(session)
+            await session.commit()
+        self._lease_renewed = now
+        return True
 
     def _lost(self) -> None:
         if self._leader:
@@ -169,7 +172,7 @@ class EngineRunner:
             del self._alerts[fp], self._updated[fp]
             self._decisions.pop(fp, None)
 
-    async def _persist(self, session: Any, result: EvalResult, now: datetime) -> None:
+    async def _persist(self, session: AsyncSession, result: EvalResult, now: datetime) -> None:
         await store.save_incidents(session, result.incidents.values(), now)
         reasons = {(i.incident, i.receiver): i.reason.value for i in result.intents}
         await store.save_notify_states(session, result.notify_states, reasons)

@@ -26,6 +26,7 @@ __all__ = [
     "IncidentSummary",
     "RollupRule",
     "assign_rule",
+    "common_labels",
     "incident_key",
     "rollup_key",
     "severity_rank",
@@ -119,7 +120,8 @@ class IncidentSummary:
         return f"{where}: {what}" if where else what
 
 
-def _common(label_sets: Iterable[Mapping[str, str]]) -> dict[str, str]:
+def common_labels(label_sets: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    """The labels every set has with the same value."""
     it = iter(label_sets)
     first = next(it, None)
     if first is None:
@@ -141,7 +143,7 @@ def summarize(
 ) -> IncidentSummary:
     """Summarise an incident from the alerts that count for it (firing, not muted, not held)."""
     labels = [a.labels for a in alerts]
-    common = _common(labels)
+    common = common_labels(labels)
     group_labels = {name: (labels[0].get(name, "") if labels else "") for name in rule.group_by}
     severity = min(
         (a.labels.get(severity_label, "") for a in alerts), key=lambda s: severity_rank(s, severities), default=""
@@ -186,7 +188,7 @@ def storm_headline(
     alertname: str, members: Sequence[IncidentSummary], scope_labels: Sequence[str], unit_name: str = "GPUs"
 ) -> str:
     """`GPUHighTemp on 37 nodes in region north, rack r12: 211 GPUs`."""
-    common = _common(m.common_labels for m in members)
+    common = common_labels(m.common_labels for m in members)
     scope = ", ".join(f"{name} {common[name]}" for name in scope_labels if common.get(name))
     units = sum(len(m.units) for m in members)
     text = f"{alertname} on {len(members)} nodes"
