@@ -9,9 +9,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 
+from alertrouter.engine.incident import (
+    MAX_ALERTS_IN_MESSAGE,
+    IncidentGroup,
+    message_snapshot,
+    next_incident_state,
+    summary_dict,
+    worst_severity,
+)
 from alertrouter.engine.types import (
     AlertDecision,
     Decision,
@@ -29,7 +37,6 @@ from alertrouter.pipeline.aggregate import (
     common_labels,
     incident_key,
     rollup_key,
-    severity_rank,
     storm_headline,
     storm_members,
     summarize,
@@ -40,21 +47,6 @@ from alertrouter.pipeline.throttle import ThrottlePolicy, needs_update, next_sta
 from alertrouter.ruleset.build import Pipeline
 
 __all__ = ["Evaluator"]
-
-MAX_ALERTS_IN_MESSAGE = 50
-
-
-@dataclass(slots=True)
-class _Incident:
-    key: str
-    rule: AggregationRule
-    alerts: list[AlertView] = field(default_factory=list)  # all of them, firing or not
-    eligible: list[AlertView] = field(default_factory=list)  # firing, not muted, not held
-    muted: int = 0
-    held: list[AlertView] = field(default_factory=list)  # firing, in hold-down
-    held_until: datetime | None = None
-    firing: int = 0
-    parent: str | None = None
 
 
 class Evaluator:
@@ -91,13 +83,13 @@ class Evaluator:
         p = self.pipeline
         views = self._sync(alerts)
         result = EvalResult()
-        groups: dict[str, _Incident] = {}
+        groups: dict[str, IncidentGroup] = {}
 
         # inhibition, hold-down, aggregation
         for view in views.values():
             rule = assign_rule(p.aggregation, view.labels)
             key = incident_key(rule, view.labels)
-            group = groups.setdefault(key, _Incident(key, rule))
+            group = groups.setdefault(key, IncidentGroup(key, rule))
             group.alerts.append(view)
             muted = self._inhibitor.mutes(view)
             if muted is not None:
@@ -131,7 +123,7 @@ class Evaluator:
             self._cluster(ckey, rule, [groups[m] for m in members], incidents.get(ckey), now, result)
         return result
 
-    def _summary(self, group: _Incident) -> IncidentSummary:
+    def _summary(self, group: IncidentGroup) -> IncidentSummary:
         """Counts come from the alerts that count (firing, not muted, not held); an incident with none of
         those (resolved, or all muted) is still described by all of its alerts, but reports nothing firing."""
         p = self.pipeline
@@ -143,7 +135,7 @@ class Evaluator:
 
     def _rollups(
         self,
-        groups: Mapping[str, _Incident],
+        groups: Mapping[str, IncidentGroup],
         summaries: Mapping[str, IncidentSummary],
         incidents: Mapping[str, IncidentRecord],
         now: datetime,
@@ -190,15 +182,15 @@ class Evaluator:
 
     def _incident(
         self,
-        group: _Incident,
+        group: IncidentGroup,
         summary: IncidentSummary,
         record: IncidentRecord | None,
         now: datetime,
         result: EvalResult,
     ) -> None:
         all_labels = common_labels(a.labels for a in group.alerts)
-        severity = summary.severity or _worst(group.alerts, self.pipeline)
-        state = _next_incident_state(
+        severity = summary.severity or worst_severity(group.alerts, self.pipeline)
+        state = next_incident_state(
             record,
             key=group.key,
             kind="node",
@@ -208,7 +200,7 @@ class Evaluator:
             severity=severity,
             headline=summary.headline,
             labels=all_labels,
-            summary=_summary_dict(summary, group),
+            summary=summary_dict(summary, group),
             parent=group.parent,
             now=now,
             activated=min((v.first_seen for v in group.eligible if v.first_seen), default=None),
@@ -247,7 +239,7 @@ class Evaluator:
         self,
         key: str,
         rule: AggregationRule,
-        members: list[_Incident],
+        members: list[IncidentGroup],
         record: IncidentRecord | None,
         now: datetime,
         result: EvalResult,
@@ -265,7 +257,7 @@ class Evaluator:
         headline = storm_headline(alertname, member_summaries, rule.rollup.scope_labels, rule.unit_name)
         labels = common_labels(v.labels for v in opening)
         labels = {k: v for k, v in labels.items() if k != self.pipeline.nodes.label}
-        severity = _worst(opening, self.pipeline)
+        severity = worst_severity(opening, self.pipeline)
         firing = frozenset().union(*(s.firing for s in member_summaries))
         summary = {
             "headline": headline,
@@ -274,7 +266,7 @@ class Evaluator:
             "members": [s.headline for s in member_summaries][:MAX_ALERTS_IN_MESSAGE],
             "alerts": len(firing),
         }
-        state = _next_incident_state(
+        state = next_incident_state(
             record,
             key=key,
             kind="cluster",
@@ -299,7 +291,7 @@ class Evaluator:
         rule: AggregationRule,
         routes: list[RouteMatch],
         firing: frozenset[str],
-        group: _Incident | None,
+        group: IncidentGroup | None,
         record: IncidentRecord | None,
         now: datetime,
         result: EvalResult,
@@ -351,89 +343,7 @@ class Evaluator:
                 earliest = follow.next_at if earliest is None else min(earliest, follow.next_at)
             result.notify_states[(state.key, route.receiver)] = new
             result.intents.append(
-                Intent(state.key, route.receiver, decision.reason, _message(state, decision.reason, group, now))
+                Intent(state.key, route.receiver, decision.reason, message_snapshot(state, decision.reason, group, now))
             )
             sent = True
         return sent, earliest
-
-
-def _worst(alerts: Iterable[AlertView], pipeline: Pipeline) -> str:
-    severities = [a.labels.get(pipeline.severity_label, "") for a in alerts]
-    return min(severities, key=lambda s: severity_rank(s, pipeline.severities), default="")
-
-
-def _summary_dict(summary: IncidentSummary, group: _Incident) -> dict[str, object]:
-    return {
-        "headline": summary.headline,
-        "units": list(summary.units),
-        "units_total": summary.units_total,
-        "unit_name": summary.extra.get("unit_name", ""),
-        "alerts": len(group.alerts),
-        "firing": group.firing,
-        "eligible": len(group.eligible),
-        "muted": group.muted,
-    }
-
-
-def _next_incident_state(
-    record: IncidentRecord | None,
-    *,
-    key: str,
-    kind: str,
-    rule: str,
-    firing: bool,
-    eligible: bool,
-    severity: str,
-    headline: str,
-    labels: dict[str, str],
-    summary: Mapping[str, object],
-    parent: str | None,
-    now: datetime,
-    activated: datetime | None = None,
-) -> IncidentState:
-    """`activated`: when the alerts that count now first fired here; the group wait counts from
-    there, so it overlaps a hold-down instead of adding to it."""
-    reopened = record is None or (not record.firing and firing)
-    opened_at = now if reopened else record.opened_at  # type: ignore[union-attr]
-    active_since = None
-    if eligible:
-        if record is not None and record.active_since and not reopened:
-            active_since = record.active_since
-        else:
-            active_since = min(activated or now, now)
-    return IncidentState(
-        key=key,
-        kind=kind,
-        rule=rule,
-        firing=firing,
-        severity=severity,
-        headline=headline,
-        labels=labels,
-        summary=dict(summary),
-        parent=parent,
-        opened_at=opened_at,
-        active_since=active_since,
-        resolved_at=None if firing else (record.resolved_at if record and record.resolved_at else now),
-        acknowledged=bool(record and record.acknowledged and not reopened),
-    )
-
-
-def _message(state: IncidentState, reason: object, group: _Incident | None, now: datetime) -> dict[str, object]:
-    """A snapshot of what to say, frozen at decision time; channels render it later."""
-    alerts = []
-    if group is not None:
-        for view in sorted(group.eligible or group.alerts, key=lambda v: v.fingerprint)[:MAX_ALERTS_IN_MESSAGE]:
-            alerts.append({"fingerprint": view.fingerprint, "labels": dict(view.labels), "firing": view.firing})
-    return {
-        "incident": state.key,
-        "kind": state.kind,
-        "reason": str(reason),
-        "status": "firing" if state.firing else "resolved",
-        "severity": state.severity,
-        "headline": state.headline,
-        "labels": dict(state.labels),
-        "summary": dict(state.summary),
-        "alerts": alerts,
-        "opened_at": state.opened_at.isoformat(),
-        "at": now.isoformat(),
-    }

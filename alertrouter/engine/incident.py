@@ -1,0 +1,121 @@
+"""An incident while a pass builds it, and the pure helpers that describe it: severity, summary,
+its next stored state, and the message snapshot handed to channels."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from alertrouter.engine.types import IncidentRecord, IncidentState
+from alertrouter.model import AlertView
+from alertrouter.pipeline.aggregate import AggregationRule, IncidentSummary, severity_rank
+from alertrouter.ruleset.build import Pipeline
+
+__all__ = [
+    "MAX_ALERTS_IN_MESSAGE",
+    "IncidentGroup",
+    "message_snapshot",
+    "next_incident_state",
+    "summary_dict",
+    "worst_severity",
+]
+
+MAX_ALERTS_IN_MESSAGE = 50
+
+
+@dataclass(slots=True)
+class IncidentGroup:
+    key: str
+    rule: AggregationRule
+    alerts: list[AlertView] = field(default_factory=list)  # all of them, firing or not
+    eligible: list[AlertView] = field(default_factory=list)  # firing, not muted, not held
+    muted: int = 0
+    held: list[AlertView] = field(default_factory=list)  # firing, in hold-down
+    held_until: datetime | None = None
+    firing: int = 0
+    parent: str | None = None
+
+
+def worst_severity(alerts: Iterable[AlertView], pipeline: Pipeline) -> str:
+    severities = [a.labels.get(pipeline.severity_label, "") for a in alerts]
+    return min(severities, key=lambda s: severity_rank(s, pipeline.severities), default="")
+
+
+def summary_dict(summary: IncidentSummary, group: IncidentGroup) -> dict[str, object]:
+    return {
+        "headline": summary.headline,
+        "units": list(summary.units),
+        "units_total": summary.units_total,
+        "unit_name": summary.extra.get("unit_name", ""),
+        "alerts": len(group.alerts),
+        "firing": group.firing,
+        "eligible": len(group.eligible),
+        "muted": group.muted,
+    }
+
+
+def next_incident_state(
+    record: IncidentRecord | None,
+    *,
+    key: str,
+    kind: str,
+    rule: str,
+    firing: bool,
+    eligible: bool,
+    severity: str,
+    headline: str,
+    labels: dict[str, str],
+    summary: Mapping[str, object],
+    parent: str | None,
+    now: datetime,
+    activated: datetime | None = None,
+) -> IncidentState:
+    """`activated`: when the alerts that count now first fired here; the group wait counts from
+    there, so it overlaps a hold-down instead of adding to it."""
+    reopened = record is None or (not record.firing and firing)
+    opened_at = now if reopened else record.opened_at  # type: ignore[union-attr]
+    active_since = None
+    if eligible:
+        if record is not None and record.active_since and not reopened:
+            active_since = record.active_since
+        else:
+            active_since = min(activated or now, now)
+    return IncidentState(
+        key=key,
+        kind=kind,
+        rule=rule,
+        firing=firing,
+        severity=severity,
+        headline=headline,
+        labels=labels,
+        summary=dict(summary),
+        parent=parent,
+        opened_at=opened_at,
+        active_since=active_since,
+        resolved_at=None if firing else (record.resolved_at if record and record.resolved_at else now),
+        acknowledged=bool(record and record.acknowledged and not reopened),
+    )
+
+
+def message_snapshot(
+    state: IncidentState, reason: object, group: IncidentGroup | None, now: datetime
+) -> dict[str, object]:
+    """A snapshot of what to say, frozen at decision time; channels render it later."""
+    alerts = []
+    if group is not None:
+        for view in sorted(group.eligible or group.alerts, key=lambda v: v.fingerprint)[:MAX_ALERTS_IN_MESSAGE]:
+            alerts.append({"fingerprint": view.fingerprint, "labels": dict(view.labels), "firing": view.firing})
+    return {
+        "incident": state.key,
+        "kind": state.kind,
+        "reason": str(reason),
+        "status": "firing" if state.firing else "resolved",
+        "severity": state.severity,
+        "headline": state.headline,
+        "labels": dict(state.labels),
+        "summary": dict(state.summary),
+        "alerts": alerts,
+        "opened_at": state.opened_at.isoformat(),
+        "at": now.isoformat(),
+    }
