@@ -21,7 +21,7 @@ from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import build_pipeline
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
-from alertrouter.store import STORE_ERRORS, Database
+from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
 from alertrouter.web import api, incidents, ops
 
@@ -97,7 +97,7 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
         runtime = getattr(request.app.state, "runtime", None)
         if runtime is not None:
             runtime.metrics.db_errors.labels(operation=request.url.path).inc()
-        log.error("store unavailable for %s %s: %s", request.method, request.url.path, _describe(exc))
+        log.error("store unavailable for %s %s: %s", request.method, request.url.path, describe_error(exc))
         return JSONResponse(
             {"error": "store unavailable, retry later"},
             status_code=503,
@@ -111,7 +111,3 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
     app.include_router(incidents.router)
     app.include_router(ops.router)
     return app
-
-
-def _describe(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -73,6 +73,11 @@ class Evaluator:
         self._views = views
         return views
 
+    def label_of(self, fingerprint: str, name: str) -> str | None:
+        """A label of an alert as the last pass saw it, enrichment (node, topology) included."""
+        view = self._views.get(fingerprint)
+        return None if view is None else view.labels.get(name)
+
     def evaluate(
         self,
         alerts: Iterable[LiveAlert],

@@ -9,7 +9,8 @@ from datetime import datetime
 
 from alertrouter.engine.types import IncidentRecord, IncidentState
 from alertrouter.model import AlertView
-from alertrouter.pipeline.aggregate import AggregationRule, IncidentSummary, severity_rank
+from alertrouter.pipeline import aggregate
+from alertrouter.pipeline.aggregate import AggregationRule, IncidentSummary
 from alertrouter.ruleset.build import Pipeline
 
 __all__ = [
@@ -38,8 +39,7 @@ class IncidentGroup:
 
 
 def worst_severity(alerts: Iterable[AlertView], pipeline: Pipeline) -> str:
-    severities = [a.labels.get(pipeline.severity_label, "") for a in alerts]
-    return min(severities, key=lambda s: severity_rank(s, pipeline.severities), default="")
+    return aggregate.worst_severity(alerts, severity_label=pipeline.severity_label, severities=pipeline.severities)
 
 
 def summary_dict(summary: IncidentSummary, group: IncidentGroup) -> dict[str, object]:

@@ -24,7 +24,7 @@ from alertrouter.engine.types import EvalResult, LiveAlert
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.ruleset.build import Pipeline
-from alertrouter.store import STORE_ERRORS, Database
+from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store import engine as store
 
 __all__ = ["EngineRunner"]
@@ -185,11 +185,10 @@ class EngineRunner:
             if self._decisions.get(fp) == stored:
                 continue
             self._decisions[fp] = stored
-            live = self._alerts[fp]
             rows.append(
                 {
                     "fingerprint": fp,
-                    "node": self.pipeline.nodes.enrich(live.labels).get(node_label),
+                    "node": self._evaluator.label_of(fp, node_label),
                     "incident_key": decision.incident,
                     "decision": decision.decision.value,
                     "decision_detail": detail,
@@ -234,7 +233,7 @@ class EngineRunner:
             try:
                 await self.run_once()
             except STORE_ERRORS as exc:
-                log.warning("engine pass failed, will retry: %s", str(exc).splitlines()[0] if str(exc) else exc)
+                log.warning("engine pass failed, will retry: %s", describe_error(exc))
                 self._forget()  # the transaction rolled back; what we remembered may not have been stored
 
     def start(self) -> None:

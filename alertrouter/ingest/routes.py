@@ -14,7 +14,7 @@ from alertrouter.ingest.body import BodyTooLarge, read_body
 from alertrouter.ingest.payloads import Parsed, PayloadError, parse_api_v2, parse_webhook
 from alertrouter.model import utcnow
 from alertrouter.runtime import Runtime, RuntimeDep
-from alertrouter.store import STORE_ERRORS
+from alertrouter.store import STORE_ERRORS, describe_error
 
 __all__ = ["router"]
 
@@ -74,7 +74,7 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
             "could not store %s payload (%d alerts), answering 503: %s",
             endpoint,
             len(batch.alerts),
-            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            describe_error(exc),
         )
         return answer(
             "unavailable",

@@ -33,6 +33,7 @@ __all__ = [
     "storm_headline",
     "storm_members",
     "summarize",
+    "worst_severity",
 ]
 
 
@@ -91,6 +92,15 @@ def severity_rank(severity: str, order: Sequence[str] = _DEFAULT_SEVERITIES) -> 
         return len(order)
 
 
+def worst_severity(
+    alerts: Iterable[AlertView], *, severity_label: str = "severity", severities: Sequence[str] = _DEFAULT_SEVERITIES
+) -> str:
+    """The worst severity among the alerts ("" when there are none)."""
+    return min(
+        (a.labels.get(severity_label, "") for a in alerts), key=lambda s: severity_rank(s, severities), default=""
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class IncidentSummary:
     """What a message about an incident needs to say, computed from its current alerts."""
@@ -145,9 +155,7 @@ def summarize(
     labels = [a.labels for a in alerts]
     common = common_labels(labels)
     group_labels = {name: (labels[0].get(name, "") if labels else "") for name in rule.group_by}
-    severity = min(
-        (a.labels.get(severity_label, "") for a in alerts), key=lambda s: severity_rank(s, severities), default=""
-    )
+    severity = worst_severity(alerts, severity_label=severity_label, severities=severities)
     units: tuple[str, ...] = ()
     if rule.unit_label:
         values = {a.labels[rule.unit_label] for a in alerts if a.labels.get(rule.unit_label)}

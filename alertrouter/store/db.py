@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-__all__ = ["STORE_ERRORS", "Database"]
+__all__ = ["STORE_ERRORS", "Database", "describe_error"]
 
 # What "the store is unavailable" looks like from here; ingest answers 503 on these.
 STORE_ERRORS: tuple[type[Exception], ...] = (
@@ -24,6 +24,12 @@ STORE_ERRORS: tuple[type[Exception], ...] = (
     OSError,
     TimeoutError,
 )
+
+
+def describe_error(exc: BaseException) -> str:
+    """The first line of a store error for a log line (driver messages run to many lines; some are empty)."""
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class Database:
