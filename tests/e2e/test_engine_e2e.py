@@ -16,7 +16,10 @@ from support.procs import Proc
 
 pytestmark = [pytest.mark.e2e, pytest.mark.alertmanager]
 
-# The shipped rules' shape with short timers, so the test waits seconds, not minutes.
+# The shipped rules' shape with short timers, so the test waits seconds, not minutes. The alerts start
+# in the past, so Alertmanager flushes a group as soon as its first alert arrives and sends the rest one
+# group_interval (1s) later: the aggregation's group_wait must outlast that, or the first message
+# counts 1/8 GPUs.
 RULES = """\
 inhibit_rules:
   - name: node-down-mutes-node
@@ -29,7 +32,7 @@ aggregation:
     matchers: ['gpu!=""']
     group_by: [alertname, node]
     count: {label: gpu, per_group: 8}
-    group_wait: 1s
+    group_wait: 4s
 route:
   receiver: digest
   group_wait: 1s
