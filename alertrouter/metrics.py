@@ -81,5 +81,50 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.notifications = Counter(
+            "alertrouter_notifications_total",
+            "Deliveries by channel and result (sent, retry, rate_limited, dead, coalesced, failed_over, capped, "
+            "unconfigured).",
+            ["channel", "result"],
+            registry=r,
+        )
+        self.delivery_latency = Histogram(
+            "alertrouter_delivery_latency_seconds",
+            "From the engine's decision to the vendor's acceptance, per channel (waits and retries included).",
+            ["channel"],
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800),
+            registry=r,
+        )
+        self.send_duration = Histogram(
+            "alertrouter_channel_request_duration_seconds",
+            "Duration of one request to a vendor.",
+            ["channel"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.rate_limited = Counter(
+            "alertrouter_channel_rate_limited_total",
+            "Times a channel was rate limited: by the vendor's answer (vendor) or held back by its budget (budget).",
+            ["channel", "by"],
+            registry=r,
+        )
+        self.dead_letters = Gauge(
+            "alertrouter_dead_letters",
+            "Deliveries given up on, per channel (read at scrape time).",
+            ["channel"],
+            registry=r,
+        )
+        self.channel_healthy = Gauge(
+            "alertrouter_channel_healthy",
+            "1 unless the channel's last failure was permanent (bad token, sign mismatch); read at scrape time.",
+            ["channel"],
+            registry=r,
+        )
+        self.channel_blocked = Gauge(
+            "alertrouter_channel_blocked",
+            "1 while the vendor's rate-limit block is in force for the channel (read at scrape time).",
+            ["channel"],
+            registry=r,
+        )
         self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)

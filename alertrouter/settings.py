@@ -51,13 +51,28 @@ class Settings(BaseSettings):
     engine_interval: timedelta = Field(
         timedelta(seconds=1), description="Longest time between engine passes (they also run after each ingest)"
     )
+    templates_dir: Path | None = Field(
+        None, description="A directory of message templates overriding the shipped ones file by file"
+    )
+    delivery_interval: timedelta = Field(
+        timedelta(seconds=1), description="Longest time between delivery passes (they also run after each decision)"
+    )
+    delivery_concurrency: int = Field(8, ge=1, description="Channels sent through at the same time")
+    deliver: bool = Field(True, description="Run the delivery loop in this process (false: only decide and record)")
 
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_level(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
 
-    @field_validator("raw_event_retention", "touch_flush_interval", "store_timeout", "engine_interval", mode="before")
+    @field_validator(
+        "raw_event_retention",
+        "touch_flush_interval",
+        "store_timeout",
+        "engine_interval",
+        "delivery_interval",
+        mode="before",
+    )
     @classmethod
     def _duration(cls, value: Any) -> Any:
         if isinstance(value, str) and value and not value.startswith("P"):

@@ -48,8 +48,10 @@ class EngineRunner:
         interval: timedelta = timedelta(seconds=1),
         lease_ttl: timedelta = timedelta(seconds=15),
         holder: str | None = None,
+        on_intents: Callable[[], None] | None = None,
     ) -> None:
         self._db = db
+        self._on_intents = on_intents
         self.pipeline = pipeline
         self._metrics = metrics
         self._clock = clock
@@ -123,6 +125,8 @@ class EngineRunner:
             self._leader = True
         self.wake_at = result.wake_at
         self._observe(result, time.perf_counter() - started)
+        if result.intents and self._on_intents is not None:
+            self._on_intents()  # committed: the delivery loop can take them now
         return result
 
     def _idle(

@@ -25,7 +25,7 @@ from alertrouter.ruleset.schema import (
     Ruleset,
 )
 
-__all__ = ["DEFAULT_RECEIVER", "Pipeline", "build_pipeline"]
+__all__ = ["DEFAULT_RECEIVER", "Pipeline", "build_pipeline", "unconfigured_channels"]
 
 DEFAULT_RECEIVER = "default"
 
@@ -133,8 +133,50 @@ def _unique(names: Sequence[str | None], section: str, problems: _Problems) -> N
             seen[name] = i
 
 
+_CHAT = ("dingtalk", "wecom", "feishu")
+
+
+def _check_channels(ruleset: Ruleset, problems: _Problems) -> None:
+    """Receivers name defined channels, with what each channel type needs; failovers are sound."""
+    _unique([c.name for c in ruleset.channels], "channels", problems)
+    channels = {c.name: c for c in ruleset.channels}
+    for i, cfg in enumerate(ruleset.channels):
+        if cfg.failover is None:
+            continue
+        other = channels.get(cfg.failover)
+        if other is None:
+            problems.add("channels", i, ".failover", f"undefined channel {cfg.failover!r}")
+        elif other.name == cfg.name:
+            problems.add("channels", i, ".failover", "a channel cannot fail over to itself")
+        elif other.type != cfg.type:
+            problems.add("channels", i, ".failover", f"fails over to a {other.type} channel; must be {cfg.type}")
+    for i, receiver in enumerate(ruleset.receivers):
+        for j, ref in enumerate(receiver.channels):
+            where = f".channels[{j}]"
+            channel = channels.get(ref.channel)
+            if channel is None:
+                problems.add("receivers", i, where + ".channel", f"undefined channel {ref.channel!r}")
+                continue
+            mentions = ref.mentions
+            if channel.type not in _CHAT and (mentions.mobiles or mentions.user_ids or mentions.all):
+                problems.add("receivers", i, where + ".mentions", f"mentions apply to chat robots, not {channel.type}")
+            if channel.type == "sms" and not ref.to:
+                problems.add("receivers", i, where + ".to", "an SMS channel needs the phone numbers to send to")
+            if channel.type == "email" and not (ref.to or channel.to):
+                problems.add("receivers", i, where + ".to", "no recipients here nor in the email channel's `to`")
+            if channel.type in _CHAT and ref.to:
+                problems.add("receivers", i, where + ".to", "chat robots post to their group; use mentions")
+
+
+def unconfigured_channels(ruleset: Ruleset) -> dict[str, list[str]]:
+    """Channels whose credentials are empty (e.g. `${DINGTALK_TOKEN:-}` with the variable unset): valid
+    rules for a deployment that does not use them; their messages are recorded, not sent."""
+    return {c.name: missing for c in ruleset.channels if (missing := c.missing_credentials())}
+
+
 def build_pipeline(ruleset: Ruleset) -> Pipeline:
     problems = _Problems(ruleset)
+    _check_channels(ruleset, problems)
     g = ruleset.global_
     _unique([r.name for r in ruleset.inhibit_rules], "inhibit_rules", problems)
     _unique([a.name for a in ruleset.aggregation], "aggregation", problems)

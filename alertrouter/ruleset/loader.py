@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from alertrouter.ruleset.build import build_pipeline
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem, format_loc
 from alertrouter.ruleset.interpolate import interpolate
-from alertrouter.ruleset.schema import RuleFile, Ruleset
+from alertrouter.ruleset.schema import SECRET_FIELDS, RuleFile, Ruleset
 
 __all__ = ["load_ruleset", "rule_files"]
 
@@ -63,6 +63,7 @@ def _parse_file(path: Path, text: str, env: Mapping[str, str], problems: list[Co
         problems.append(ConfigProblem(name, "", f"must be a mapping of sections, not {type(data).__name__}"))
         return None
     before = len(problems)
+    _check_secret_references(data, name, problems)
     data = interpolate(data, env, name, problems)
     if len(problems) > before:
         return None
@@ -76,6 +77,25 @@ def _parse_file(path: Path, text: str, env: Mapping[str, str], problems: list[Co
                 msg = "unknown key" if len(err["loc"]) > 1 else "unknown section"
             problems.append(ConfigProblem(name, loc, msg))
         return None
+
+
+def _check_secret_references(data: dict[str, Any], file: str, problems: list[ConfigProblem]) -> None:
+    """Secrets (robot tokens, keys, passwords) must come from the environment, never the file itself."""
+    channels = data.get("channels")
+    if not isinstance(channels, list):
+        return
+    for i, item in enumerate(channels):
+        if not isinstance(item, dict):
+            continue
+        for path in SECRET_FIELDS.get(str(item.get("type")), ()):
+            node: Any = item
+            for part in path:
+                node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, str) and node and "${" not in node:
+                where = format_loc(("channels", i, *path))
+                problems.append(
+                    ConfigProblem(file, where, "secrets must be ${ENV_VAR} references, not written in the file")
+                )
 
 
 def load_ruleset(path: Path, env: Mapping[str, str] | None = None) -> Ruleset:

@@ -1,0 +1,192 @@
+"""What every channel shares: the notification it is given, the error it raises, the protocol it follows.
+
+A channel's whole job is one `send(notification)`: render with the templates, fit the vendor's size
+limit, sign, post, and read the vendor's answer. It returns only when the vendor accepted the message
+(`errcode == 0`, `Code == "OK"`, an SMTP 250) and raises `ChannelError` otherwise; retries, rate
+limits, coalescing and the record of attempts belong to the delivery loop, not to channels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+__all__ = [
+    "SMS_FIELDS",
+    "Channel",
+    "ChannelError",
+    "Mentions",
+    "MessageKind",
+    "Notification",
+    "Renderer",
+    "notification_fields",
+    "truncate_utf8",
+    "utf8_len",
+]
+
+
+class ChannelError(Exception):
+    """A send that did not succeed.
+
+    `permanent`: retrying cannot help until a person fixes something (bad token, sign mismatch, body
+    the vendor refuses); the delivery becomes a dead letter and the channel is marked unhealthy.
+    `rate_limited`: the vendor refused because of its rate limit (DingTalk 130101, WeCom 45009); the
+    robot is treated as blocked and its backlog coalesced when it reopens.
+    The message must never contain a token, key, signature or password.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        permanent: bool = False,
+        rate_limited: bool = False,
+        retry_after: float | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.permanent = permanent
+        self.rate_limited = rate_limited
+        self.retry_after = retry_after
+        self.code = code
+
+
+class MessageKind(StrEnum):
+    """Which template a notification is rendered with."""
+
+    FIRING = "firing"  # an incident's first message
+    UPDATE = "update"  # more alerts joined, or a repeat of a still-firing incident
+    RESOLVED = "resolved"
+    CLUSTER = "cluster"  # a storm roll-up (cluster incident), first message or update
+    COALESCED = "coalesced"  # several notifications for one robot merged into one message
+
+
+@dataclass(frozen=True, slots=True)
+class Mentions:
+    """Who a chat message should ping (DingTalk `at`, WeCom `mentioned_mobile_list` / `<@userid>`)."""
+
+    mobiles: tuple[str, ...] = ()
+    user_ids: tuple[str, ...] = ()
+    all: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.mobiles or self.user_ids or self.all)
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """What one delivery says, before a channel renders it.
+
+    `items` are the engine's outbox snapshots (see `engine.incident.message_snapshot`): one, or several
+    when coalesced, worst severity first. `link` points at the incident page (for coalesced messages,
+    at the notifications list). `recipients`: phone numbers for SMS, addresses for email.
+    """
+
+    kind: MessageKind
+    receiver: str
+    severity: str
+    items: tuple[Mapping[str, Any], ...]
+    link: str | None = None
+    mentions: Mentions = field(default_factory=Mentions)
+    recipients: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    delivery_id: int | None = None
+
+    @property
+    def first(self) -> Mapping[str, Any]:
+        return self.items[0]
+
+
+class Renderer(Protocol):
+    """Renders a notification with the template `templates/<channel>/<kind>.<fmt>.j2`.
+
+    `limit_bytes`: the result is at most this many UTF-8 bytes; when the full message would be longer,
+    fewer alerts/items are shown with a "+N more" line and the link, rather than failing.
+    """
+
+    def render(self, channel: str, fmt: str, notification: Notification, *, limit_bytes: int | None = None) -> str: ...
+
+    def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
+        """A one-line title: DingTalk's markdown title, the email subject."""
+        ...
+
+
+class Channel(Protocol):
+    name: str
+    type: str
+
+    async def send(self, notification: Notification) -> None:
+        """Deliver, or raise `ChannelError`. Never log or raise a secret."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+def utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def truncate_utf8(text: str, limit: int, ellipsis: str = "…") -> str:
+    """`text` cut to at most `limit` UTF-8 bytes, on a character boundary, ending in `ellipsis` if cut."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    room = limit - utf8_len(ellipsis)
+    if room <= 0:
+        return data[:limit].decode("utf-8", errors="ignore")
+    return data[:room].decode("utf-8", errors="ignore") + ellipsis
+
+
+# Fields an SMS template variable may take (`params: {name: headline}` in a channel's config).
+SMS_FIELDS = (
+    "severity",
+    "status",
+    "headline",
+    "alertname",
+    "node",
+    "region",
+    "count",
+    "gpus",
+    "since",
+    "summary",
+    "link",
+    "receiver",
+    "incidents",
+)
+
+
+def notification_fields(n: Notification) -> dict[str, str]:
+    """The plain values of a notification that short formats (SMS variables) are built from."""
+    first = n.first
+    labels: Mapping[str, str] = first.get("labels", {})
+    summary: Mapping[str, Any] = first.get("summary", {})
+    units = summary.get("units") or []
+    total = summary.get("units_total")
+    gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
+    opened = str(first.get("opened_at", ""))
+    since = opened[11:16] if len(opened) >= 16 else opened  # HH:MM of the ISO timestamp (UTC)
+    annotations_summary = ""
+    for alert in first.get("alerts", []):
+        text = alert.get("annotations", {}).get("summary") if isinstance(alert, Mapping) else None
+        if text:
+            annotations_summary = str(text)
+            break
+    return {
+        "severity": n.severity,
+        "status": str(first.get("status", "")),
+        "headline": str(first.get("headline", "")),
+        "alertname": labels.get("alertname", ""),
+        "node": labels.get("node", ""),
+        "region": labels.get("region", ""),
+        "count": str(summary.get("firing", summary.get("alerts", len(first.get("alerts", []))))),
+        "gpus": gpus,
+        "since": since,
+        "summary": annotations_summary,
+        "link": n.link or "",
+        "receiver": n.receiver,
+        "incidents": str(len(n.items)),
+    }

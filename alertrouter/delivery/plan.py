@@ -1,0 +1,65 @@
+"""The delivery loop's decisions, as pure functions: message kind, backoff, what to send with a budget."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from alertrouter.channels.base import MessageKind
+
+__all__ = ["Batch", "backoff", "message_kind", "plan_batches", "severity_rank"]
+
+
+def message_kind(snapshot: Mapping[str, Any]) -> MessageKind:
+    """Which template an outbox snapshot is rendered with."""
+    if snapshot.get("status") == "resolved":
+        return MessageKind.RESOLVED
+    if snapshot.get("kind") == "cluster":
+        return MessageKind.CLUSTER
+    return MessageKind.FIRING if snapshot.get("reason") == "first" else MessageKind.UPDATE
+
+
+def severity_rank(severity: str, severities: Sequence[str]) -> int:
+    """0 for the worst severity; unknown severities after every known one."""
+    try:
+        return severities.index(severity)
+    except ValueError:
+        return len(severities)
+
+
+def backoff(attempts: int, *, initial: timedelta, maximum: timedelta, rng: random.Random | None = None) -> timedelta:
+    """Exponential backoff with full jitter in its upper half: attempt 1 waits ~initial, doubling up to
+    `maximum`, so many robots failing together do not retry in lockstep."""
+    base = min(maximum.total_seconds(), initial.total_seconds() * 2 ** max(attempts - 1, 0))
+    jitter = (rng or random).uniform(0.5, 1.0)
+    return timedelta(seconds=base * jitter)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Deliveries to send as one message: a single one, or several coalesced (worst severity first)."""
+
+    ids: tuple[int, ...]
+
+    @property
+    def coalesced(self) -> bool:
+        return len(self.ids) > 1
+
+
+def plan_batches(pending: Sequence[int], *, budget: int | None, coalesce_backlog: bool) -> list[Batch]:
+    """What to send now from a channel's due deliveries (ids ordered worst severity first, then oldest).
+
+    `budget`: messages the robot may still take in its rate window (None: unlimited). When the backlog
+    fits, each is sent as it is. When it does not, or right after the vendor blocked the robot, the whole
+    backlog becomes one coalesced message rather than waiting an hour in a queue (the vendor's advice).
+    """
+    if not pending or (budget is not None and budget <= 0):
+        return []
+    if coalesce_backlog and len(pending) > 1:
+        return [Batch(tuple(pending))]
+    if budget is None or len(pending) <= budget:
+        return [Batch((i,)) for i in pending]
+    return [Batch(tuple(pending))]

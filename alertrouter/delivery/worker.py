@@ -1,0 +1,481 @@
+"""The delivery loop inside `serve`: expand the outbox, then per channel claim, send, record, retry.
+
+Each channel is worked by one replica at a time (a lease row in `channel_state`), so its rate budget,
+counted from the attempts every replica records, is exact. Every attempt is written before the request
+and completed after it: a delivery is `sent` only when the vendor said so, and a worker killed mid-send
+leaves a claim that expires and is retried (the one message that may arrive twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import socket
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from alertrouter.channels.base import Channel, ChannelError, Mentions, MessageKind, Notification
+from alertrouter.delivery.expand import delivery_rows
+from alertrouter.delivery.plan import Batch, backoff, plan_batches
+from alertrouter.metrics import Metrics
+from alertrouter.model import utcnow
+from alertrouter.ruleset import Ruleset
+from alertrouter.ruleset.build import unconfigured_channels
+from alertrouter.ruleset.schema import ChannelConfig
+from alertrouter.store import STORE_ERRORS, Database, describe_error
+from alertrouter.store import delivery as store
+
+__all__ = ["DeliveryWorker"]
+
+log = logging.getLogger(__name__)
+
+BATCH = 200  # deliveries looked at per channel and pass
+LEASE_TTL = timedelta(seconds=60)
+FAILOVER_AFTER = 3  # consecutive failures before critical messages go to the failover robot
+STOP_GRACE = 15.0
+
+
+class DeliveryWorker:
+    def __init__(
+        self,
+        db: Database,
+        ruleset: Ruleset,
+        channels: Mapping[str, Channel],
+        *,
+        metrics: Metrics | None = None,
+        external_url: str | None = None,
+        interval: float = 1.0,
+        concurrency: int = 8,
+        clock: Callable[[], datetime] = utcnow,
+        holder: str | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._db = db
+        self.ruleset = ruleset
+        self.channels = dict(channels)
+        self.configs: dict[str, ChannelConfig] = {c.name: c for c in ruleset.channels}
+        self.unconfigured = sorted(unconfigured_channels(ruleset))
+        self._metrics = metrics
+        self._base = (external_url or ruleset.global_.external_url or "").rstrip("/")
+        self._interval = interval
+        self._slots = asyncio.Semaphore(concurrency)
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self.holder = holder or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+
+    # -- the loop ------------------------------------------------------------------------------
+    def nudge(self) -> None:
+        """New outbox rows were committed: work them now rather than at the next tick."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="alertrouter-delivery")
+
+    async def stop(self) -> None:
+        """Let sends in flight finish and be recorded (a cancelled send would be retried, maybe twice)."""
+        if self._task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(self._task, STOP_GRACE)
+        except TimeoutError:
+            log.warning(
+                "delivery still running at shutdown after %ss; in-flight sends are retried on start", STOP_GRACE
+            )
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            try:
+                await self.run_once()
+            except STORE_ERRORS as exc:
+                log.warning("delivery pass failed, will retry: %s", describe_error(exc))
+                if self._metrics is not None:
+                    self._metrics.db_errors.labels(operation="delivery").inc()
+            except Exception:
+                log.exception("delivery pass failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._interval)
+            self._wake.clear()
+
+    async def run_once(self) -> None:
+        """Expand new outbox rows, recover stale claims, and work every channel with something due."""
+        await self.expand()
+        now = self._clock()
+        async with self._db.write() as session:
+            recovered = await store.recover_stale(session, now=now)
+            await session.commit()
+        if recovered:
+            log.warning("%d deliveries were in flight when a worker stopped; retrying them", recovered)
+        async with self._db.read() as session:
+            due = await store.due_channels(session, now=now)
+        await asyncio.gather(*(self._guarded(name) for name in due))
+
+    async def expand(self) -> int:
+        """Turn pending outbox rows into deliveries; returns how many deliveries were created."""
+        async with self._db.read() as session:
+            pending = await store.pending_outbox(session, limit=500)
+        if not pending:
+            return 0
+        now = self._clock()
+        receivers = {r.name: r for r in self.ruleset.receivers}
+        with_channels = [r.id for r in pending if receivers.get(r.receiver) and receivers[r.receiver].channels]
+        without = [r.id for r in pending if r.id not in set(with_channels)]
+        fingerprints = [a.get("fingerprint", "") for r in pending for a in r.message.get("alerts", [])]
+        async with self._db.write() as session:
+            won = await store.claim_outbox(session, with_channels, status="dispatched")
+            await store.claim_outbox(session, without, status="no_channels")
+            details = await store.alert_details(session, fingerprints)
+            ids = await store.incident_ids(session, [r.incident_key for r in pending])
+            rows = []
+            for outbox in pending:
+                if outbox.id in won:
+                    rows.extend(
+                        delivery_rows(
+                            outbox,
+                            self.ruleset,
+                            details=details,
+                            incident_ids=ids,
+                            unconfigured=self.unconfigured,
+                            now=now,
+                        )
+                    )
+            await store.insert_deliveries(session, rows)
+            await session.commit()
+        if self._metrics is not None:
+            for row in rows:
+                if row["status"] == "unconfigured":
+                    self._metrics.notifications.labels(channel=row["channel"], result="unconfigured").inc()
+        return len(rows)
+
+    # -- one channel ---------------------------------------------------------------------------
+    async def _guarded(self, name: str) -> None:
+        async with self._slots:
+            try:
+                await self.work_channel(name)
+            except STORE_ERRORS as exc:
+                log.warning("delivery through %s interrupted by the store: %s", name, describe_error(exc))
+
+    async def work_channel(self, name: str) -> None:
+        config, channel = self.configs.get(name), self.channels.get(name)
+        now = self._clock()
+        if config is None or channel is None:
+            await self._park_unknown(name, now)
+            return
+        async with self._db.write() as session:
+            if not await store.take_channel(session, name=name, holder=self.holder, now=now, until=now + LEASE_TTL):
+                await session.rollback()
+                return  # another replica is working it
+            state = (await store.channel_states(session, [name]))[name]
+            await session.commit()
+        try:
+            await self._work(config, channel, state, now)
+        finally:
+            async with self._db.write() as session:
+                await store.release_channel(session, name=name, holder=self.holder)
+                await session.commit()
+
+    async def _work(self, config: ChannelConfig, channel: Channel, state: Any, now: datetime) -> None:
+        name = config.name
+        blocked = state.blocked_until is not None and state.blocked_until > now
+        failing = state.retry_at is not None and state.retry_at > now
+        if blocked or (failing and state.consecutive_failures >= FAILOVER_AFTER):
+            await self._fail_over(config, now)
+        if blocked or failing:
+            return
+        async with self._db.read() as session:
+            budget = None
+            if config.rate_limit is not None:
+                used = await store.attempts_since(session, channel=name, since=now - config.rate_limit.per)
+                budget = config.rate_limit.messages - used
+            pending = await store.due_deliveries(session, channel=name, now=now, limit=BATCH)
+        batches = plan_batches([p.id for p in pending], budget=budget, coalesce_backlog=bool(state.coalesce_backlog))
+        if pending and not batches and self._metrics is not None:
+            self._metrics.rate_limited.labels(channel=name, by="budget").inc()
+        if state.coalesce_backlog:
+            async with self._db.write() as session:
+                await store.update_channel(session, name, coalesce_backlog=False)
+                await session.commit()
+        for batch in batches:
+            if self._stopping:
+                return
+            outcome = await self._send(config, channel, batch)
+            if outcome not in ("sent", "skipped", "capped"):
+                return  # the vendor is unhappy: stop here, the channel's retry/block state says when to resume
+
+    async def _send(self, config: ChannelConfig, channel: Channel, batch: Batch) -> str:
+        name = config.name
+        now = self._clock()
+        grace = config.timeout + timedelta(seconds=30)
+        async with self._db.write() as session:
+            if not await store.take_channel(session, name=name, holder=self.holder, now=now, until=now + LEASE_TTL):
+                await session.rollback()
+                return "lost_lease"
+            delivery_id = batch.ids[0]
+            if batch.coalesced:
+                coalesced = await self._coalesce(session, batch.ids, now)
+                if coalesced is None:
+                    await session.rollback()
+                    return "skipped"
+                delivery_id = coalesced
+            (row,) = await store.deliveries_by_id(session, [delivery_id])
+            recipients, capped = await self._within_cap(session, config, row, now)
+            if capped and not recipients:
+                await store.update_deliveries(
+                    session, [row.id], only_status="pending", status="capped", last_error=_capped(capped)
+                )
+                await session.commit()
+                self._count(name, "capped")
+                return "capped"
+            attempt = await store.start_attempt(
+                session, delivery_id=row.id, channel=name, worker=self.holder, now=now, claimed_until=now + grace
+            )
+            await session.commit()
+        if attempt is None:
+            return "skipped"
+        notification = self._notification(row, recipients)
+        started = time.perf_counter()
+        error: ChannelError | None = None
+        try:
+            await asyncio.wait_for(channel.send(notification), timeout=config.timeout.total_seconds() + 5)
+        except ChannelError as exc:
+            error = exc
+        except TimeoutError:
+            error = ChannelError(f"{name}: no answer within {config.timeout}")
+        except Exception as exc:  # a bug in a channel must not stop delivery through the others
+            log.error("channel %s raised %s unexpectedly", name, type(exc).__name__)
+            error = ChannelError(f"{name}: unexpected {type(exc).__name__}")
+        return await self._record(config, row, attempt, error, recipients, capped, time.perf_counter() - started)
+
+    async def _record(
+        self,
+        config: ChannelConfig,
+        row: Any,
+        attempt: int,
+        error: ChannelError | None,
+        recipients: Sequence[str],
+        capped: Sequence[str],
+        seconds: float,
+    ) -> str:
+        name, now = config.name, self._clock()
+        async with self._db.write() as session:
+            if error is None:
+                outcome = "sent"
+                note = _capped(capped) if capped else None
+                await store.finish_attempt(session, attempt_id=attempt, outcome="sent", error=note, now=now)
+                await store.update_deliveries(
+                    session, [row.id], only_status=None, status="sent", sent_at=now, claimed_until=None, last_error=note
+                )
+                await store.update_channel(
+                    session, name, healthy=True, consecutive_failures=0, retry_at=None, last_ok_at=now
+                )
+                if config.type == "sms":
+                    await store.record_recipient_sends(session, channel=name, recipients=recipients, now=now)
+            elif error.rate_limited:
+                outcome = "rate_limited"
+                block = config.rate_limit.block if config.rate_limit else timedelta(minutes=10)
+                if error.retry_after:
+                    block = max(block, timedelta(seconds=error.retry_after))
+                until = now + block
+                await store.finish_attempt(session, attempt_id=attempt, outcome=outcome, error=error.message, now=now)
+                await store.update_deliveries(
+                    session, [row.id], only_status=None, status="pending", next_attempt_at=until,
+                    claimed_until=None, last_error=error.message,
+                )  # fmt: skip
+                await store.update_channel(
+                    session, name, blocked_until=until, coalesce_backlog=True, last_error=error.message,
+                    last_failure_at=now,
+                )  # fmt: skip
+                log.warning("%s: the vendor refused for its rate limit; blocked until %s", name, until.isoformat())
+            else:
+                retry = config.retry
+                attempts = row.attempts + 1
+                give_up = error.permanent or now - row.created_at >= retry.give_up_after
+                outcome = "dead" if give_up else "retry"
+                delay = backoff(attempts, initial=retry.initial, maximum=retry.max, rng=self._rng)
+                if error.permanent:
+                    delay = retry.max  # probe a broken channel rarely: no retry storm against a bad token
+                await store.finish_attempt(session, attempt_id=attempt, outcome=outcome, error=error.message, now=now)
+                await store.update_deliveries(
+                    session, [row.id], only_status=None, status="dead" if give_up else "pending",
+                    next_attempt_at=now + delay, claimed_until=None, last_error=error.message,
+                )  # fmt: skip
+                await store.channel_failed(
+                    session, name, error=error.message, now=now, retry_at=now + delay, unhealthy=error.permanent
+                )
+                level = logging.ERROR if give_up else logging.WARNING
+                log.log(
+                    level, "%s: delivery %d %s: %s", name, row.id, "dead" if give_up else "will retry", error.message
+                )
+            await session.commit()
+        self._count(name, outcome)
+        if self._metrics is not None:
+            if outcome == "sent":
+                self._metrics.delivery_latency.labels(channel=name).observe((now - row.created_at).total_seconds())
+            if outcome == "rate_limited":
+                self._metrics.rate_limited.labels(channel=name, by="vendor").inc()
+            self._metrics.send_duration.labels(channel=name).observe(seconds)
+        return outcome
+
+    # -- helpers -------------------------------------------------------------------------------
+    async def _coalesce(self, session: Any, ids: Sequence[int], now: datetime) -> int | None:
+        """One delivery standing for several: their items worst severity first, mentions and recipients
+        merged. The members point at it and are done when it is."""
+        members = await store.deliveries_by_id(session, ids)
+        if len(members) != len(ids):
+            return None
+        items: list[tuple[int, Any]] = []
+        mobiles: dict[str, None] = {}
+        user_ids: dict[str, None] = {}
+        recipients: dict[str, None] = {}
+        at_all = False
+        for m in members:
+            for item in m.message.get("items", []):
+                items.append((m.severity_rank, item))
+            mentions = m.message.get("mentions", {})
+            mobiles.update(dict.fromkeys(mentions.get("mobiles", [])))
+            user_ids.update(dict.fromkeys(mentions.get("user_ids", [])))
+            at_all = at_all or bool(mentions.get("all"))
+            recipients.update(dict.fromkeys(m.message.get("recipients", [])))
+        items.sort(key=lambda pair: pair[0])
+        worst = min(members, key=lambda m: m.severity_rank)
+        receivers = {m.receiver for m in members}
+        (new_id,) = await store.insert_deliveries(
+            session,
+            [
+                {
+                    "outbox_id": None,
+                    "parent_id": None,
+                    "incident_key": None,
+                    "incident_id": None,
+                    "receiver": receivers.pop() if len(receivers) == 1 else "(several)",
+                    "channel": worst.channel,
+                    "kind": MessageKind.COALESCED.value,
+                    "severity": worst.severity,
+                    "severity_rank": worst.severity_rank,
+                    "message": {
+                        "items": [item for _, item in items],
+                        "mentions": {"mobiles": list(mobiles), "user_ids": list(user_ids), "all": at_all},
+                        "recipients": list(recipients),
+                        "members": [m.id for m in members],
+                    },
+                    "status": "pending",
+                    "attempts": 0,
+                    "created_at": min(m.created_at for m in members),
+                    "next_attempt_at": now,
+                    "claimed_until": None,
+                    "sent_at": None,
+                    "last_error": None,
+                }
+            ],
+        )
+        moved = await store.update_deliveries(session, ids, only_status="pending", status="coalesced", parent_id=new_id)
+        if moved != len(ids):
+            return None
+        self._count(worst.channel, "coalesced", len(ids))
+        return new_id
+
+    async def _within_cap(
+        self, session: Any, config: ChannelConfig, row: Any, now: datetime
+    ) -> tuple[list[str], list[str]]:
+        """(recipients to send to, recipients over their daily cap): an SMS storm cannot drain the quota."""
+        recipients = list(row.message.get("recipients", []))
+        if config.type != "sms" or not recipients:
+            return recipients, []
+        counts = await store.recipient_counts(
+            session, channel=config.name, recipients=recipients, since=now - timedelta(days=1)
+        )
+        allowed = [r for r in recipients if counts.get(r, 0) < config.daily_cap_per_number]
+        return allowed, [r for r in recipients if r not in allowed]
+
+    def _notification(self, row: Any, recipients: Sequence[str]) -> Notification:
+        mentions = row.message.get("mentions", {})
+        if row.incident_id is not None:
+            link = f"{self._base}/incidents/{row.incident_id}"
+        else:
+            link = f"{self._base}/incidents?status=firing"
+        return Notification(
+            kind=MessageKind(row.kind),
+            receiver=row.receiver,
+            severity=row.severity,
+            items=tuple(row.message.get("items", [])),
+            link=link if self._base else None,
+            mentions=Mentions(
+                mobiles=tuple(mentions.get("mobiles", [])),
+                user_ids=tuple(mentions.get("user_ids", [])),
+                all=bool(mentions.get("all")),
+            ),
+            recipients=tuple(recipients),
+            created_at=row.created_at,
+            delivery_id=row.id,
+        )
+
+    async def _fail_over(self, config: ChannelConfig, now: datetime) -> None:
+        """While a robot is blocked or failing, its critical messages go to the failover robot of the
+        same group (once: a delivery already moved is not moved again)."""
+        if config.failover is None or config.failover not in self.channels:
+            return
+        worst = 0  # rank of the worst severity (critical in the shipped rules)
+        async with self._db.write() as session:
+            rows = await store.due_deliveries(session, channel=config.name, now=None, limit=BATCH, critical_rank=worst)
+            rows = [r for r in rows if not r.message.get("failed_over_from")]
+            if not rows:
+                await session.rollback()
+                return
+            copies = []
+            for r in rows:
+                copy = {c: getattr(r, c) for c in _COPIED}
+                copies.append(
+                    copy
+                    | {
+                        "channel": config.failover,
+                        "message": {**r.message, "failed_over_from": config.name},
+                        "status": "pending",
+                        "attempts": 0,
+                        "next_attempt_at": now,
+                        "claimed_until": None,
+                        "sent_at": None,
+                        "last_error": None,
+                    }
+                )
+            new_ids = await store.insert_deliveries(session, copies)
+            for r, new_id in zip(rows, new_ids, strict=True):
+                await store.update_deliveries(
+                    session, [r.id], only_status="pending", status="failed_over", parent_id=new_id
+                )
+            await session.commit()
+        log.warning("%s unavailable: %d critical messages moved to %s", config.name, len(rows), config.failover)
+        self._count(config.name, "failed_over", len(rows))
+        self.nudge()
+
+    async def _park_unknown(self, name: str, now: datetime) -> None:
+        """Deliveries for a channel no longer in the rules (removed, or its credentials emptied)."""
+        async with self._db.write() as session:
+            rows = await store.due_deliveries(session, channel=name, now=now, limit=BATCH)
+            status = "unconfigured" if name in self.configs else "dead"
+            error = "the channel has no credentials" if name in self.configs else "the channel is no longer configured"
+            await store.update_deliveries(
+                session, [r.id for r in rows], only_status="pending", status=status, last_error=error
+            )
+            await session.commit()
+        if rows:
+            log.warning("%d deliveries for channel %s parked: %s", len(rows), name, error)
+
+    def _count(self, channel: str, result: str, n: int = 1) -> None:
+        if self._metrics is not None:
+            self._metrics.notifications.labels(channel=channel, result=result).inc(n)
+
+
+_COPIED = ("outbox_id", "incident_key", "incident_id", "receiver", "kind", "severity", "severity_rank", "created_at")
+
+
+def _capped(numbers: Sequence[str]) -> str:
+    return f"daily cap reached, not sent to {len(numbers)} number(s)"

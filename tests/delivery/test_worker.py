@@ -1,0 +1,376 @@
+"""The delivery loop against real databases, with scripted in-process channels: retries, dead letters,
+rate budget and coalescing, the vendor's block, failover, crash recovery and two replicas."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import deque
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from alertrouter.channels.base import ChannelError, Notification
+from alertrouter.delivery.worker import DeliveryWorker
+from alertrouter.engine.types import Intent
+from alertrouter.pipeline.throttle import NotifyReason
+from alertrouter.ruleset.schema import Ruleset
+from alertrouter.store import Database
+from alertrouter.store.engine import insert_intents
+from alertrouter.store.tables import ChannelStateRow, DeliveryAttemptRow, DeliveryRow, OutboxRow
+
+T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
+S = timedelta(seconds=1)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class ScriptedChannel:
+    """Answers from a script (None = accepted, an exception = that failure), then accepts."""
+
+    def __init__(self, name: str, type_: str = "dingtalk", script: Sequence[Exception | None] = ()) -> None:
+        self.name, self.type = name, type_
+        self.script: deque[Exception | None] = deque(script)
+        self.sent: list[Notification] = []
+        self.calls = 0
+
+    async def send(self, notification: Notification) -> None:
+        self.calls += 1
+        if self.script:
+            error = self.script.popleft()
+            if error is not None:
+                raise error
+        self.sent.append(notification)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def ruleset(**channel_overrides: Any) -> Ruleset:
+    robot: dict[str, Any] = {
+        "name": "robot",
+        "type": "dingtalk",
+        "access_token": "tok",
+        "rate_limit": {"messages": 5, "per": "1m", "block": "10m"},
+        "retry": {"initial": "10s", "max": "5m", "give_up_after": "1h"},
+        **channel_overrides,
+    }
+    return Ruleset.model_validate(
+        {
+            "global": {"external_url": "http://ar.example"},
+            "channels": [
+                robot,
+                {"name": "backup", "type": "dingtalk", "access_token": "tok2"},
+                {
+                    "name": "sms",
+                    "type": "sms",
+                    "provider": "generic",
+                    "generic": {"url": "http://sms.example"},
+                    "daily_cap_per_number": 2,
+                },
+                {"name": "unset", "type": "wecom", "key": ""},
+            ],
+            "receivers": [
+                {"name": "oncall", "channels": [{"channel": "robot", "mentions": {"mobiles": ["13800000000"]}}]},
+                {"name": "pager", "channels": [{"channel": "sms", "to": ["+8613800000000"]}]},
+                {"name": "quiet", "channels": ["unset"]},
+                {"name": "digest"},
+            ],
+        }
+    )
+
+
+def intent(n: int, receiver: str = "oncall", severity: str = "critical", reason: str = "first") -> Intent:
+    return Intent(
+        f"rule/GPUHighTemp/gpu-node-{n:02d}",
+        receiver,
+        NotifyReason(reason),
+        {
+            "incident": f"rule/GPUHighTemp/gpu-node-{n:02d}",
+            "kind": "node",
+            "reason": reason,
+            "status": "resolved" if reason == "resolved" else "firing",
+            "severity": severity,
+            "headline": f"gpu-node-{n:02d}: GPUHighTemp on 1/8 GPUs",
+            "labels": {"alertname": "GPUHighTemp", "node": f"gpu-node-{n:02d}", "severity": severity},
+            "summary": {},
+            "alerts": [],
+            "opened_at": T0.isoformat(),
+            "at": T0.isoformat(),
+        },
+    )
+
+
+async def add(db: Database, intents: list[Intent], at: datetime = T0) -> None:
+    async with db.write() as s:
+        await insert_intents(s, intents, at)
+        await s.commit()
+
+
+async def deliveries(db: Database) -> list[DeliveryRow]:
+    async with db.read() as s:
+        return list((await s.scalars(select(DeliveryRow).order_by(DeliveryRow.id))).all())
+
+
+async def attempts(db: Database) -> list[DeliveryAttemptRow]:
+    async with db.read() as s:
+        return list((await s.scalars(select(DeliveryAttemptRow).order_by(DeliveryAttemptRow.id))).all())
+
+
+def worker(
+    db: Database, rules: Ruleset, channels: dict[str, ScriptedChannel], clock: Clock, **kw: Any
+) -> DeliveryWorker:
+    return DeliveryWorker(db, rules, channels, clock=clock, rng=random.Random(0), **kw)
+
+
+def headlines(channel: ScriptedChannel) -> list[list[str]]:
+    return [[i["headline"] for i in n.items] for n in channel.sent]
+
+
+async def test_outbox_becomes_one_delivery_per_channel_and_is_sent_once(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot")
+    w = worker(db, rules, {"robot": robot}, clock)
+    await add(db, [intent(1), intent(2, receiver="digest"), intent(3, receiver="quiet")])
+    await w.run_once()
+    await w.run_once()
+    assert headlines(robot) == [["gpu-node-01: GPUHighTemp on 1/8 GPUs"]]
+    sent = robot.sent[0]
+    assert sent.mentions.mobiles == ("13800000000",)
+    assert sent.link is not None
+    assert sent.link.startswith("http://ar.example/incidents")
+    rows = await deliveries(db)
+    assert [(r.channel, r.status) for r in rows] == [("robot", "sent"), ("unset", "unconfigured")]
+    async with db.read() as s:
+        statuses = sorted((await s.scalars(select(OutboxRow.status))).all())
+    assert statuses == ["dispatched", "dispatched", "no_channels"]
+    (attempt,) = await attempts(db)
+    assert attempt.outcome == "sent"
+    assert attempt.finished_at is not None
+
+
+async def test_transient_failure_retries_with_backoff_then_sends(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot", script=[ChannelError("HTTP 502"), ChannelError("timed out")])
+    w = worker(db, rules, {"robot": robot}, clock)
+    await add(db, [intent(1)])
+    await w.run_once()
+    (row,) = await deliveries(db)
+    assert (row.status, row.attempts, row.last_error) == ("pending", 1, "HTTP 502")
+    first_wait = row.next_attempt_at - clock.now
+    assert 5 * S <= first_wait <= 10 * S
+    await w.run_once()  # not due yet: nothing is sent
+    assert robot.calls == 1
+    clock.now = row.next_attempt_at
+    await w.run_once()
+    (row,) = await deliveries(db)
+    assert (row.status, row.attempts) == ("pending", 2)
+    assert row.next_attempt_at - clock.now > first_wait / 2
+    clock.now = row.next_attempt_at
+    await w.run_once()
+    (row,) = await deliveries(db)
+    assert (row.status, row.attempts) == ("sent", 3)
+    assert [a.outcome for a in await attempts(db)] == ["retry", "retry", "sent"]
+    assert len(robot.sent) == 1
+
+
+async def test_permanent_failure_is_a_dead_letter_without_retry_storm(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot", script=[ChannelError("errcode 310000 sign mismatch", permanent=True)] * 10)
+    w = worker(db, rules, {"robot": robot}, clock)
+    await add(db, [intent(n) for n in range(1, 5)])
+    for _ in range(5):
+        await w.run_once()
+        clock.now += 10 * S
+    assert robot.calls == 1  # the channel waits `retry.max` before probing again
+    rows = await deliveries(db)
+    assert [r.status for r in rows] == ["dead", "pending", "pending", "pending"]
+    async with db.read() as s:
+        state = (await s.scalars(select(ChannelStateRow))).one()
+    assert not state.healthy
+    assert state.last_error == "errcode 310000 sign mismatch"
+
+
+async def test_gives_up_after_the_configured_time(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot", script=[ChannelError("HTTP 503")] * 100)
+    w = worker(db, rules, {"robot": robot}, clock)
+    await add(db, [intent(1)])
+    while clock.now < T0 + timedelta(hours=2):
+        await w.run_once()
+        clock.now += timedelta(minutes=1)
+    (row,) = await deliveries(db)
+    assert row.status == "dead"
+    assert row.last_error == "HTTP 503"
+    assert 10 < robot.calls < 30  # backoff capped at 5 minutes over the hour
+
+
+async def test_short_budget_coalesces_highest_severity_first(db: Database) -> None:
+    clock, rules = Clock(), ruleset()  # 5 messages a minute
+    robot = ScriptedChannel("robot")
+    w = worker(db, rules, {"robot": robot}, clock)
+    await add(db, [intent(n) for n in range(1, 4)])
+    await w.run_once()
+    assert len(robot.sent) == 3  # fits the budget: one by one
+    await add(db, [intent(10 + n, severity="warning") for n in range(3)] + [intent(20, severity="critical")])
+    clock.now += S
+    await w.run_once()
+    (merged,) = robot.sent[3:]  # budget 2 for 4 pending: one coalesced message
+    assert merged.kind.value == "coalesced"
+    assert [i["severity"] for i in merged.items] == ["critical", "warning", "warning", "warning"]
+    rows = await deliveries(db)
+    parent = rows[-1]
+    assert parent.kind == "coalesced"
+    assert parent.status == "sent"
+    members = [r for r in rows if r.parent_id == parent.id]
+    assert len(members) == 4
+    assert {m.status for m in members} == {"coalesced"}
+
+
+async def test_no_budget_means_waiting_not_sending(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot")
+    w = worker(db, rules, {"robot": robot}, clock)
+    for n in range(5):
+        await add(db, [intent(n)])
+        await w.run_once()
+    await add(db, [intent(9)])
+    await w.run_once()
+    assert len(robot.sent) == 5  # 5 per minute
+    clock.now += 61 * S
+    await w.run_once()
+    assert len(robot.sent) == 6
+
+
+async def test_vendor_block_holds_the_backlog_then_sends_it_coalesced(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot", script=[ChannelError("errcode 130101 send too fast", rate_limited=True)])
+    w = worker(db, rules, {"robot": robot}, clock)
+    await add(db, [intent(1)])
+    await w.run_once()
+    (row,) = await deliveries(db)
+    assert row.status == "pending"
+    assert row.next_attempt_at == T0 + timedelta(minutes=10)
+    await add(db, [intent(2, severity="warning"), intent(3)])
+    for _ in range(9):
+        clock.now += timedelta(minutes=1)
+        await w.run_once()
+    assert robot.calls == 1  # blocked: not one request for ten minutes
+    clock.now = T0 + timedelta(minutes=10, seconds=1)
+    await w.run_once()
+    (merged,) = robot.sent
+    assert merged.kind.value == "coalesced"
+    assert sorted(i["headline"][:11] for i in merged.items) == ["gpu-node-01", "gpu-node-02", "gpu-node-03"]
+    assert merged.items[-1]["severity"] == "warning"
+
+
+async def test_critical_fails_over_while_blocked(db: Database) -> None:
+    clock, rules = Clock(), ruleset(failover="backup")
+    robot = ScriptedChannel("robot", script=[ChannelError("errcode 130101", rate_limited=True)])
+    backup = ScriptedChannel("backup")
+    w = worker(db, rules, {"robot": robot, "backup": backup}, clock)
+    await add(db, [intent(1)])
+    await w.run_once()
+    await add(db, [intent(2, severity="warning"), intent(3)])
+    clock.now += S
+    await w.run_once()
+    clock.now += S
+    await w.run_once()
+    assert sorted(h for n in backup.sent for h in [n.items[0]["headline"][:11]]) == ["gpu-node-01", "gpu-node-03"]
+    rows = await deliveries(db)
+    assert sorted((r.channel, r.status) for r in rows) == [
+        ("backup", "sent"),
+        ("backup", "sent"),
+        ("robot", "failed_over"),
+        ("robot", "failed_over"),
+        ("robot", "pending"),  # the warning waits for its own robot
+    ]
+
+
+async def test_sms_daily_cap_per_number(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    sms = ScriptedChannel("sms", type_="sms")
+    w = worker(db, rules, {"sms": sms}, clock)
+    for n in range(4):
+        await add(db, [intent(n, receiver="pager")])
+        await w.run_once()
+        clock.now += timedelta(hours=1)
+    assert len(sms.sent) == 2
+    assert sms.sent[0].recipients == ("+8613800000000",)
+    assert [r.status for r in await deliveries(db)] == ["sent", "sent", "capped", "capped"]
+    clock.now = T0 + timedelta(hours=25)
+    await add(db, [intent(9, receiver="pager")])
+    await w.run_once()
+    assert len(sms.sent) == 3
+
+
+async def test_a_crashed_send_is_retried_once_claim_expires(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    await add(db, [intent(1)])
+
+    class Hangs(ScriptedChannel):
+        async def send(self, notification: Notification) -> None:
+            await asyncio.sleep(3600)
+
+    hung = worker(db, rules, {"robot": Hangs("robot")}, clock)
+    task = asyncio.create_task(hung.run_once())
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if [r.status for r in await deliveries(db)] == ["sending"]:
+            break
+    task.cancel()  # the process died mid-send: the row stays `sending`, the lease stays taken
+    robot = ScriptedChannel("robot")
+    w = worker(db, rules, {"robot": robot}, clock)
+    await w.run_once()
+    assert robot.sent == []  # the claim has not expired yet
+    clock.now += timedelta(minutes=2)
+    await w.run_once()
+    assert len(robot.sent) == 1
+    assert [a.outcome for a in await attempts(db)] == ["lost", "sent"]
+
+
+async def test_two_replicas_never_send_the_same_delivery(db: Database) -> None:
+    clock, rules = Clock(), ruleset(rate_limit={"messages": 1000, "per": "1m", "block": "10m"})
+    a, b = ScriptedChannel("robot"), ScriptedChannel("robot")
+    wa = worker(db, rules, {"robot": a}, clock, holder="a")
+    wb = worker(db, rules, {"robot": b}, clock, holder="b")
+    await add(db, [intent(n) for n in range(40)])
+    await asyncio.gather(wa.run_once(), wb.run_once())
+    await asyncio.gather(wa.run_once(), wb.run_once())
+    sent = [n.delivery_id for n in a.sent + b.sent]
+    assert len(sent) == 40
+    assert len(set(sent)) == 40
+    assert len(await deliveries(db)) == 40
+
+
+async def test_unknown_channel_parks_its_deliveries(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot")
+    await add(db, [intent(1)])
+    w = worker(db, rules, {"robot": robot}, clock)
+    await w.expand()
+    renamed = Ruleset.model_validate(rules.model_dump(by_alias=True) | {"channels": rules.model_dump()["channels"][1:]})
+    await worker(db, renamed, {}, clock).run_once()
+    (row,) = await deliveries(db)
+    assert (row.status, row.last_error) == ("dead", "the channel is no longer configured")
+
+
+@pytest.mark.parametrize("secret", ["tok-SECRET-1234"])
+async def test_errors_are_recorded_without_secrets(db: Database, secret: str) -> None:
+    clock, rules = Clock(), ruleset(access_token=secret)
+    robot = ScriptedChannel("robot", script=[ChannelError("errcode 300001 token missing", permanent=True)])
+    w = worker(db, rules, {"robot": robot}, clock)
+    await add(db, [intent(1)])
+    await w.run_once()
+    for row in await deliveries(db):
+        assert secret not in repr(row.message)
+        assert secret not in (row.last_error or "")
