@@ -7,23 +7,28 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
+import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from alertrouter import __version__
+from alertrouter.channels.registry import build_channels, secret_values
+from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest import routes as ingest_routes
 from alertrouter.ingest.auth import Authenticator
+from alertrouter.logs import redact_secrets
 from alertrouter.maintenance import Maintenance, TouchBuffer
 from alertrouter.metrics import Metrics
 from alertrouter.processor import Ingestor
+from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
-from alertrouter.ruleset.build import build_pipeline
+from alertrouter.ruleset.build import build_pipeline, unconfigured_channels
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import api, incidents, ops
+from alertrouter.web import api, incidents, notifications, ops
 
 __all__ = ["build_runtime", "create_app"]
 
@@ -47,16 +52,38 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         retention=settings.raw_event_retention,
         on_expired=metrics.expired.inc,
     )
+    http = httpx.AsyncClient(timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=100))
+    channels = build_channels(ruleset, client=http, renderer=Templates(settings.templates_dir))
+    delivery = None
+    if settings.deliver:
+        delivery = DeliveryWorker(
+            db,
+            ruleset,
+            channels,
+            metrics=metrics,
+            interval=settings.delivery_interval.total_seconds(),
+            concurrency=settings.delivery_concurrency,
+        )
+    engine = EngineRunner(
+        db,
+        build_pipeline(ruleset),
+        metrics,
+        interval=settings.engine_interval,
+        on_intents=delivery.nudge if delivery is not None else None,
+    )
     return Runtime(
         settings=settings,
         ruleset=ruleset,
         db=db,
         ingestor=Ingestor(db, touches),
         maintenance=maintenance,
-        engine=EngineRunner(db, build_pipeline(ruleset), metrics, interval=settings.engine_interval),
+        engine=engine,
         metrics=metrics,
         auth=Authenticator(settings),
         head_revision=head_revision(),
+        channels=channels,
+        delivery=delivery,
+        http=http,
     )
 
 
@@ -67,10 +94,15 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.auto_migrate:
             await asyncio.to_thread(upgrade, settings.database_url)
+        redact_secrets(secret_values(ruleset))
         runtime = build_runtime(settings, ruleset)
         app.state.runtime = runtime
         runtime.maintenance.start()
         runtime.engine.start()
+        if runtime.delivery is not None:
+            runtime.delivery.start()
+        for name, missing in unconfigured_channels(ruleset).items():
+            log.warning("channel %s has no %s: its messages are recorded, not sent", name, " or ".join(missing))
         log.info(
             "alertrouter %s ready: store %s, rules %s (hash %s)",
             __version__,
@@ -82,7 +114,12 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
             yield
         finally:
             await runtime.engine.stop()
+            if runtime.delivery is not None:
+                await runtime.delivery.stop()
             await runtime.maintenance.stop()
+            for channel in runtime.channels.values():
+                await channel.aclose()
+            await runtime.http.aclose()
             await runtime.db.dispose()
 
     app = FastAPI(
@@ -109,5 +146,6 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
     app.include_router(ingest_routes.router)
     app.include_router(api.router)
     app.include_router(incidents.router)
+    app.include_router(notifications.router)
     app.include_router(ops.router)
     return app

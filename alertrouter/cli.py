@@ -1,4 +1,4 @@
-"""The `alertrouter` command: serve, check-config, db."""
+"""The `alertrouter` command: serve, check-config, db, simulate, routes, render, send-test."""
 
 from __future__ import annotations
 
@@ -16,11 +16,14 @@ from pydantic import ValidationError
 
 from alertrouter import __version__
 from alertrouter.app import create_app
+from alertrouter.delivery.sendtest import send_test
 from alertrouter.durations import parse_duration
 from alertrouter.logs import configure_logging
 from alertrouter.pipeline.route import match_routes, render_tree
+from alertrouter.render import Templates
+from alertrouter.render_samples import render_sample
 from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
-from alertrouter.ruleset.build import Pipeline, build_pipeline
+from alertrouter.ruleset.build import Pipeline, build_pipeline, unconfigured_channels
 from alertrouter.settings import Settings, get_settings
 from alertrouter.simulate import SimulationError, Step, simulate
 from alertrouter.store.migrate import head_revision, upgrade
@@ -76,8 +79,43 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     ruleset = _load_rules(path)
     if ruleset is None:
         return 1
+    for name, missing in unconfigured_channels(ruleset).items():
+        print(
+            f"warning: channel {name}: {' and '.join(missing)} empty: its messages are recorded, not sent",
+            file=sys.stderr,
+        )
     print(f"ok: {len(ruleset.sources)} file(s) in {path}, config hash {ruleset.config_hash}")
     return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    templates = Templates(args.templates_dir or get_settings().templates_dir)
+    try:
+        print(render_sample(templates, args.template))
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_send_test(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    ruleset = _load_rules(args.config or settings.config)
+    if ruleset is None:
+        return 1
+    try:
+        results = asyncio.run(send_test(ruleset, args.receiver, templates=Templates(settings.templates_dir)))
+    except KeyError:
+        known = ", ".join(r.name for r in ruleset.receivers) or "none"
+        print(f"no receiver {args.receiver!r} (known: {known})", file=sys.stderr)
+        return 1
+    if not results:
+        print(f"receiver {args.receiver} has no channels", file=sys.stderr)
+        return 1
+    for r in results:
+        print(f"{r.channel} ({r.type}): {'ok' if r.error is None else 'FAILED: ' + r.error}")
+    return 0 if all(r.error is None for r in results) else 1
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -271,6 +309,29 @@ def build_parser() -> argparse.ArgumentParser:
     show = routes_sub.add_parser("show", help="print the route tree")
     show.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
     show.set_defaults(func=cmd_routes_show)
+
+    render = sub.add_parser(
+        "render",
+        help="preview a message template with a sample incident",
+        description="Render TEMPLATE (e.g. dingtalk/firing.md, email/cluster.html) with a built-in sample "
+        "notification and print it. User templates in --templates-dir (or ALERTROUTER_TEMPLATES_DIR) "
+        "override the shipped ones file by file.",
+    )
+    render.add_argument("template", metavar="TEMPLATE", help="CHANNEL/KIND.FORMAT, e.g. wecom/resolved.md")
+    render.add_argument("--sample", action="store_true", help="use the built-in sample (the only source today)")
+    render.add_argument("--templates-dir", type=Path, help="user templates directory")
+    render.set_defaults(func=cmd_render)
+
+    send = sub.add_parser(
+        "send-test",
+        help="send one test message through each channel of RECEIVER and print the vendor's answer",
+        description="Send a test message now through every channel of RECEIVER (bypassing the outbox, "
+        "rate budget and retries) and print ok or the error per channel; exit 1 if any failed. Secrets "
+        "come from the environment as for `serve`.",
+    )
+    send.add_argument("receiver", metavar="RECEIVER")
+    send.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
+    send.set_defaults(func=cmd_send_test)
     return parser
 
 

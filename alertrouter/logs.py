@@ -7,7 +7,7 @@ import logging
 import sys
 from datetime import UTC, datetime
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "redact_secrets"]
 
 # httpx logs every request URL at INFO; channel URLs carry tokens (DingTalk access_token, WeCom key).
 _QUIET = {
@@ -45,3 +45,36 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
+
+
+class _Redact(logging.Filter):
+    """Replaces known secrets in every record, whatever logged it (an exception text, a library)."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = sorted(set(secrets), key=len, reverse=True)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        text = message
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        if text != message:
+            record.msg, record.args = text, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            for secret in self.secrets:
+                record.exc_text = record.exc_text.replace(secret, "***")
+        return True
+
+
+def redact_secrets(secrets: list[str]) -> None:
+    """Mask these values in every log line from now on (channel tokens, keys, passwords): defence in
+    depth behind channels that never log them in the first place."""
+    if not secrets:
+        return
+    for handler in logging.getLogger().handlers:
+        for old in [f for f in handler.filters if isinstance(f, _Redact)]:
+            handler.removeFilter(old)
+        handler.addFilter(_Redact(secrets))

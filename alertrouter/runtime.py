@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
+import httpx
 from fastapi import Depends, Request
 
+from alertrouter.channels.base import Channel
+from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.auth import Authenticator
 from alertrouter.maintenance import Maintenance
@@ -30,6 +33,9 @@ class Runtime:
     metrics: Metrics
     auth: Authenticator
     head_revision: str
+    channels: dict[str, Channel]
+    delivery: DeliveryWorker | None
+    http: httpx.AsyncClient
 
 
 def _runtime(request: Request) -> Runtime:

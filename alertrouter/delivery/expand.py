@@ -54,7 +54,7 @@ def delivery_rows(
         channel = channels.get(ref.channel)
         if channel is None:
             continue
-        recipients = list(ref.to) or list(getattr(channel, "to", []) or [])
+        recipients = [r for r in (list(ref.to) or list(getattr(channel, "to", []) or [])) if r]
         mentions = ref.mentions
         rows.append(
             {

@@ -214,7 +214,7 @@ class DeliveryWorker:
     async def _send(self, config: ChannelConfig, channel: Channel, batch: Batch) -> str:
         name = config.name
         now = self._clock()
-        grace = config.timeout + timedelta(seconds=30)
+        grace = config.timeout * 2 + timedelta(seconds=5)  # outlasts the send, which gives up after timeout + 5s
         async with self._db.write() as session:
             if not await store.take_channel(session, name=name, holder=self.holder, now=now, until=now + LEASE_TTL):
                 await session.rollback()

@@ -137,8 +137,10 @@ _CHAT = ("dingtalk", "wecom", "feishu")
 
 
 def _check_channels(ruleset: Ruleset, problems: _Problems) -> None:
-    """Receivers name defined channels, with what each channel type needs; failovers are sound."""
+    """Receivers name defined channels, with what each channel type needs; failovers are sound.
+    Recipients of an unconfigured channel may be empty (`${ONCALL_PHONE:-}` in the shipped rules)."""
     _unique([c.name for c in ruleset.channels], "channels", problems)
+    unconfigured = unconfigured_channels(ruleset)
     channels = {c.name: c for c in ruleset.channels}
     for i, cfg in enumerate(ruleset.channels):
         if cfg.failover is None:
@@ -160,7 +162,9 @@ def _check_channels(ruleset: Ruleset, problems: _Problems) -> None:
             mentions = ref.mentions
             if channel.type not in _CHAT and (mentions.mobiles or mentions.user_ids or mentions.all):
                 problems.add("receivers", i, where + ".mentions", f"mentions apply to chat robots, not {channel.type}")
-            if channel.type == "sms" and not ref.to:
+            if channel.name in unconfigured:
+                continue
+            if channel.type == "sms" and not [n for n in ref.to if n]:
                 problems.add("receivers", i, where + ".to", "an SMS channel needs the phone numbers to send to")
             if channel.type == "email" and not (ref.to or channel.to):
                 problems.add("receivers", i, where + ".to", "no recipients here nor in the email channel's `to`")

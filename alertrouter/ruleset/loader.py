@@ -71,12 +71,20 @@ def _parse_file(path: Path, text: str, env: Mapping[str, str], problems: list[Co
         return RuleFile.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors():
-            loc = format_loc(err["loc"])
+            loc = format_loc(_without_union_tag(err["loc"]))
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 msg = "unknown key" if len(err["loc"]) > 1 else "unknown section"
             problems.append(ConfigProblem(name, loc, msg))
         return None
+
+
+def _without_union_tag(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """pydantic puts the channel type in the path of a discriminated union (`channels[0].dingtalk.secret`);
+    the file has no such key, so the path shown is `channels[0].secret`."""
+    if len(loc) > 2 and loc[0] == "channels" and isinstance(loc[1], int) and loc[2] in SECRET_FIELDS:
+        return (*loc[:2], *loc[3:])
+    return loc
 
 
 def _check_secret_references(data: dict[str, Any], file: str, problems: list[ConfigProblem]) -> None:

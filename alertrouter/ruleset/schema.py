@@ -339,6 +339,9 @@ class EmailChannelConfig(_ChannelBase):
     to: list[str] = Field(default_factory=list, description="Default recipients; a receiver may name others")
     rate_limit: RateLimitConfig | None = None
 
+    def missing_credentials(self) -> list[str]:
+        return [] if self.host else ["host"]
+
     @property
     def effective_port(self) -> int:
         return self.port or {"starttls": 587, "tls": 465, "none": 25}[self.security]

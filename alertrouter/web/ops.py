@@ -8,9 +8,10 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from alertrouter.model import AlertStatus
+from alertrouter.model import AlertStatus, utcnow
 from alertrouter.runtime import RuntimeDep
 from alertrouter.store import STORE_ERRORS, queries
+from alertrouter.store import delivery as delivery_store
 
 __all__ = ["router"]
 
@@ -44,8 +45,17 @@ async def metrics(runtime: RuntimeDep) -> Response:
     try:
         async with runtime.db.read() as session:
             counts = await queries.count_alerts_by_status(session)
+            dead = await delivery_store.count_by_channel(session, status="dead")
+            states = await delivery_store.channel_states(session)
         for state in AlertStatus:
             m.alerts.labels(state=state.value).set(counts.get(state.value, 0))
+        now = utcnow()
+        for cfg in runtime.ruleset.channels:
+            row = states.get(cfg.name)
+            m.dead_letters.labels(channel=cfg.name).set(dead.get(cfg.name, 0))
+            m.channel_healthy.labels(channel=cfg.name).set(0 if row is not None and not row.healthy else 1)
+            blocked = row is not None and row.blocked_until is not None and row.blocked_until > now
+            m.channel_blocked.labels(channel=cfg.name).set(1 if blocked else 0)
     except STORE_ERRORS as exc:
         m.db_errors.labels(operation="metrics").inc()
         log.warning("metrics: could not count alerts: %s", exc)

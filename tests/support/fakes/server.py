@@ -134,7 +134,7 @@ class FakeVendor:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def _serve(self) -> None:
@@ -180,13 +180,16 @@ class FakeVendor:
                 except OSError:
                     pass
 
-            do_POST = _serve  # noqa: N815 - the stdlib's naming
-            do_GET = _serve  # noqa: N815
-            do_PUT = _serve  # noqa: N815
+            do_POST = _serve
+            do_GET = _serve
+            do_PUT = _serve
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name=f"fake-{self.name}", daemon=True)
+        server = self._server
+        self._thread = threading.Thread(
+            target=lambda: server.serve_forever(poll_interval=0.05), name=f"fake-{self.name}", daemon=True
+        )
         self._thread.start()
         return self
 

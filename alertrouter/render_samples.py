@@ -1,0 +1,90 @@
+"""Sample notifications, one per message kind: `alertrouter render TEMPLATE --sample`, and the tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from alertrouter.channels.base import Mentions, MessageKind, Notification
+from alertrouter.render import Templates
+
+__all__ = ["render_sample", "sample_notifications"]
+
+
+def render_sample(templates: Templates, name: str, *, limit_bytes: int | None = None) -> str:
+    """Renders `channel/kind.fmt` (e.g. `dingtalk/firing.md`) with the sample notification of that kind."""
+    available = templates.names()
+    channel, _, rest = name.removesuffix(".j2").partition("/")
+    kind, _, fmt = rest.partition(".")
+    samples = sample_notifications()
+    if f"{channel}/{rest}" not in available or kind not in samples:
+        raise ValueError(f"no template {name!r}; available: {', '.join(available)}")
+    return templates.render(channel, fmt, samples[kind], limit_bytes=limit_bytes)
+
+
+_SAMPLE_NOW = datetime(2026, 11, 21, 10, 12, 30, tzinfo=UTC)
+_SAMPLE_URL = "https://alertrouter.example.com"
+
+
+def _sample_item(
+    node: str, name: str, severity: str, gpus: Sequence[int], reason: str = "first", ago: int = 12
+) -> dict[str, Any]:
+    firing = reason != "resolved"
+    opened = (_SAMPLE_NOW - timedelta(minutes=ago)).isoformat()
+    region = "华北" if node.endswith("19") else "north"
+    labels = {"alertname": name, "node": node, "region": region, "rack": "r12", "severity": severity}
+    head = f"{node}: {name} on {len(gpus)}/8 GPUs"
+    note = "GPU {} at {}°C" if name == "GPUHighTemp" else "GPU {}: " + name
+    alerts = [
+        {"fingerprint": f"{node}/{name}/{g}", "labels": {**labels, "gpu": str(g)}, "firing": firing}
+        | {"annotations": {"summary": note.format(g, 88 + g)}, "starts_at": opened}
+        for g in gpus
+    ]
+    n = len(gpus)
+    summary = {"headline": head, "units": [str(g) for g in gpus], "units_total": 8, "unit_name": "GPUs", "alerts": n}
+    summary |= {"firing": n * firing, "eligible": n * firing, "muted": 0}
+    return {"incident": f"gpu-by-node/{name}/{node}", "kind": "node", "reason": reason, "severity": severity} | {
+        "status": "firing" if firing else "resolved",
+        "headline": head,
+        "labels": labels,
+        "summary": summary,
+        "alerts": alerts,
+        "opened_at": opened,
+        "at": _SAMPLE_NOW.isoformat(),
+    }
+
+
+def sample_notifications() -> dict[str, Notification]:
+    """One realistic notification per message kind, at a fixed time."""
+    nodes = [_sample_item(f"gpu-node-{i:02d}", "GPUHighTemp", "critical", range(6 if i < 26 else 5)) for i in range(37)]
+    head = "GPUHighTemp on 37 nodes in region north: 211 GPUs"
+    summary = {"headline": head, "nodes": 37, "units": 211, "members": [n["headline"] for n in nodes], "alerts": 211}
+    cluster = nodes[0] | {"incident": "cluster/gpu-by-node/GPUHighTemp/north", "kind": "cluster", "headline": head}
+    cluster |= {"labels": {"alertname": "GPUHighTemp", "region": "north", "severity": "critical"}, "summary": summary}
+    cluster["alerts"] = [a for n in nodes for a in n["alerts"]][:50]
+    coalesced = [
+        _sample_item("gpu-node-07", "GPUHighTemp", "critical", [0, 1, 2, 3, 5, 7]),
+        _sample_item("gpu-node-11", "GPUFallenOffBus", "critical", [4], ago=3),
+        _sample_item("gpu-node-19", "GPUXidError", "critical", [2, 6], ago=5),
+    ] + [
+        _sample_item(f"gpu-node-{20 + i}", "GPUMemoryNearFull", "warning", range(i % 4 + 1), ago=30 + i)
+        for i in range(9)
+    ]
+    at = Mentions(mobiles=("13800000000",), user_ids=("zhangwei",))
+    incident, storm, listing = (f"{_SAMPLE_URL}/{p}" for p in ("incidents/1042", "incidents/1043", "notifications"))
+    grown = _sample_item("gpu-node-07", "GPUHighTemp", "critical", [0, 1, 2, 3, 4, 5, 7], "grew")
+    cooled = _sample_item("gpu-node-07", "GPUHighTemp", "critical", [0, 1, 2, 3, 5, 7], "resolved", 25)
+    kinds: list[tuple[MessageKind, list[dict[str, Any]], str, Mentions]] = [
+        (MessageKind.FIRING, [coalesced[0]], incident, at),
+        (MessageKind.UPDATE, [grown], incident, Mentions()),
+        (MessageKind.RESOLVED, [cooled], incident, Mentions()),
+        (MessageKind.CLUSTER, [cluster], storm, at),
+        (MessageKind.COALESCED, coalesced, listing, Mentions()),
+    ]
+    return {
+        kind.value: Notification(
+            kind, "oncall-core", items[0]["severity"], tuple(items), link, at_, created_at=_SAMPLE_NOW
+        )
+        for kind, items, link, at_ in kinds
+    }

@@ -1,0 +1,152 @@
+"""`GET /api/v1/notifications[/{id}]` (every delivery and its attempts) and `GET /api/v1/channels`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import RedirectResponse
+from pydantic import BaseModel, ConfigDict
+
+from alertrouter.store import delivery as store
+from alertrouter.web.api import AuthorizedRuntime
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["notifications"])
+
+_STATUSES = "^(pending|sending|sent|dead|coalesced|failed_over|capped|unconfigured)$"
+
+
+class _Read(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class DeliveryRead(_Read):
+    id: int
+    channel: str
+    receiver: str
+    incident_key: str | None
+    incident_id: int | None
+    kind: str
+    severity: str
+    status: str
+    attempts: int
+    created_at: datetime
+    next_attempt_at: datetime
+    sent_at: datetime | None
+    last_error: str | None
+    parent_id: int | None
+
+
+class AttemptRead(_Read):
+    started_at: datetime
+    finished_at: datetime | None
+    worker: str
+    outcome: str
+    error: str | None
+
+
+class DeliveryList(BaseModel):
+    notifications: list[DeliveryRead]
+    total: int
+    limit: int
+    offset: int
+
+
+class DeliveryDetail(BaseModel):
+    notification: DeliveryRead
+    attempts: list[AttemptRead]
+    message: dict[str, Any]
+
+
+class ChannelRead(BaseModel):
+    name: str
+    type: str
+    configured: bool
+    healthy: bool
+    blocked_until: datetime | None
+    retry_at: datetime | None
+    consecutive_failures: int
+    last_error: str | None
+    last_ok_at: datetime | None
+    pending: int
+    dead_letters: int
+
+
+@router.get("/api/v1/notifications", response_model=DeliveryList)
+async def list_notifications(
+    runtime: AuthorizedRuntime,
+    status: Annotated[str | None, Query(pattern=_STATUSES)] = None,
+    channel: str | None = None,
+    receiver: str | None = None,
+    incident: int | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> DeliveryList:
+    """Deliveries newest first: one per incident message and channel, and the coalesced ones that
+    stood for several (`parent_id` of the members). `status=dead` lists the dead letters."""
+    async with runtime.db.read() as session:
+        rows, total = await store.list_deliveries(
+            session, status=status, channel=channel, receiver=receiver, incident_id=incident, limit=limit, offset=offset
+        )
+    return DeliveryList(
+        notifications=[DeliveryRead.model_validate(r) for r in rows], total=total, limit=limit, offset=offset
+    )
+
+
+@router.get("/api/v1/notifications/{delivery_id}", response_model=DeliveryDetail)
+async def get_notification(delivery_id: int, runtime: AuthorizedRuntime) -> DeliveryDetail:
+    async with runtime.db.read() as session:
+        rows = await store.deliveries_by_id(session, [delivery_id])
+        if not rows:
+            raise HTTPException(404, f"no notification {delivery_id}")
+        attempts = await store.delivery_attempts(session, delivery_id=delivery_id)
+    return DeliveryDetail(
+        notification=DeliveryRead.model_validate(rows[0]),
+        attempts=[AttemptRead.model_validate(a) for a in attempts],
+        message=rows[0].message,
+    )
+
+
+@router.get("/api/v1/channels", response_model=list[ChannelRead])
+async def list_channels(runtime: AuthorizedRuntime) -> list[ChannelRead]:
+    """Every configured channel: health, rate-limit block, backlog and dead letters. Never a secret."""
+    async with runtime.db.read() as session:
+        states = await store.channel_states(session)
+        pending = await store.count_by_channel(session, status="pending")
+        dead = await store.count_by_channel(session, status="dead")
+    out = []
+    unconfigured = set(runtime.delivery.unconfigured) if runtime.delivery else set()
+    for cfg in runtime.ruleset.channels:
+        state = states.get(cfg.name)
+        out.append(
+            ChannelRead(
+                name=cfg.name,
+                type=cfg.type,
+                configured=cfg.name not in unconfigured,
+                healthy=state.healthy if state else True,
+                blocked_until=state.blocked_until if state else None,
+                retry_at=state.retry_at if state else None,
+                consecutive_failures=state.consecutive_failures if state else 0,
+                last_error=state.last_error if state else None,
+                last_ok_at=state.last_ok_at if state else None,
+                pending=pending.get(cfg.name, 0),
+                dead_letters=dead.get(cfg.name, 0),
+            )
+        )
+    return out
+
+
+@router.get("/incidents/{incident_id}", include_in_schema=False)
+async def incident_page(incident_id: int) -> RedirectResponse:
+    """The link in every message. Until the web console exists, it leads to the incident's JSON."""
+    return RedirectResponse(f"/api/v1/incidents/{incident_id}", status_code=307)
+
+
+@router.get("/incidents", include_in_schema=False)
+async def incidents_page(
+    status: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
+) -> RedirectResponse:
+    return RedirectResponse("/api/v1/incidents" + (f"?status={status}" if status else ""), status_code=307)

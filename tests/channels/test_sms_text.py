@@ -1,0 +1,200 @@
+"""The SMS text rules: GSM/ASCII normalisation, template variables cut to length, recipients, config."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from alertrouter.channels.base import ChannelError, MessageKind, Notification
+from alertrouter.channels.sms import (
+    CUT_MARKER,
+    TEXT_LIMIT_BYTES,
+    SmsChannel,
+    fit_param,
+    gsm7_compatible,
+    normalize_sms,
+    sms_numbers,
+    sms_params,
+    sms_text,
+)
+from alertrouter.ruleset.schema import SmsChannelConfig
+
+ITEM: dict[str, Any] = {
+    "incident": "gpu-by-node/GPUHighTemp/gpu-node-07",
+    "kind": "node",
+    "reason": "first",
+    "status": "firing",
+    "severity": "critical",
+    "headline": "gpu-node-07: GPUHighTemp on 6/8 GPUs",
+    "labels": {"alertname": "GPUHighTemp", "node": "gpu-node-07", "region": "north"},
+    "summary": {"units": ["0", "1"], "units_total": 8, "unit_name": "GPUs", "alerts": 6, "firing": 6},
+    "alerts": [],
+    "opened_at": "2026-11-21T10:00:00+00:00",
+    "at": "2026-11-21T10:00:30+00:00",
+}
+SAMPLE = Notification(
+    kind=MessageKind.FIRING,
+    receiver="oncall",
+    severity="critical",
+    items=(ITEM,),
+    link="http://alertrouter.example/incidents/12",
+    recipients=("+8613800000000",),
+)
+
+
+def with_headline(headline: str) -> Notification:
+    return dataclasses.replace(SAMPLE, items=({**ITEM, "headline": headline},))
+
+
+class TextRenderer:
+    """A `Renderer` that returns fixed text and records what it was asked for."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.calls: list[tuple[str, str, int | None]] = []
+
+    def render(self, channel: str, fmt: str, notification: Notification, *, limit_bytes: int | None = None) -> str:
+        self.calls.append((channel, fmt, limit_bytes))
+        return self.text
+
+    def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
+        return "title"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("GPU\u00a0hot", "GPU hot"),  # no-break space
+        ("GPU\u202fhot", "GPU hot"),  # narrow no-break space
+        ("GPU\u2009hot", "GPU hot"),  # thin space
+        ("GPU\u3000hot", "GPU hot"),  # ideographic space
+        ("\u201cquoted\u201d", '"quoted"'),
+        ("it\u2019s", "it's"),
+        ("a\u2013b\u2014c\u2212d", "a-b-c-d"),
+        ("wait\u2026", "wait..."),
+        ("z\u200bero\u200c\u200dwidth\ufeff", "zerowidth"),
+        ("soft\u00adhyphen", "softhyphen"),
+        ("evil\u202eoverride\u202c", "eviloverride"),  # bidi controls are Cf
+        ("bell\x07", "bell"),
+        ("92\u00b0C", "92C"),
+        ("load \u2265 90%", "load >= 90%"),
+        ("a \u2192 b", "a -> b"),
+        ("GPU 温度过高", "GPU 温度过高"),  # Chinese stays
+        ("节点，温度", "节点，温度"),  # so does Chinese punctuation
+        ("plain ascii", "plain ascii"),
+    ],
+)
+def test_normalize_maps_to_gsm_ascii(raw: str, expected: str) -> None:
+    assert normalize_sms(raw) == expected
+
+
+def test_normalize_single_line_collapses_all_whitespace() -> None:
+    assert normalize_sms("  a\tb\r\n\nc\u2028d  ", single_line=True) == "a b c d"
+
+
+def test_normalize_multiline_keeps_breaks_and_trims() -> None:
+    assert normalize_sms("line 1\u00a0 \r\nline 2\n\n\n\nline 3  ") == "line 1\nline 2\n\nline 3"
+
+
+def test_normalized_english_headline_is_gsm7() -> None:
+    raw = "gpu-node-07\u00a0\u2014 \u201cGPUHighTemp\u201d on 6/8 GPUs\u2026"
+    assert not gsm7_compatible(raw)
+    assert gsm7_compatible(normalize_sms(raw))
+    assert not gsm7_compatible("温度")
+
+
+@pytest.mark.parametrize(
+    ("value", "limit", "expected"),
+    [
+        ("short", 20, "short"),
+        ("exactly-twenty-chars", 20, "exactly-twenty-chars"),
+        ("gpu-node-07: GPUHighTemp on 6/8 GPUs", 20, "gpu-node-07: GPUHi" + CUT_MARKER),
+        ("gpu-node-07: GPUHighTemp", 15, "gpu-node-07:" + CUT_MARKER),  # no space before the marker
+        ("GPU 节点 温度过高告警 北区机房", 8, "GPU 节点" + CUT_MARKER),  # characters, not bytes
+        ("abcdef", 2, "ab"),  # no room for a marker
+        ("abcdef", 1, "a"),
+        ("", 20, "-"),
+        ("\u200b\u00a0", 20, "-"),  # nothing visible left
+        ("a\u00a0\u00a0b", 3, "a b"),  # normalised before measuring
+    ],
+)
+def test_fit_param(value: str, limit: int, expected: str) -> None:
+    result = fit_param(value, limit)
+    assert result == expected
+    assert len(result) <= limit
+
+
+def test_sms_params_follow_config_order_and_length() -> None:
+    params = {"sev": "severity", "what": "headline", "where": "node", "n": "gpus", "at": "since"}
+    got = sms_params(SAMPLE, params, 12)
+    assert list(got) == ["sev", "what", "where", "n", "at"]
+    assert got == {
+        "sev": "critical",
+        "what": "gpu-node-0" + CUT_MARKER,
+        "where": "gpu-node-07",
+        "n": "2/8",
+        "at": "10:00",
+    }
+
+
+def test_sms_params_normalise_hostile_unicode() -> None:
+    got = sms_params(with_headline("gpu\u00a0node\u200b\u201807\u2019"), {"h": "headline"}, 20)
+    assert got == {"h": "gpu node'07'"}
+
+
+def test_sms_text_renders_within_limit_and_normalises() -> None:
+    renderer = TextRenderer("GPU\u00a0hot \u2014 node\u200b-07\u2026")
+    assert sms_text(renderer, SAMPLE) == "GPU hot - node-07..."
+    assert renderer.calls == [("sms", "txt", TEXT_LIMIT_BYTES)]
+
+
+def test_sms_text_cuts_a_renderer_that_overshoots() -> None:
+    text = sms_text(TextRenderer("x" * 1000), SAMPLE, limit_bytes=50)
+    assert len(text.encode()) <= 50
+    assert text.endswith("...")
+
+
+def test_sms_numbers_clean_and_dedupe() -> None:
+    assert sms_numbers(("+86 138-0000-0000", "+8613800000000", " ", "(+86) 139.0000.0001")) == [
+        "+8613800000000",
+        "+8613900000001",
+    ]
+
+
+def _config(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": "sms-oncall",
+        "type": "sms",
+        "provider": "generic",
+        "generic": {"url": "http://127.0.0.1:9/sms"},
+    }
+    return {**base, **overrides}
+
+
+def test_schema_rejects_unknown_field_in_params() -> None:
+    with pytest.raises(ValidationError, match="unknown field 'hostname'"):
+        SmsChannelConfig.model_validate(_config(params={"h": "hostname"}))
+
+
+def test_schema_rejects_unknown_key() -> None:
+    with pytest.raises(ValidationError, match="extra"):
+        SmsChannelConfig.model_validate(_config(param_max_lenght=10))
+
+
+def test_schema_needs_the_providers_settings() -> None:
+    with pytest.raises(ValidationError, match="provider aliyun needs"):
+        SmsChannelConfig.model_validate(_config(provider="aliyun"))
+
+
+async def test_no_recipients_is_permanent() -> None:
+    config = SmsChannelConfig.model_validate(_config())
+    async with httpx.AsyncClient() as client:
+        channel = SmsChannel(config, client=client, renderer=TextRenderer("x"))
+        with pytest.raises(ChannelError) as caught:
+            await channel.send(dataclasses.replace(SAMPLE, recipients=(" ",)))
+    assert caught.value.permanent
+    assert caught.value.code == "no-recipients"
