@@ -168,8 +168,8 @@ def test_vendor_down_then_back_delivers_once(
 def test_vendor_block_loses_nothing_and_sends_the_backlog_coalesced(
     sqlite_store: Store, start_router: Callable[..., Router], wecom: FakeWeCom, tmp_path: Path
 ) -> None:
-    with FakeDingTalk({DT_TOKEN: DT_SECRET}, limit=3, per=60.0, block=4.0) as strict:
-        # alertrouter believes in 20/min; this robot allows 3 and then blocks for 4 seconds
+    with FakeDingTalk({DT_TOKEN: DT_SECRET}, limit=3, per=3.0, block=4.0) as strict:
+        # alertrouter believes in 20/min; this robot allows 3 in 3 seconds, then blocks for 4
         text = rules(strict.url, wecom.url, rate="{messages: 20, per: 1m, block: 4s}")
         router, _ = start(start_router, sqlite_store, tmp_path, text)
         for node in range(1, 7):
