@@ -138,7 +138,11 @@ def test_through_alertmanager_to_signed_robot_with_mentions(
     (wecom_body,) = wait_for(lambda: wecom.messages(WECOM_KEY) or None, what="the WeCom message")
     assert "gpu-node-07" in wecom_body[wecom_body["msgtype"]]["content"]
 
-    sent = wait_for(lambda: [n for n in notifications(router) if n["status"] == "sent"] or None, what="sent rows")
+    def both_sent() -> list[dict[str, Any]] | None:
+        sent = [n for n in notifications(router) if n["status"] == "sent"]
+        return sent if len(sent) == 2 else None
+
+    sent = wait_for(both_sent, what="both deliveries recorded as sent")
     assert sorted(n["channel"] for n in sent) == ["robot", "wecom"]
     assert all(n["attempts"] == 1 for n in sent)
     metrics = router.http.get("/metrics").text
