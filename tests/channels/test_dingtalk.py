@@ -9,16 +9,16 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote_plus
 
 import httpx
 import pytest
 
-from alertrouter.channels.base import Channel, ChannelError, Mentions, MessageKind, Notification, truncate_utf8
+from alertrouter.channels.base import Channel, ChannelError, Mentions, Notification, truncate_utf8
 from alertrouter.channels.dingtalk import BUTTON_TITLE, MAX_BODY_BYTES, DingTalkChannel, dingtalk_sign
 from alertrouter.ruleset.schema import DingTalkChannelConfig
+from support.channels import ManualClock, notification
 from support.fakes.dingtalk import BAD_REQUEST, FakeDingTalk
 
 TOKEN = "dt-token-5b1f9e0c7a"
@@ -36,29 +36,7 @@ KNOWN_SIGNS = {
 
 
 def sample(**changes: Any) -> Notification:
-    notification = Notification(
-        kind=MessageKind.FIRING,
-        receiver="oncall",
-        severity="critical",
-        items=(
-            {
-                "incident": "gpu-by-node/GPUHighTemp/gpu-node-07",
-                "kind": "node",
-                "reason": "first",
-                "status": "firing",
-                "severity": "critical",
-                "headline": "gpu-node-07: GPUHighTemp on 6/8 GPUs",
-                "labels": {"alertname": "GPUHighTemp", "node": "gpu-node-07", "region": "north"},
-                "summary": {"units": ["0", "1"], "units_total": 8, "unit_name": "GPUs", "alerts": 6, "firing": 6},
-                "alerts": [],
-                "opened_at": "2026-11-21T10:00:00+00:00",
-                "at": "2026-11-21T10:00:30+00:00",
-            },
-        ),
-        link="http://alertrouter.example/incidents/12",
-        mentions=Mentions(mobiles=(MOBILE,)),
-    )
-    return replace(notification, **changes)
+    return notification(**({"mentions": Mentions(mobiles=(MOBILE,))} | changes))
 
 
 class StubRenderer:
@@ -445,14 +423,6 @@ async def test_no_secret_reaches_an_error_or_a_log_record(
 # -- the fake itself --------------------------------------------------------------------------------
 
 
-class ManualClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 MARKDOWN = {"msgtype": "markdown", "markdown": {"title": "t", "text": "x"}}
 
 
@@ -468,7 +438,7 @@ def errcode(robot: FakeDingTalk, body: dict[str, Any] | bytes, token: str = PLAI
 
 
 def test_fake_blocks_the_robot_for_block_seconds_after_the_21st_message() -> None:
-    clock = ManualClock()
+    clock = ManualClock(1000.0)
     fake = FakeDingTalk({PLAIN: None, TOKEN: None}, clock=clock, block=600)
     with fake:
         assert [errcode(fake, MARKDOWN) for _ in range(20)] == [0] * 20

@@ -18,9 +18,10 @@ from typing import Any
 import aiosmtplib
 import pytest
 
-from alertrouter.channels.base import ChannelError, MessageKind, Notification
+from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.channels.email import EmailChannel, InlineImage, build_email, smtp_error
 from alertrouter.ruleset.schema import EmailChannelConfig
+from support.channels import ITEM, notification
 from support.fakes.smtp import FakeSmtp, Security, TlsFiles, openssl_available, self_signed_cert
 from support.need import need
 
@@ -30,27 +31,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiri
 USER = "alertrouter"
 PASSWORD = "smtp-Pa55word-do-not-leak"
 HOSTILE = '<script>alert("x")</script> & <b>bold</b>'
-ITEM: dict[str, Any] = {
-    "incident": "gpu-by-node/GPUHighTemp/gpu-node-07",
-    "kind": "node",
-    "reason": "first",
-    "status": "firing",
-    "severity": "critical",
-    "headline": "gpu-node-07: GPUHighTemp on 6/8 GPUs",
-    "labels": {"alertname": "GPUHighTemp", "node": "gpu-node-07", "region": "north"},
-    "summary": {"units": ["0", "1"], "units_total": 8, "unit_name": "GPUs", "alerts": 6, "firing": 6},
-    "alerts": [],
-    "opened_at": "2026-11-21T10:00:00+00:00",
-    "at": "2026-11-21T10:00:30+00:00",
-}
-SAMPLE = Notification(
-    kind=MessageKind.FIRING,
-    receiver="oncall",
-    severity="critical",
-    items=(ITEM,),
-    link="http://alertrouter.example/incidents/12",
-    recipients=("oncall@example.com",),
-)
+SAMPLE = notification(recipients=("oncall@example.com",))
 
 
 class EscapingRenderer:

@@ -9,15 +9,15 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
 from typing import Any
 
 import httpx
 import pytest
 
-from alertrouter.channels.base import Channel, ChannelError, Mentions, MessageKind, Notification, truncate_utf8
+from alertrouter.channels.base import Channel, ChannelError, Mentions, Notification, truncate_utf8
 from alertrouter.channels.feishu import MAX_BODY_BYTES, FeishuChannel, feishu_sign
 from alertrouter.ruleset.schema import FeishuChannelConfig
+from support.channels import ManualClock, notification
 from support.fakes.feishu import HOOK_PATH, TOO_LARGE, FakeFeishu
 
 HOOK = "3f2a9b1c-7d4e-4f60-8a2b-feishu-hook-19"
@@ -29,29 +29,7 @@ KNOWN_SIGN = (SECRET, 1700000000, "MVITWnAUMbs9f0NclOxQluwiG4KoVUPWiHUwVno4qIM="
 
 
 def sample(**changes: Any) -> Notification:
-    notification = Notification(
-        kind=MessageKind.FIRING,
-        receiver="oncall",
-        severity="critical",
-        items=(
-            {
-                "incident": "gpu-by-node/GPUHighTemp/gpu-node-07",
-                "kind": "node",
-                "reason": "first",
-                "status": "firing",
-                "severity": "critical",
-                "headline": "gpu-node-07: GPUHighTemp on 6/8 GPUs",
-                "labels": {"alertname": "GPUHighTemp", "node": "gpu-node-07", "region": "north"},
-                "summary": {"units": ["0", "1"], "units_total": 8, "unit_name": "GPUs", "alerts": 6, "firing": 6},
-                "alerts": [],
-                "opened_at": "2026-11-21T10:00:00+00:00",
-                "at": "2026-11-21T10:00:30+00:00",
-            },
-        ),
-        link="http://alertrouter.example/incidents/12",
-        mentions=Mentions(mobiles=("13800000000",)),
-    )
-    return replace(notification, **changes)
+    return notification(**({"mentions": Mentions(mobiles=("13800000000",))} | changes))
 
 
 class StubRenderer:
@@ -270,14 +248,6 @@ async def test_no_hook_or_secret_reaches_an_error_or_a_log_record(
 # -- the fake itself --------------------------------------------------------------------------------
 
 
-class ManualClock:
-    def __init__(self, now: float = 10.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def code_for(fake: FakeFeishu, body: dict[str, Any] | bytes, hook: str = PLAIN_HOOK) -> tuple[int, int]:
     url = f"{fake.url}{HOOK_PATH}{hook}"
     answer = (
@@ -293,7 +263,7 @@ TEXT = {"msg_type": "text", "content": {"text": "x"}}
 
 
 def test_fake_limits_five_a_second_and_a_hundred_a_minute() -> None:
-    clock = ManualClock()
+    clock = ManualClock(10.0)
     fake = FakeFeishu({PLAIN_HOOK: None}, clock=clock, limit=100, block=60)
     with fake:
         assert [code_for(fake, TEXT)[1] for _ in range(6)] == [0] * 5 + [9499]

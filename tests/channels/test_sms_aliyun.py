@@ -17,7 +17,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from alertrouter.channels.base import ChannelError, MessageKind, Notification
+from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.channels.sms import SmsChannel
 from alertrouter.channels.sms_aliyun import (
     AliyunSms,
@@ -28,31 +28,12 @@ from alertrouter.channels.sms_aliyun import (
     percent_encode,
 )
 from alertrouter.ruleset.schema import SmsChannelConfig
+from support.channels import notification
 from support.fakes.aliyun import FakeAliyunSms
 
 KEY_ID = "LTAI5tTestKeyId0001"
 SECRET = "aliyun-Secret/+*~0001"  # characters that percent-encoding must handle
-ITEM: dict[str, Any] = {
-    "incident": "gpu-by-node/GPUHighTemp/gpu-node-07",
-    "kind": "node",
-    "reason": "first",
-    "status": "firing",
-    "severity": "critical",
-    "headline": "gpu-node-07: GPUHighTemp on 6/8 GPUs",
-    "labels": {"alertname": "GPUHighTemp", "node": "gpu-node-07", "region": "north"},
-    "summary": {"units": ["0", "1"], "units_total": 8, "unit_name": "GPUs", "alerts": 6, "firing": 6},
-    "alerts": [],
-    "opened_at": "2026-11-21T10:00:00+00:00",
-    "at": "2026-11-21T10:00:30+00:00",
-}
-SAMPLE = Notification(
-    kind=MessageKind.FIRING,
-    receiver="oncall",
-    severity="critical",
-    items=(ITEM,),
-    link="http://alertrouter.example/incidents/12",
-    recipients=("+8613800000000",),
-)
+SAMPLE = notification(recipients=("+8613800000000",))
 SECRET_FORMS = (SECRET, KEY_ID, quote(SECRET, safe=""), percent_encode(SECRET), percent_encode(KEY_ID))
 
 

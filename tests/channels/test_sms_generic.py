@@ -11,34 +11,15 @@ from typing import Any
 import httpx
 import pytest
 
-from alertrouter.channels.base import ChannelError, MessageKind, Notification
+from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.channels.sms import TEXT_LIMIT_BYTES, SmsChannel
 from alertrouter.channels.sms_generic import generic_status_error, retry_after_seconds
 from alertrouter.ruleset.schema import SmsChannelConfig
+from support.channels import notification
 from support.fakes.smsgateway import FakeSmsGateway
 
 TOKEN = "gw-token-0123456789abcdef"
-ITEM: dict[str, Any] = {
-    "incident": "gpu-by-node/GPUHighTemp/gpu-node-07",
-    "kind": "node",
-    "reason": "first",
-    "status": "firing",
-    "severity": "critical",
-    "headline": "gpu-node-07: GPUHighTemp on 6/8 GPUs",
-    "labels": {"alertname": "GPUHighTemp", "node": "gpu-node-07", "region": "north"},
-    "summary": {"units": ["0", "1"], "units_total": 8, "unit_name": "GPUs", "alerts": 6, "firing": 6},
-    "alerts": [],
-    "opened_at": "2026-11-21T10:00:00+00:00",
-    "at": "2026-11-21T10:00:30+00:00",
-}
-SAMPLE = Notification(
-    kind=MessageKind.FIRING,
-    receiver="oncall",
-    severity="critical",
-    items=(ITEM,),
-    link="http://alertrouter.example/incidents/12",
-    recipients=("+8613800000000",),
-)
+SAMPLE = notification(recipients=("+8613800000000",))
 
 
 class TextRenderer:

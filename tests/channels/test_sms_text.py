@@ -9,7 +9,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from alertrouter.channels.base import ChannelError, MessageKind, Notification
+from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.channels.sms import (
     CUT_MARKER,
     TEXT_LIMIT_BYTES,
@@ -22,28 +22,9 @@ from alertrouter.channels.sms import (
     sms_text,
 )
 from alertrouter.ruleset.schema import SmsChannelConfig
+from support.channels import ITEM, notification
 
-ITEM: dict[str, Any] = {
-    "incident": "gpu-by-node/GPUHighTemp/gpu-node-07",
-    "kind": "node",
-    "reason": "first",
-    "status": "firing",
-    "severity": "critical",
-    "headline": "gpu-node-07: GPUHighTemp on 6/8 GPUs",
-    "labels": {"alertname": "GPUHighTemp", "node": "gpu-node-07", "region": "north"},
-    "summary": {"units": ["0", "1"], "units_total": 8, "unit_name": "GPUs", "alerts": 6, "firing": 6},
-    "alerts": [],
-    "opened_at": "2026-11-21T10:00:00+00:00",
-    "at": "2026-11-21T10:00:30+00:00",
-}
-SAMPLE = Notification(
-    kind=MessageKind.FIRING,
-    receiver="oncall",
-    severity="critical",
-    items=(ITEM,),
-    link="http://alertrouter.example/incidents/12",
-    recipients=("+8613800000000",),
-)
+SAMPLE = notification(recipients=("+8613800000000",))
 
 
 def with_headline(headline: str) -> Notification:

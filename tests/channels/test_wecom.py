@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
 from typing import Any
 
 import httpx
 import pytest
 
-from alertrouter.channels.base import Channel, ChannelError, Mentions, MessageKind, Notification, truncate_utf8
+from alertrouter.channels.base import Channel, ChannelError, Mentions, Notification, truncate_utf8
 from alertrouter.channels.wecom import MARKDOWN_MAX_BYTES, TEXT_MAX_BYTES, WeComChannel
 from alertrouter.ruleset.schema import WeComChannelConfig
+from support.channels import ManualClock, notification
 from support.fakes.wecom import FakeWeCom
 
 KEY = "6a1f9c3e-0b7d-4e2a-9c5f-wecom-key-81"
@@ -21,29 +21,7 @@ MOBILE = "13800000000"
 
 
 def sample(**changes: Any) -> Notification:
-    notification = Notification(
-        kind=MessageKind.FIRING,
-        receiver="oncall",
-        severity="critical",
-        items=(
-            {
-                "incident": "gpu-by-node/GPUHighTemp/gpu-node-07",
-                "kind": "node",
-                "reason": "first",
-                "status": "firing",
-                "severity": "critical",
-                "headline": "gpu-node-07: GPUHighTemp on 6/8 GPUs",
-                "labels": {"alertname": "GPUHighTemp", "node": "gpu-node-07", "region": "north"},
-                "summary": {"units": ["0", "1"], "units_total": 8, "unit_name": "GPUs", "alerts": 6, "firing": 6},
-                "alerts": [],
-                "opened_at": "2026-11-21T10:00:00+00:00",
-                "at": "2026-11-21T10:00:30+00:00",
-            },
-        ),
-        link="http://alertrouter.example/incidents/12",
-        mentions=Mentions(mobiles=(MOBILE,)),
-    )
-    return replace(notification, **changes)
+    return notification(**({"mentions": Mentions(mobiles=(MOBILE,))} | changes))
 
 
 class StubRenderer:
@@ -264,14 +242,6 @@ async def test_no_key_reaches_an_error_or_a_log_record(
 # -- the fake itself --------------------------------------------------------------------------------
 
 
-class ManualClock:
-    def __init__(self, now: float = 50.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def errcode(fake: FakeWeCom, body: dict[str, Any], key: str = KEY) -> int:
     answer = httpx.post(f"{fake.url}/cgi-bin/webhook/send", params={"key": key}, json=body, trust_env=False)
     code: int = answer.json()["errcode"]
@@ -279,7 +249,7 @@ def errcode(fake: FakeWeCom, body: dict[str, Any], key: str = KEY) -> int:
 
 
 def test_fake_blocks_a_robot_for_block_seconds() -> None:
-    clock = ManualClock()
+    clock = ManualClock(50.0)
     fake = FakeWeCom({KEY}, clock=clock, block=300)
     text = {"msgtype": "text", "text": {"content": "x"}}
     with fake:
