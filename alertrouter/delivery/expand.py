@@ -1,4 +1,5 @@
-"""Outbox rows (one per incident and receiver) into deliveries (one per channel of the receiver)."""
+"""Delivery rows: from an outbox row (one per channel of its receiver), several merged into one
+(coalesced), one moved to a failover channel; and the `Notification` a row is sent as."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from alertrouter.delivery.plan import message_kind, severity_rank
-from alertrouter.ruleset import Ruleset
+from alertrouter.channels.base import Mentions, MessageKind, Notification
+from alertrouter.delivery.plan import message_kind
+from alertrouter.pipeline.aggregate import severity_rank
+from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
 
-__all__ = ["MAX_ANNOTATION", "delivery_rows", "enrich"]
+__all__ = ["MAX_ANNOTATION", "coalesced_row", "delivery_rows", "enrich", "failover_row", "notification_of"]
 
 MAX_ANNOTATION = 2048  # characters kept per annotation in a stored message; templates cap again
 _ANNOTATIONS = ("summary", "description", "runbook_url", "dashboard")
@@ -34,21 +37,17 @@ def enrich(snapshot: Mapping[str, Any], details: Mapping[str, tuple[dict[str, st
 
 def delivery_rows(
     outbox: Any,
-    ruleset: Ruleset,
+    receiver: ReceiverConfig,
+    channels: Mapping[str, ChannelConfig],
     *,
+    severities: Sequence[str],
     details: Mapping[str, tuple[dict[str, str], datetime]],
     incident_ids: Mapping[str, int],
     unconfigured: Sequence[str],
     now: datetime,
 ) -> list[dict[str, Any]]:
-    """The deliveries of one outbox row: one per channel its receiver names (none for a receiver
-    without channels, such as the weekly digest's)."""
-    receiver = next((r for r in ruleset.receivers if r.name == outbox.receiver), None)
-    if receiver is None:
-        return []
-    channels = {c.name: c for c in ruleset.channels}
+    """The deliveries of one outbox row: one per channel its receiver names."""
     snapshot = enrich(outbox.message, details)
-    severities = ruleset.global_.severities
     rows = []
     for ref in receiver.channels:
         channel = channels.get(ref.channel)
@@ -84,3 +83,88 @@ def delivery_rows(
             }
         )
     return rows
+
+
+def coalesced_row(members: Sequence[Any], now: datetime) -> dict[str, Any]:
+    """One delivery standing for several of one channel: their items worst severity first, mentions
+    and recipients merged (first seen first), created when the oldest was (for the latency metric)."""
+    ordered = sorted(members, key=lambda m: m.severity_rank)  # stable: oldest first within a severity
+    mobiles: dict[str, None] = {}
+    user_ids: dict[str, None] = {}
+    recipients: dict[str, None] = {}
+    for m in members:
+        mentions = m.message.get("mentions", {})
+        mobiles.update(dict.fromkeys(mentions.get("mobiles", [])))
+        user_ids.update(dict.fromkeys(mentions.get("user_ids", [])))
+        recipients.update(dict.fromkeys(m.message.get("recipients", [])))
+    worst = ordered[0]
+    receivers = {m.receiver for m in members}
+    return {
+        "outbox_id": None,
+        "parent_id": None,
+        "incident_key": None,
+        "incident_id": None,
+        "receiver": receivers.pop() if len(receivers) == 1 else "(several)",
+        "channel": worst.channel,
+        "kind": MessageKind.COALESCED.value,
+        "severity": worst.severity,
+        "severity_rank": worst.severity_rank,
+        "message": {
+            "items": [item for m in ordered for item in m.message.get("items", [])],
+            "mentions": {
+                "mobiles": list(mobiles),
+                "user_ids": list(user_ids),
+                "all": any(m.message.get("mentions", {}).get("all") for m in members),
+            },
+            "recipients": list(recipients),
+            "members": [m.id for m in members],
+        },
+        "status": "pending",
+        "attempts": 0,
+        "created_at": min(m.created_at for m in members),
+        "next_attempt_at": now,
+        "claimed_until": None,
+        "sent_at": None,
+        "last_error": None,
+    }
+
+
+_KEPT_ON_FAILOVER = ("outbox_id", "incident_key", "incident_id", "receiver", "kind", "severity", "severity_rank")
+
+
+def failover_row(row: Any, channel: str, now: datetime) -> dict[str, Any]:
+    """A copy of a pending delivery for the failover channel, marked so it is never moved again."""
+    return {c: getattr(row, c) for c in _KEPT_ON_FAILOVER} | {
+        "parent_id": None,
+        "channel": channel,
+        "message": {**row.message, "failed_over_from": row.channel},
+        "status": "pending",
+        "attempts": 0,
+        "created_at": row.created_at,
+        "next_attempt_at": now,
+        "claimed_until": None,
+        "sent_at": None,
+        "last_error": None,
+    }
+
+
+def notification_of(row: Any, recipients: Sequence[str], *, base_url: str) -> Notification:
+    """What a channel is given for a delivery row; the link leads to the incident (or, for a
+    coalesced message, to the firing incidents), when alertrouter's external URL is known."""
+    mentions = row.message.get("mentions", {})
+    path = f"/incidents/{row.incident_id}" if row.incident_id is not None else "/incidents?status=firing"
+    return Notification(
+        kind=MessageKind(row.kind),
+        receiver=row.receiver,
+        severity=row.severity,
+        items=tuple(row.message.get("items", [])),
+        link=base_url + path if base_url else None,
+        mentions=Mentions(
+            mobiles=tuple(mentions.get("mobiles", [])),
+            user_ids=tuple(mentions.get("user_ids", [])),
+            all=bool(mentions.get("all")),
+        ),
+        recipients=tuple(recipients),
+        created_at=row.created_at,
+        delivery_id=row.id,
+    )

@@ -10,7 +10,7 @@ from typing import Any
 
 from alertrouter.channels.base import MessageKind
 
-__all__ = ["Batch", "backoff", "message_kind", "plan_batches", "severity_rank"]
+__all__ = ["Batch", "backoff", "message_kind", "plan_batches"]
 
 
 def message_kind(snapshot: Mapping[str, Any]) -> MessageKind:
@@ -20,14 +20,6 @@ def message_kind(snapshot: Mapping[str, Any]) -> MessageKind:
     if snapshot.get("kind") == "cluster":
         return MessageKind.CLUSTER
     return MessageKind.FIRING if snapshot.get("reason") == "first" else MessageKind.UPDATE
-
-
-def severity_rank(severity: str, severities: Sequence[str]) -> int:
-    """0 for the worst severity; unknown severities after every known one."""
-    try:
-        return severities.index(severity)
-    except ValueError:
-        return len(severities)
 
 
 def backoff(attempts: int, *, initial: timedelta, maximum: timedelta, rng: random.Random | None = None) -> timedelta:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from alertrouter.channels.base import Channel, ChannelError, Mentions, MessageKind, Notification
-from alertrouter.delivery.expand import delivery_rows
+from alertrouter.channels.base import Channel, ChannelError
+from alertrouter.delivery.expand import coalesced_row, delivery_rows, failover_row, notification_of
 from alertrouter.delivery.plan import Batch, backoff, plan_batches
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
@@ -59,6 +59,7 @@ class DeliveryWorker:
         self.ruleset = ruleset
         self.channels = dict(channels)
         self.configs: dict[str, ChannelConfig] = {c.name: c for c in ruleset.channels}
+        self.receivers = {r.name: r for r in ruleset.receivers}
         self.unconfigured = sorted(unconfigured_channels(ruleset))
         self._metrics = metrics
         self._base = (external_url or ruleset.global_.external_url or "").rstrip("/")
@@ -126,12 +127,11 @@ class DeliveryWorker:
         if not pending:
             return 0
         now = self._clock()
-        receivers = {r.name: r for r in self.ruleset.receivers}
-        with_channels = [r.id for r in pending if receivers.get(r.receiver) and receivers[r.receiver].channels]
-        without = [r.id for r in pending if r.id not in set(with_channels)]
+        with_channels = {r.id for r in pending if r.receiver in self.receivers and self.receivers[r.receiver].channels}
+        without = [r.id for r in pending if r.id not in with_channels]
         fingerprints = [a.get("fingerprint", "") for r in pending for a in r.message.get("alerts", [])]
         async with self._db.write() as session:
-            won = await store.claim_outbox(session, with_channels, status="dispatched")
+            won = await store.claim_outbox(session, sorted(with_channels), status="dispatched")
             await store.claim_outbox(session, without, status="no_channels")
             details = await store.alert_details(session, fingerprints)
             ids = await store.incident_ids(session, [r.incident_key for r in pending])
@@ -141,7 +141,9 @@ class DeliveryWorker:
                     rows.extend(
                         delivery_rows(
                             outbox,
-                            self.ruleset,
+                            self.receivers[outbox.receiver],
+                            self.configs,
+                            severities=self.ruleset.global_.severities,
                             details=details,
                             incident_ids=ids,
                             unconfigured=self.unconfigured,
@@ -241,7 +243,7 @@ class DeliveryWorker:
             await session.commit()
         if attempt is None:
             return "skipped"
-        notification = self._notification(row, recipients)
+        notification = notification_of(row, recipients, base_url=self._base)
         started = time.perf_counter()
         error: ChannelError | None = None
         try:
@@ -327,60 +329,15 @@ class DeliveryWorker:
 
     # -- helpers -------------------------------------------------------------------------------
     async def _coalesce(self, session: Any, ids: Sequence[int], now: datetime) -> int | None:
-        """One delivery standing for several: their items worst severity first, mentions and recipients
-        merged. The members point at it and are done when it is."""
+        """One delivery standing for several; the members point at it and are done when it is."""
         members = await store.deliveries_by_id(session, ids)
         if len(members) != len(ids):
             return None
-        items: list[tuple[int, Any]] = []
-        mobiles: dict[str, None] = {}
-        user_ids: dict[str, None] = {}
-        recipients: dict[str, None] = {}
-        at_all = False
-        for m in members:
-            for item in m.message.get("items", []):
-                items.append((m.severity_rank, item))
-            mentions = m.message.get("mentions", {})
-            mobiles.update(dict.fromkeys(mentions.get("mobiles", [])))
-            user_ids.update(dict.fromkeys(mentions.get("user_ids", [])))
-            at_all = at_all or bool(mentions.get("all"))
-            recipients.update(dict.fromkeys(m.message.get("recipients", [])))
-        items.sort(key=lambda pair: pair[0])
-        worst = min(members, key=lambda m: m.severity_rank)
-        receivers = {m.receiver for m in members}
-        (new_id,) = await store.insert_deliveries(
-            session,
-            [
-                {
-                    "outbox_id": None,
-                    "parent_id": None,
-                    "incident_key": None,
-                    "incident_id": None,
-                    "receiver": receivers.pop() if len(receivers) == 1 else "(several)",
-                    "channel": worst.channel,
-                    "kind": MessageKind.COALESCED.value,
-                    "severity": worst.severity,
-                    "severity_rank": worst.severity_rank,
-                    "message": {
-                        "items": [item for _, item in items],
-                        "mentions": {"mobiles": list(mobiles), "user_ids": list(user_ids), "all": at_all},
-                        "recipients": list(recipients),
-                        "members": [m.id for m in members],
-                    },
-                    "status": "pending",
-                    "attempts": 0,
-                    "created_at": min(m.created_at for m in members),
-                    "next_attempt_at": now,
-                    "claimed_until": None,
-                    "sent_at": None,
-                    "last_error": None,
-                }
-            ],
-        )
+        (new_id,) = await store.insert_deliveries(session, [coalesced_row(members, now)])
         moved = await store.update_deliveries(session, ids, only_status="pending", status="coalesced", parent_id=new_id)
         if moved != len(ids):
             return None
-        self._count(worst.channel, "coalesced", len(ids))
+        self._count(members[0].channel, "coalesced", len(ids))
         return new_id
 
     async def _within_cap(
@@ -396,28 +353,6 @@ class DeliveryWorker:
         allowed = [r for r in recipients if counts.get(r, 0) < config.daily_cap_per_number]
         return allowed, [r for r in recipients if r not in allowed]
 
-    def _notification(self, row: Any, recipients: Sequence[str]) -> Notification:
-        mentions = row.message.get("mentions", {})
-        if row.incident_id is not None:
-            link = f"{self._base}/incidents/{row.incident_id}"
-        else:
-            link = f"{self._base}/incidents?status=firing"
-        return Notification(
-            kind=MessageKind(row.kind),
-            receiver=row.receiver,
-            severity=row.severity,
-            items=tuple(row.message.get("items", [])),
-            link=link if self._base else None,
-            mentions=Mentions(
-                mobiles=tuple(mentions.get("mobiles", [])),
-                user_ids=tuple(mentions.get("user_ids", [])),
-                all=bool(mentions.get("all")),
-            ),
-            recipients=tuple(recipients),
-            created_at=row.created_at,
-            delivery_id=row.id,
-        )
-
     async def _fail_over(self, config: ChannelConfig, now: datetime) -> None:
         """While a robot is blocked or failing, its critical messages go to the failover robot of the
         same group (once: a delivery already moved is not moved again)."""
@@ -430,22 +365,7 @@ class DeliveryWorker:
             if not rows:
                 await session.rollback()
                 return
-            copies = []
-            for r in rows:
-                copy = {c: getattr(r, c) for c in _COPIED}
-                copies.append(
-                    copy
-                    | {
-                        "channel": config.failover,
-                        "message": {**r.message, "failed_over_from": config.name},
-                        "status": "pending",
-                        "attempts": 0,
-                        "next_attempt_at": now,
-                        "claimed_until": None,
-                        "sent_at": None,
-                        "last_error": None,
-                    }
-                )
+            copies = [failover_row(r, config.failover, now) for r in rows]
             new_ids = await store.insert_deliveries(session, copies)
             for r, new_id in zip(rows, new_ids, strict=True):
                 await store.update_deliveries(
@@ -472,9 +392,6 @@ class DeliveryWorker:
     def _count(self, channel: str, result: str, n: int = 1) -> None:
         if self._metrics is not None:
             self._metrics.notifications.labels(channel=channel, result=result).inc(n)
-
-
-_COPIED = ("outbox_id", "incident_key", "incident_id", "receiver", "kind", "severity", "severity_rank", "created_at")
 
 
 def _capped(numbers: Sequence[str]) -> str:

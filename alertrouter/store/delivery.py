@@ -34,7 +34,6 @@ __all__ = [
     "incident_ids",
     "insert_deliveries",
     "list_deliveries",
-    "oldest_attempt_since",
     "pending_outbox",
     "recipient_counts",
     "record_recipient_sends",
@@ -188,14 +187,6 @@ async def attempts_since(session: AsyncSession, *, channel: str, since: datetime
     """Requests made to a channel since `since`, failed ones included: the vendor counts them too."""
     stmt = select(func.count()).where(attempts_t.c.channel == channel, attempts_t.c.started_at > since)
     return int((await session.execute(stmt)).scalar_one())
-
-
-async def oldest_attempt_since(session: AsyncSession, *, channel: str, since: datetime) -> datetime | None:
-    stmt = select(func.min(attempts_t.c.started_at)).where(
-        attempts_t.c.channel == channel, attempts_t.c.started_at > since
-    )
-    value: datetime | None = (await session.execute(stmt)).scalar_one()
-    return value
 
 
 async def due_deliveries(

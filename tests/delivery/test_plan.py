@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 
 from alertrouter.channels.base import MessageKind
-from alertrouter.delivery.plan import Batch, backoff, message_kind, plan_batches, severity_rank
+from alertrouter.delivery.plan import Batch, backoff, message_kind, plan_batches
+from alertrouter.pipeline.aggregate import severity_rank
 
 
 @pytest.mark.parametrize(
