@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from alertrouter.channels.base import SMS_FIELDS
-from alertrouter.durations import parse_duration
 from alertrouter.labels import Matcher, MatcherError, parse_matchers
+from alertrouter.ruleset.base import Duration, Section
+from alertrouter.ruleset.channels import (
+    SECRET_FIELDS,
+    AliyunSmsConfig,
+    ChannelConfig,
+    DingTalkChannelConfig,
+    EmailChannelConfig,
+    FeishuChannelConfig,
+    GenericSmsConfig,
+    RateLimitConfig,
+    RetryConfig,
+    SmsChannelConfig,
+    TencentSmsConfig,
+    WeComChannelConfig,
+)
 
 __all__ = [
     "ALL_SEVERITIES",
@@ -41,17 +54,6 @@ __all__ = [
 ]
 
 _DEFAULT_NODE_LABELS = ["node", "hostname", "Hostname", "kubernetes_node", "instance"]
-
-
-def _duration(value: Any) -> Any:
-    if isinstance(value, str):
-        return parse_duration(value)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        raise ValueError("durations need a unit, e.g. 30s, 10m, 2h")
-    return value
-
-
-Duration = Annotated[timedelta, BeforeValidator(_duration)]
 
 
 def _matchers(value: Any) -> Any:
@@ -94,11 +96,7 @@ def _unlimited(value: Any) -> Any:
 UNLIMITED_REPEATS = -1  # `max_repeats: unlimited`, to lift a cap set higher up the route tree
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, populate_by_name=True)
-
-
-class GlobalConfig(_Section):
+class GlobalConfig(Section):
     node_labels: list[str] = Field(
         default_factory=lambda: list(_DEFAULT_NODE_LABELS),
         description="Labels tried in order to name an alert's node; `instance` loses its :port",
@@ -118,14 +116,14 @@ class GlobalConfig(_Section):
         return value
 
 
-class TopologyConfig(_Section):
+class TopologyConfig(Section):
     """Labels for nodes whose alerts lack them, and other names (IPs) of nodes."""
 
     nodes: dict[str, dict[str, str]] = Field(default_factory=dict)
     aliases: dict[str, str] = Field(default_factory=dict)
 
 
-class InhibitRuleConfig(_Section):
+class InhibitRuleConfig(Section):
     name: str | None = None
     source_matchers: Matchers = Field(default_factory=list)
     target_matchers: Matchers = Field(default_factory=list)
@@ -145,20 +143,20 @@ class InhibitRuleConfig(_Section):
         return self
 
 
-class CountConfig(_Section):
+class CountConfig(Section):
     label: str = Field(description="Label whose distinct values are counted, e.g. gpu")
     per_group: int | None = Field(None, ge=1, description="The denominator, e.g. 8 GPUs per node")
     name: str = "GPUs"
 
 
-class RollupConfig(_Section):
+class RollupConfig(Section):
     threshold: int = Field(5, ge=1)
     window: Duration = timedelta(minutes=2)
     by: list[str] = Field(default_factory=lambda: ["alertname"])
     scope_labels: list[str] = Field(default_factory=lambda: ["region", "rack", "cluster"])
 
 
-class AggregationConfig(_Section):
+class AggregationConfig(Section):
     name: str
     matchers: Matchers = Field(default_factory=list)
     group_by: list[str] = Field(default_factory=lambda: ["alertname", "node"], min_length=1)
@@ -168,7 +166,7 @@ class AggregationConfig(_Section):
     rollup: Annotated[RollupConfig | None, BeforeValidator(_off_is_none)] = None
 
 
-class RouteConfig(_Section):
+class RouteConfig(Section):
     receiver: str | None = None
     matchers: Matchers = Field(default_factory=list)
     match: dict[str, str] = Field(default_factory=dict)
@@ -182,194 +180,7 @@ class RouteConfig(_Section):
     max_repeats: Annotated[int | None, BeforeValidator(_unlimited), Field(ge=-1)] = None
 
 
-class RateLimitConfig(_Section):
-    """The vendor's limit per robot, enforced before the vendor does (and shared by all replicas)."""
-
-    messages: int = Field(20, ge=1)
-    per: Duration = timedelta(minutes=1)
-    block: Duration = Field(timedelta(minutes=10), description="How long the vendor blocks a robot that exceeds it")
-
-
-class RetryConfig(_Section):
-    """Exponential backoff with jitter for transient failures; a dead letter after `give_up_after`."""
-
-    initial: Duration = timedelta(seconds=5)
-    max: Duration = timedelta(minutes=5)
-    give_up_after: Duration = timedelta(hours=24)
-
-
-class _ChannelBase(_Section):
-    name: str
-    timeout: Duration = timedelta(seconds=10)
-    retry: RetryConfig = Field(default_factory=lambda: RetryConfig())
-    failover: str | None = Field(
-        None, description="Another channel of the same type that takes critical messages while this one is blocked"
-    )
-
-    def missing_credentials(self) -> list[str]:
-        """Required secrets left empty (`${VAR:-}` with VAR unset): the channel exists but cannot send."""
-        return []
-
-
-def _empty(*secrets: tuple[str, SecretStr | None]) -> list[str]:
-    return [name for name, value in secrets if value is None or not value.get_secret_value()]
-
-
-def _chat_limit() -> RateLimitConfig:
-    return RateLimitConfig()
-
-
-def _sec_prefixed(value: SecretStr | None) -> SecretStr | None:
-    if value is not None and value.get_secret_value() and not value.get_secret_value().startswith("SEC"):
-        raise ValueError("a DingTalk signing secret starts with SEC (robot settings, 加签)")
-    return value
-
-
-class DingTalkChannelConfig(_ChannelBase):
-    type: Literal["dingtalk"]
-    url: str = "https://oapi.dingtalk.com/robot/send"
-    access_token: SecretStr
-    secret: SecretStr | None = Field(None, description="The robot's signing secret (SEC...), when it signs")
-    keyword: str | None = Field(None, description="The robot's required keyword, when it uses keyword mode")
-    msgtype: Literal["markdown", "actionCard"] = "markdown"
-    rate_limit: RateLimitConfig = Field(default_factory=_chat_limit)
-
-    _check_secret = field_validator("secret")(_sec_prefixed)
-
-    def missing_credentials(self) -> list[str]:
-        return _empty(("access_token", self.access_token))
-
-
-class WeComChannelConfig(_ChannelBase):
-    type: Literal["wecom"]
-    url: str = "https://qyapi.weixin.qq.com/cgi-bin/webhook/send"
-    key: SecretStr
-    msgtype: Literal["markdown", "text"] = "markdown"
-    rate_limit: RateLimitConfig = Field(default_factory=_chat_limit)
-
-    def missing_credentials(self) -> list[str]:
-        return _empty(("key", self.key))
-
-
-class FeishuChannelConfig(_ChannelBase):
-    type: Literal["feishu"]
-    url: str = "https://open.feishu.cn/open-apis/bot/v2/hook/"
-    hook: SecretStr = Field(description="The id at the end of the bot's webhook URL")
-    secret: SecretStr | None = None
-    rate_limit: RateLimitConfig = Field(
-        default_factory=lambda: RateLimitConfig(messages=100, per=timedelta(minutes=1), block=timedelta(minutes=1))
-    )
-
-    def missing_credentials(self) -> list[str]:
-        return _empty(("hook", self.hook))
-
-
-class AliyunSmsConfig(_Section):
-    access_key_id: SecretStr
-    access_key_secret: SecretStr
-    sign_name: str
-    template_code: str
-    endpoint: str = "https://dysmsapi.aliyuncs.com/"
-    region_id: str = "cn-hangzhou"
-
-
-class TencentSmsConfig(_Section):
-    secret_id: SecretStr
-    secret_key: SecretStr
-    sdk_app_id: str
-    sign_name: str
-    template_id: str
-    region: str = "ap-guangzhou"
-    endpoint: str = "https://sms.tencentcloudapi.com/"
-
-
-class GenericSmsConfig(_Section):
-    """An HTTP gateway: POST {"to": [...], "text": "...", "params": {...}} as JSON; any 2xx is success."""
-
-    url: str
-    token: SecretStr | None = Field(None, description="Sent as `Authorization: Bearer <token>`")
-
-
-class SmsChannelConfig(_ChannelBase):
-    type: Literal["sms"]
-    provider: Literal["aliyun", "tencent", "generic"]
-    aliyun: AliyunSmsConfig | None = None
-    tencent: TencentSmsConfig | None = None
-    generic: GenericSmsConfig | None = None
-    params: dict[str, str] = Field(
-        default_factory=lambda: {"headline": "headline"},
-        description="Vendor template variable -> field (in order, for Tencent's positional variables)",
-    )
-    param_max_length: int = Field(20, ge=1, description="Characters per template variable; longer values are cut")
-    daily_cap_per_number: int = Field(20, ge=1, description="Messages per phone number per 24h, storms included")
-    rate_limit: RateLimitConfig | None = None
-
-    @field_validator("params")
-    @classmethod
-    def _known_fields(cls, value: dict[str, str]) -> dict[str, str]:
-        for variable, source in value.items():
-            if source not in SMS_FIELDS:
-                raise ValueError(f"variable {variable!r}: unknown field {source!r} (known: {', '.join(SMS_FIELDS)})")
-        return value
-
-    def missing_credentials(self) -> list[str]:
-        if self.aliyun is not None and self.provider == "aliyun":
-            a = self.aliyun
-            return _empty(("aliyun.access_key_id", a.access_key_id), ("aliyun.access_key_secret", a.access_key_secret))
-        if self.tencent is not None and self.provider == "tencent":
-            t = self.tencent
-            return _empty(("tencent.secret_id", t.secret_id), ("tencent.secret_key", t.secret_key))
-        return []
-
-    @model_validator(mode="after")
-    def _provider_configured(self) -> SmsChannelConfig:
-        if getattr(self, self.provider) is None:
-            raise ValueError(f"provider {self.provider} needs its `{self.provider}:` settings")
-        return self
-
-
-class EmailChannelConfig(_ChannelBase):
-    type: Literal["email"]
-    host: str
-    port: int | None = Field(None, description="Default: 587 for starttls, 465 for tls, 25 for none")
-    security: Literal["starttls", "tls", "none"] = "starttls"
-    username: str | None = None
-    password: SecretStr | None = None
-    from_: str = Field(alias="from")
-    to: list[str] = Field(default_factory=list, description="Default recipients; a receiver may name others")
-    rate_limit: RateLimitConfig | None = None
-
-    def missing_credentials(self) -> list[str]:
-        return [] if self.host else ["host"]
-
-    @property
-    def effective_port(self) -> int:
-        return self.port or {"starttls": 587, "tls": 465, "none": 25}[self.security]
-
-
-ChannelConfig = Annotated[
-    DingTalkChannelConfig | WeComChannelConfig | FeishuChannelConfig | SmsChannelConfig | EmailChannelConfig,
-    Field(discriminator="type"),
-]
-
-# Fields holding secrets, per channel type, with their nested section: rule files must give them as
-# ${ENV} references (checked by the loader on the text before interpolation).
-SECRET_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "dingtalk": (("access_token",), ("secret",)),
-    "wecom": (("key",),),
-    "feishu": (("hook",), ("secret",)),
-    "sms": (
-        ("aliyun", "access_key_id"),
-        ("aliyun", "access_key_secret"),
-        ("tencent", "secret_id"),
-        ("tencent", "secret_key"),
-        ("generic", "token"),
-    ),
-    "email": (("password",),),
-}
-
-
-class MentionsConfig(_Section):
+class MentionsConfig(Section):
     mobiles: list[str] = Field(default_factory=list)
     user_ids: list[str] = Field(default_factory=list)
     all: bool = False
@@ -379,7 +190,7 @@ def _channel_ref(value: Any) -> Any:
     return {"channel": value} if isinstance(value, str) else value
 
 
-class ReceiverChannelConfig(_Section):
+class ReceiverChannelConfig(Section):
     """One channel of a receiver, with who to ping there (chat) or who receives it (SMS, email)."""
 
     channel: str
@@ -387,7 +198,7 @@ class ReceiverChannelConfig(_Section):
     to: list[str] = Field(default_factory=list, description="Phone numbers (SMS) or addresses (email)")
 
 
-class ReceiverConfig(_Section):
+class ReceiverConfig(Section):
     """A named destination, fanning out to channels."""
 
     name: str
@@ -395,7 +206,7 @@ class ReceiverConfig(_Section):
     channels: list[Annotated[ReceiverChannelConfig, BeforeValidator(_channel_ref)]] = Field(default_factory=list)
 
 
-class RuleFile(_Section):
+class RuleFile(Section):
     """One YAML file: any subset of the sections. Files are merged in name order."""
 
     global_: GlobalConfig | None = Field(None, alias="global")
@@ -407,7 +218,7 @@ class RuleFile(_Section):
     channels: list[ChannelConfig] | None = None
 
 
-class Ruleset(_Section):
+class Ruleset(Section):
     """The merged, validated configuration the server runs on (see `ruleset.build` for the stages)."""
 
     global_: GlobalConfig = Field(default_factory=lambda: GlobalConfig(), alias="global")

@@ -317,6 +317,8 @@ async def test_long_number_list_is_split(fake: FakeAliyunSms) -> None:
 
 async def test_faults_leak_no_secret(fake: FakeAliyunSms, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="httpx")  # whatever an earlier test configured for them
+    caplog.set_level(logging.DEBUG, logger="httpcore")
     errors = [
         await failure(config(fake.url, access_key_secret="wrong-" + SECRET)),
         await failure(config(fake.url, access_key_id="LTAI5tSomebodyElse")),

@@ -162,6 +162,8 @@ def test_retry_after_forms() -> None:
 
 async def test_faults_leak_no_secret(gateway: FakeSmsGateway, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="httpx")  # whatever an earlier test configured for them
+    caplog.set_level(logging.DEBUG, logger="httpcore")
     errors = [await failure(config(gateway.url, token="not-" + TOKEN))]
     for fault in ("500", "reset", "timeout", "429"):
         gateway.fail_next(fault)

@@ -317,6 +317,8 @@ async def test_long_number_list_is_split(fake: FakeTencentSms) -> None:
 
 async def test_faults_leak_no_secret(fake: FakeTencentSms, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="httpx")  # whatever an earlier test configured for them
+    caplog.set_level(logging.DEBUG, logger="httpcore")
     errors = [
         await failure(config(fake.url, secret_key="wrong-" + SECRET_KEY)),
         await failure(config(fake.url, secret_id="AKIDsomebodyElse")),

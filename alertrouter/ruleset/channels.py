@@ -1,0 +1,213 @@
+"""The `channels:` section: one model per channel type, and which of their fields are secrets."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from alertrouter.channels.base import SMS_FIELDS
+from alertrouter.ruleset.base import Duration, Section
+
+__all__ = [
+    "SECRET_FIELDS",
+    "AliyunSmsConfig",
+    "ChannelConfig",
+    "DingTalkChannelConfig",
+    "EmailChannelConfig",
+    "FeishuChannelConfig",
+    "GenericSmsConfig",
+    "RateLimitConfig",
+    "RetryConfig",
+    "SmsChannelConfig",
+    "TencentSmsConfig",
+    "WeComChannelConfig",
+]
+
+
+class RateLimitConfig(Section):
+    """The vendor's limit per robot, enforced before the vendor does (and shared by all replicas)."""
+
+    messages: int = Field(20, ge=1)
+    per: Duration = timedelta(minutes=1)
+    block: Duration = Field(timedelta(minutes=10), description="How long the vendor blocks a robot that exceeds it")
+
+
+class RetryConfig(Section):
+    """Exponential backoff with jitter for transient failures; a dead letter after `give_up_after`."""
+
+    initial: Duration = timedelta(seconds=5)
+    max: Duration = timedelta(minutes=5)
+    give_up_after: Duration = timedelta(hours=24)
+
+
+class _ChannelBase(Section):
+    name: str
+    timeout: Duration = timedelta(seconds=10)
+    retry: RetryConfig = Field(default_factory=lambda: RetryConfig())
+    failover: str | None = Field(
+        None, description="Another channel of the same type that takes critical messages while this one is blocked"
+    )
+
+    def missing_credentials(self) -> list[str]:
+        """Required secrets left empty (`${VAR:-}` with VAR unset): the channel exists but cannot send."""
+        return []
+
+
+def _empty(*secrets: tuple[str, SecretStr | None]) -> list[str]:
+    return [name for name, value in secrets if value is None or not value.get_secret_value()]
+
+
+def _chat_limit() -> RateLimitConfig:
+    return RateLimitConfig()
+
+
+def _sec_prefixed(value: SecretStr | None) -> SecretStr | None:
+    if value is not None and value.get_secret_value() and not value.get_secret_value().startswith("SEC"):
+        raise ValueError("a DingTalk signing secret starts with SEC (robot settings, 加签)")
+    return value
+
+
+class DingTalkChannelConfig(_ChannelBase):
+    type: Literal["dingtalk"]
+    url: str = "https://oapi.dingtalk.com/robot/send"
+    access_token: SecretStr
+    secret: SecretStr | None = Field(None, description="The robot's signing secret (SEC...), when it signs")
+    keyword: str | None = Field(None, description="The robot's required keyword, when it uses keyword mode")
+    msgtype: Literal["markdown", "actionCard"] = "markdown"
+    rate_limit: RateLimitConfig = Field(default_factory=_chat_limit)
+
+    _check_secret = field_validator("secret")(_sec_prefixed)
+
+    def missing_credentials(self) -> list[str]:
+        return _empty(("access_token", self.access_token))
+
+
+class WeComChannelConfig(_ChannelBase):
+    type: Literal["wecom"]
+    url: str = "https://qyapi.weixin.qq.com/cgi-bin/webhook/send"
+    key: SecretStr
+    msgtype: Literal["markdown", "text"] = "markdown"
+    rate_limit: RateLimitConfig = Field(default_factory=_chat_limit)
+
+    def missing_credentials(self) -> list[str]:
+        return _empty(("key", self.key))
+
+
+class FeishuChannelConfig(_ChannelBase):
+    type: Literal["feishu"]
+    url: str = "https://open.feishu.cn/open-apis/bot/v2/hook/"
+    hook: SecretStr = Field(description="The id at the end of the bot's webhook URL")
+    secret: SecretStr | None = None
+    rate_limit: RateLimitConfig = Field(
+        default_factory=lambda: RateLimitConfig(messages=100, per=timedelta(minutes=1), block=timedelta(minutes=1))
+    )
+
+    def missing_credentials(self) -> list[str]:
+        return _empty(("hook", self.hook))
+
+
+class AliyunSmsConfig(Section):
+    access_key_id: SecretStr
+    access_key_secret: SecretStr
+    sign_name: str
+    template_code: str
+    endpoint: str = "https://dysmsapi.aliyuncs.com/"
+    region_id: str = "cn-hangzhou"
+
+
+class TencentSmsConfig(Section):
+    secret_id: SecretStr
+    secret_key: SecretStr
+    sdk_app_id: str
+    sign_name: str
+    template_id: str
+    region: str = "ap-guangzhou"
+    endpoint: str = "https://sms.tencentcloudapi.com/"
+
+
+class GenericSmsConfig(Section):
+    """An HTTP gateway: POST {"to": [...], "text": "...", "params": {...}} as JSON; any 2xx is success."""
+
+    url: str
+    token: SecretStr | None = Field(None, description="Sent as `Authorization: Bearer <token>`")
+
+
+class SmsChannelConfig(_ChannelBase):
+    type: Literal["sms"]
+    provider: Literal["aliyun", "tencent", "generic"]
+    aliyun: AliyunSmsConfig | None = None
+    tencent: TencentSmsConfig | None = None
+    generic: GenericSmsConfig | None = None
+    params: dict[str, str] = Field(
+        default_factory=lambda: {"headline": "headline"},
+        description="Vendor template variable -> field (in order, for Tencent's positional variables)",
+    )
+    param_max_length: int = Field(20, ge=1, description="Characters per template variable; longer values are cut")
+    daily_cap_per_number: int = Field(20, ge=1, description="Messages per phone number per 24h, storms included")
+    rate_limit: RateLimitConfig | None = None
+
+    @field_validator("params")
+    @classmethod
+    def _known_fields(cls, value: dict[str, str]) -> dict[str, str]:
+        for variable, source in value.items():
+            if source not in SMS_FIELDS:
+                raise ValueError(f"variable {variable!r}: unknown field {source!r} (known: {', '.join(SMS_FIELDS)})")
+        return value
+
+    def missing_credentials(self) -> list[str]:
+        if self.aliyun is not None and self.provider == "aliyun":
+            a = self.aliyun
+            return _empty(("aliyun.access_key_id", a.access_key_id), ("aliyun.access_key_secret", a.access_key_secret))
+        if self.tencent is not None and self.provider == "tencent":
+            t = self.tencent
+            return _empty(("tencent.secret_id", t.secret_id), ("tencent.secret_key", t.secret_key))
+        return []
+
+    @model_validator(mode="after")
+    def _provider_configured(self) -> SmsChannelConfig:
+        if getattr(self, self.provider) is None:
+            raise ValueError(f"provider {self.provider} needs its `{self.provider}:` settings")
+        return self
+
+
+class EmailChannelConfig(_ChannelBase):
+    type: Literal["email"]
+    host: str
+    port: int | None = Field(None, description="Default: 587 for starttls, 465 for tls, 25 for none")
+    security: Literal["starttls", "tls", "none"] = "starttls"
+    username: str | None = None
+    password: SecretStr | None = None
+    from_: str = Field(alias="from")
+    to: list[str] = Field(default_factory=list, description="Default recipients; a receiver may name others")
+    rate_limit: RateLimitConfig | None = None
+
+    def missing_credentials(self) -> list[str]:
+        return [] if self.host else ["host"]
+
+    @property
+    def effective_port(self) -> int:
+        return self.port or {"starttls": 587, "tls": 465, "none": 25}[self.security]
+
+
+ChannelConfig = Annotated[
+    DingTalkChannelConfig | WeComChannelConfig | FeishuChannelConfig | SmsChannelConfig | EmailChannelConfig,
+    Field(discriminator="type"),
+]
+
+# Fields holding secrets, per channel type, with their nested section: rule files must give them as
+# ${ENV} references (checked by the loader on the text before interpolation).
+SECRET_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "dingtalk": (("access_token",), ("secret",)),
+    "wecom": (("key",),),
+    "feishu": (("hook",), ("secret",)),
+    "sms": (
+        ("aliyun", "access_key_id"),
+        ("aliyun", "access_key_secret"),
+        ("tencent", "secret_id"),
+        ("tencent", "secret_key"),
+        ("generic", "token"),
+    ),
+    "email": (("password",),),
+}
