@@ -59,6 +59,23 @@ class Settings(BaseSettings):
     )
     delivery_concurrency: int = Field(8, ge=1, description="Channels sent through at the same time")
     deliver: bool = Field(True, description="Run the delivery loop in this process (false: only decide and record)")
+    secret_key: SecretStr | None = Field(
+        None,
+        description="Signs acknowledge/silence links and console sessions; when unset, one is generated "
+        "and kept in the store, shared by every replica",
+    )
+    link_ttl: timedelta = Field(timedelta(hours=24), description="How long the links in a message keep working")
+    link_silence: timedelta = Field(timedelta(hours=1), description="How long a message's 'silence' link silences")
+    console_users: SecretStr | None = Field(
+        None, description="Console logins, user:hash[,user:hash...]; make a hash with `alertrouter hash-password`"
+    )
+    api_tokens: SecretStr | None = Field(
+        None, description="Tokens for API writes (Authorization: Bearer), name:token[,name:token...]"
+    )
+    console_read_only: bool = Field(False, description="Console and API refuse every write but the signed links")
+    console_anonymous_read: bool = Field(False, description="Anyone who reaches the port may read the console")
+    session_ttl: timedelta = Field(timedelta(hours=12), description="How long a console login lasts")
+    scheduler: bool = Field(True, description="Run scheduled jobs (weekly digest, housekeeping) in this process")
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -71,6 +88,9 @@ class Settings(BaseSettings):
         "store_timeout",
         "engine_interval",
         "delivery_interval",
+        "link_ttl",
+        "link_silence",
+        "session_ttl",
         mode="before",
     )
     @classmethod
@@ -79,7 +99,7 @@ class Settings(BaseSettings):
             return parse_duration(value)
         return value
 
-    @field_validator("bearer_token", "basic_password", mode="before")
+    @field_validator("bearer_token", "basic_password", "secret_key", "console_users", "api_tokens", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         return None if value == "" else value

@@ -25,7 +25,11 @@ __all__ = [
     "OutboxRow",
     "RawEventRow",
     "RecipientSendRow",
+    "ScheduledRunRow",
+    "SecretRow",
+    "SilenceRow",
     "UTCDateTime",
+    "UsedTokenRow",
 ]
 
 
@@ -114,7 +118,7 @@ class AlertEventRow(Base):
     """History: every state transition an alert went through, and which webhook caused it."""
 
     __tablename__ = "alert_events"
-    __table_args__ = (Index("ix_alert_events_fingerprint_at", "fingerprint", "at"),)
+    __table_args__ = (Index("ix_alert_events_fingerprint_at", "fingerprint", "at"), Index("ix_alert_events_at", "at"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     fingerprint: Mapped[str] = mapped_column(ForeignKey("alerts.fingerprint", ondelete="CASCADE"))
@@ -291,3 +295,63 @@ class RecipientSendRow(Base):
     channel: Mapped[str] = mapped_column(String(255))
     recipient: Mapped[str] = mapped_column(String(64))
     sent_at: Mapped[datetime]
+
+
+class SilenceRow(Base):
+    """Alertmanager-style silence: alerts whose labels match every matcher are muted between
+    `starts_at` and `ends_at`. Expiring one early sets `ends_at`; `updated_at` tells the engine."""
+
+    __tablename__ = "silences"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    matchers: Mapped[list[str]] = mapped_column(JSONType)  # each in Alertmanager syntax: node="gpu-node-07"
+    starts_at: Mapped[datetime]
+    ends_at: Mapped[datetime] = mapped_column(index=True)
+    created_by: Mapped[str] = mapped_column(String(255))
+    comment: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class ScheduledRunRow(Base):
+    """One run of a scheduled job for one period (a digest for one receiver and week), claimed with an
+    insert or a conditional update so two schedulers, even two leaders, never both do it. `running`
+    with an expired `claimed_until` is a crashed run, claimable again; `done` is final."""
+
+    __tablename__ = "scheduled_runs"
+    __table_args__ = (UniqueConstraint("job", "period"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job: Mapped[str] = mapped_column(String(255))
+    period: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))  # running | done | failed
+    holder: Mapped[str] = mapped_column(String(128))
+    claimed_until: Mapped[datetime]
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    error: Mapped[str | None] = mapped_column(Text)
+    detail: Mapped[dict[str, Any] | None]
+
+
+class UsedTokenRow(Base):
+    """Signed action links already used: a link works once, and only until it expires."""
+
+    __tablename__ = "used_tokens"
+
+    nonce: Mapped[str] = mapped_column(String(64), primary_key=True)
+    action: Mapped[str] = mapped_column(String(16))
+    incident_id: Mapped[int] = mapped_column(Integer)
+    used_at: Mapped[datetime]
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class SecretRow(Base):
+    """Secrets the service makes for itself (the key that signs links and sessions when
+    ALERTROUTER_SECRET_KEY is unset), shared by every replica through the store."""
+
+    __tablename__ = "secrets"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
