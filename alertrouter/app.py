@@ -17,6 +17,7 @@ from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest import routes as ingest_routes
 from alertrouter.ingest.auth import Authenticator
+from alertrouter.keys import load_signers
 from alertrouter.logs import redact_secrets
 from alertrouter.maintenance import Maintenance, TouchBuffer
 from alertrouter.metrics import Metrics
@@ -97,6 +98,9 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
         redact_secrets(secret_values(ruleset))
         runtime = build_runtime(settings, ruleset)
         app.state.runtime = runtime
+        runtime.signers = await load_signers(runtime.db, settings)
+        if runtime.delivery is not None:
+            runtime.delivery.signers = runtime.signers
         runtime.maintenance.start()
         runtime.engine.start()
         if runtime.delivery is not None:

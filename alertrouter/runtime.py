@@ -12,6 +12,7 @@ from alertrouter.channels.base import Channel
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.auth import Authenticator
+from alertrouter.keys import Signers
 from alertrouter.maintenance import Maintenance
 from alertrouter.metrics import Metrics
 from alertrouter.processor import Ingestor
@@ -36,6 +37,7 @@ class Runtime:
     channels: dict[str, Channel]
     delivery: DeliveryWorker | None
     http: httpx.AsyncClient
+    signers: Signers | None = None  # set by the app's startup (the key may live in the store)
 
 
 def _runtime(request: Request) -> Runtime:

@@ -22,6 +22,7 @@ from typing import Any
 from alertrouter.channels.base import Channel, ChannelError
 from alertrouter.delivery.expand import coalesced_row, delivery_rows, failover_row, notification_of
 from alertrouter.delivery.plan import Batch, backoff, plan_batches
+from alertrouter.keys import Signers
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.ruleset import Ruleset
@@ -63,6 +64,7 @@ class DeliveryWorker:
         self.unconfigured = sorted(unconfigured_channels(ruleset))
         self._metrics = metrics
         self._base = (external_url or ruleset.global_.external_url or "").rstrip("/")
+        self.signers: Signers | None = None  # signs the acknowledge/silence links; None: no such links
         self._interval = interval
         self._slots = asyncio.Semaphore(concurrency)
         self._clock = clock
