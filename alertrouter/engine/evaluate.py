@@ -8,7 +8,7 @@ storm roll-up into cluster incidents, routing, and the notify decision per incid
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -43,6 +43,7 @@ from alertrouter.pipeline.aggregate import (
 )
 from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.route import RouteMatch, match_routes, severity_interval
+from alertrouter.pipeline.silence import Silence, Silencer
 from alertrouter.pipeline.throttle import ThrottlePolicy, needs_update, next_state
 from alertrouter.ruleset.build import Pipeline
 
@@ -84,11 +85,16 @@ class Evaluator:
         incidents: Mapping[str, IncidentRecord],
         *,
         now: datetime,
+        silences: Sequence[Silence] = (),
     ) -> EvalResult:
         p = self.pipeline
         views = self._sync(alerts)
         result = EvalResult()
         groups: dict[str, IncidentGroup] = {}
+        silencer = Silencer(silences)
+        change = silencer.next_change(now)
+        if change is not None:
+            result.wake(change)
 
         # inhibition, hold-down, aggregation
         for view in views.values():
@@ -97,17 +103,23 @@ class Evaluator:
             group = groups.setdefault(key, IncidentGroup(key, rule))
             group.alerts.append(view)
             muted = self._inhibitor.mutes(view)
+            # After inhibition, as Alertmanager: an inhibited alert is reported as inhibited, not silenced.
+            silence = silencer.mutes(view.labels, now) if muted is None and silencer else None
             if muted is not None:
                 group.muted += 1
                 result.decisions[view.fingerprint] = AlertDecision(
                     Decision.INHIBITED, key, inhibited_by=muted.source_fingerprint, inhibit_rule=muted.rule
                 )
+            elif silence is not None:
+                group.muted += 1
+                group.silenced += 1
+                result.decisions[view.fingerprint] = AlertDecision(Decision.SILENCED, key, silenced_by=silence.id)
             if not view.firing:
-                if muted is None:
+                if muted is None and silence is None:
                     result.decisions[view.fingerprint] = AlertDecision(Decision.RESOLVED, key)
                 continue
             group.firing += 1
-            if muted is not None:
+            if muted is not None or silence is not None:
                 continue
             hold = self._inhibitor.hold_down(view)
             if hold and view.first_seen is not None and now < view.first_seen + hold:
@@ -229,9 +241,17 @@ class Evaluator:
             )
         for view in group.eligible:
             if group.parent is not None:
-                decision = AlertDecision(Decision.ROLLED_UP, group.parent, routed_to=routed_to)
+                decision = AlertDecision(
+                    Decision.ROLLED_UP, group.parent, routed_to=routed_to, aggregation_rule=group.rule.name
+                )
             elif len(group.eligible) > 1:
-                decision = AlertDecision(Decision.AGGREGATED, group.key, routed_to=routed_to, next_send_at=next_send)
+                decision = AlertDecision(
+                    Decision.AGGREGATED,
+                    group.key,
+                    routed_to=routed_to,
+                    next_send_at=next_send,
+                    aggregation_rule=group.rule.name,
+                )
             elif notified:
                 decision = AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to, next_send_at=next_send)
             elif record is not None and any(record.notify.get(r) for r in routed_to):

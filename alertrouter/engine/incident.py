@@ -31,7 +31,8 @@ class IncidentGroup:
     rule: AggregationRule
     alerts: list[AlertView] = field(default_factory=list)  # all of them, firing or not
     eligible: list[AlertView] = field(default_factory=list)  # firing, not muted, not held
-    muted: int = 0
+    muted: int = 0  # inhibited or silenced
+    silenced: int = 0
     held: list[AlertView] = field(default_factory=list)  # firing, in hold-down
     held_until: datetime | None = None
     firing: int = 0
@@ -52,6 +53,7 @@ def summary_dict(summary: IncidentSummary, group: IncidentGroup) -> dict[str, ob
         "firing": group.firing,
         "eligible": len(group.eligible),
         "muted": group.muted,
+        "silenced": group.silenced,
     }
 
 

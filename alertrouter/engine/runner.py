@@ -20,12 +20,14 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.engine.evaluate import Evaluator
-from alertrouter.engine.types import EvalResult, LiveAlert
+from alertrouter.engine.types import Decision, EvalResult, LiveAlert
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
+from alertrouter.pipeline.silence import Silence
 from alertrouter.ruleset.build import Pipeline
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store import engine as store
+from alertrouter.store.alerts import insert_events
 
 __all__ = ["EngineRunner"]
 
@@ -63,6 +65,7 @@ class EngineRunner:
         self._updated: dict[str, datetime] = {}
         self._decisions: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
         self._watermark: datetime | None = None
+        self._silences: list[Silence] = []
         self._leader = False
         self._nudged = asyncio.Event()
         self._stopping = False
@@ -88,6 +91,7 @@ class EngineRunner:
         self._updated.clear()
         self._decisions.clear()
         self._watermark = None
+        self._silences = []
         self._last = None
         self._lease_renewed = None
         self._evaluator = Evaluator(self.pipeline)
@@ -104,8 +108,10 @@ class EngineRunner:
                 return None
             changed_since = None if self._watermark is None else self._watermark - OVERLAP
             changed = await store.load_live_alerts(session, changed_since=changed_since, resolved_since=now - RECENT)
-            if self._idle(changed, now):
+            silences = await store.load_silences(session, now=now)
+            if self._idle(changed, now) and silences == self._silences:
                 return await self._keep_lease(now)
+            self._silences = silences
             for live, updated_at, decision, detail in changed:
                 self._alerts[live.fingerprint] = live
                 self._updated[live.fingerprint] = updated_at
@@ -115,7 +121,9 @@ class EngineRunner:
             self._evict(now)
             records = await store.load_incidents(session, resolved_since=now - RECENT)
         # Pure CPU work: in a worker thread, so the event loop keeps answering webhooks during a big pass.
-        result = await asyncio.to_thread(self._evaluator.evaluate, list(self._alerts.values()), records, now=now)
+        result = await asyncio.to_thread(
+            self._evaluator.evaluate, list(self._alerts.values()), records, now=now, silences=silences
+        )
         if not await self._under_lease(now, lambda session: self._persist(session, result, now)):
             return None
         self._last = result
@@ -178,17 +186,30 @@ class EngineRunner:
 
     async def _persist(self, session: AsyncSession, result: EvalResult, now: datetime) -> None:
         await store.save_incidents(session, result.incidents.values(), now)
+        await store.clear_acknowledgements(session, [s.key for s in result.incidents.values() if s.opened_at == now])
         reasons = {(i.incident, i.receiver): i.reason.value for i in result.intents}
         await store.save_notify_states(session, result.notify_states, reasons)
         await store.insert_intents(session, result.intents, now)
         node_label = self.pipeline.nodes.label
         rows = []
+        events = []
         for fp, decision in result.decisions.items():
             detail = decision.detail()
             stored = (decision.decision.value, detail)
             if self._decisions.get(fp) == stored:
                 continue
             self._decisions[fp] = stored
+            # The decision trail: each change, kept as history (the console and the digest read it).
+            events.append(
+                {
+                    "fingerprint": fp,
+                    "kind": "decision",
+                    "at": now,
+                    "episode_starts_at": self._alerts[fp].starts_at,
+                    "raw_event_id": None,
+                    "detail": {"decision": decision.decision.value, "incident": decision.incident, **detail},
+                }
+            )
             rows.append(
                 {
                     "fingerprint": fp,
@@ -202,6 +223,7 @@ class EngineRunner:
             if decision.inhibit_rule and self._metrics is not None:
                 self._metrics.inhibited.labels(rule=decision.inhibit_rule).inc()
         await store.save_decisions(session, rows)
+        await insert_events(session, events)
 
     def _observe(self, result: EvalResult, seconds: float) -> None:
         m = self._metrics
@@ -213,8 +235,8 @@ class EngineRunner:
         counts: dict[str, int] = {}
         for decision in result.decisions.values():
             counts[decision.decision.value] = counts.get(decision.decision.value, 0) + 1
-        for name in ("notify", "aggregated", "rolled_up", "throttled", "inhibited", "held", "resolved"):
-            m.decisions.labels(decision=name).set(counts.get(name, 0))
+        for name in Decision:
+            m.decisions.labels(decision=name.value).set(counts.get(name.value, 0))
 
     async def _loop(self) -> None:
         """A pass every `interval`, or sooner when nudged or a timer is due, but never two passes closer

@@ -28,6 +28,7 @@ class Decision(enum.StrEnum):
     ROLLED_UP = "rolled_up"  # its node incident is part of a cluster incident (a storm)
     THROTTLED = "throttled"  # already told; the next message is due at `next_send_at`
     INHIBITED = "inhibited"  # muted by `inhibited_by` under `inhibit_rule`
+    SILENCED = "silenced"  # muted by the silence `silenced_by`
     HELD = "held"  # hold-down: waiting until `held_until` for a source that may mute it
     RESOLVED = "resolved"
 
@@ -49,6 +50,8 @@ class AlertDecision:
     incident: str | None
     inhibited_by: str | None = None
     inhibit_rule: str | None = None
+    silenced_by: str | None = None
+    aggregation_rule: str | None = None
     held_until: datetime | None = None
     next_send_at: datetime | None = None
     routed_to: tuple[str, ...] = ()
@@ -59,6 +62,10 @@ class AlertDecision:
         if self.inhibited_by:
             out["inhibited_by"] = self.inhibited_by
             out["inhibit_rule"] = self.inhibit_rule
+        if self.silenced_by:
+            out["silenced_by"] = self.silenced_by
+        if self.aggregation_rule:
+            out["aggregation_rule"] = self.aggregation_rule
         if self.held_until:
             out["held_until"] = self.held_until.isoformat()
         if self.next_send_at:

@@ -11,16 +11,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.engine.types import IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.model import AlertStatus
+from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
 from alertrouter.store.alerts import _insert, alerts_t
-from alertrouter.store.tables import IncidentRow, LeaseRow, NotifyStateRow, OutboxRow
+from alertrouter.store.tables import IncidentRow, LeaseRow, NotifyStateRow, OutboxRow, SilenceRow
 
 __all__ = [
+    "clear_acknowledgements",
     "hold_lease",
     "insert_intents",
     "lease_held_by_other",
     "load_incidents",
     "load_live_alerts",
+    "load_silences",
     "save_decisions",
     "save_incidents",
     "save_notify_states",
@@ -203,3 +206,19 @@ async def save_decisions(session: AsyncSession, rows: Sequence[Mapping[str, Any]
             for r in sorted(rows, key=lambda r: r["fingerprint"])
         ],
     )
+
+
+async def load_silences(session: AsyncSession, *, now: datetime) -> list[Silence]:
+    """Silences in force now or later; expired ones no longer matter to the engine."""
+    rows = (await session.scalars(select(SilenceRow).where(SilenceRow.ends_at > now))).all()
+    return [Silence.parse(r.id, r.matchers, r.starts_at, r.ends_at) for r in rows]
+
+
+async def clear_acknowledgements(session: AsyncSession, keys: Sequence[str]) -> None:
+    """An incident that fired again after resolving is a new occurrence: its old acknowledgement ends."""
+    for chunk in (keys[i : i + 500] for i in range(0, len(keys), 500)):
+        await session.execute(
+            update(incidents_t)
+            .where(incidents_t.c.key.in_(chunk), incidents_t.c.acknowledged_at.is_not(None))
+            .values(acknowledged_at=None, acknowledged_by=None)
+        )

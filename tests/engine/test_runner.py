@@ -79,7 +79,11 @@ async def test_node_incident_decisions_and_outbox_are_stored(db: Database) -> No
     assert {a.decision for a in alerts} == {"aggregated"}
     assert {a.node for a in alerts} == {"gpu-node-07"}
     assert {a.incident_key for a in alerts} == {incident.key}
-    assert alerts[0].decision_detail == {"routed_to": ["ops-north"], "next_send_at": "2026-11-21T08:30:30+00:00"}
+    assert alerts[0].decision_detail == {
+        "routed_to": ["ops-north"],
+        "next_send_at": "2026-11-21T08:30:30+00:00",
+        "aggregation_rule": "gpu-by-node",
+    }
     (state,) = await rows(db, NotifyStateRow)
     assert len(state.firing) == 8
 
