@@ -210,7 +210,7 @@ async def save_decisions(session: AsyncSession, rows: Sequence[Mapping[str, Any]
 
 async def load_silences(session: AsyncSession, *, now: datetime) -> list[Silence]:
     """Silences in force now or later; expired ones no longer matter to the engine."""
-    rows = (await session.scalars(select(SilenceRow).where(SilenceRow.ends_at > now))).all()
+    rows = (await session.scalars(select(SilenceRow).where(SilenceRow.ends_at > now).order_by(SilenceRow.id))).all()
     return [Silence.parse(r.id, r.matchers, r.starts_at, r.ends_at) for r in rows]
 
 
