@@ -1,9 +1,10 @@
 """Renders notifications with the Jinja2 templates in `templates/<channel>/<kind>.<fmt>.j2`.
 
 Label and annotation values are data: they reach templates only as context values, are cleaned and
-capped in Python first, and every `{{ }}` output is escaped for the format (HTML for `.html.j2`,
-a markdown escaper for `.md.j2`, mention/control stripping for `.txt.j2`), so a label cannot add a
-link, a heading, a `<font>` tag or a mention. All environments are sandboxed with `StrictUndefined`.
+capped in Python first (`alertrouter.render_context`), and every `{{ }}` output is escaped for the
+format (HTML for `.html.j2`, a markdown escaper for `.md.j2`, mention/control stripping for `.txt.j2`),
+so a label cannot add a link, a heading, a `<font>` tag or a mention. All environments are sandboxed
+with `StrictUndefined`.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -23,7 +24,23 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, truncate_utf8, utf8_len
+from alertrouter.durations import format_duration
 from alertrouter.paths import data_dir
+from alertrouter.render_context import (
+    ANNOTATION_CAP,
+    CONTROL_CHARS,
+    HEADLINE_CAP,
+    KEY_CAP,
+    LABEL_CAP,
+    MAX_LISTED,
+    AlertContext,
+    ItemContext,
+    LocalClock,
+    as_map,
+    build_item,
+    clean,
+    severity_style,
+)
 
 __all__ = [
     "ANNOTATION_CAP",
@@ -37,17 +54,9 @@ __all__ = [
     "escape_markdown",
 ]
 
-LABEL_CAP = 256  # characters of a label value (and of a cluster member headline)
-ANNOTATION_CAP = 1024  # characters of an annotation value
-HEADLINE_CAP = 512
-KEY_CAP = 128  # label names, incident keys
-MAX_LABELS = 64  # labels kept per alert
-MAX_LISTED = 500  # alerts / members / items turned into context; the rest count in "+N more"
-GRID_MAX = 16  # a GPU grid is drawn for nodes with at most this many units
 TITLE_LIMIT = 128  # bytes
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]+")
 _SWAP = str.maketrans({"<": "＜", ">": "＞", "@": "＠", "[": "［", "]": "］"})
 _CHAT_SWAP = str.maketrans({"<": "＜", ">": "＞", "@": "＠"})
 _MD_INLINE = re.compile(r"([\\`*])")
@@ -55,38 +64,21 @@ _MD_BLOCK = re.compile(r"^(\s*)([#+=-])(?=[\s#=-]|$)")
 _MD_LIST = re.compile(r"^(\s*\d+)([.)])(?=\s|$)")
 _MOBILE = re.compile(r"^\+?[0-9][0-9-]{4,19}$")
 _USER_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-_UNIT_LABELS = ("gpu", "GPU", "gpu_index", "minor_number", "device")
-_NODE_LABELS = ("node", "hostname", "Hostname", "kubernetes_node", "instance")
-_REASONS = {"first": "new", "grew": "more alerts joined", "repeat": "still firing", "resolved": "resolved"}
 _BLANK_LINES = re.compile(r"\n\s*\n(?:\s*\n)+")
-_STYLES = {  # severity -> (emoji, WeCom font colour, HTML colour)
-    "critical": ("🔴", "warning", "#c62828"),
-    "warning": ("🟠", "warning", "#ef6c00"),
-    "info": ("🔵", "comment", "#1565c0"),
-}
-_OTHER_STYLE = ("⚪", "comment", "#616161")
-_RESOLVED_STYLE = ("✅", "info", "#2e7d32")
 _PLAIN_CHANNELS = frozenset({"sms", "email"})  # no mention syntax to neutralise in their plain text
-
-
-def clean(value: object, cap: int) -> str:
-    """`value` as one line without control or bidi characters, at most `cap` characters."""
-    text = value if isinstance(value, str) else ("" if value is None else str(value))
-    text = _CONTROL.sub(" ", text[: cap * 4]).strip()  # cut first: a 100 KB value costs nothing
-    return text if len(text) <= cap else text[: cap - 1] + "…"
 
 
 def escape_markdown(text: str) -> str:
     """Neutralises markdown in `text` whatever the renderer: links, HTML/`<font>`, `<@all>`, `@mobile`
     by full-width look-alikes (DingTalk and WeCom do not document backslash escapes); emphasis, code
     and line-start headings/lists by CommonMark backslash escapes."""
-    text = _MD_INLINE.sub(r"\\\1", _CONTROL.sub(" ", text).translate(_SWAP))
+    text = _MD_INLINE.sub(r"\\\1", CONTROL_CHARS.sub(" ", text).translate(_SWAP))
     return _MD_LIST.sub(r"\1\\\2", _MD_BLOCK.sub(r"\1\\\2", text))
 
 
 def escape_chat_text(text: str) -> str:
     """Plain text for chat robots: no `<at ...>` (Feishu), `<@id>` or `@mobile` mention syntax."""
-    return _CONTROL.sub(" ", text).translate(_CHAT_SWAP)
+    return CONTROL_CHARS.sub(" ", text).translate(_CHAT_SWAP)
 
 
 def _finalizer(escape: Callable[[str], str]) -> Callable[[Any], Any]:
@@ -101,14 +93,14 @@ def _finalizer(escape: Callable[[str], str]) -> Callable[[Any], Any]:
 
 
 def _html_finalize(value: Any) -> Any:
-    return value if hasattr(value, "__html__") else _CONTROL.sub(" ", str(value))
+    return value if hasattr(value, "__html__") else CONTROL_CHARS.sub(" ", str(value))
 
 
 def _environment(loader: BaseLoader, style: str) -> ImmutableSandboxedEnvironment:
     """Every environment autoescapes (so macros return Markup and are not escaped twice); markdown and
     text escape through `finalize`, HTML through markupsafe."""
     escapes: dict[str, Callable[[str], str]] = {"markdown": escape_markdown, "chat-text": escape_chat_text}
-    escape = escapes.get(style, lambda text: _CONTROL.sub(" ", text)) if style != "html" else None
+    escape = escapes.get(style, lambda text: CONTROL_CHARS.sub(" ", text)) if style != "html" else None
     env = ImmutableSandboxedEnvironment(
         loader=loader,
         undefined=StrictUndefined,
@@ -127,229 +119,26 @@ def _style_for(channel: str, fmt: str) -> str:
     return {"html": "html", "md": "markdown"}.get(fmt) or ("text" if channel in _PLAIN_CHANNELS else "chat-text")
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _seq(value: object) -> Sequence[Any]:
-    return value if isinstance(value, list | tuple) else ()
-
-
-def _int(value: object, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _labels(value: object) -> dict[str, str]:
-    items = list(_map(value).items())[:MAX_LABELS]
-    return {clean(k, KEY_CAP): clean(v, LABEL_CAP) for k, v in items}
-
-
-def _first(labels: Mapping[str, str], names: Sequence[str]) -> str:
-    return next((labels[n] for n in names if labels.get(n)), "")
-
-
-def _time(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        t = value
-    elif isinstance(value, str) and value:
-        try:
-            t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    else:
-        return None
-    t = t if t.tzinfo else t.replace(tzinfo=UTC)
-    return t if t.year > 1 else None  # Alertmanager's zero time
-
-
-def _age_text(delta: timedelta) -> str:
-    """`45s`, `12m`, `3h 5m`, `2d 4h`."""
-    s = max(0, int(delta.total_seconds()))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h {s % 3600 // 60}m" if s % 3600 >= 60 else f"{s // 3600}h"
-    return f"{s // 86400}d {s % 86400 // 3600}h"
-
-
 def _safe_link(value: object) -> str:
     """An http(s) URL with every character markdown or HTML could read as syntax percent-encoded."""
     url = value.strip() if isinstance(value, str) else ""
-    if urlsplit(url).scheme.lower() not in ("http", "https") or _CONTROL.search(url):
+    if urlsplit(url).scheme.lower() not in ("http", "https") or CONTROL_CHARS.search(url):
         return ""
     return quote(url, safe=":/?#&=%+,;~-._!$")
 
 
-def _grid(units: Sequence[str], total: int) -> str:
-    """`■■■□■□■□`: which of a node's units alert; empty when units are not indexes below `total`."""
-    if not 0 < total <= GRID_MAX or not all(u.isdigit() and int(u) < total for u in units):
-        return ""
-    lit = {int(u) for u in units}
-    return "".join("■" if i in lit else "□" for i in range(total))
-
-
-@dataclass(frozen=True, slots=True)
-class AlertContext:
-    """One alert of an incident, as templates see it (`incident.alerts`)."""
-
-    alertname: str
-    unit: str  # the GPU index (label gpu / GPU / gpu_index / minor_number / device), or ""
-    node: str
-    firing: bool
-    summary: str  # annotations.summary
-    description: str
-    since: str  # local start time, "18:00 CST"
-    labels: Mapping[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class ItemContext:
-    """One outbox snapshot, as templates see it (`incident`, and each of `items`)."""
-
-    incident: str  # the incident key
-    kind: str  # node | cluster
-    reason: str  # first | grew | repeat | resolved
-    reason_text: str  # new | more alerts joined | still firing | resolved
-    status: str  # firing | resolved
-    resolved: bool
-    severity: str
-    severity_label: str  # CRITICAL, or RESOLVED
-    emoji: str
-    color: str  # WeCom <font color>: info | comment | warning
-    html_color: str
-    headline: str
-    alertname: str
-    node: str
-    region: str
-    rack: str
-    location: str  # "region north, rack r12"
-    gpus: str  # "6/8" (node) or "211" (cluster) or ""
-    unit_name: str  # "GPUs"
-    units: tuple[str, ...]  # at most GRID_MAX shown
-    units_text: str  # "0, 1, 2, 3, 5, 7"
-    grid: str  # "■■■□■□■□" or ""
-    count: int  # alerts (firing ones while firing)
-    nodes: int  # member nodes of a cluster incident
-    summary: str  # the most common annotations.summary
-    description: str
-    since: str  # "18:00 CST", or "11-20 18:00 CST" on another day
-    since_full: str  # "2026-11-21 18:00 CST"
-    age: str  # "12m": firing for, or (resolved) lasted
-    alerts: tuple[AlertContext, ...]
-    alerts_more: int
-    members: tuple[str, ...]  # cluster: member node headlines
-    members_more: int
-    labels: Mapping[str, str]
-
-    def shown(self, k: int) -> ItemContext:
-        """This item listing at most `k` entries of its main list (members for clusters)."""
-        if self.kind == "cluster":
-            members = self.members[:k]
-            return replace(self, members=members, members_more=self.members_more + len(self.members) - len(members))
-        alerts = self.alerts[:k]
-        return replace(self, alerts=alerts, alerts_more=self.alerts_more + len(self.alerts) - len(alerts))
-
-
-def _style(severity: str, resolved: bool) -> tuple[str, str, str]:
-    return _RESOLVED_STYLE if resolved else _STYLES.get(severity.lower(), _OTHER_STYLE)
-
-
-@dataclass(frozen=True, slots=True)
-class _Clock:
-    tz: ZoneInfo
-
-    def local(self, t: datetime, ref: datetime) -> str:
-        lt, lref = t.astimezone(self.tz), ref.astimezone(self.tz)
-        fmt = "%H:%M %Z" if lt.date() == lref.date() else "%m-%d %H:%M %Z"
-        return lt.strftime(fmt)
-
-    def full(self, t: datetime) -> str:
-        return t.astimezone(self.tz).strftime("%Y-%m-%d %H:%M %Z")
-
-
-def _alert(raw: Mapping[str, Any], clock: _Clock, ref: datetime) -> AlertContext:
-    labels = _labels(raw.get("labels"))
-    notes = _map(raw.get("annotations"))
-    started = _time(raw.get("starts_at"))
-    return AlertContext(
-        alertname=labels.get("alertname", ""),
-        unit=_first(labels, _UNIT_LABELS),
-        node=_first(labels, _NODE_LABELS),
-        firing=raw.get("firing") is not False,
-        summary=clean(notes.get("summary"), ANNOTATION_CAP),
-        description=clean(notes.get("description"), ANNOTATION_CAP),
-        since=clock.local(started, ref) if started else "",
-        labels=labels,
-    )
-
-
-def _alert_order(a: AlertContext) -> tuple[bool, int, str, str]:
-    return (not a.firing, int(a.unit) if a.unit.isdigit() and len(a.unit) < 9 else 1 << 30, a.unit, a.alertname)
-
-
-def _build_item(raw: Mapping[str, Any], *, fallback_severity: str, clock: _Clock, now: datetime) -> ItemContext:
-    """The template context of one outbox snapshot; every key may be missing."""
-    labels = _labels(raw.get("labels"))
-    summary = _map(raw.get("summary"))
-    ref = _time(raw.get("at")) or now
-    opened = _time(raw.get("opened_at"))
-    raw_alerts = _seq(raw.get("alerts"))
-    alerts = tuple(sorted((_alert(_map(a), clock, ref) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
-    resolved = raw.get("status") == "resolved"
-    kind = "cluster" if raw.get("kind") == "cluster" else "node"
-    severity = clean(raw.get("severity") or fallback_severity, KEY_CAP)
-    emoji, color, html_color = _style(severity, resolved)
-    units_raw = summary.get("units")
-    units = tuple(clean(u, LABEL_CAP) for u in _seq(units_raw))
-    total = _int(summary.get("units_total"))
-    if kind == "cluster":
-        gpus = str(units_raw) if _int(units_raw) else ""
-    else:
-        gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
-    count = _int(summary.get("firing" if not resolved and "firing" in summary else "alerts"), len(raw_alerts))
-    listed = max(len(raw_alerts), _int(summary.get("eligible" if not resolved else "alerts"), count))
-    members = tuple(clean(m, LABEL_CAP) for m in _seq(summary.get("members"))[:MAX_LISTED])
-    nodes = _int(summary.get("nodes"), len(members))
-    top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
-    scope = [f"{name} {labels[name]}" for name in ("region", "rack", "cluster") if labels.get(name)]
-    return ItemContext(
-        incident=clean(raw.get("incident"), KEY_CAP),
-        kind=kind,
-        reason=clean(raw.get("reason"), KEY_CAP),
-        reason_text=_REASONS.get(str(raw.get("reason")), clean(raw.get("reason"), KEY_CAP)),
-        status="resolved" if resolved else "firing",
-        resolved=resolved,
-        severity=severity,
-        severity_label="RESOLVED" if resolved else (severity.upper() or "ALERT"),
-        emoji=emoji,
-        color=color,
-        html_color=html_color,
-        headline=clean(raw.get("headline") or summary.get("headline") or labels.get("alertname"), HEADLINE_CAP),
-        alertname=labels.get("alertname", "") or (alerts[0].alertname if alerts else ""),
-        node=_first(labels, _NODE_LABELS),
-        region=labels.get("region", ""),
-        rack=labels.get("rack", ""),
-        location=", ".join(scope),
-        gpus=gpus,
-        unit_name=clean(summary.get("unit_name") or "GPUs", KEY_CAP),
-        units=units[:GRID_MAX],
-        units_text=", ".join(units[:GRID_MAX]) + (", …" if len(units) > GRID_MAX else ""),
-        grid="" if kind == "cluster" else _grid(units, total),
-        count=count,
-        nodes=nodes,
-        summary=top[0][0] if top else next((a.summary for a in alerts if a.summary), ""),
-        description=next((a.description for a in alerts if a.description), ""),
-        since=clock.local(opened, ref) if opened else "",
-        since_full=clock.full(opened) if opened else "",
-        age=_age_text(ref - opened) if opened else "",
-        alerts=alerts,
-        alerts_more=max(0, listed - len(alerts)),
-        members=members,
-        members_more=max(0, nodes - len(members)),
-        labels=labels,
-    )
+def _cut_keeping(text: str, limit: int, anchors: Sequence[str]) -> str:
+    """`text` cut to `limit` bytes, the last resort when even no listed entries fit. The lines from the
+    first that holds one of `anchors` (the action links, which the templates put in the footer) are
+    kept whole and the text above them is cut instead: a cut message must still be actionable."""
+    found = [i for i in (text.find(a) for a in anchors if a) if i >= 0]
+    if found:
+        start = text.rfind("\n", 0, min(found)) + 1
+        tail = text[start:]
+        room = limit - utf8_len(tail) - 1
+        if room > 0:
+            return truncate_utf8(text[:start].rstrip("\n"), room) + "\n" + tail
+    return truncate_utf8(text, limit)
 
 
 def _mention(channel: str, fmt: str, mentions: Mentions) -> Markup:
@@ -418,7 +207,7 @@ class Templates:
 
     def __init__(self, user_dir: Path | None = None, *, builtin_dir: Path | None = None, timezone: str = "UTC") -> None:
         try:
-            self._clock = _Clock(ZoneInfo(timezone))
+            self._clock = LocalClock(ZoneInfo(timezone))
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown timezone {timezone!r}") from exc
         self.builtin_dir = builtin_dir or data_dir("templates")
@@ -466,7 +255,9 @@ class Templates:
                 best, lo = candidate, mid + 1
             else:
                 hi = mid - 1
-        return best if best is not None else truncate_utf8(fill(0), limit_bytes)
+        if best is not None:
+            return best
+        return _cut_keeping(fill(0), limit_bytes, (prepared.top["ack_link"], prepared.top["silence_link"]))
 
     def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
         limit = TITLE_LIMIT if limit_bytes is None else limit_bytes
@@ -475,13 +266,13 @@ class Templates:
     def _items(self, n: Notification) -> tuple[ItemContext, ...]:
         now = n.created_at or datetime.now(UTC)
         raws = n.items[:MAX_LISTED] or ({},)
-        return tuple(_build_item(_map(r), fallback_severity=n.severity, clock=self._clock, now=now) for r in raws)
+        return tuple(build_item(as_map(r), fallback_severity=n.severity, clock=self._clock, now=now) for r in raws)
 
     def _prepare(self, channel: str, fmt: str, n: Notification) -> _Prepared:
         items = self._items(n)
         counts = _severity_counts(items)
         resolved = n.kind is MessageKind.RESOLVED or all(i.resolved for i in items)
-        emoji, color, html_color = _style(n.severity, resolved)
+        emoji, color, html_color = severity_style(n.severity, resolved)
         created = n.created_at or datetime.now(UTC)
         top = {
             "kind": str(n.kind),
@@ -492,6 +283,9 @@ class Templates:
             "color": color,
             "html_color": html_color,
             "link": _safe_link(n.link),
+            "ack_link": _safe_link(n.ack_link),
+            "silence_link": _safe_link(n.silence_link),
+            "silence_for": format_duration(n.silence_for) if n.silence_for else "",
             "title": truncate_utf8(_title(n, items), HEADLINE_CAP),
             "mention": _mention(channel, fmt, n.mentions),
             "items_total": len(n.items),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,6 +26,28 @@ def render_sample(templates: Templates, name: str, *, limit_bytes: int | None = 
 
 _SAMPLE_NOW = datetime(2026, 11, 21, 10, 12, 30, tzinfo=UTC)
 _SAMPLE_URL = "https://alertrouter.example.com"
+# Made by `links.action_link` with the key "alertrouter-sample-key-not-a-secret" at _SAMPLE_NOW (24h),
+# pasted so that previews do not change from run to run: incident -> (acknowledge, silence) tokens.
+_SAMPLE_TOKENS = {
+    1042: (
+        "eyJhIjoiYWNrIiwiZXhwIjoxNzk1MzQyMzUwLCJpIjoxMDQyLCJuIjoiYm1qbGVQQ1NONnVNWVUxVSJ9"
+        ".T9pCrU2xYXPTCHy_LBYpJ6yLJ0lkig54Bg6oWvGc_K8",
+        "eyJhIjoic2lsZW5jZSIsImV4cCI6MTc5NTM0MjM1MCwiaSI6MTA0MiwibiI6IjVBNzNrRWh3SkhZQVJlOS0ifQ"
+        ".pHKMvNmXhlClL2CQxwL6c_llmTdszCamBBv1av-75hs",
+    ),
+    1043: (
+        "eyJhIjoiYWNrIiwiZXhwIjoxNzk1MzQyMzUwLCJpIjoxMDQzLCJuIjoiZVpFSXdtTkM1VDFPYWtBaiJ9"
+        ".zG6eIQL_tRK1D4kSPLDEzCRIK6nt8QqEMEdjdxIX9RM",
+        "eyJhIjoic2lsZW5jZSIsImV4cCI6MTc5NTM0MjM1MCwiaSI6MTA0MywibiI6Im9ueE42ME9BbUZhcGpBSE8ifQ"
+        ".B1GoJpQIYHdrcvI6uHFBkp44JzyxCWVfFROk7bJ4v3Y",
+    ),
+}
+
+
+def _with_actions(n: Notification, incident_id: int) -> Notification:
+    """`n` with the acknowledge/silence links the delivery loop adds to messages about a firing incident."""
+    ack, silence = (f"{_SAMPLE_URL}/a/{token}" for token in _SAMPLE_TOKENS[incident_id])
+    return replace(n, ack_link=ack, silence_link=silence, silence_for=timedelta(hours=1))
 
 
 def _sample_item(
@@ -56,7 +79,7 @@ def _sample_item(
 
 
 def sample_notifications() -> dict[str, Notification]:
-    """One realistic notification per message kind, at a fixed time."""
+    """One realistic notification per message kind, at a fixed time; firing ones with action links."""
     nodes = [_sample_item(f"gpu-node-{i:02d}", "GPUHighTemp", "critical", range(6 if i < 26 else 5)) for i in range(37)]
     head = "GPUHighTemp on 37 nodes in region north: 211 GPUs"
     summary = {"headline": head, "nodes": 37, "units": 211, "members": [n["headline"] for n in nodes], "alerts": 211}
@@ -82,9 +105,12 @@ def sample_notifications() -> dict[str, Notification]:
         (MessageKind.CLUSTER, [cluster], storm, at),
         (MessageKind.COALESCED, coalesced, listing, Mentions()),
     ]
-    return {
+    samples = {
         kind.value: Notification(
             kind, "oncall-core", items[0]["severity"], tuple(items), link, at_, created_at=_SAMPLE_NOW
         )
         for kind, items, link, at_ in kinds
     }
+    for kind, incident_id in ((MessageKind.FIRING, 1042), (MessageKind.UPDATE, 1042), (MessageKind.CLUSTER, 1043)):
+        samples[kind.value] = _with_actions(samples[kind.value], incident_id)
+    return samples

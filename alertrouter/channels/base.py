@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -84,6 +84,9 @@ class Notification:
     `items` are the engine's outbox snapshots (see `engine.incident.message_snapshot`): one, or several
     when coalesced, worst severity first. `link` points at the incident page (for coalesced messages,
     at the notifications list). `recipients`: phone numbers for SMS, addresses for email.
+    `ack_link` / `silence_link`: signed, expiring, single-use links that acknowledge the incident or
+    silence it for `silence_for` (see `alertrouter.links`); set only on messages about one firing
+    incident, and never put in an SMS.
     """
 
     kind: MessageKind
@@ -95,6 +98,9 @@ class Notification:
     recipients: tuple[str, ...] = ()
     created_at: datetime | None = None
     delivery_id: int | None = None
+    ack_link: str | None = None
+    silence_link: str | None = None
+    silence_for: timedelta | None = None
 
     @property
     def first(self) -> Mapping[str, Any]:

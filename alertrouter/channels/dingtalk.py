@@ -8,6 +8,7 @@ import hmac
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote
 
@@ -15,15 +16,25 @@ import httpx
 
 from alertrouter.channels.base import ChannelError, Mentions, Notification, Renderer, truncate_utf8
 from alertrouter.channels.http import deliver, encode_json, fit_body, protect_logs, redact, vendor_code
+from alertrouter.durations import format_duration
 from alertrouter.ruleset.schema import DingTalkChannelConfig
 
-__all__ = ["BUTTON_TITLE", "MAX_BODY_BYTES", "DingTalkChannel", "dingtalk_error", "dingtalk_sign"]
+__all__ = [
+    "ACK_TITLE",
+    "BUTTON_TITLE",
+    "MAX_BODY_BYTES",
+    "DingTalkChannel",
+    "action_buttons",
+    "dingtalk_error",
+    "dingtalk_sign",
+]
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 20_000  # the whole JSON body; errcode 460101 (older 101002) above it
 TITLE_LIMIT_BYTES = 200  # what the conversation list shows; longer titles only get cut there
-BUTTON_TITLE = "View incident"
+BUTTON_TITLE = "详情 Details"  # the incident page
+ACK_TITLE = "确认 Acknowledge"
 
 _RATE_LIMITED = frozenset({130101})
 _PERMANENT = frozenset({310000, 300001, 300005, 460101, 101002})
@@ -65,6 +76,15 @@ def dingtalk_error(
     return ChannelError(message, permanent=_is_permanent(errcode), code=str(errcode))
 
 
+def action_buttons(notification: Notification) -> list[dict[str, str]]:
+    """An actionCard's `btns`: acknowledge, silence (when the message has those links), the incident."""
+    silence = "静默 Silence"
+    if notification.silence_for:
+        silence = f"静默 {format_duration(notification.silence_for)} Silence"
+    links = (ACK_TITLE, notification.ack_link), (silence, notification.silence_link), (BUTTON_TITLE, notification.link)
+    return [{"title": title, "actionURL": url} for title, url in links if url]
+
+
 def _mention_line(mentions: Mentions) -> str:
     """DingTalk pings only people named in `at` whose `@<mobile>` / `@<userid>` is also in the text."""
     return " ".join(f"@{who}" for who in (*mentions.mobiles, *mentions.user_ids))
@@ -73,10 +93,12 @@ def _mention_line(mentions: Mentions) -> str:
 class DingTalkChannel:
     """One DingTalk robot.
 
-    `msgtype: actionCard` sends the incident link as a button (a plain link: a webhook robot cannot
-    receive clicks). DingTalk documents `at` for text and markdown messages only, so a notification
-    that must ping someone, or has no link for the button, is sent as markdown instead: a ping is worth
-    more than a button. The HTTP client belongs to the caller, who closes it.
+    `msgtype: actionCard` sends the acknowledge, silence and incident links as buttons (plain links:
+    a webhook robot cannot receive clicks), and leaves the acknowledge/silence links out of the card's
+    text. DingTalk documents `at` for text and markdown messages only, so a notification that must ping
+    someone, or has no link for a button, is sent as markdown instead, its links written in the text:
+    a ping is worth more than a button. A `markdown` robot always gets markdown. The HTTP client
+    belongs to the caller, who closes it.
     """
 
     type: str = "dingtalk"
@@ -131,18 +153,22 @@ class DingTalkChannel:
     def _body(self, notification: Notification) -> bytes:
         mentions = notification.mentions
         msgtype = self._config.msgtype
-        if msgtype == "actionCard" and (mentions or not notification.link):
+        buttons = action_buttons(notification)
+        if msgtype == "actionCard" and (mentions or not buttons):
             msgtype = "markdown"
         title = truncate_utf8(self._renderer.title(notification, limit_bytes=TITLE_LIMIT_BYTES), TITLE_LIMIT_BYTES)
         tail = _mention_line(mentions)
+        shown = notification  # what the text is rendered from: on a card, the action links are buttons
+        if msgtype == "actionCard":
+            shown = replace(notification, ack_link=None, silence_link=None)
 
         def build(limit: int) -> tuple[bytes, int]:
-            rendered = self._renderer.render("dingtalk", "md", notification, limit_bytes=limit)
+            rendered = self._renderer.render("dingtalk", "md", shown, limit_bytes=limit)
             text = self._text(truncate_utf8(rendered, limit), tail)
-            body = encode_json(self._payload(msgtype, title, text, notification))
+            body = encode_json(self._payload(msgtype, title, text, notification, buttons))
             return body, len(body)
 
-        envelope = len(encode_json(self._payload(msgtype, title, self._text("", tail), notification)))
+        envelope = len(encode_json(self._payload(msgtype, title, self._text("", tail), notification, buttons)))
         return fit_body(build, start=MAX_BODY_BYTES - envelope, max_bytes=MAX_BODY_BYTES, who=self._who)
 
     def _text(self, rendered: str, mention_line: str) -> str:
@@ -157,14 +183,11 @@ class DingTalkChannel:
         return "\n\n".join(parts)
 
     @staticmethod
-    def _payload(msgtype: str, title: str, text: str, notification: Notification) -> dict[str, Any]:
-        if msgtype == "actionCard":
-            card = {
-                "title": title,
-                "text": text,
-                "btnOrientation": "0",
-                "btns": [{"title": BUTTON_TITLE, "actionURL": notification.link}],
-            }
+    def _payload(
+        msgtype: str, title: str, text: str, notification: Notification, buttons: list[dict[str, str]]
+    ) -> dict[str, Any]:
+        if msgtype == "actionCard":  # btnOrientation "0": buttons stacked, so long titles are not cut
+            card = {"title": title, "text": text, "btnOrientation": "0", "btns": buttons}
             return {"msgtype": "actionCard", "actionCard": card}
         mentions = notification.mentions
         return {

@@ -4,15 +4,26 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification
 from alertrouter.delivery.plan import message_kind
+from alertrouter.links import Action, action_link
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
+from alertrouter.signing import Signer
 
-__all__ = ["MAX_ANNOTATION", "coalesced_row", "delivery_rows", "enrich", "failover_row", "notification_of"]
+__all__ = [
+    "MAX_ANNOTATION",
+    "ActionLinks",
+    "coalesced_row",
+    "delivery_rows",
+    "enrich",
+    "failover_row",
+    "notification_of",
+]
 
 MAX_ANNOTATION = 2048  # characters kept per annotation in a stored message; templates cap again
 _ANNOTATIONS = ("summary", "description", "runbook_url", "dashboard")
@@ -148,13 +159,41 @@ def failover_row(row: Any, channel: str, now: datetime) -> dict[str, Any]:
     }
 
 
-def notification_of(row: Any, recipients: Sequence[str], *, base_url: str) -> Notification:
+# Messages about something still firing: what a person may want to acknowledge or silence.
+_ACTIONABLE = frozenset({MessageKind.FIRING, MessageKind.UPDATE, MessageKind.CLUSTER})
+
+
+@dataclass(frozen=True, slots=True)
+class ActionLinks:
+    """How a message's acknowledge/silence links are made: signed with the link key, working for `ttl`
+    from the moment the message is sent; `silence` is how long the silence link silences (its label)."""
+
+    signer: Signer
+    ttl: timedelta
+    silence: timedelta
+
+
+def notification_of(
+    row: Any, recipients: Sequence[str], *, base_url: str, now: datetime, actions: ActionLinks | None = None
+) -> Notification:
     """What a channel is given for a delivery row; the link leads to the incident (or, for a
-    coalesced message, to the firing incidents), when alertrouter's external URL is known."""
+    coalesced message, to the firing incidents), when alertrouter's external URL is known.
+
+    A message about one firing incident also gets acknowledge/silence links when `actions` and the
+    external URL exist. They are made here, at send time, so every delivery (and every retry of one)
+    carries its own nonces and its links expire `actions.ttl` after it was sent, not after it was queued.
+    """
     mentions = row.message.get("mentions", {})
     path = f"/incidents/{row.incident_id}" if row.incident_id is not None else "/incidents?status=firing"
+    kind = MessageKind(row.kind)
+    ack = silence = None
+    silence_for = None
+    if actions is not None and base_url and row.incident_id is not None and kind in _ACTIONABLE:
+        ack = action_link(actions.signer, base_url, Action.ACK, row.incident_id, now=now, ttl=actions.ttl)
+        silence = action_link(actions.signer, base_url, Action.SILENCE, row.incident_id, now=now, ttl=actions.ttl)
+        silence_for = actions.silence
     return Notification(
-        kind=MessageKind(row.kind),
+        kind=kind,
         receiver=row.receiver,
         severity=row.severity,
         items=tuple(row.message.get("items", [])),
@@ -167,4 +206,7 @@ def notification_of(row: Any, recipients: Sequence[str], *, base_url: str) -> No
         recipients=tuple(recipients),
         created_at=row.created_at,
         delivery_id=row.id,
+        ack_link=ack,
+        silence_link=silence,
+        silence_for=silence_for,
     )

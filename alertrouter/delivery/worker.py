@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from alertrouter.channels.base import Channel, ChannelError
-from alertrouter.delivery.expand import coalesced_row, delivery_rows, failover_row, notification_of
+from alertrouter.delivery.expand import ActionLinks, coalesced_row, delivery_rows, failover_row, notification_of
 from alertrouter.delivery.plan import Batch, backoff, plan_batches
 from alertrouter.keys import Signers
 from alertrouter.metrics import Metrics
@@ -50,6 +50,8 @@ class DeliveryWorker:
         *,
         metrics: Metrics | None = None,
         external_url: str | None = None,
+        link_ttl: timedelta = timedelta(hours=24),
+        link_silence: timedelta = timedelta(hours=1),
         interval: float = 1.0,
         concurrency: int = 8,
         clock: Callable[[], datetime] = utcnow,
@@ -65,6 +67,7 @@ class DeliveryWorker:
         self._metrics = metrics
         self._base = (external_url or ruleset.global_.external_url or "").rstrip("/")
         self.signers: Signers | None = None  # signs the acknowledge/silence links; None: no such links
+        self._link_ttl, self._link_silence = link_ttl, link_silence
         self._interval = interval
         self._slots = asyncio.Semaphore(concurrency)
         self._clock = clock
@@ -245,7 +248,8 @@ class DeliveryWorker:
             await session.commit()
         if attempt is None:
             return "skipped"
-        notification = notification_of(row, recipients, base_url=self._base)
+        actions = None if self.signers is None else ActionLinks(self.signers.link, self._link_ttl, self._link_silence)
+        notification = notification_of(row, recipients, base_url=self._base, now=self._clock(), actions=actions)
         started = time.perf_counter()
         error: ChannelError | None = None
         try:

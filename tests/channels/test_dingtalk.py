@@ -454,12 +454,21 @@ def test_fake_blocks_the_robot_for_block_seconds_after_the_21st_message() -> Non
     assert len(fake.messages(PLAIN)) == 21
 
 
+def card(**fields: Any) -> dict[str, Any]:
+    return {"msgtype": "actionCard", "actionCard": {"title": "t", "text": "x", **fields}}
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
         ({"msgtype": "text", "markdown": {"title": "t", "text": "x"}}, BAD_REQUEST),  # the known mismatch bug
         ({"msgtype": "markdown", "markdown": {"title": "t"}}, BAD_REQUEST),
         ({"msgtype": "actionCard", "actionCard": {"title": "t", "text": "x"}}, BAD_REQUEST),  # no button
+        (card(btns=[{"title": "b"}]), BAD_REQUEST),
+        (card(btns=[{"actionURL": "http://x"}]), BAD_REQUEST),
+        (card(btns=[{"title": "b", "actionURL": "javascript:x"}]), BAD_REQUEST),
+        (card(btns=[{"title": "b", "actionURL": "http://x"}], btnOrientation="2"), BAD_REQUEST),
+        (card(btns=[{"title": "b", "actionURL": "http://x"}], btnOrientation="1"), 0),
         (b"not json", BAD_REQUEST),
         ({"msgtype": "markdown", "markdown": {"title": "t", "text": "x" * 20_000}}, 460101),
         (MARKDOWN, 0),

@@ -16,11 +16,14 @@ from sqlalchemy import select
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.types import Intent
+from alertrouter.keys import Signers
+from alertrouter.links import ACTION_PATH, LINK_PURPOSE, SESSION_PURPOSE, Action, ActionToken, read_action
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.ruleset.schema import Ruleset
+from alertrouter.signing import Signer, TokenError
 from alertrouter.store import Database
 from alertrouter.store.engine import insert_intents
-from alertrouter.store.tables import ChannelStateRow, DeliveryAttemptRow, DeliveryRow, OutboxRow
+from alertrouter.store.tables import ChannelStateRow, DeliveryAttemptRow, DeliveryRow, IncidentRow, OutboxRow
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 S = timedelta(seconds=1)
@@ -41,10 +44,12 @@ class ScriptedChannel:
         self.name, self.type = name, type_
         self.script: deque[Exception | None] = deque(script)
         self.sent: list[Notification] = []
+        self.seen: list[Notification] = []  # every notification it was given, accepted or not
         self.calls = 0
 
     async def send(self, notification: Notification) -> None:
         self.calls += 1
+        self.seen.append(notification)
         if self.script:
             error = self.script.popleft()
             if error is not None:
@@ -374,3 +379,132 @@ async def test_errors_are_recorded_without_secrets(db: Database, secret: str) ->
     for row in await deliveries(db):
         assert secret not in repr(row.message)
         assert secret not in (row.last_error or "")
+
+
+# -- acknowledge / silence links ----------------------------------------------------------------------
+
+LINK_KEY = "link-test-key-4f1c9a7e2b"
+TTL = timedelta(hours=6)
+
+
+def signing(w: DeliveryWorker, key: str = LINK_KEY) -> DeliveryWorker:
+    """`w` with the signers the app's startup gives it."""
+    w.signers = Signers(link=Signer(key, LINK_PURPOSE), session=Signer(key, SESSION_PURPOSE))
+    return w
+
+
+async def add_incident(db: Database, n: int) -> int:
+    """The incident row of `intent(n)` (the engine writes it in production); returns its id."""
+    row = IncidentRow(
+        key=f"rule/GPUHighTemp/gpu-node-{n:02d}", kind="node", rule="rule", status="firing", severity="critical",
+        headline=f"gpu-node-{n:02d}: GPUHighTemp on 1/8 GPUs", labels={}, summary={}, parent_key=None,
+        opened_at=T0, active_since=T0, updated_at=T0, resolved_at=None, acknowledged_at=None, acknowledged_by=None,
+    )  # fmt: skip
+    async with db.write() as s:
+        s.add(row)
+        await s.flush()
+        incident_id = row.id
+        await s.commit()
+    return incident_id
+
+
+def read(link: str | None, now: datetime, key: str = LINK_KEY) -> ActionToken:
+    assert link is not None
+    base, _, token = link.partition(ACTION_PATH)
+    assert base == "http://ar.example"
+    return read_action(Signer(key, LINK_PURPOSE), token, now=now)
+
+
+async def test_firing_message_links_verify_name_the_incident_and_expire_after_link_ttl(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot")
+    w = signing(worker(db, rules, {"robot": robot}, clock, link_ttl=TTL, link_silence=timedelta(minutes=90)))
+    incident_id = await add_incident(db, 1)
+    await add(db, [intent(1)])
+    clock.now += 7 * S  # sent later than queued: the links count from the send
+    await w.run_once()
+    (sent,) = robot.sent
+    ack, silence = read(sent.ack_link, clock.now), read(sent.silence_link, clock.now)
+    assert (ack.action, ack.incident_id) == (Action.ACK, incident_id)
+    assert (silence.action, silence.incident_id) == (Action.SILENCE, incident_id)
+    assert ack.expires_at == silence.expires_at == clock.now + TTL
+    assert ack.nonce != silence.nonce
+    assert sent.silence_for == timedelta(minutes=90)
+    assert read(sent.ack_link, clock.now + TTL - S).nonce == ack.nonce  # still good a second before
+    for link in (sent.ack_link, sent.silence_link):
+        with pytest.raises(TokenError, match="expired"):
+            read(link, clock.now + TTL)
+        with pytest.raises(TokenError, match="signature"):
+            read(link, clock.now, key="another-deployments-key-00")
+
+
+async def test_a_token_with_one_changed_character_is_refused(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot")
+    w = signing(worker(db, rules, {"robot": robot}, clock))
+    await add_incident(db, 1)
+    await add(db, [intent(1)])
+    await w.run_once()
+    (sent,) = robot.sent
+    assert sent.ack_link is not None
+    token = sent.ack_link.partition(ACTION_PATH)[2]
+    signer = Signer(LINK_KEY, LINK_PURPOSE)
+    read_action(signer, token, now=clock.now)
+    dot = token.index(".")
+    for i in (0, dot // 2, dot - 1, dot, dot + 1, len(token) - 1):  # payload, separator, signature
+        forged = token[:i] + ("A" if token[i] != "A" else "B") + token[i + 1 :]
+        with pytest.raises(TokenError):
+            read_action(signer, forged, now=clock.now)
+
+
+async def test_every_delivery_and_every_retry_gets_its_own_nonces(db: Database) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot", script=[ChannelError("HTTP 502")])
+    w = signing(worker(db, rules, {"robot": robot}, clock))
+    incident_id = await add_incident(db, 1)
+    await add(db, [intent(1)])
+    await w.run_once()  # refused
+    (row,) = await deliveries(db)
+    clock.now = row.next_attempt_at
+    await w.run_once()  # the retry is accepted
+    await add(db, [intent(1, reason="repeat")], at=clock.now)
+    clock.now += S
+    await w.run_once()  # a second message about the same incident
+    assert [n.kind.value for n in robot.seen] == ["firing", "firing", "update"]
+    tokens = [read(link, clock.now) for n in robot.seen for link in (n.ack_link, n.silence_link)]
+    assert {t.incident_id for t in tokens} == {incident_id}
+    assert len({t.nonce for t in tokens}) == 6
+
+
+async def test_no_links_for_resolved_or_coalesced_messages(db: Database) -> None:
+    clock, rules = Clock(), ruleset(rate_limit={"messages": 2, "per": "1m", "block": "10m"})
+    robot = ScriptedChannel("robot")
+    w = signing(worker(db, rules, {"robot": robot}, clock))
+    for n in range(1, 6):
+        await add_incident(db, n)
+    await add(db, [intent(1), intent(2, reason="resolved")])
+    await w.run_once()  # within the budget of 2: one by one
+    clock.now += 61 * S
+    await add(db, [intent(n) for n in range(3, 6)], at=clock.now)
+    await w.run_once()  # 3 for a budget of 2: merged
+    kinds = [(n.kind.value, n.ack_link is not None, n.silence_link is not None) for n in robot.sent]
+    assert kinds == [("firing", True, True), ("resolved", False, False), ("coalesced", False, False)]
+    assert all(n.link for n in robot.sent)
+
+
+@pytest.mark.parametrize("missing", ["signers", "external_url", "incident"])
+async def test_no_links_without_signers_external_url_or_incident(db: Database, missing: str) -> None:
+    clock, rules = Clock(), ruleset()
+    if missing == "external_url":
+        rules = rules.model_copy(update={"global_": rules.global_.model_copy(update={"external_url": None})})
+    robot = ScriptedChannel("robot")
+    w = worker(db, rules, {"robot": robot}, clock)
+    if missing != "signers":
+        signing(w)
+    if missing != "incident":
+        await add_incident(db, 1)
+    await add(db, [intent(1)])
+    await w.run_once()
+    (sent,) = robot.sent
+    assert (sent.ack_link, sent.silence_link, sent.silence_for) == (None, None, None)
+    assert (sent.link is None) == (missing == "external_url")

@@ -2,7 +2,8 @@
 
 Every answer is HTTP 200 with an `errcode`, as DingTalk's. Checks run in this order: token (300001),
 signature and timestamp (310000), the rate limit (130101, then blocked), body size (460101), shape
-(40035), keyword (310000). Only authenticated requests count against the rate limit.
+(40035: also each actionCard button's title and URL), keyword (310000). Only authenticated requests
+count against the rate limit.
 """
 
 from __future__ import annotations
@@ -146,4 +147,22 @@ def _shape_problem(body: Any) -> str | None:
     missing = [f for f in _REQUIRED[msgtype] if not content.get(f)]
     if msgtype == "actionCard" and not (content.get("btns") or content.get("singleURL")):
         missing.append("btns or singleURL")
-    return f"missing {', '.join(missing)}" if missing else None
+    if missing:
+        return f"missing {', '.join(missing)}"
+    return _card_problem(content) if msgtype == "actionCard" else None
+
+
+def _card_problem(card: dict[str, Any]) -> str | None:
+    """An actionCard's buttons: each a title and an http(s) `actionURL`; `btnOrientation` "0" or "1"."""
+    btns = card.get("btns")
+    if btns is not None:
+        if not isinstance(btns, list) or not btns:
+            return "btns must be a non-empty list"
+        for btn in btns:
+            if not isinstance(btn, dict) or not btn.get("title") or not btn.get("actionURL"):
+                return "each of btns needs title and actionURL"
+            if not str(btn["actionURL"]).startswith(("http://", "https://")):
+                return "actionURL must be an http(s) URL"
+    if card.get("btnOrientation", "0") not in ("0", "1"):
+        return "btnOrientation must be 0 or 1"
+    return None

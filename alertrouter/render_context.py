@@ -1,0 +1,281 @@
+"""What templates see of a notification's items: each outbox snapshot turned into an `ItemContext`.
+
+Snapshots are data from the engine (and, through labels and annotations, from whoever fires alerts):
+every key may be missing or of the wrong type, and every value is cleaned and capped here, before any
+template sees it. Escaping for the output format is `alertrouter.render`'s business.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+__all__ = [
+    "ANNOTATION_CAP",
+    "CONTROL_CHARS",
+    "GRID_MAX",
+    "HEADLINE_CAP",
+    "KEY_CAP",
+    "LABEL_CAP",
+    "MAX_LISTED",
+    "AlertContext",
+    "ItemContext",
+    "LocalClock",
+    "as_map",
+    "build_item",
+    "clean",
+    "severity_style",
+]
+
+LABEL_CAP = 256  # characters of a label value (and of a cluster member headline)
+ANNOTATION_CAP = 1024  # characters of an annotation value
+HEADLINE_CAP = 512
+KEY_CAP = 128  # label names, incident keys
+MAX_LABELS = 64  # labels kept per alert
+MAX_LISTED = 500  # alerts / members / items turned into context; the rest count in "+N more"
+GRID_MAX = 16  # a GPU grid is drawn for nodes with at most this many units
+
+# Control, bidi and zero-width characters: never shown, whatever the format.
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]+")
+_UNIT_LABELS = ("gpu", "GPU", "gpu_index", "minor_number", "device")
+_NODE_LABELS = ("node", "hostname", "Hostname", "kubernetes_node", "instance")
+_REASONS = {"first": "new", "grew": "more alerts joined", "repeat": "still firing", "resolved": "resolved"}
+_STYLES = {  # severity -> (emoji, WeCom font colour, HTML colour)
+    "critical": ("🔴", "warning", "#c62828"),
+    "warning": ("🟠", "warning", "#ef6c00"),
+    "info": ("🔵", "comment", "#1565c0"),
+}
+_OTHER_STYLE = ("⚪", "comment", "#616161")
+_RESOLVED_STYLE = ("✅", "info", "#2e7d32")
+
+
+def clean(value: object, cap: int) -> str:
+    """`value` as one line without control or bidi characters, at most `cap` characters."""
+    text = value if isinstance(value, str) else ("" if value is None else str(value))
+    text = CONTROL_CHARS.sub(" ", text[: cap * 4]).strip()  # cut first: a 100 KB value costs nothing
+    return text if len(text) <= cap else text[: cap - 1] + "…"
+
+
+def as_map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _seq(value: object) -> Sequence[Any]:
+    return value if isinstance(value, list | tuple) else ()
+
+
+def _int(value: object, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _labels(value: object) -> dict[str, str]:
+    items = list(as_map(value).items())[:MAX_LABELS]
+    return {clean(k, KEY_CAP): clean(v, LABEL_CAP) for k, v in items}
+
+
+def _first(labels: Mapping[str, str], names: Sequence[str]) -> str:
+    return next((labels[n] for n in names if labels.get(n)), "")
+
+
+def _time(value: object) -> datetime | None:
+    if isinstance(value, datetime):
+        t = value
+    elif isinstance(value, str) and value:
+        try:
+            t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    else:
+        return None
+    t = t if t.tzinfo else t.replace(tzinfo=UTC)
+    return t if t.year > 1 else None  # Alertmanager's zero time
+
+
+def _age_text(delta: timedelta) -> str:
+    """`45s`, `12m`, `3h 5m`, `2d 4h`."""
+    s = max(0, int(delta.total_seconds()))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h {s % 3600 // 60}m" if s % 3600 >= 60 else f"{s // 3600}h"
+    return f"{s // 86400}d {s % 86400 // 3600}h"
+
+
+def _grid(units: Sequence[str], total: int) -> str:
+    """`■■■□■□■□`: which of a node's units alert; empty when units are not indexes below `total`."""
+    if not 0 < total <= GRID_MAX or not all(u.isdigit() and int(u) < total for u in units):
+        return ""
+    lit = {int(u) for u in units}
+    return "".join("■" if i in lit else "□" for i in range(total))
+
+
+@dataclass(frozen=True, slots=True)
+class AlertContext:
+    """One alert of an incident, as templates see it (`incident.alerts`)."""
+
+    alertname: str
+    unit: str  # the GPU index (label gpu / GPU / gpu_index / minor_number / device), or ""
+    node: str
+    firing: bool
+    summary: str  # annotations.summary
+    description: str
+    since: str  # local start time, "18:00 CST"
+    labels: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemContext:
+    """One outbox snapshot, as templates see it (`incident`, and each of `items`)."""
+
+    incident: str  # the incident key
+    kind: str  # node | cluster
+    reason: str  # first | grew | repeat | resolved
+    reason_text: str  # new | more alerts joined | still firing | resolved
+    status: str  # firing | resolved
+    resolved: bool
+    severity: str
+    severity_label: str  # CRITICAL, or RESOLVED
+    emoji: str
+    color: str  # WeCom <font color>: info | comment | warning
+    html_color: str
+    headline: str
+    alertname: str
+    node: str
+    region: str
+    rack: str
+    location: str  # "region north, rack r12"
+    gpus: str  # "6/8" (node) or "211" (cluster) or ""
+    unit_name: str  # "GPUs"
+    units: tuple[str, ...]  # at most GRID_MAX shown
+    units_text: str  # "0, 1, 2, 3, 5, 7"
+    grid: str  # "■■■□■□■□" or ""
+    count: int  # alerts (firing ones while firing)
+    nodes: int  # member nodes of a cluster incident
+    summary: str  # the most common annotations.summary
+    description: str
+    since: str  # "18:00 CST", or "11-20 18:00 CST" on another day
+    since_full: str  # "2026-11-21 18:00 CST"
+    age: str  # "12m": firing for, or (resolved) lasted
+    alerts: tuple[AlertContext, ...]
+    alerts_more: int
+    members: tuple[str, ...]  # cluster: member node headlines
+    members_more: int
+    labels: Mapping[str, str]
+
+    def shown(self, k: int) -> ItemContext:
+        """This item listing at most `k` entries of its main list (members for clusters)."""
+        if self.kind == "cluster":
+            members = self.members[:k]
+            return replace(self, members=members, members_more=self.members_more + len(self.members) - len(members))
+        alerts = self.alerts[:k]
+        return replace(self, alerts=alerts, alerts_more=self.alerts_more + len(self.alerts) - len(alerts))
+
+
+def severity_style(severity: str, resolved: bool) -> tuple[str, str, str]:
+    """(emoji, WeCom font colour, HTML colour) of a severity; resolved has its own."""
+    return _RESOLVED_STYLE if resolved else _STYLES.get(severity.lower(), _OTHER_STYLE)
+
+
+@dataclass(frozen=True, slots=True)
+class LocalClock:
+    """Times as read in the configured zone: `18:00 CST`, with the date when not the reference day."""
+
+    tz: ZoneInfo
+
+    def local(self, t: datetime, ref: datetime) -> str:
+        lt, lref = t.astimezone(self.tz), ref.astimezone(self.tz)
+        fmt = "%H:%M %Z" if lt.date() == lref.date() else "%m-%d %H:%M %Z"
+        return lt.strftime(fmt)
+
+    def full(self, t: datetime) -> str:
+        return t.astimezone(self.tz).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _alert(raw: Mapping[str, Any], clock: LocalClock, ref: datetime) -> AlertContext:
+    labels = _labels(raw.get("labels"))
+    notes = as_map(raw.get("annotations"))
+    started = _time(raw.get("starts_at"))
+    return AlertContext(
+        alertname=labels.get("alertname", ""),
+        unit=_first(labels, _UNIT_LABELS),
+        node=_first(labels, _NODE_LABELS),
+        firing=raw.get("firing") is not False,
+        summary=clean(notes.get("summary"), ANNOTATION_CAP),
+        description=clean(notes.get("description"), ANNOTATION_CAP),
+        since=clock.local(started, ref) if started else "",
+        labels=labels,
+    )
+
+
+def _alert_order(a: AlertContext) -> tuple[bool, int, str, str]:
+    return (not a.firing, int(a.unit) if a.unit.isdigit() and len(a.unit) < 9 else 1 << 30, a.unit, a.alertname)
+
+
+def build_item(raw: Mapping[str, Any], *, fallback_severity: str, clock: LocalClock, now: datetime) -> ItemContext:
+    """The template context of one outbox snapshot; every key may be missing."""
+    labels = _labels(raw.get("labels"))
+    summary = as_map(raw.get("summary"))
+    ref = _time(raw.get("at")) or now
+    opened = _time(raw.get("opened_at"))
+    raw_alerts = _seq(raw.get("alerts"))
+    alerts = tuple(sorted((_alert(as_map(a), clock, ref) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
+    resolved = raw.get("status") == "resolved"
+    kind = "cluster" if raw.get("kind") == "cluster" else "node"
+    severity = clean(raw.get("severity") or fallback_severity, KEY_CAP)
+    emoji, color, html_color = severity_style(severity, resolved)
+    units_raw = summary.get("units")
+    units = tuple(clean(u, LABEL_CAP) for u in _seq(units_raw))
+    total = _int(summary.get("units_total"))
+    if kind == "cluster":
+        gpus = str(units_raw) if _int(units_raw) else ""
+    else:
+        gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
+    count = _int(summary.get("firing" if not resolved and "firing" in summary else "alerts"), len(raw_alerts))
+    listed = max(len(raw_alerts), _int(summary.get("eligible" if not resolved else "alerts"), count))
+    members = tuple(clean(m, LABEL_CAP) for m in _seq(summary.get("members"))[:MAX_LISTED])
+    nodes = _int(summary.get("nodes"), len(members))
+    top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
+    scope = [f"{name} {labels[name]}" for name in ("region", "rack", "cluster") if labels.get(name)]
+    return ItemContext(
+        incident=clean(raw.get("incident"), KEY_CAP),
+        kind=kind,
+        reason=clean(raw.get("reason"), KEY_CAP),
+        reason_text=_REASONS.get(str(raw.get("reason")), clean(raw.get("reason"), KEY_CAP)),
+        status="resolved" if resolved else "firing",
+        resolved=resolved,
+        severity=severity,
+        severity_label="RESOLVED" if resolved else (severity.upper() or "ALERT"),
+        emoji=emoji,
+        color=color,
+        html_color=html_color,
+        headline=clean(raw.get("headline") or summary.get("headline") or labels.get("alertname"), HEADLINE_CAP),
+        alertname=labels.get("alertname", "") or (alerts[0].alertname if alerts else ""),
+        node=_first(labels, _NODE_LABELS),
+        region=labels.get("region", ""),
+        rack=labels.get("rack", ""),
+        location=", ".join(scope),
+        gpus=gpus,
+        unit_name=clean(summary.get("unit_name") or "GPUs", KEY_CAP),
+        units=units[:GRID_MAX],
+        units_text=", ".join(units[:GRID_MAX]) + (", …" if len(units) > GRID_MAX else ""),
+        grid="" if kind == "cluster" else _grid(units, total),
+        count=count,
+        nodes=nodes,
+        summary=top[0][0] if top else next((a.summary for a in alerts if a.summary), ""),
+        description=next((a.description for a in alerts if a.description), ""),
+        since=clock.local(opened, ref) if opened else "",
+        since_full=clock.full(opened) if opened else "",
+        age=_age_text(ref - opened) if opened else "",
+        alerts=alerts,
+        alerts_more=max(0, listed - len(alerts)),
+        members=members,
+        members_more=max(0, nodes - len(members)),
+        labels=labels,
+    )
