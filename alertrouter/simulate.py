@@ -74,8 +74,12 @@ def _parse(step: Step, now: datetime) -> IngestBatch:
 
 
 def payload_time(body: bytes) -> datetime | None:
-    """When a payload happened, read off its alerts: the latest startsAt, or endsAt of a resolved alert."""
-    data = json.loads(body)
+    """When a payload happened, read off its alerts: the latest startsAt, or endsAt of a resolved alert.
+    None when it cannot tell (no times, or not JSON at all: parsing the step reports that, by name)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
     alerts = data if isinstance(data, list) else data.get("alerts", []) if isinstance(data, dict) else []
     times: list[datetime] = []
     for alert in alerts:

@@ -9,14 +9,15 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from alertrouter.labels import Matcher, MatcherError, matches_all, parse_matchers
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.store import queries
+from alertrouter.web.access import require_reader
 from alertrouter.web.schemas import AlertDetail, AlertEventRead, AlertList, AlertRead, EpisodeRead, RawEventRead
 
 __all__ = ["router"]
 
 
 def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
-    if not runtime.auth.check(request.headers.get("authorization")):
-        raise HTTPException(401, "missing or wrong credentials", headers={"WWW-Authenticate": runtime.auth.challenge})
+    """Reads: the webhook credential, an API token or a console session (see `alertrouter.web.access`)."""
+    require_reader(request, runtime)
     return runtime
 
 

@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
-from fastapi.responses import RedirectResponse
 from pydantic import BaseModel, ConfigDict
 
 from alertrouter.store import delivery as store
@@ -137,16 +136,3 @@ async def list_channels(runtime: AuthorizedRuntime) -> list[ChannelRead]:
             )
         )
     return out
-
-
-@router.get("/incidents/{incident_id}", include_in_schema=False)
-async def incident_page(incident_id: int) -> RedirectResponse:
-    """The link in every message. Until the web console exists, it leads to the incident's JSON."""
-    return RedirectResponse(f"/api/v1/incidents/{incident_id}", status_code=307)
-
-
-@router.get("/incidents", include_in_schema=False)
-async def incidents_page(
-    status: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
-) -> RedirectResponse:
-    return RedirectResponse("/api/v1/incidents" + (f"?status={status}" if status else ""), status_code=307)

@@ -110,3 +110,10 @@ def test_simulate_reports_bad_payload(tmp_path: Path, capsys: pytest.CaptureFixt
     bad.write_text('{"version": "4", "alerts": [{"status": "firing", "labels": {}}]}')
     assert main(["simulate", "--config", str(REPO / "rules"), str(bad)]) == 1
     assert f"simulate: {bad}: alerts[0]" in capsys.readouterr().err
+
+
+def test_simulate_reports_invalid_json_by_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"alerts": [')
+    assert main(["simulate", "--config", str(REPO / "rules"), str(bad)]) == 1
+    assert f"simulate: {bad}: invalid JSON" in capsys.readouterr().err

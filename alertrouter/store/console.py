@@ -1,0 +1,186 @@
+"""Reads for the web console: filtered incident lists, an incident's decision trail and deliveries,
+muted alerts, silence effects. Label filters run in SQL through the JSON column on both backends."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Row, Table, case, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from alertrouter.store.tables import (
+    AlertEventRow,
+    AlertRow,
+    DeliveryAttemptRow,
+    DeliveryRow,
+    IncidentRow,
+    OutboxRow,
+    UsedTokenRow,
+)
+
+__all__ = [
+    "MUTED_DECISIONS",
+    "IncidentFilter",
+    "alerts_by_fingerprint",
+    "attempts_for",
+    "decision_trail",
+    "delivery_status",
+    "filter_choices",
+    "incident_deliveries",
+    "incident_messages",
+    "list_incidents",
+    "muted_alerts",
+    "silenced_counts",
+    "used_token",
+]
+
+MUTED_DECISIONS = ("inhibited", "held", "silenced")
+deliveries_t = cast(Table, DeliveryRow.__table__)
+attempts_t = cast(Table, DeliveryAttemptRow.__table__)
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentFilter:
+    status: str | None = None  # firing | resolved | None (all)
+    kind: str | None = None  # node | cluster
+    severity: str | None = None
+    region: str | None = None
+    node: str | None = None  # exact value of the node label, or a prefix ending in *
+    node_label: str = "node"
+
+
+async def used_token(session: AsyncSession, *, nonce: str) -> UsedTokenRow | None:
+    return await session.get(UsedTokenRow, nonce)
+
+
+def _incident_conditions(f: IncidentFilter) -> list[Any]:
+    conditions: list[Any] = []
+    if f.status:
+        conditions.append(IncidentRow.status == f.status)
+    if f.kind:
+        conditions.append(IncidentRow.kind == f.kind)
+    if f.severity:
+        conditions.append(IncidentRow.severity == f.severity)
+    if f.region:
+        conditions.append(IncidentRow.labels["region"].as_string() == f.region)
+    if f.node:
+        node = IncidentRow.labels[f.node_label].as_string()
+        if f.node.endswith("*"):
+            prefix = f.node[:-1].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            conditions.append(node.like(prefix + "%", escape="\\"))
+        else:
+            conditions.append(node == f.node)
+    return conditions
+
+
+async def list_incidents(
+    session: AsyncSession, f: IncidentFilter, *, limit: int, offset: int
+) -> tuple[Sequence[IncidentRow], int]:
+    """Firing incidents first, storms (cluster incidents) first among them, then the most recently changed."""
+    conditions = _incident_conditions(f)
+    total = int(await session.scalar(select(func.count()).select_from(IncidentRow).where(*conditions)) or 0)
+    firing_first = case((IncidentRow.status == "firing", 0), else_=1)
+    storms_first = case((IncidentRow.kind == "cluster", 0), else_=1)
+    stmt = (
+        select(IncidentRow)
+        .where(*conditions)
+        .order_by(firing_first, storms_first, IncidentRow.updated_at.desc(), IncidentRow.id.desc())
+        .limit(limit)
+        .offset(offset)
+    )
+    return (await session.scalars(stmt)).all(), total
+
+
+async def filter_choices(session: AsyncSession) -> dict[str, list[str]]:
+    """The regions and severities incidents have, for the filter menus."""
+    region = IncidentRow.labels["region"].as_string()
+    regions = (await session.scalars(select(region).where(region.is_not(None)).distinct().limit(200))).all()
+    severities = (await session.scalars(select(IncidentRow.severity).distinct().limit(50))).all()
+    return {"region": sorted(r for r in regions if r), "severity": sorted(s for s in severities if s)}
+
+
+async def decision_trail(
+    session: AsyncSession, *, fingerprints: Sequence[str], limit: int = 500
+) -> Sequence[AlertEventRow]:
+    """The decision changes of these alerts, oldest first (the latest `limit`)."""
+    if not fingerprints:
+        return []
+    stmt = (
+        select(AlertEventRow)
+        .where(AlertEventRow.fingerprint.in_(list(fingerprints)[:1000]), AlertEventRow.kind == "decision")
+        .order_by(AlertEventRow.at.desc(), AlertEventRow.id.desc())
+        .limit(limit)
+    )
+    return list(reversed((await session.scalars(stmt)).all()))
+
+
+async def incident_messages(session: AsyncSession, *, key: str, limit: int = 100) -> Sequence[OutboxRow]:
+    stmt = select(OutboxRow).where(OutboxRow.incident_key == key).order_by(OutboxRow.id.desc()).limit(limit)
+    return (await session.scalars(stmt)).all()
+
+
+async def incident_deliveries(session: AsyncSession, *, incident_id: int, limit: int = 200) -> Sequence[Row[Any]]:
+    """Deliveries of an incident newest first, and the coalesced messages that carried some of them."""
+    stmt = (
+        select(deliveries_t)
+        .where(deliveries_t.c.incident_id == incident_id)
+        .order_by(deliveries_t.c.id.desc())
+        .limit(limit)
+    )
+    rows = list((await session.execute(stmt)).all())
+    parents = {r.parent_id for r in rows if r.parent_id is not None} - {r.id for r in rows}
+    if parents:
+        extra = await session.execute(select(deliveries_t).where(deliveries_t.c.id.in_(sorted(parents))))
+        rows.extend(extra.all())
+    return rows
+
+
+async def attempts_for(session: AsyncSession, delivery_ids: Iterable[int]) -> dict[int, list[Row[Any]]]:
+    ids = sorted(set(delivery_ids))
+    out: dict[int, list[Row[Any]]] = {i: [] for i in ids}
+    for i in range(0, len(ids), 500):
+        stmt = select(attempts_t).where(attempts_t.c.delivery_id.in_(ids[i : i + 500])).order_by(attempts_t.c.id)
+        for row in (await session.execute(stmt)).all():
+            out[row.delivery_id].append(row)
+    return out
+
+
+async def muted_alerts(session: AsyncSession, *, limit: int, offset: int) -> tuple[Sequence[AlertRow], int]:
+    """Firing alerts the engine keeps quiet: inhibited, held for a possible source, or silenced."""
+    conditions = [AlertRow.status == "firing", AlertRow.decision.in_(MUTED_DECISIONS)]
+    total = int(await session.scalar(select(func.count()).select_from(AlertRow).where(*conditions)) or 0)
+    stmt = (
+        select(AlertRow)
+        .where(*conditions)
+        .order_by(AlertRow.decision, AlertRow.node, AlertRow.fingerprint)
+        .limit(limit)
+        .offset(offset)
+    )
+    return (await session.scalars(stmt)).all(), total
+
+
+async def alerts_by_fingerprint(session: AsyncSession, fingerprints: Iterable[str]) -> dict[str, AlertRow]:
+    wanted = sorted(set(fingerprints))
+    out: dict[str, AlertRow] = {}
+    for i in range(0, len(wanted), 500):
+        rows = await session.scalars(select(AlertRow).where(AlertRow.fingerprint.in_(wanted[i : i + 500])))
+        out.update((r.fingerprint, r) for r in rows)
+    return out
+
+
+async def silenced_counts(session: AsyncSession) -> dict[str, int]:
+    """Firing alerts each silence mutes now, as the engine last decided."""
+    silence_id = AlertRow.decision_detail["silenced_by"].as_string()
+    stmt = (
+        select(silence_id, func.count())
+        .where(AlertRow.status == "firing", AlertRow.decision == "silenced")
+        .group_by(silence_id)
+    )
+    return {str(sid): int(n) for sid, n in (await session.execute(stmt)).all() if sid}
+
+
+async def delivery_status(session: AsyncSession, *, delivery_id: int) -> str | None:
+    status: str | None = await session.scalar(select(deliveries_t.c.status).where(deliveries_t.c.id == delivery_id))
+    return status

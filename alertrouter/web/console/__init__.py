@@ -1,0 +1,40 @@
+"""The web console: server-rendered pages (no build step, no scripts) over the store, and the signed
+action links of messages. `install(app)` adds its routes and its error page."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
+
+from alertrouter.model import utcnow
+from alertrouter.paths import data_dir
+from alertrouter.web.access import access_for, identify
+from alertrouter.web.console import channels, incidents, link_actions, login, muted, rules, silences
+from alertrouter.web.console.pages import Console, PageError
+
+__all__ = ["install"]
+
+CSS = "console/console.css"
+
+
+async def _page_error(request: Request, exc: Exception) -> HTMLResponse:
+    assert isinstance(exc, PageError)
+    runtime = request.app.state.runtime
+    access = access_for(request)
+    console = Console(request, runtime, access, access.reader(identify(request, runtime)), utcnow())
+    return console.message(exc.status, exc.title, exc.message)
+
+
+async def _stylesheet(request: Request) -> Response:
+    user_dir = request.app.state.runtime.settings.templates_dir
+    for base in (user_dir, data_dir("templates")):
+        if base is not None and (base / CSS).is_file():
+            return Response((base / CSS).read_bytes(), media_type="text/css", headers={"Cache-Control": "max-age=300"})
+    return Response(status_code=404)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(PageError, _page_error)
+    app.add_api_route("/console.css", _stylesheet, methods=["GET"], include_in_schema=False)
+    for module in (incidents, silences, muted, channels, rules, login, link_actions):
+        app.include_router(module.router)

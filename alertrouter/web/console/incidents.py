@@ -1,0 +1,129 @@
+"""Console pages: the incident list with its filters, one incident with its trail, acknowledging it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from alertrouter.store import console as store
+from alertrouter.store import queries
+from alertrouter.store.delivery import incident_ids
+from alertrouter.store.tables import AlertRow, IncidentRow
+from alertrouter.web import operations
+from alertrouter.web.console import views
+from alertrouter.web.console.pages import ConsoleDep, read_form
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+PAGE_SIZE = 50
+_STATUS = {"open": "firing", "resolved": "resolved", "all": None}
+
+
+@router.get("/")
+async def home() -> RedirectResponse:
+    return RedirectResponse("/incidents", status_code=303)
+
+
+def _row(row: IncidentRow, console_now: Any) -> dict[str, Any]:
+    return {
+        "row": row,
+        "state": views.incident_state(row),
+        "grid": views.gpu_grid(row.summary or {}) if row.kind == "node" else [],
+        "age": views.incident_age(row, console_now),
+    }
+
+
+@router.get("/incidents")
+async def incident_list(
+    console: ConsoleDep,
+    status: Annotated[str, Query(pattern="^(open|resolved|all)$")] = "open",
+    kind: Annotated[str, Query(pattern="^(|node|cluster)$")] = "",
+    severity: Annotated[str, Query(max_length=64)] = "",
+    region: Annotated[str, Query(max_length=256)] = "",
+    node: Annotated[str, Query(max_length=256)] = "",
+    page: Annotated[int, Query(ge=1, le=10_000)] = 1,
+) -> HTMLResponse:
+    f = store.IncidentFilter(
+        status=_STATUS[status],
+        kind=kind or None,
+        severity=severity.strip() or None,
+        region=region.strip() or None,
+        node=node.strip() or None,
+        node_label=console.runtime.ruleset.global_.node_label,
+    )
+    async with console.runtime.db.read() as session:
+        rows, total = await store.list_incidents(session, f, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+        choices = await store.filter_choices(session)
+    query = {"status": status, "kind": kind, "severity": severity, "region": region, "node": node}
+    pages = max(1, -(-total // PAGE_SIZE))
+    return console.page(
+        "incidents",
+        title="Incidents",
+        incidents=[_row(r, console.now) for r in rows],
+        total=total,
+        filters=query,
+        choices=choices,
+        page=page,
+        pages=pages,
+        prev_url=f"/incidents?{urlencode({**query, 'page': page - 1})}" if page > 1 else "",
+        next_url=f"/incidents?{urlencode({**query, 'page': page + 1})}" if page < pages else "",
+        node_label=f.node_label,
+    )
+
+
+def _sources(alerts: list[AlertRow], details: list[dict[str, Any]]) -> set[str]:
+    """Fingerprints of the alerts that inhibit these (or did, in the trail)."""
+    everything = [*details, *(a.decision_detail or {} for a in alerts)]
+    return {str(d["inhibited_by"]) for d in everything if d.get("inhibited_by")}
+
+
+@router.get("/incidents/{incident_id}")
+async def incident_page(incident_id: int, console: ConsoleDep) -> HTMLResponse:
+    async with console.runtime.db.read() as session:
+        row = await queries.get_incident(session, incident_id=incident_id)
+        if row is None:
+            return console.message(404, "Not found", f"There is no incident {incident_id}.")
+        alerts = list(await queries.incident_alerts(session, key=row.key))
+        members = await queries.incident_members(session, key=row.key)
+        trail = await store.decision_trail(session, fingerprints=[a.fingerprint for a in alerts])
+        messages = await store.incident_messages(session, key=row.key)
+        deliveries = await store.incident_deliveries(session, incident_id=row.id)
+        attempts = await store.attempts_for(session, [d.id for d in deliveries])
+        sources = await store.alerts_by_fingerprint(session, _sources(alerts, [e.detail or {} for e in trail]))
+        keys = {s.incident_key for s in sources.values() if s.incident_key}
+        if row.parent_key:
+            keys.add(row.parent_key)
+        ids = await incident_ids(session, keys)
+    severity_label = console.runtime.ruleset.global_.severity_label
+    return console.page(
+        "incident",
+        title=row.headline,
+        incident=row,
+        state=views.incident_state(row),
+        age=views.incident_age(row, console.now),
+        grid=views.gpu_grid(row.summary or {}) if row.kind == "node" else [],
+        alerts=alerts,
+        alert_names={a.fingerprint: a for a in alerts},
+        members=[_row(m, console.now) for m in members],
+        trail=trail,
+        messages=messages,
+        deliveries=deliveries,
+        attempts=attempts,
+        sources=sources,
+        incident_ids=ids,
+        silence_matchers="\n".join(operations.incident_matchers(row.labels, severity_label=severity_label)),
+        decision_text=views.DECISION_TEXT,
+    )
+
+
+@router.post("/incidents/{incident_id}/ack")
+async def acknowledge(incident_id: int, console: ConsoleDep) -> Response:
+    principal = await console.writer(await read_form(console.request))
+    row = await operations.acknowledge(console.runtime, incident_id=incident_id, by=principal.name)
+    if row is None:
+        return console.message(404, "Not found", f"There is no incident {incident_id}.")
+    return RedirectResponse(f"/incidents/{incident_id}", status_code=303)

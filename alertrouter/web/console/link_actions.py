@@ -1,0 +1,96 @@
+"""`/a/{token}`: the acknowledge and silence links in messages, usable from a phone without a login.
+
+GET only shows what the link will do (chat apps fetch links to preview them); the confirmation POST
+acts. Forged or malformed: 403; expired: 410; used before: 409, and nothing changes.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+from alertrouter.links import Action, ActionToken, read_action
+from alertrouter.signing import TokenError
+from alertrouter.store import console as store
+from alertrouter.store import queries
+from alertrouter.web import operations
+from alertrouter.web.console import views
+from alertrouter.web.console.pages import Console, OptionalConsoleDep, PageError
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+_MAX_TOKEN = 2048
+
+
+def _verify(console: Console, token: str) -> ActionToken:
+    signers = console.runtime.signers
+    if signers is None or len(token) > _MAX_TOKEN:
+        raise PageError(403, "Invalid link", "This link is not valid.")
+    try:
+        return read_action(signers.link, token, now=console.now)
+    except TokenError as exc:
+        if exc.reason == "link expired":
+            raise PageError(
+                410, "Link expired", "This link has expired. Open the incident in the console instead."
+            ) from None
+        raise PageError(
+            403, "Invalid link", "This link is not valid: it was altered or not made by this server."
+        ) from None
+
+
+def _describe(console: Console, action: ActionToken) -> str:
+    if action.action is Action.ACK:
+        return "Acknowledge this incident: its repeat messages stop; the resolved message still goes."
+    span = views.duration_text(console.runtime.settings.link_silence)
+    return f"Silence this incident's alerts for {span} (matching its labels, any severity)."
+
+
+@router.get("/a/{token}")
+async def confirm_page(token: str, console: OptionalConsoleDep) -> HTMLResponse:
+    action = _verify(console, token)
+    async with console.runtime.db.read() as session:
+        incident = await queries.get_incident(session, incident_id=action.incident_id)
+        used = await store.used_token(session, nonce=action.nonce)
+    if incident is None:
+        return console.message(404, "Not found", f"There is no incident {action.incident_id}.")
+    if used is not None:
+        return console.message(409, "Link already used", f"This link was already used at {views.when(used.used_at)}.")
+    return console.page(
+        "link",
+        title="Acknowledge" if action.action is Action.ACK else "Silence",
+        action=action.action.value,
+        description=_describe(console, action),
+        incident=incident,
+        state=views.incident_state(incident),
+        expires_at=action.expires_at,
+        matchers=operations.incident_matchers(
+            incident.labels, severity_label=console.runtime.ruleset.global_.severity_label
+        ),
+        done=None,
+    )
+
+
+@router.post("/a/{token}")
+async def act(token: str, console: OptionalConsoleDep) -> HTMLResponse:
+    action = _verify(console, token)
+    result = await operations.use_link(console.runtime, action)
+    if result.outcome is operations.LinkOutcome.NO_INCIDENT:
+        return console.message(404, "Not found", f"There is no incident {action.incident_id}.")
+    if result.outcome is operations.LinkOutcome.REPLAYED:
+        at = views.when(result.used_at) if result.used_at else "an earlier time"
+        return console.message(409, "Link already used", f"This link was already used at {at}. Nothing was changed.")
+    if result.outcome is operations.LinkOutcome.NOTHING_TO_SILENCE:
+        return console.message(400, "Cannot silence", "This incident has no labels to silence it by.")
+    assert result.incident is not None
+    return console.page(
+        "link",
+        title="Done",
+        action=action.action.value,
+        description=_describe(console, action),
+        incident=result.incident,
+        state=views.incident_state(result.incident),
+        expires_at=action.expires_at,
+        matchers=list(result.silence.matchers) if result.silence else [],
+        done=result,
+    )

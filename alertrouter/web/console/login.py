@@ -1,0 +1,74 @@
+"""Console login and logout: a signed session cookie (HttpOnly, SameSite=Lax, Secure behind https)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from alertrouter.web.access import SESSION_COOKIE
+from alertrouter.web.console.pages import OptionalConsoleDep, PageError, check_csrf, read_form, security_headers
+
+__all__ = ["router", "safe_next"]
+
+router = APIRouter(include_in_schema=False)
+
+
+def safe_next(target: str) -> str:
+    """Only a path on this server: no scheme, no `//host`, no backslash tricks."""
+    if not target.startswith("/") or target.startswith("//") or "\\" in target or any(ord(c) < 32 for c in target):
+        return "/incidents"
+    return target
+
+
+@router.get("/login")
+async def login_page(console: OptionalConsoleDep, next: Annotated[str, Query(max_length=2000)] = "/") -> HTMLResponse:
+    return console.page(
+        "login", title="Log in", next=safe_next(next), error="", user="", users=bool(console.access.users)
+    )
+
+
+@router.post("/login")
+async def login(console: OptionalConsoleDep) -> Response:
+    if console.request.headers.get("sec-fetch-site", "") == "cross-site":
+        raise PageError(403, "Not allowed", "Log in from the console's own login page.")
+    form = await read_form(console.request)
+    user, password, target = form.get("user", "").strip(), form.get("password", ""), safe_next(form.get("next", "/"))
+    signers = console.runtime.signers
+    if not console.access.users or signers is None:
+        raise PageError(403, "No console users", "No console user is configured (ALERTROUTER_CONSOLE_USERS).")
+    if not user or not password or not await console.access.login(user, password):
+        return console.page(
+            "login",
+            status=401,
+            title="Log in",
+            next=target,
+            error="Wrong user name or password.",
+            user=user,
+            users=True,
+        )
+    response = RedirectResponse(target, status_code=303, headers=security_headers())
+    response.set_cookie(
+        SESSION_COOKIE,
+        console.access.new_session(user, signers.session, console.now),
+        max_age=int(console.access.session_ttl.total_seconds()),
+        httponly=True,
+        samesite="lax",
+        secure=console.access.secure_cookies,
+        path="/",
+    )
+    return response
+
+
+@router.post("/logout")
+async def logout(console: OptionalConsoleDep) -> Response:
+    form = await read_form(console.request)
+    principal = console.principal
+    if principal is not None and principal.via == "session" and not check_csrf(form, principal.csrf):
+        raise PageError(403, "Form expired", "Reload the page and log out again.")
+    response = RedirectResponse("/login", status_code=303, headers=security_headers())
+    response.delete_cookie(
+        SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=console.access.secure_cookies
+    )
+    return response

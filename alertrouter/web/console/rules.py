@@ -1,0 +1,82 @@
+"""Console page: the loaded rules with every secret masked, their hash, and `simulate` on a pasted payload."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+from alertrouter.channels.registry import secret_values
+from alertrouter.ruleset import Ruleset
+from alertrouter.ruleset.build import build_pipeline
+from alertrouter.simulate import SimulationError, Step, simulate
+from alertrouter.web.console.pages import ConsoleDep, PageError, check_csrf, read_form
+
+__all__ = ["masked_config", "router"]
+
+router = APIRouter(include_in_schema=False)
+MASK = "********"
+
+
+def _mask(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _mask(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v, secrets) for v in value]
+    if isinstance(value, str):
+        for secret in secrets:  # a secret interpolated into another field (a URL, a header)
+            value = value.replace(secret, MASK)
+    return value
+
+
+def masked_config(ruleset: Ruleset) -> str:
+    """The configuration as YAML: SecretStr fields dump masked, and any secret's value found elsewhere
+    is replaced too."""
+    data = ruleset.model_dump(mode="json", by_alias=True, exclude={"sources", "config_hash", "origins"})
+    secrets = sorted(secret_values(ruleset), key=len, reverse=True)
+    return yaml.safe_dump(_mask(data, secrets), sort_keys=False, allow_unicode=True, width=100)
+
+
+def _page(console: ConsoleDep, *, status: int = 200, **context: Any) -> HTMLResponse:
+    ruleset = console.runtime.ruleset
+    context.setdefault("payload", "")
+    context.setdefault("outcome", None)
+    context.setdefault("error", "")
+    return console.page(
+        "rules",
+        status=status,
+        title="Rules",
+        config=masked_config(ruleset),
+        config_hash=ruleset.config_hash,
+        sources=ruleset.sources,
+        **context,
+    )
+
+
+@router.get("/rules")
+async def rules_page(console: ConsoleDep) -> HTMLResponse:
+    return _page(console)
+
+
+@router.post("/rules/simulate")
+async def run_simulation(console: ConsoleDep) -> HTMLResponse:
+    """Read-only (a throwaway store), but a form: it needs a principal and the session's CSRF token."""
+    form = await read_form(console.request, limit=console.runtime.settings.max_body_bytes + 4096)
+    principal = console.principal
+    if principal is not None and principal.via == "session" and not check_csrf(form, principal.csrf):
+        raise PageError(403, "Form expired", "The form's security token does not match your session.")
+    payload = form.get("payload", "").strip()
+    if not payload:
+        return _page(console, status=400, error="paste an Alertmanager webhook body or a JSON list of alerts")
+    try:
+        json.loads(payload)
+    except json.JSONDecodeError as exc:
+        return _page(console, status=400, payload=payload, error=f"invalid JSON: {exc.msg} (line {exc.lineno})")
+    try:
+        outcome = await simulate(build_pipeline(console.runtime.ruleset), [Step("pasted payload", payload.encode())])
+    except SimulationError as exc:
+        return _page(console, status=400, payload=payload, error=str(exc))
+    return _page(console, payload=payload, outcome=outcome.as_json())

@@ -1,0 +1,113 @@
+"""How stored rows read on a console page: incident state, the GPU grid, ages, why an alert was decided
+as it was. Pure functions over rows and dicts; the templates escape whatever these return."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from alertrouter.store.tables import IncidentRow, SilenceRow
+
+__all__ = [
+    "DECISION_TEXT",
+    "Cell",
+    "duration_text",
+    "gpu_grid",
+    "incident_age",
+    "incident_state",
+    "short_time",
+    "silence_state",
+    "when",
+]
+
+GRID_MAX = 16  # nodes with more units than this get a count, not a grid
+
+DECISION_TEXT = {
+    "notify": "notified",
+    "aggregated": "aggregated into the incident",
+    "rolled_up": "rolled up into a cluster incident",
+    "throttled": "throttled (already told)",
+    "inhibited": "inhibited",
+    "held": "held (waiting for a possible source)",
+    "silenced": "silenced",
+    "resolved": "resolved",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    unit: str
+    firing: bool
+
+
+def incident_state(row: IncidentRow) -> str:
+    """resolved, acknowledged, silenced (every firing alert silenced) or notified."""
+    if row.status == "resolved":
+        return "resolved"
+    if row.acknowledged_at is not None:
+        return "acknowledged"
+    summary = row.summary or {}
+    firing, silenced = summary.get("firing"), summary.get("silenced")
+    if isinstance(firing, int) and isinstance(silenced, int) and firing > 0 and silenced >= firing:
+        return "silenced"
+    return "notified"
+
+
+def gpu_grid(summary: Mapping[str, Any]) -> list[Cell]:
+    """One cell per unit of the node, lit when it alerts; empty when units are not small indexes."""
+    total = summary.get("units_total")
+    units = summary.get("units")
+    if not isinstance(total, int) or not 0 < total <= GRID_MAX or not isinstance(units, list):
+        return []
+    if not all(isinstance(u, str) and u.isdigit() and int(u) < total for u in units):
+        return []
+    lit = {int(u) for u in units}
+    return [Cell(str(i), i in lit) for i in range(total)]
+
+
+def duration_text(delta: timedelta | None) -> str:
+    """`45s`, `12m`, `3h 5m`, `2d 4h`."""
+    if delta is None:
+        return ""
+    s = max(0, int(delta.total_seconds()))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h {s % 3600 // 60}m" if s % 3600 >= 60 else f"{s // 3600}h"
+    return f"{s // 86400}d {s % 86400 // 3600}h"
+
+
+def incident_age(row: IncidentRow, now: datetime) -> str:
+    """How long it has been firing, or how long it lasted."""
+    start = row.active_since or row.opened_at
+    end = row.resolved_at if row.status == "resolved" and row.resolved_at else now
+    return duration_text(end - start)
+
+
+def when(value: datetime | str | None) -> str:
+    """An absolute UTC time, to the second."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        try:
+            t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+    else:
+        t = value
+    return t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def short_time(value: datetime | str | None) -> str:
+    text = when(value)
+    return text[5:16] if text and text[0].isdigit() else text
+
+
+def silence_state(row: SilenceRow, now: datetime) -> str:
+    if row.ends_at <= now:
+        return "expired"
+    return "pending" if row.starts_at > now else "active"

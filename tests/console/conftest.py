@@ -1,0 +1,94 @@
+"""An in-process app with console users, an API token and the webhook credential, seeded with GPU alerts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from alertrouter.app import create_app
+from alertrouter.passwords import hash_password
+from alertrouter.ruleset import Ruleset, load_ruleset
+from alertrouter.runtime import Runtime
+from alertrouter.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+WEBHOOK_TOKEN = "hook-token-5d1f"
+API_TOKEN = "ci-token-0123456789abcdef"
+PASSWORD = "correct horse battery"
+USERS = f"alice:{hash_password(PASSWORD, iterations=1000)},bob:{hash_password('bobs password', iterations=1000)}"
+HOOK = {"Authorization": f"Bearer {WEBHOOK_TOKEN}"}
+TOKEN = {"Authorization": f"Bearer {API_TOKEN}"}
+SECRET = "console-tests-secret-key-0123456789"
+_CSRF = re.compile(r'name="csrf" value="([^"]*)"')
+
+
+@dataclass
+class App:
+    client: httpx.AsyncClient
+    runtime: Runtime
+
+    async def seed(self, alerts: Sequence[Mapping[str, str]], *, status: str = "firing") -> None:
+        body = {
+            "version": "4",
+            "status": status,
+            "alerts": [
+                {"status": status, "labels": dict(labels), "startsAt": "2026-01-01T00:00:00Z"}
+                | ({"endsAt": "2026-01-01T01:00:00Z"} if status == "resolved" else {})
+                for labels in alerts
+            ],
+        }
+        r = await self.client.post("/webhook/alertmanager", content=json.dumps(body), headers=HOOK)
+        assert r.status_code == 200, r.text
+        await self.runtime.engine.run_once()
+
+    async def login(self, user: str = "alice", password: str = PASSWORD) -> str:
+        """Logs in; returns the session's CSRF token."""
+        r = await self.client.post("/login", data={"user": user, "password": password, "next": "/incidents"})
+        assert r.status_code == 303, r.text
+        return await self.csrf()
+
+    async def csrf(self, path: str = "/silences") -> str:
+        found = _CSRF.search((await self.client.get(path)).text)
+        assert found is not None
+        assert found.group(1)
+        return found.group(1)
+
+    async def incident_id(self, headline_part: str) -> int:
+        listed = (await self.client.get("/api/v1/incidents", headers=TOKEN)).json()["incidents"]
+        return int(next(i["id"] for i in listed if headline_part in i["headline"]))
+
+
+def settings(database_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "bearer_token": WEBHOOK_TOKEN,
+        "console_users": USERS,
+        "api_tokens": f"ci:{API_TOKEN}",
+        "secret_key": SECRET,
+        "deliver": False,
+        "scheduler": False,
+    }
+    values.update(overrides)
+    return Settings(**{k: v for k, v in values.items() if v is not None})
+
+
+@contextlib.asynccontextmanager
+async def running(database_url: str, *, ruleset: Ruleset | None = None, **overrides: Any) -> AsyncIterator[App]:
+    app = create_app(settings(database_url, **overrides), ruleset or load_ruleset(REPO / "rules", {}))
+    transport = httpx.ASGITransport(app=app)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://ar") as c:
+        yield App(c, app.state.runtime)
+
+
+@pytest.fixture
+async def app(database_url: str) -> AsyncIterator[App]:
+    async with running(database_url) as a:
+        yield a
