@@ -26,10 +26,11 @@ from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import build_pipeline, unconfigured_channels
 from alertrouter.runtime import Runtime
+from alertrouter.scheduler import build_scheduler
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import api, incidents, notifications, ops
+from alertrouter.web import api, console, incidents, notifications, ops, writes
 
 __all__ = ["build_runtime", "create_app"]
 
@@ -62,6 +63,8 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
             ruleset,
             channels,
             metrics=metrics,
+            link_ttl=settings.link_ttl,
+            link_silence=settings.link_silence,
             interval=settings.delivery_interval.total_seconds(),
             concurrency=settings.delivery_concurrency,
         )
@@ -85,6 +88,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         channels=channels,
         delivery=delivery,
         http=http,
+        scheduler=build_scheduler(settings, ruleset, db, engine.pipeline, metrics),
     )
 
 
@@ -105,6 +109,8 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
         runtime.engine.start()
         if runtime.delivery is not None:
             runtime.delivery.start()
+        if runtime.scheduler is not None:
+            runtime.scheduler.start()
         for name, missing in unconfigured_channels(ruleset).items():
             log.warning("channel %s has no %s: its messages are recorded, not sent", name, " or ".join(missing))
         log.info(
@@ -117,6 +123,8 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
         try:
             yield
         finally:
+            if runtime.scheduler is not None:
+                await runtime.scheduler.stop()
             await runtime.engine.stop()
             if runtime.delivery is not None:
                 await runtime.delivery.stop()
@@ -152,4 +160,6 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
     app.include_router(incidents.router)
     app.include_router(notifications.router)
     app.include_router(ops.router)
+    app.include_router(writes.router)
+    console.install(app)
     return app

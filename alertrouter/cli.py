@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from alertrouter import __version__
 from alertrouter.app import create_app
 from alertrouter.delivery.sendtest import send_test
+from alertrouter.digest.cli import add_digest_parser
 from alertrouter.durations import parse_duration
 from alertrouter.logs import configure_logging
 from alertrouter.pipeline.route import match_routes, render_tree
@@ -27,6 +28,7 @@ from alertrouter.ruleset.build import Pipeline, build_pipeline, unconfigured_cha
 from alertrouter.settings import Settings, get_settings
 from alertrouter.simulate import SimulationError, Step, simulate
 from alertrouter.store.migrate import head_revision, upgrade
+from alertrouter.web.cli import add_hash_password_parser
 
 __all__ = ["main"]
 
@@ -332,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument("receiver", metavar="RECEIVER")
     send.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
     send.set_defaults(func=cmd_send_test)
+
+    add_digest_parser(sub)
+    add_hash_password_parser(sub)
     return parser
 
 

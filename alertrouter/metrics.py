@@ -126,5 +126,15 @@ class Metrics:
             ["channel"],
             registry=r,
         )
+        self.scheduled_runs = Counter(
+            "alertrouter_scheduled_runs_total",
+            "Scheduled job runs by job (digest:<receiver>, housekeeping) and result (sent, unconfigured, "
+            "failed, claimed, not_leader, done).",
+            ["job", "result"],
+            registry=r,
+        )
+        self.scheduler_leader = Gauge(
+            "alertrouter_scheduler_leader", "1 while this replica holds the scheduler lease.", registry=r
+        )
         self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)

@@ -17,6 +17,7 @@ from alertrouter.maintenance import Maintenance
 from alertrouter.metrics import Metrics
 from alertrouter.processor import Ingestor
 from alertrouter.ruleset import Ruleset
+from alertrouter.scheduler import Scheduler
 from alertrouter.settings import Settings
 from alertrouter.store import Database
 
@@ -38,6 +39,7 @@ class Runtime:
     delivery: DeliveryWorker | None
     http: httpx.AsyncClient
     signers: Signers | None = None  # set by the app's startup (the key may live in the store)
+    scheduler: Scheduler | None = None  # weekly digests and housekeeping, when ALERTROUTER_SCHEDULER
 
 
 def _runtime(request: Request) -> Runtime:

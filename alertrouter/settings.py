@@ -6,10 +6,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from alertrouter.durations import parse_duration
+from alertrouter.passwords import check_format, check_token, parse_pairs
 from alertrouter.paths import default_rules_dir
 
 __all__ = ["LOOPBACK", "Settings", "get_settings"]
@@ -20,7 +21,7 @@ LOOPBACK = "127.0.0.1"
 class Settings(BaseSettings):
     """Everything an operator sets per process. What users edit (routes, rules) lives in `rules/`."""
 
-    model_config = SettingsConfigDict(env_prefix="ALERTROUTER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="ALERTROUTER_", extra="ignore", hide_input_in_errors=True)
 
     database_url: str = Field(
         "sqlite+aiosqlite:///alertrouter.db",
@@ -76,6 +77,11 @@ class Settings(BaseSettings):
     console_anonymous_read: bool = Field(False, description="Anyone who reaches the port may read the console")
     session_ttl: timedelta = Field(timedelta(hours=12), description="How long a console login lasts")
     scheduler: bool = Field(True, description="Run scheduled jobs (weekly digest, housekeeping) in this process")
+    history_retention: timedelta = Field(
+        timedelta(days=90),
+        description="How long alert history, finished notifications and scheduled runs are kept (at least 15d: "
+        "a digest reads its whole week up to a week after it ended)",
+    )
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -91,6 +97,7 @@ class Settings(BaseSettings):
         "link_ttl",
         "link_silence",
         "session_ttl",
+        "history_retention",
         mode="before",
     )
     @classmethod
@@ -104,11 +111,28 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: Any) -> Any:
         return None if value == "" else value
 
+    @field_validator("history_retention")
+    @classmethod
+    def _longer_than_a_digest(cls, value: timedelta) -> timedelta:
+        if value < timedelta(days=15):
+            raise ValueError("must be at least 15d: the weekly digest reads a whole week, up to a week after it")
+        return value
+
     @model_validator(mode="after")
     def _basic_pair(self) -> Settings:
         if (self.basic_username is None) != (self.basic_password is None):
             raise ValueError("ALERTROUTER_BASIC_USERNAME and ALERTROUTER_BASIC_PASSWORD must be set together")
         return self
+
+    @field_validator("console_users", "api_tokens")
+    @classmethod
+    def _credential_pairs(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        """Bad entries fail at startup, naming the entry but never echoing a hash or token."""
+        if value is not None:
+            users = info.field_name == "console_users"
+            what = "user" if users else "token"
+            parse_pairs(value.get_secret_value(), what=what, check=check_format if users else check_token)
+        return value
 
     @property
     def has_credentials(self) -> bool:

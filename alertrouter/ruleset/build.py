@@ -172,6 +172,24 @@ def _check_channels(ruleset: Ruleset, problems: _Problems) -> None:
                 problems.add("receivers", i, where + ".to", "chat robots post to their group; use mentions")
 
 
+def _check_digests(ruleset: Ruleset, problems: _Problems) -> None:
+    """A receiver's digest names a defined email channel, and has recipients unless that is unconfigured."""
+    channels = {c.name: c for c in ruleset.channels}
+    unconfigured = unconfigured_channels(ruleset)
+    for i, receiver in enumerate(ruleset.receivers):
+        digest = receiver.digest
+        if digest is None:
+            continue
+        channel = channels.get(digest.channel)
+        if channel is None:
+            problems.add("receivers", i, ".digest.channel", f"undefined channel {digest.channel!r}")
+        elif channel.type != "email":
+            where = ".digest.channel"
+            problems.add("receivers", i, where, f"{channel.name} is a {channel.type} channel; must be email")
+        elif channel.name not in unconfigured and not (digest.to or channel.to):
+            problems.add("receivers", i, ".digest.to", "no recipients here nor in the email channel's `to`")
+
+
 def unconfigured_channels(ruleset: Ruleset) -> dict[str, list[str]]:
     """Channels whose credentials are empty (e.g. `${DINGTALK_TOKEN:-}` with the variable unset): valid
     rules for a deployment that does not use them; their messages are recorded, not sent."""
@@ -181,6 +199,7 @@ def unconfigured_channels(ruleset: Ruleset) -> dict[str, list[str]]:
 def build_pipeline(ruleset: Ruleset) -> Pipeline:
     problems = _Problems(ruleset)
     _check_channels(ruleset, problems)
+    _check_digests(ruleset, problems)
     g = ruleset.global_
     _unique([r.name for r in ruleset.inhibit_rules], "inhibit_rules", problems)
     _unique([a.name for a in ruleset.aggregation], "aggregation", problems)

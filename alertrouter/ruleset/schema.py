@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from alertrouter.digest.period import parse_schedule, zone
 from alertrouter.labels import Matcher, MatcherError, parse_matchers
 from alertrouter.ruleset.base import Duration, Section
 from alertrouter.ruleset.channels import (
@@ -32,6 +33,7 @@ __all__ = [
     "AliyunSmsConfig",
     "ChannelConfig",
     "CountConfig",
+    "DigestConfig",
     "DingTalkChannelConfig",
     "EmailChannelConfig",
     "FeishuChannelConfig",
@@ -198,12 +200,33 @@ class ReceiverChannelConfig(Section):
     to: list[str] = Field(default_factory=list, description="Phone numbers (SMS) or addresses (email)")
 
 
+class DigestConfig(Section):
+    """The receiver's weekly digest email: which email channel, to whom, when, in which time zone."""
+
+    channel: str = Field(description="An email channel")
+    to: list[str] = Field(default_factory=list, description="Recipients; default: the channel's `to`")
+    schedule: str = Field("mon 09:00", description="Day and local time the previous week's digest is sent")
+    timezone: str = Field("UTC", description="IANA time zone of the schedule and of the week's bounds")
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str) -> str:
+        return str(parse_schedule(value))
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        zone(value)
+        return value
+
+
 class ReceiverConfig(Section):
-    """A named destination, fanning out to channels."""
+    """A named destination, fanning out to channels (and optionally a weekly digest email)."""
 
     name: str
     description: str = ""
     channels: list[Annotated[ReceiverChannelConfig, BeforeValidator(_channel_ref)]] = Field(default_factory=list)
+    digest: DigestConfig | None = None
 
 
 class RuleFile(Section):

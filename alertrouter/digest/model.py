@@ -1,0 +1,193 @@
+"""Typed shapes of the digest: the week's rows as read from the store, and the numbers made of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+__all__ = [
+    "AckStats",
+    "Count",
+    "DayCount",
+    "DigestStats",
+    "EpisodeRow",
+    "FlappingAlert",
+    "IncidentFact",
+    "Mechanism",
+    "Noise",
+    "ReceiverIncident",
+    "ReceiverSection",
+    "ResolveStats",
+    "Totals",
+    "WeekRows",
+    "XidSuspect",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeRow:
+    fingerprint: str
+    starts_at: datetime
+    ends_at: datetime | None
+    opened_at: datetime
+    closed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentFact:
+    key: str
+    kind: str
+    rule: str
+    severity: str
+    headline: str
+    opened_at: datetime
+    resolved_at: datetime | None
+    acknowledged_at: datetime | None
+    status: str
+
+
+@dataclass(slots=True)
+class WeekRows:
+    """What the store holds about one week; `stats.gather` reads it, `summarize` turns it into numbers."""
+
+    start: datetime
+    end: datetime
+    episodes: list[EpisodeRow] = field(default_factory=list)  # overlapping [start, end)
+    alerts: dict[str, tuple[dict[str, str], datetime]] = field(default_factory=dict)  # fp -> (labels, first_seen)
+    changes: dict[str, int] = field(default_factory=dict)  # alert event kind -> count in the week
+    decisions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (fingerprint, detail)
+    payloads: int = 0
+    payload_alerts: int = 0
+    intents: list[tuple[str, str, str, str, str, datetime]] = field(default_factory=list)
+    # ^ (receiver, reason, incident key, severity, headline, created_at) of outbox rows in the week
+    deliveries: dict[str, int] = field(default_factory=dict)  # status -> count, created in the week
+    incidents: list[IncidentFact] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    name: str
+    count: int
+    extra: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DayCount:
+    day: date
+    by_severity: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_severity.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    fired: int  # alert episodes that started firing in the week
+    distinct_alerts: int
+    new_alerts: int  # first seen ever in this week
+    recurring_alerts: int  # seen before the week, fired again in it
+    open_at_end: int  # alerts still firing when the week ended
+    incidents_opened: int
+    incidents_open_at_end: int
+    by_severity: list[Count]
+    by_alertname: list[Count]
+    by_node: list[Count]
+    by_region: list[Count]
+
+
+@dataclass(frozen=True, slots=True)
+class Mechanism:
+    name: str  # inhibited | aggregated | rolled_up | throttled | silenced
+    alerts: int  # distinct alerts the mechanism kept from being a message of their own
+    rules: list[Count]
+
+
+@dataclass(frozen=True, slots=True)
+class Noise:
+    alert_changes: int  # firing, refiring and resolving alerts: what would reach people unfiltered
+    payloads: int
+    payload_alerts: int
+    messages_intended: int  # outbox rows: one message for one receiver
+    messages_sent: int  # deliveries a vendor accepted
+    messages_unsent: dict[str, int]  # other delivery outcomes (dead, unconfigured, coalesced, ...)
+    mechanisms: list[Mechanism]
+
+    @property
+    def ratio(self) -> float | None:
+        """Alert changes per message intended: 40.0 means one message for every 40 changes."""
+        return None if not self.messages_intended else self.alert_changes / self.messages_intended
+
+
+@dataclass(frozen=True, slots=True)
+class FlappingAlert:
+    alertname: str
+    node: str
+    detail: str  # e.g. "gpu 3"
+    episodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class XidSuspect:
+    node: str
+    episodes: int
+    xids: list[str]
+    gpus: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolveStats:
+    name: str  # a severity, or "all"
+    resolved: int
+    mean: timedelta | None
+    median: timedelta | None
+
+
+@dataclass(frozen=True, slots=True)
+class AckStats:
+    name: str
+    opened: int
+    acknowledged: int
+    mean: timedelta | None
+    median: timedelta | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiverIncident:
+    headline: str
+    severity: str
+    first_at: datetime
+    messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiverSection:
+    receiver: str
+    messages: int
+    by_reason: list[Count]
+    incidents: list[ReceiverIncident]
+    more_incidents: int
+
+
+@dataclass(frozen=True, slots=True)
+class DigestStats:
+    period: str
+    timezone: str
+    start: datetime
+    end: datetime
+    totals: Totals
+    noise: Noise
+    noisiest_alerts: list[Count]
+    noisiest_nodes: list[Count]
+    flapping: list[FlappingAlert]
+    xid_suspects: list[XidSuspect]
+    resolve: list[ResolveStats]
+    ack: list[AckStats]
+    per_day: list[DayCount]
+    severities: list[str]
+    receiver: ReceiverSection | None
+
+    @property
+    def hours(self) -> int:
+        return round((self.end - self.start).total_seconds() / 3600)

@@ -1,0 +1,290 @@
+"""The digest orchestrator: claim a receiver's week, gather, render, send, record the outcome.
+
+The claim is committed before any work, so a second scheduler (or a second leader) finds the period
+taken. A crash after the claim leaves it `running`; once `claimed_until` passes the next attempt
+takes it over, so a digest is sent at least once, and twice only if the crash falls between the SMTP
+server accepting the message and the run being marked done (the Message-ID is the same both times,
+so mail systems that deduplicate by it show one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from email.message import EmailMessage
+from email.utils import parseaddr
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import aiosmtplib
+
+from alertrouter.channels.base import ChannelError
+from alertrouter.channels.email import InlineImage, build_email, smtp_error
+from alertrouter.digest.charts import draw_charts
+from alertrouter.digest.model import DigestStats
+from alertrouter.digest.period import Schedule, parse_schedule, week_bounds, zone
+from alertrouter.digest.render import RenderedDigest, render_digest
+from alertrouter.digest.stats import gather
+from alertrouter.digest.summarize import Labelling, summarize
+from alertrouter.model import utcnow
+from alertrouter.render import Templates
+from alertrouter.ruleset import Ruleset
+from alertrouter.ruleset.build import Pipeline, unconfigured_channels
+from alertrouter.ruleset.schema import DigestConfig, EmailChannelConfig
+from alertrouter.store import Database
+from alertrouter.store.runs import claim_run, finish_run, get_run
+
+__all__ = ["MAX_ATTEMPTS", "DigestRunner", "DigestTarget", "RunOutcome", "digest_targets", "job_name"]
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 8
+CLAIM_TTL = timedelta(minutes=10)  # longer than gathering, rendering and the SMTP timeout together
+_RETRY_BASE, _RETRY_MAX = timedelta(minutes=5), timedelta(hours=6)
+
+
+@dataclass(frozen=True, slots=True)
+class DigestTarget:
+    receiver: str
+    config: DigestConfig
+    channel: EmailChannelConfig | None  # None: unconfigured (no SMTP host in this deployment)
+    channel_name: str
+    schedule: Schedule
+    tz: ZoneInfo
+
+    @property
+    def job(self) -> str:
+        return job_name(self.receiver)
+
+    @property
+    def recipients(self) -> list[str]:
+        return [a for a in (self.config.to or (self.channel.to if self.channel else [])) if a]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """`result`: sent | unconfigured | failed | claimed (someone else has or had it) ."""
+
+    result: str
+    period: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def job_name(receiver: str) -> str:
+    return f"digest:{receiver}"
+
+
+def digest_targets(ruleset: Ruleset) -> list[DigestTarget]:
+    """Every receiver with a `digest:` block (already validated by `build_pipeline`)."""
+    channels = {c.name: c for c in ruleset.channels}
+    unconfigured = unconfigured_channels(ruleset)
+    out = []
+    for receiver in ruleset.receivers:
+        if receiver.digest is None:
+            continue
+        cfg = channels.get(receiver.digest.channel)
+        channel = cfg if isinstance(cfg, EmailChannelConfig) and cfg.name not in unconfigured else None
+        d = receiver.digest
+        out.append(DigestTarget(receiver.name, d, channel, d.channel, parse_schedule(d.schedule), zone(d.timezone)))
+    return out
+
+
+def _message_id(target: DigestTarget, period: str, sender: str, resend: datetime | None) -> str:
+    domain = parseaddr(sender)[1].rpartition("@")[2] or "alertrouter.invalid"
+    name = re.sub(r"[^A-Za-z0-9.-]+", "-", target.receiver)
+    suffix = f".resend-{resend:%Y%m%dT%H%M%S}" if resend is not None else ""
+    return f"<alertrouter-digest.{period}.{name}{suffix}@{domain}>"
+
+
+async def send_email(config: EmailChannelConfig, message: EmailMessage, *, ssl_context: ssl.SSLContext | None) -> None:
+    """One message through an email channel's SMTP server, errors classed as the channel classes them."""
+    username = config.username or None
+    password = config.password.get_secret_value() if config.password is not None else ""
+    try:
+        await aiosmtplib.send(
+            message,
+            hostname=config.host,
+            port=config.effective_port,
+            username=username,
+            password=password if username else None,
+            use_tls=config.security == "tls",
+            start_tls=config.security == "starttls",
+            tls_context=ssl_context,
+            timeout=config.timeout.total_seconds(),
+        )
+    except (aiosmtplib.SMTPException, OSError) as exc:
+        where = f"email {config.name} ({config.host}:{config.effective_port})"
+        raise smtp_error(exc, where, [password] if password else []) from None
+
+
+class DigestRunner:
+    def __init__(
+        self,
+        db: Database,
+        ruleset: Ruleset,
+        pipeline: Pipeline,
+        *,
+        templates: Templates,
+        holder: str,
+        clock: Callable[[], datetime] = utcnow,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self._db = db
+        self._templates = templates
+        self.holder = holder
+        self._clock = clock
+        self._ssl_context = ssl_context
+        self.targets = {t.receiver: t for t in digest_targets(ruleset)}
+        g = ruleset.global_
+        self._labelling = Labelling(
+            enrich=pipeline.nodes.enrich,
+            node_label=g.node_label,
+            severity_label=g.severity_label,
+            severities=g.severities,
+        )
+
+    async def stats(self, target: DigestTarget | None, period: str, tz: ZoneInfo) -> DigestStats:
+        start, end = week_bounds(period, tz)
+        async with self._db.read() as session:
+            rows = await gather(session, start=start, end=end)
+        receiver = target.receiver if target is not None else None
+        return summarize(rows, period=period, tz=tz, labelling=self._labelling, receiver=receiver)
+
+    async def build(
+        self, target: DigestTarget | None, period: str, *, tz: ZoneInfo | None = None, inline: bool = False
+    ) -> tuple[DigestStats, RenderedDigest]:
+        """The digest of `period` for `target` (None: the whole cluster in `tz`), rendered."""
+        stats = await self.stats(target, period, tz or (target.tz if target else ZoneInfo("UTC")))
+        charts = await asyncio.to_thread(
+            draw_charts, stats.per_day, stats.severities, stats.noisiest_nodes, stats.noise
+        )
+        return stats, render_digest(self._templates, stats, charts, now=self._clock(), inline=inline)
+
+    async def pending(self, target: DigestTarget, period: str) -> bool:
+        """A plain read: whether `period` still needs a run now (never run, or failed or crashed and
+        due for a retry). Saves the scheduler's tick a write, and a log line, when nothing is to do."""
+        now = self._clock()
+        async with self._db.read() as session:
+            run = await get_run(session, job=target.job, period=period)
+        if run is None:
+            return True
+        return run.status != "done" and run.claimed_until < now and run.attempts < MAX_ATTEMPTS
+
+    async def run(self, target: DigestTarget, period: str, *, force: bool = False) -> RunOutcome:
+        """Claim `period` for `target`'s digest and send it; `force` resends a period already done."""
+        now = self._clock()
+        async with self._db.write() as session:
+            claimed = await claim_run(
+                session,
+                job=target.job,
+                period=period,
+                holder=self.holder,
+                now=now,
+                until=now + CLAIM_TTL,
+                max_attempts=MAX_ATTEMPTS,
+                force=force,
+            )
+            existing = None if claimed else await get_run(session, job=target.job, period=period)
+            await session.commit()
+        if not claimed:
+            status = existing.status if existing is not None else "unknown"
+            holder = existing.holder if existing is not None else "?"
+            log.info("digest %s %s: not ours (%s by %s), skipped", target.receiver, period, status, holder)
+            return RunOutcome("claimed", period, {"status": status, "holder": holder})
+        if force:
+            log.warning("digest %s %s: resending on request (--force)", target.receiver, period)
+        if target.channel is None:
+            detail = {"sent": False, "reason": "unconfigured", "channel": target.channel_name}
+            await self._finish(target, period, "done", detail)
+            log.info(
+                "digest %s %s: channel %s is unconfigured, recorded as not sent",
+                target.receiver,
+                period,
+                target.channel_name,
+            )
+            return RunOutcome("unconfigured", period, detail)
+        try:
+            if not target.recipients:
+                raise ChannelError(f"digest {target.receiver}: no recipients", permanent=True)
+            stats, rendered = await self.build(target, period)
+            message = build_email(
+                sender=target.channel.from_,
+                to=target.recipients,
+                subject=rendered.subject,
+                text=rendered.text,
+                html=rendered.html,
+                inline_images=[InlineImage(c.cid, c.png) for c in rendered.charts],
+                date=self._clock(),
+                message_id=_message_id(target, period, target.channel.from_, now if force else None),
+            )
+            await send_email(target.channel, message, ssl_context=self._ssl_context)
+        except Exception as exc:
+            attempts = await self._attempts(target, period)
+            retry_at = now + min(_RETRY_MAX, _RETRY_BASE * 2 ** max(0, attempts - 1))
+            error = str(exc) or type(exc).__name__
+            detail = {"sent": False, "reason": "failed", "retry_at": retry_at.isoformat()}
+            await self._finish(target, period, "failed", detail, error=error, retry_at=retry_at)
+            log.error(
+                "digest %s %s: failed (attempt %d of %d, next after %s): %s",
+                target.receiver,
+                period,
+                attempts,
+                MAX_ATTEMPTS,
+                retry_at.isoformat(timespec="minutes"),
+                error,
+                exc_info=not isinstance(exc, ChannelError | OSError),  # a bug here deserves its traceback
+            )
+            return RunOutcome("failed", period, {**detail, "error": error})
+        detail = {
+            "sent": True,
+            "to": target.recipients,
+            "channel": target.channel.name,
+            "subject": rendered.subject,
+            "message_id": str(message["Message-ID"]),
+            "alerts": stats.totals.fired,
+        }
+        if not await self._finish(target, period, "done", detail):
+            log.warning("digest %s %s: sent, but the claim had expired and was taken over", target.receiver, period)
+        log.info(
+            "digest %s %s: sent to %s via %s",
+            target.receiver,
+            period,
+            ", ".join(target.recipients),
+            target.channel.name,
+        )
+        return RunOutcome("sent", period, detail)
+
+    async def _attempts(self, target: DigestTarget, period: str) -> int:
+        async with self._db.read() as session:
+            run = await get_run(session, job=target.job, period=period)
+        return run.attempts if run is not None else 1
+
+    async def _finish(
+        self,
+        target: DigestTarget,
+        period: str,
+        status: str,
+        detail: dict[str, Any],
+        *,
+        error: str | None = None,
+        retry_at: datetime | None = None,
+    ) -> bool:
+        async with self._db.write() as session:
+            ok = await finish_run(
+                session,
+                job=target.job,
+                period=period,
+                holder=self.holder,
+                now=self._clock(),
+                status=status,
+                detail=detail,
+                error=error,
+                retry_at=retry_at,
+            )
+            await session.commit()
+        return ok

@@ -1,0 +1,248 @@
+"""The week's numbers from the week's rows: pure, so every figure of the digest is testable on its own."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from alertrouter.digest.model import (
+    AckStats,
+    Count,
+    DayCount,
+    DigestStats,
+    EpisodeRow,
+    FlappingAlert,
+    Mechanism,
+    Noise,
+    ReceiverIncident,
+    ReceiverSection,
+    ResolveStats,
+    Totals,
+    WeekRows,
+    XidSuspect,
+)
+
+__all__ = ["FLAP_EPISODES", "MECHANISMS", "TOP", "Labelling", "summarize"]
+
+TOP = 10
+FLAP_EPISODES = 3  # an alert that fired this often in one week is flapping
+XID_REPEATS = 2  # XID episodes on one node that make it a hardware suspect
+# What kept an alert from a message of its own. `held` (waiting out an inhibition hold-down) is a delay,
+# not a reduction: a held alert ends up inhibited or notified, and is counted there.
+MECHANISMS = ("inhibited", "aggregated", "rolled_up", "throttled", "silenced")
+_CHANGES = ("firing", "refired", "revived", "resolved", "expired")
+_NONE = "(none)"
+
+
+class Labelling:
+    """How an alert's labels name its severity, node and region (the rules' settings and topology)."""
+
+    def __init__(
+        self,
+        *,
+        enrich: Callable[[Mapping[str, str]], Mapping[str, str]] = dict,
+        node_label: str = "node",
+        severity_label: str = "severity",
+        severities: Sequence[str] = ("critical", "warning", "info"),
+    ) -> None:
+        self.enrich = enrich
+        self.node_label = node_label
+        self.severity_label = severity_label
+        self.severities = tuple(severities)
+
+
+def _in(t: datetime | None, start: datetime, end: datetime) -> bool:
+    return t is not None and start <= t < end
+
+
+def _top(counter: Counter[str], n: int = TOP, extra: Mapping[str, str] | None = None) -> list[Count]:
+    ranked = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+    return [Count(name, count, (extra or {}).get(name, "")) for name, count in ranked]
+
+
+def _severity_order(counts: Mapping[str, int], known: Sequence[str]) -> list[str]:
+    others = sorted((s for s in counts if s not in known), key=lambda s: (-counts[s], s))
+    return [s for s in known if s in counts] + others
+
+
+def _mean_median(values: Sequence[timedelta]) -> tuple[timedelta | None, timedelta | None]:
+    if not values:
+        return None, None
+    seconds = [v.total_seconds() for v in values]
+    return timedelta(seconds=statistics.fmean(seconds)), timedelta(seconds=statistics.median(seconds))
+
+
+def _by_group(items: Iterable[tuple[str, timedelta]], order: Sequence[str]) -> list[tuple[str, list[timedelta]]]:
+    groups: dict[str, list[timedelta]] = defaultdict(list)
+    everything: list[timedelta] = []
+    for name, value in items:
+        groups[name].append(value)
+        everything.append(value)
+    return [
+        ("all", everything),
+        *((s, groups[s]) for s in _severity_order({k: len(v) for k, v in groups.items()}, order)),
+    ]
+
+
+def _noise(rows: WeekRows) -> Noise:
+    alerts: dict[str, set[str]] = defaultdict(set)
+    by_rule: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for fp, detail in rows.decisions:
+        decision = str(detail.get("decision", ""))
+        if decision not in MECHANISMS:
+            continue
+        alerts[decision].add(fp)
+        silence = detail.get("silenced_by")
+        rule = detail.get("inhibit_rule") or detail.get("aggregation_rule") or (f"silence {silence}" if silence else "")
+        by_rule[decision][str(rule) or ("repeat interval" if decision == "throttled" else "-")].add(fp)
+    mechanisms = [
+        Mechanism(m, len(alerts[m]), _top(Counter({r: len(f) for r, f in by_rule[m].items()}), n=20))
+        for m in MECHANISMS
+        if alerts.get(m)
+    ]
+    unsent = {status: n for status, n in sorted(rows.deliveries.items()) if status != "sent" and n}
+    return Noise(
+        alert_changes=sum(rows.changes.get(kind, 0) for kind in _CHANGES),
+        payloads=rows.payloads,
+        payload_alerts=rows.payload_alerts,
+        messages_intended=len(rows.intents),
+        messages_sent=rows.deliveries.get("sent", 0),
+        messages_unsent=unsent,
+        mechanisms=mechanisms,
+    )
+
+
+def _receiver(rows: WeekRows, receiver: str) -> ReceiverSection:
+    mine = [i for i in rows.intents if i[0] == receiver]
+    reasons = Counter(reason for _, reason, *_ in mine)
+    incidents: dict[str, tuple[str, str, datetime, int]] = {}
+    for _, _, key, severity, headline, at in sorted(mine, key=lambda i: i[5]):
+        first = incidents.get(key)
+        incidents[key] = (headline, severity, first[2] if first else at, (first[3] if first else 0) + 1)
+    ranked = sorted(incidents.values(), key=lambda i: (-i[3], i[2], i[0]))
+    listed = [ReceiverIncident(h, s, at, n) for h, s, at, n in ranked[:15]]
+    return ReceiverSection(receiver, len(mine), _top(reasons), listed, max(0, len(ranked) - len(listed)))
+
+
+def _days(
+    rows: WeekRows, fired: Sequence[tuple[EpisodeRow, Mapping[str, str]]], lab: Labelling, tz: ZoneInfo
+) -> list[DayCount]:
+    first = rows.start.astimezone(tz).date()
+    days = [first + timedelta(days=i) for i in range(7)]
+    counts: dict[object, Counter[str]] = {d: Counter() for d in days}
+    for episode, labels in fired:
+        day = episode.opened_at.astimezone(tz).date()
+        if day in counts:
+            counts[day][labels.get(lab.severity_label) or _NONE] += 1
+    return [DayCount(d, dict(counts[d])) for d in days]
+
+
+def summarize(
+    rows: WeekRows, *, period: str, tz: ZoneInfo, labelling: Labelling, receiver: str | None = None
+) -> DigestStats:
+    start, end, lab = rows.start, rows.end, labelling
+    labels = {fp: lab.enrich(raw) for fp, (raw, _) in rows.alerts.items()}
+
+    def label(fp: str, name: str) -> str:
+        return labels.get(fp, {}).get(name) or _NONE
+
+    fired = [(e, labels.get(e.fingerprint, {})) for e in rows.episodes if _in(e.opened_at, start, end)]
+    fps = {e.fingerprint for e, _ in fired}
+    new = {fp for fp in fps if fp in rows.alerts and rows.alerts[fp][1] >= start}
+    open_at_end = sum(1 for e in rows.episodes if e.opened_at < end and (e.closed_at is None or e.closed_at >= end))
+
+    severity = Counter(label(e.fingerprint, lab.severity_label) for e, _ in fired)
+    alertname = Counter(label(e.fingerprint, "alertname") for e, _ in fired)
+    node = Counter(label(e.fingerprint, lab.node_label) for e, _ in fired)
+    region = Counter(label(e.fingerprint, "region") for e, _ in fired)
+    nodes_of: dict[str, set[str]] = defaultdict(set)
+    names_of: dict[str, set[str]] = defaultdict(set)
+    for e, _ in fired:
+        nodes_of[label(e.fingerprint, "alertname")].add(label(e.fingerprint, lab.node_label))
+        names_of[label(e.fingerprint, lab.node_label)].add(label(e.fingerprint, "alertname"))
+
+    incidents_opened = [i for i in rows.incidents if _in(i.opened_at, start, end)]
+    totals = Totals(
+        fired=len(fired),
+        distinct_alerts=len(fps),
+        new_alerts=len(new),
+        recurring_alerts=len(fps) - len(new),
+        open_at_end=open_at_end,
+        incidents_opened=len(incidents_opened),
+        incidents_open_at_end=sum(
+            1 for i in rows.incidents if i.opened_at < end and (i.resolved_at is None or i.resolved_at >= end)
+        ),
+        by_severity=[Count(s, severity[s]) for s in _severity_order(severity, lab.severities)],
+        by_alertname=_top(alertname, n=25),
+        by_node=_top(node, n=25),
+        by_region=_top(region, n=25),
+    )
+
+    per_fp = Counter(e.fingerprint for e, _ in fired)
+    flapping = [
+        FlappingAlert(
+            label(fp, "alertname"),
+            label(fp, lab.node_label),
+            f"gpu {labels[fp]['gpu']}" if labels.get(fp, {}).get("gpu") else "",
+            n,
+        )
+        for fp, n in sorted(per_fp.items(), key=lambda kv: (-kv[1], label(kv[0], "alertname"), kv[0]))
+        if n >= FLAP_EPISODES
+    ][:TOP]
+
+    xid: dict[str, list[str]] = defaultdict(list)
+    for e, _ in fired:
+        if "xid" in label(e.fingerprint, "alertname").lower() or "xid" in labels.get(e.fingerprint, {}):
+            xid[label(e.fingerprint, lab.node_label)].append(e.fingerprint)
+    suspects = sorted(
+        (
+            XidSuspect(
+                n,
+                len(found),
+                sorted({labels[fp].get("xid", "") for fp in found} - {""}, key=lambda x: (len(x), x)),
+                sorted({labels[fp].get("gpu", "") for fp in found} - {""}, key=lambda x: (len(x), x)),
+            )
+            for n, found in xid.items()
+            if len(found) >= XID_REPEATS
+        ),
+        key=lambda s: (-s.episodes, s.node),
+    )[:TOP]
+
+    durations = [
+        (label(e.fingerprint, lab.severity_label), max(timedelta(0), (e.ends_at or e.closed_at or end) - e.starts_at))
+        for e in rows.episodes
+        if _in(e.closed_at, start, end)
+    ]
+    resolve = [ResolveStats(name, len(v), *_mean_median(v)) for name, v in _by_group(durations, lab.severities)]
+    acks = [(i.severity, i.acknowledged_at - i.opened_at) for i in incidents_opened if i.acknowledged_at is not None]
+    opened_by = Counter(i.severity for i in incidents_opened)
+    ack = [
+        AckStats(name, len(incidents_opened) if name == "all" else opened_by[name], len(v), *_mean_median(v))
+        for name, v in _by_group(acks, lab.severities)
+    ]
+    for s in _severity_order(opened_by, lab.severities):  # severities with incidents but no acknowledgement
+        if all(a.name != s for a in ack):
+            ack.append(AckStats(s, opened_by[s], 0, None, None))
+
+    return DigestStats(
+        period=period,
+        timezone=tz.key,
+        start=start,
+        end=end,
+        totals=totals,
+        noise=_noise(rows),
+        noisiest_alerts=_top(alertname, extra={k: f"{len(v)} nodes" for k, v in nodes_of.items()}),
+        noisiest_nodes=_top(
+            node, extra={k: ", ".join(sorted(v)[:3]) + (" …" if len(v) > 3 else "") for k, v in names_of.items()}
+        ),
+        flapping=flapping,
+        xid_suspects=suspects,
+        resolve=resolve,
+        ack=ack,
+        per_day=_days(rows, fired, lab, tz),
+        severities=_severity_order(severity, lab.severities) or list(lab.severities),
+        receiver=_receiver(rows, receiver) if receiver is not None else None,
+    )

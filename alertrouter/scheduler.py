@@ -1,0 +1,227 @@
+"""Scheduled jobs inside `serve` (APScheduler 3, asyncio): weekly digests and hourly housekeeping.
+
+Every job run first takes or renews the `scheduler` lease, so one replica (the leader) does the
+work; then it claims its period in `scheduled_runs`, so even two replicas that both believe they
+lead (a lease that expired mid-run) cannot both send one digest. A tick every minute, first run at
+start, sends any digest whose send time has passed and that is not done: the catch-up after
+downtime (only the latest due week, once), and the retry of a failed or crashed run. APScheduler's
+own misfire handling is off (`misfire_grace_time=None`, `coalesce=True`): the store, not the
+scheduler's memory, says what was done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from alertrouter.digest.period import DAYS, due_period
+from alertrouter.digest.send import DigestRunner, DigestTarget
+from alertrouter.metrics import Metrics
+from alertrouter.model import utcnow
+from alertrouter.render import Templates
+from alertrouter.ruleset import Ruleset
+from alertrouter.ruleset.build import Pipeline
+from alertrouter.settings import Settings
+from alertrouter.store import STORE_ERRORS, Database, describe_error
+from alertrouter.store.actions import prune_used_tokens
+from alertrouter.store.engine import hold_lease
+from alertrouter.store.runs import claim_run, finish_run, prune_history, release_lease
+
+__all__ = ["LEASE", "Scheduler", "build_scheduler"]
+
+log = logging.getLogger(__name__)
+
+LEASE = "scheduler"
+HOUSEKEEPING = "housekeeping"
+STOP_GRACE = timedelta(seconds=10)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        db: Database,
+        digests: DigestRunner,
+        *,
+        metrics: Metrics | None = None,
+        history_retention: timedelta = timedelta(days=90),
+        clock: Callable[[], datetime] = utcnow,
+        holder: str | None = None,
+        tick: timedelta = timedelta(minutes=1),
+        housekeeping_every: timedelta = timedelta(hours=1),
+    ) -> None:
+        self._db = db
+        self.digests = digests
+        self._metrics = metrics
+        self._retention = history_retention
+        self._clock = clock
+        self.holder = holder or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self._tick = tick
+        self._lease_ttl = tick * 3
+        self._housekeeping_every = housekeeping_every
+        self._scheduler: AsyncIOScheduler | None = None
+        self._inflight: set[asyncio.Task[Any]] = set()
+        self._leader = False
+        self.ticked = asyncio.Event()  # set after each tick (tests wait for the catch-up with it)
+
+    def start(self) -> None:
+        """Add the jobs and start; must be called with the event loop running."""
+        if logging.getLogger().getEffectiveLevel() >= logging.INFO:  # APScheduler logs every run at INFO
+            logging.getLogger("apscheduler").setLevel(logging.WARNING)
+        scheduler = AsyncIOScheduler(timezone=UTC)
+        defaults: dict[str, Any] = {"misfire_grace_time": None, "coalesce": True, "max_instances": 1}
+        now = datetime.now(UTC)
+        for target in self.digests.targets.values():
+            s = target.schedule
+            trigger = CronTrigger(day_of_week=DAYS[s.weekday], hour=s.hour, minute=s.minute, timezone=target.tz)
+            scheduler.add_job(self._guarded, trigger, args=[self._digest_job, target], id=target.job, **defaults)
+            log.info("digest %s scheduled %s %s, via %s", target.receiver, s, target.tz.key, target.channel_name)
+        scheduler.add_job(
+            self._guarded,
+            IntervalTrigger(seconds=self._tick.total_seconds()),
+            args=[self.tick],
+            id="tick",
+            next_run_time=now,
+            **defaults,
+        )
+        scheduler.add_job(
+            self._guarded,
+            IntervalTrigger(seconds=self._housekeeping_every.total_seconds()),
+            args=[self.housekeeping],
+            id=HOUSEKEEPING,
+            next_run_time=now + self._tick,
+            **defaults,
+        )
+        scheduler.start()
+        self._scheduler = scheduler
+
+    def next_runs(self) -> dict[str, datetime]:
+        """Job id -> next run time (UTC), while started."""
+        if self._scheduler is None:
+            return {}
+        return {job.id: job.next_run_time for job in self._scheduler.get_jobs() if job.next_run_time is not None}
+
+    async def stop(self) -> None:
+        """No new runs; a run in flight gets a grace period (its claim expires if it is cut short)."""
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+            self._scheduler = None
+        if self._inflight:
+            _, late = await asyncio.wait(set(self._inflight), timeout=STOP_GRACE.total_seconds())
+            for task in late:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*late, return_exceptions=True)
+        if self._leader:
+            try:
+                async with self._db.write() as session:
+                    await release_lease(session, name=LEASE, holder=self.holder, now=self._clock())
+                    await session.commit()
+            except STORE_ERRORS as exc:
+                log.warning("could not release the scheduler lease: %s", describe_error(exc))
+            self._leader = False
+
+    async def _guarded(self, job: Callable[..., Awaitable[None]], *args: Any) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
+        try:
+            await job(*args)
+        except STORE_ERRORS as exc:
+            log.warning("scheduled job failed, will retry: %s", describe_error(exc))
+        except Exception:
+            log.exception("scheduled job failed")
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
+
+    def _count(self, job: str, result: str) -> None:
+        if self._metrics is not None:
+            self._metrics.scheduled_runs.labels(job=job, result=result).inc()
+
+    async def lead(self) -> bool:
+        """Take or renew the scheduler lease; False (and nothing to do) while another replica has it."""
+        now = self._clock()
+        async with self._db.write() as session:
+            held = await hold_lease(session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl)
+            await session.commit()
+        if held != self._leader:
+            log.info("scheduler lease %s by %s", "taken" if held else "lost", self.holder)
+            self._leader = held
+        if self._metrics is not None:
+            self._metrics.scheduler_leader.set(1 if held else 0)
+        return held
+
+    async def tick(self) -> None:
+        """Leader only: every digest whose latest due week is not done is run now (catch-up, retries)."""
+        try:
+            if await self.lead():
+                for target in self.digests.targets.values():
+                    await self.run_due(target)
+        finally:
+            self.ticked.set()
+
+    async def _digest_job(self, target: DigestTarget) -> None:
+        if await self.lead():
+            await self.run_due(target)
+        else:
+            self._count(target.job, "not_leader")
+
+    async def run_due(self, target: DigestTarget) -> None:
+        period = due_period(self._clock(), target.schedule, target.tz)
+        if not await self.digests.pending(target, period):
+            return
+        log.info("digest %s: week %s is due, running", target.receiver, period)
+        outcome = await self.digests.run(target, period)
+        self._count(target.job, outcome.result)
+
+    async def housekeeping(self) -> None:
+        """Leader only, once per hour whatever the replicas: used link tokens and old history pruned."""
+        if not await self.lead():
+            return
+        now = self._clock()
+        period = now.strftime("%Y-%m-%dT%H")
+        async with self._db.write() as session:
+            claimed = await claim_run(
+                session,
+                job=HOUSEKEEPING,
+                period=period,
+                holder=self.holder,
+                now=now,
+                until=now + timedelta(minutes=30),
+                max_attempts=3,
+            )
+            await session.commit()
+        if not claimed:
+            self._count(HOUSEKEEPING, "claimed")
+            return
+        async with self._db.write() as session:
+            pruned = await prune_history(session, before=now - self._retention)
+            pruned["used_tokens"] = await prune_used_tokens(session, now=now)
+            await finish_run(
+                session, job=HOUSEKEEPING, period=period, holder=self.holder, now=now, status="done", detail=pruned
+            )
+            await session.commit()
+        self._count(HOUSEKEEPING, "done")
+        if any(pruned.values()):
+            log.info("housekeeping: pruned %s", ", ".join(f"{n} {name}" for name, n in pruned.items() if n))
+
+
+def build_scheduler(
+    settings: Settings, ruleset: Ruleset, db: Database, pipeline: Pipeline, metrics: Metrics
+) -> Scheduler | None:
+    """The scheduler `serve` runs, or None with ALERTROUTER_SCHEDULER=false."""
+    if not settings.scheduler:
+        return None
+    holder = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    digests = DigestRunner(db, ruleset, pipeline, templates=Templates(settings.templates_dir), holder=holder)
+    return Scheduler(db, digests, metrics=metrics, history_retention=settings.history_retention, holder=holder)

@@ -1,0 +1,136 @@
+"""Claims on scheduled runs (one row per job and period) and pruning of old history; never commits.
+
+A claim is an INSERT that does nothing on conflict, or else a conditional UPDATE of a row that is
+`failed` or crashed (`running` past `claimed_until`): whichever statement changes a row wins, so two
+schedulers, even two that both believe they lead, cannot both run one period. `done` is final unless
+forced. The caller commits the claim before doing the work, and marks the outcome afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, Table, and_, delete, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from alertrouter.store.alerts import _insert, events_t
+from alertrouter.store.tables import DeliveryRow, LeaseRow, OutboxRow, ScheduledRunRow
+
+__all__ = ["claim_run", "finish_run", "get_run", "prune_history", "release_lease", "runs_t"]
+
+runs_t = cast(Table, ScheduledRunRow.__table__)
+outbox_t = cast(Table, OutboxRow.__table__)
+deliveries_t = cast(Table, DeliveryRow.__table__)
+leases_t = cast(Table, LeaseRow.__table__)
+
+_OPEN_DELIVERY = ("pending", "sending")  # anything else is finished history
+
+
+def _rowcount(result: Any) -> int:
+    return int(cast(CursorResult[Any], result).rowcount)
+
+
+async def claim_run(
+    session: AsyncSession,
+    *,
+    job: str,
+    period: str,
+    holder: str,
+    now: datetime,
+    until: datetime,
+    max_attempts: int,
+    force: bool = False,
+) -> bool:
+    """Take the run of `job` for `period` until `until`; True if this holder now has it. A failed run
+    is taken again once its `claimed_until` (the retry time) has passed, up to `max_attempts`;
+    `force` also takes a `done` one (an operator's explicit resend)."""
+    inserted = await session.execute(
+        _insert(session, runs_t)
+        .values(
+            job=job, period=period, status="running", holder=holder, claimed_until=until, attempts=1, started_at=now
+        )
+        .on_conflict_do_nothing(index_elements=["job", "period"])  # type: ignore[attr-defined]
+    )
+    if _rowcount(inserted) == 1:
+        return True
+    c = runs_t.c
+    retry = and_(c.status.in_(("failed", "running")), c.claimed_until < now, c.attempts < max_attempts)
+    taken = await session.execute(
+        update(runs_t)
+        .where(c.job == job, c.period == period, or_(retry, c.status == "done") if force else retry)
+        .values(
+            status="running",
+            holder=holder,
+            claimed_until=until,
+            attempts=c.attempts + 1,
+            started_at=now,
+            finished_at=None,
+            error=None,
+        )
+    )
+    return _rowcount(taken) == 1
+
+
+async def finish_run(
+    session: AsyncSession,
+    *,
+    job: str,
+    period: str,
+    holder: str,
+    now: datetime,
+    status: str,
+    detail: Mapping[str, Any],
+    error: str | None = None,
+    retry_at: datetime | None = None,
+) -> bool:
+    """Mark our run `done` or `failed` (retry after `retry_at`); False if the claim is no longer ours
+    (it expired and another holder took the period over)."""
+    c = runs_t.c
+    result = await session.execute(
+        update(runs_t)
+        .where(c.job == job, c.period == period, c.holder == holder, c.status == "running")
+        .values(
+            status=status,
+            finished_at=now,
+            error=error,
+            detail=dict(detail),
+            claimed_until=retry_at if retry_at is not None else now,
+        )
+    )
+    return _rowcount(result) == 1
+
+
+async def get_run(session: AsyncSession, *, job: str, period: str) -> ScheduledRunRow | None:
+    return (
+        await session.scalars(
+            select(ScheduledRunRow).where(ScheduledRunRow.job == job, ScheduledRunRow.period == period)
+        )
+    ).first()
+
+
+async def prune_history(session: AsyncSession, *, before: datetime) -> dict[str, int]:
+    """Delete history older than `before`: alert events, finished deliveries (their attempts go with
+    them), finished outbox rows and finished scheduled runs. Pending work is never pruned."""
+    counts = {
+        "alert_events": await session.execute(delete(events_t).where(events_t.c.at < before)),
+        "deliveries": await session.execute(
+            delete(deliveries_t).where(deliveries_t.c.created_at < before, deliveries_t.c.status.notin_(_OPEN_DELIVERY))
+        ),
+        "outbox": await session.execute(
+            delete(outbox_t).where(outbox_t.c.created_at < before, outbox_t.c.status != "pending")
+        ),
+        "scheduled_runs": await session.execute(
+            delete(runs_t).where(runs_t.c.started_at < before, runs_t.c.status != "running")
+        ),
+    }
+    return {name: _rowcount(result) for name, result in counts.items()}
+
+
+async def release_lease(session: AsyncSession, *, name: str, holder: str, now: datetime) -> bool:
+    """Let a lease go on shutdown, so another replica takes over at once rather than at its expiry."""
+    result = await session.execute(
+        update(leases_t).where(leases_t.c.name == name, leases_t.c.holder == holder).values(expires_at=now)
+    )
+    return _rowcount(result) == 1
