@@ -26,6 +26,7 @@ __all__ = [
     "AlertContext",
     "ItemContext",
     "LocalClock",
+    "age_text",
     "as_map",
     "build_item",
     "clean",
@@ -96,7 +97,7 @@ def _time(value: object) -> datetime | None:
     return t if t.year > 1 else None  # Alertmanager's zero time
 
 
-def _age_text(delta: timedelta) -> str:
+def age_text(delta: timedelta) -> str:
     """`45s`, `12m`, `3h 5m`, `2d 4h`."""
     s = max(0, int(delta.total_seconds()))
     if s < 60:
@@ -272,7 +273,7 @@ def build_item(raw: Mapping[str, Any], *, fallback_severity: str, clock: LocalCl
         description=next((a.description for a in alerts if a.description), ""),
         since=clock.local(opened, ref) if opened else "",
         since_full=clock.full(opened) if opened else "",
-        age=_age_text(ref - opened) if opened else "",
+        age=age_text(ref - opened) if opened else "",
         alerts=alerts,
         alerts_more=max(0, listed - len(alerts)),
         members=members,

@@ -25,7 +25,7 @@ import aiosmtplib
 from alertrouter.channels.base import ChannelError, Notification, Renderer
 from alertrouter.ruleset.schema import EmailChannelConfig
 
-__all__ = ["SUBJECT_LIMIT_BYTES", "EmailChannel", "InlineImage", "build_email", "smtp_error"]
+__all__ = ["SUBJECT_LIMIT_BYTES", "EmailChannel", "InlineImage", "build_email", "smtp_error", "smtp_send"]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,43 @@ def smtp_error(exc: Exception, where: str, secrets: Sequence[str] = ()) -> Chann
     return ChannelError(f"{where}: {type(exc).__name__}", code="connection")
 
 
+def _where(config: EmailChannelConfig) -> str:
+    return f"email {config.name} ({config.host}:{config.effective_port})"
+
+
+def _secrets(config: EmailChannelConfig) -> list[str]:
+    """The password as it may appear in an error: plain, base64, and inside an AUTH PLAIN string."""
+    password = config.password.get_secret_value() if config.password is not None else ""
+    if not password:
+        return []
+    plain = base64.b64encode(f"\0{config.username or ''}\0{password}".encode()).decode()
+    return [password, base64.b64encode(password.encode()).decode(), plain]
+
+
+async def smtp_send(
+    config: EmailChannelConfig, message: EmailMessage, *, ssl_context: ssl.SSLContext | None = None
+) -> dict[str, aiosmtplib.SMTPResponse]:
+    """One message through the channel's SMTP server (a connection per message); errors raised as
+    `ChannelError`, classed and without secrets. Returns the recipients the server refused."""
+    username = config.username or None  # no username: no AUTH, whatever the password
+    password = config.password.get_secret_value() if config.password is not None else ""
+    try:
+        refused, _ = await aiosmtplib.send(
+            message,
+            hostname=config.host,
+            port=config.effective_port,
+            username=username,
+            password=password if username else None,
+            use_tls=config.security == "tls",
+            start_tls=config.security == "starttls",
+            tls_context=ssl_context,
+            timeout=config.timeout.total_seconds(),
+        )
+    except (aiosmtplib.SMTPException, OSError) as exc:
+        raise smtp_error(exc, _where(config), _secrets(config)) from None
+    return refused
+
+
 class EmailChannel:
     """Email over SMTP. `ssl_context` replaces the default trust (tests trust a throwaway certificate)."""
 
@@ -127,14 +164,7 @@ class EmailChannel:
         self.config = config
         self._renderer = renderer
         self._ssl_context = ssl_context
-        self._where = f"email {config.name} ({config.host}:{config.effective_port})"
-
-    def _secrets(self) -> list[str]:
-        password = self.config.password.get_secret_value() if self.config.password is not None else ""
-        if not password:
-            return []
-        plain = base64.b64encode(f"\0{self.config.username or ''}\0{password}".encode()).decode()
-        return [password, base64.b64encode(password.encode()).decode(), plain]
+        self._where = _where(config)
 
     def message(self, notification: Notification) -> EmailMessage:
         recipients = notification.recipients or tuple(self.config.to)
@@ -149,24 +179,7 @@ class EmailChannel:
         )
 
     async def send(self, notification: Notification) -> None:
-        message = self.message(notification)
-        config = self.config
-        username = config.username or None  # no username: no AUTH, whatever the password
-        password = config.password.get_secret_value() if config.password is not None else ""
-        try:
-            refused, _ = await aiosmtplib.send(
-                message,
-                hostname=config.host,
-                port=config.effective_port,
-                username=username,
-                password=password if username else None,
-                use_tls=config.security == "tls",
-                start_tls=config.security == "starttls",
-                tls_context=self._ssl_context,
-                timeout=config.timeout.total_seconds(),
-            )
-        except (aiosmtplib.SMTPException, OSError) as exc:
-            raise smtp_error(exc, self._where, self._secrets()) from None
+        refused = await smtp_send(self.config, self.message(notification), ssl_context=self._ssl_context)
         if refused:  # some recipients took it: a retry would repeat it to them, so report and move on
             shown = ", ".join(f"{rcpt} ({reply.code})" for rcpt, reply in refused.items())
             log.warning("%s: delivered, but refused for %s", self._where, shown)

@@ -21,10 +21,8 @@ from email.utils import parseaddr
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import aiosmtplib
-
 from alertrouter.channels.base import ChannelError
-from alertrouter.channels.email import InlineImage, build_email, smtp_error
+from alertrouter.channels.email import InlineImage, build_email, smtp_send
 from alertrouter.digest.charts import draw_charts
 from alertrouter.digest.model import DigestStats
 from alertrouter.digest.period import Schedule, parse_schedule, week_bounds, zone
@@ -102,24 +100,11 @@ def _message_id(target: DigestTarget, period: str, sender: str, resend: datetime
 
 
 async def send_email(config: EmailChannelConfig, message: EmailMessage, *, ssl_context: ssl.SSLContext | None) -> None:
-    """One message through an email channel's SMTP server, errors classed as the channel classes them."""
-    username = config.username or None
-    password = config.password.get_secret_value() if config.password is not None else ""
-    try:
-        await aiosmtplib.send(
-            message,
-            hostname=config.host,
-            port=config.effective_port,
-            username=username,
-            password=password if username else None,
-            use_tls=config.security == "tls",
-            start_tls=config.security == "starttls",
-            tls_context=ssl_context,
-            timeout=config.timeout.total_seconds(),
-        )
-    except (aiosmtplib.SMTPException, OSError) as exc:
-        where = f"email {config.name} ({config.host}:{config.effective_port})"
-        raise smtp_error(exc, where, [password] if password else []) from None
+    """The digest through the receiver's email channel; refused recipients are logged, not retried
+    (the others have it)."""
+    refused = await smtp_send(config, message, ssl_context=ssl_context)
+    if refused:
+        log.warning("digest via %s: refused for %s", config.name, ", ".join(sorted(refused)))
 
 
 class DigestRunner:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from alertrouter.render_context import age_text
 from alertrouter.store.tables import IncidentRow, SilenceRow
 
 __all__ = [
@@ -69,16 +70,7 @@ def gpu_grid(summary: Mapping[str, Any]) -> list[Cell]:
 
 def duration_text(delta: timedelta | None) -> str:
     """`45s`, `12m`, `3h 5m`, `2d 4h`."""
-    if delta is None:
-        return ""
-    s = max(0, int(delta.total_seconds()))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h {s % 3600 // 60}m" if s % 3600 >= 60 else f"{s // 3600}h"
-    return f"{s // 86400}d {s % 86400 // 3600}h"
+    return "" if delta is None else age_text(delta)
 
 
 def incident_age(row: IncidentRow, now: datetime) -> str:
