@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 
 from alertrouter import __version__
 from alertrouter.channels.registry import build_channels, secret_values
+from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest import routes as ingest_routes
@@ -63,8 +64,6 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
             ruleset,
             channels,
             metrics=metrics,
-            link_ttl=settings.link_ttl,
-            link_silence=settings.link_silence,
             interval=settings.delivery_interval.total_seconds(),
             concurrency=settings.delivery_concurrency,
         )
@@ -104,7 +103,7 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
         app.state.runtime = runtime
         runtime.signers = await load_signers(runtime.db, settings)
         if runtime.delivery is not None:
-            runtime.delivery.signers = runtime.signers
+            runtime.delivery.actions = ActionLinks(runtime.signers.link, settings.link_ttl, settings.link_silence)
         runtime.maintenance.start()
         runtime.engine.start()
         if runtime.delivery is not None:

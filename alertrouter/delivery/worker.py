@@ -22,7 +22,6 @@ from typing import Any
 from alertrouter.channels.base import Channel, ChannelError
 from alertrouter.delivery.expand import ActionLinks, coalesced_row, delivery_rows, failover_row, notification_of
 from alertrouter.delivery.plan import Batch, backoff, plan_batches
-from alertrouter.keys import Signers
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.ruleset import Ruleset
@@ -50,8 +49,6 @@ class DeliveryWorker:
         *,
         metrics: Metrics | None = None,
         external_url: str | None = None,
-        link_ttl: timedelta = timedelta(hours=24),
-        link_silence: timedelta = timedelta(hours=1),
         interval: float = 1.0,
         concurrency: int = 8,
         clock: Callable[[], datetime] = utcnow,
@@ -66,8 +63,7 @@ class DeliveryWorker:
         self.unconfigured = sorted(unconfigured_channels(ruleset))
         self._metrics = metrics
         self._base = (external_url or ruleset.global_.external_url or "").rstrip("/")
-        self.signers: Signers | None = None  # signs the acknowledge/silence links; None: no such links
-        self._link_ttl, self._link_silence = link_ttl, link_silence
+        self.actions: ActionLinks | None = None  # set at startup (the key may live in the store); None: no links
         self._interval = interval
         self._slots = asyncio.Semaphore(concurrency)
         self._clock = clock
@@ -248,8 +244,7 @@ class DeliveryWorker:
             await session.commit()
         if attempt is None:
             return "skipped"
-        actions = None if self.signers is None else ActionLinks(self.signers.link, self._link_ttl, self._link_silence)
-        notification = notification_of(row, recipients, base_url=self._base, now=self._clock(), actions=actions)
+        notification = notification_of(row, recipients, base_url=self._base, now=self._clock(), actions=self.actions)
         started = time.perf_counter()
         error: ChannelError | None = None
         try:

@@ -14,10 +14,10 @@ import pytest
 from sqlalchemy import select
 
 from alertrouter.channels.base import ChannelError, Notification
+from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.types import Intent
-from alertrouter.keys import Signers
-from alertrouter.links import ACTION_PATH, LINK_PURPOSE, SESSION_PURPOSE, Action, ActionToken, read_action
+from alertrouter.links import ACTION_PATH, LINK_PURPOSE, Action, ActionToken, read_action
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.ruleset.schema import Ruleset
 from alertrouter.signing import Signer, TokenError
@@ -387,9 +387,15 @@ LINK_KEY = "link-test-key-4f1c9a7e2b"
 TTL = timedelta(hours=6)
 
 
-def signing(w: DeliveryWorker, key: str = LINK_KEY) -> DeliveryWorker:
-    """`w` with the signers the app's startup gives it."""
-    w.signers = Signers(link=Signer(key, LINK_PURPOSE), session=Signer(key, SESSION_PURPOSE))
+def signing(
+    w: DeliveryWorker,
+    key: str = LINK_KEY,
+    *,
+    ttl: timedelta = timedelta(hours=24),
+    silence: timedelta = timedelta(hours=1),
+) -> DeliveryWorker:
+    """`w` with the action links the app's startup gives it (the settings' defaults unless told)."""
+    w.actions = ActionLinks(Signer(key, LINK_PURPOSE), ttl, silence)
     return w
 
 
@@ -418,7 +424,7 @@ def read(link: str | None, now: datetime, key: str = LINK_KEY) -> ActionToken:
 async def test_firing_message_links_verify_name_the_incident_and_expire_after_link_ttl(db: Database) -> None:
     clock, rules = Clock(), ruleset()
     robot = ScriptedChannel("robot")
-    w = signing(worker(db, rules, {"robot": robot}, clock, link_ttl=TTL, link_silence=timedelta(minutes=90)))
+    w = signing(worker(db, rules, {"robot": robot}, clock), ttl=TTL, silence=timedelta(minutes=90))
     incident_id = await add_incident(db, 1)
     await add(db, [intent(1)])
     clock.now += 7 * S  # sent later than queued: the links count from the send
