@@ -100,6 +100,11 @@ class Ingestor:
     into the next one (in arrival order, up to `max_group_alerts`), so a burst of webhooks costs one
     fsync and one round of statements instead of one each. Every caller still gets its own result,
     and only after the commit that holds its payload.
+
+    On SQLite one writer drains the queue (the database has one writer anyway). On PostgreSQL up to
+    `writers` transactions run at once, so one group is planned while another waits for its commit;
+    row locks taken in fingerprint order keep them apart, and the transitions are order-robust (a
+    firing copy of an alert already resolved by its sender is stale, whichever commits first).
     """
 
     def __init__(
@@ -110,6 +115,7 @@ class Ingestor:
         clock: Callable[[], datetime] = utcnow,
         recent_digests: int = 8192,
         max_group_alerts: int = 2000,
+        writers: int | None = None,
     ) -> None:
         self._db = db
         self._touches = touches
@@ -117,8 +123,9 @@ class Ingestor:
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._recent_max = recent_digests
         self._max_group = max_group_alerts
+        self._max_writers = writers if writers is not None else (1 if db.is_sqlite else 4)
         self._pending: deque[tuple[IngestBatch, asyncio.Future[IngestResult]]] = deque()
-        self._writer: asyncio.Task[None] | None = None
+        self._writers: set[asyncio.Task[None]] = set()
 
     def _seen_recently(self, digest: str) -> bool:
         if digest in self._recent:
@@ -137,8 +144,10 @@ class Ingestor:
             return IngestResult(repeat=True)
         future: asyncio.Future[IngestResult] = asyncio.get_running_loop().create_future()
         self._pending.append((batch, future))
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._drain(), name="alertrouter-ingest-writer")
+        # A finished writer may not have run its done callbacks yet: count the running ones only.
+        self._writers = {w for w in self._writers if not w.done()}
+        if len(self._writers) < self._max_writers:
+            self._writers.add(asyncio.create_task(self._drain(), name="alertrouter-ingest-writer"))
         return await future
 
     async def _drain(self) -> None:
@@ -194,16 +203,21 @@ class Ingestor:
                     states[alert.fingerprint] = after
             results.append(IngestResult(transitions=plan.transitions - before))
             event_slices.append((first_event, len(plan.events)))
-        for batch, result, (start, end) in zip(batches, results, event_slices, strict=True):
+        logged: dict[str, int] = {}  # digest -> the first batch (by position) that logs it
+        for i, (batch, result) in enumerate(zip(batches, results, strict=True)):
             if batch.always_logged or result.written:
-                result.raw_event_id = await store.insert_raw_event(session, _raw_row(batch, now))
+                logged.setdefault(batch.digest, i)
+        ids = await store.insert_raw_events(session, [_raw_row(batches[i], now) for i in logged.values()])
+        for i, (batch, result, (start, end)) in enumerate(zip(batches, results, event_slices, strict=True)):
+            if logged.get(batch.digest) == i:  # of identical payloads in one group, the first is logged
+                result.raw_event_id = ids.get(batch.digest)
             for event in plan.events[start:end]:
                 event["raw_event_id"] = result.raw_event_id
         if not any(r.written for r in results):
             return results, plan
         # Rows are written in fingerprint order, the order load_states locks in: concurrent batches never deadlock.
         inserted = await store.insert_alerts(session, [plan.new_alerts[fp] for fp in sorted(plan.new_alerts)])
-        if len(inserted) != len(plan.new_alerts):
+        if inserted != len(plan.new_alerts):
             await session.rollback()
             raise _InsertRace
         await store.update_alerts(session, [plan.updates[fp] for fp in sorted(plan.updates)])

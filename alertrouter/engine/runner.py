@@ -107,7 +107,9 @@ class EngineRunner:
                 self._lost()
                 return None
             changed_since = None if self._watermark is None else self._watermark - OVERLAP
-            changed = await store.load_live_alerts(session, changed_since=changed_since, resolved_since=now - RECENT)
+            changed = await store.load_live_alerts(
+                session, changed_since=changed_since, resolved_since=now - RECENT, known=self._updated
+            )
             silences = await store.load_silences(session, now=now)
             if self._idle(changed, now) and silences == self._silences:
                 return await self._keep_lease(now)
@@ -140,14 +142,11 @@ class EngineRunner:
     def _idle(
         self, changed: list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]], now: datetime
     ) -> bool:
-        """Nothing to decide: no alert changed (the overlap re-reads only what we already hold, unchanged),
-        no timer is due, and no one asked for a full pass (`nudge(force=True)`)."""
+        """Nothing to decide: no alert changed since what we hold, no timer is due, and no one asked for
+        a full pass (`nudge(force=True)`)."""
         if self._last is None or self._force or (self.wake_at is not None and now >= self.wake_at):
             return False
-        return all(
-            self._updated.get(live.fingerprint) == updated_at and self._alerts.get(live.fingerprint) == live
-            for live, updated_at, _, _ in changed
-        )
+        return not changed
 
     async def _keep_lease(self, now: datetime) -> EvalResult | None:
         """An idle pass: renew the lease when it gets old, decide nothing."""

@@ -11,6 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import AlertState, AlertStatus, ResolvedBy
+from alertrouter.store import bulk
 from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
 
 __all__ = [
@@ -22,7 +23,7 @@ __all__ = [
     "insert_alerts",
     "insert_episodes",
     "insert_events",
-    "insert_raw_event",
+    "insert_raw_events",
     "load_states",
     "prune_raw_events",
     "raw_events_t",
@@ -36,20 +37,6 @@ episodes_t = cast(Table, AlertEpisodeRow.__table__)
 events_t = cast(Table, AlertEventRow.__table__)
 raw_events_t = cast(Table, RawEventRow.__table__)
 
-# Columns an update may change; the fingerprint is bound as b_fingerprint to keep names apart.
-_ALERT_MUTABLE = (
-    "status",
-    "starts_at",
-    "ends_at",
-    "resolved_by",
-    "annotations",
-    "generator_url",
-    "episodes",
-    "last_seen",
-    "updated_at",
-    "fired_at",
-)
-
 
 def _insert(session: AsyncSession, table: Table) -> Insert:
     dialect = session.get_bind().dialect.name
@@ -60,12 +47,16 @@ def _insert(session: AsyncSession, table: Table) -> Insert:
     raise RuntimeError(f"unsupported database dialect {dialect!r}")
 
 
-async def insert_raw_event(session: AsyncSession, row: Mapping[str, Any]) -> int | None:
-    """Log a payload once per digest; None when an identical payload is already logged."""
-    stmt = _insert(session, raw_events_t).values(**row)
-    stmt = stmt.on_conflict_do_nothing(index_elements=["digest"]).returning(raw_events_t.c.id)  # type: ignore[attr-defined]
-    result = await session.execute(stmt)
-    return result.scalar_one_or_none()
+async def insert_raw_events(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Log payloads once per digest, in one statement; returns digest -> id of the rows inserted now
+    (a digest already logged is absent). Rows go in digest order, so concurrent transactions on
+    PostgreSQL wait for each other's digests in one order and never deadlock."""
+    if not rows:
+        return {}
+    stmt = _insert(session, raw_events_t).on_conflict_do_nothing(index_elements=["digest"])  # type: ignore[attr-defined]
+    stmt = stmt.returning(raw_events_t.c.digest, raw_events_t.c.id)
+    result = await session.execute(stmt, sorted(rows, key=lambda r: str(r["digest"])))
+    return {digest: id_ for digest, id_ in result}
 
 
 async def load_states(session: AsyncSession, fingerprints: Sequence[str]) -> dict[str, AlertState]:
@@ -94,64 +85,24 @@ async def load_states(session: AsyncSession, fingerprints: Sequence[str]) -> dic
     return states
 
 
-async def insert_alerts(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> set[str]:
-    """Insert new alerts; returns the fingerprints actually inserted (others raced in concurrently)."""
-    if not rows:
-        return set()
-    stmt = _insert(session, alerts_t).on_conflict_do_nothing(index_elements=["fingerprint"])  # type: ignore[attr-defined]
-    result = await session.execute(stmt.returning(alerts_t.c.fingerprint), list(rows))
-    return set(result.scalars())
+async def insert_alerts(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Insert new alerts; returns how many were inserted (fewer when others raced in concurrently)."""
+    return await bulk.insert(session, alerts_t, rows, on_conflict_do_nothing=["fingerprint"])
 
 
 async def update_alerts(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
-    if not rows:
-        return
-    stmt = (
-        update(alerts_t)
-        .where(alerts_t.c.fingerprint == bindparam("b_fingerprint"))
-        .values({name: bindparam(name) for name in _ALERT_MUTABLE})
-    )
-    params = [{"b_fingerprint": r["fingerprint"], **{k: r[k] for k in _ALERT_MUTABLE}} for r in rows]
-    await session.execute(stmt, params)
+    """Rows: fingerprint and the state columns (status, starts_at, ends_at, resolved_by, annotations,
+    generator_url, episodes, last_seen, updated_at, fired_at); labels never change."""
+    await bulk.update(session, alerts_t, rows, key=["fingerprint"])
 
 
 async def insert_episodes(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
-    if rows:
-        stmt = _insert(session, episodes_t).on_conflict_do_nothing(  # type: ignore[attr-defined]
-            index_elements=["fingerprint", "starts_at"]
-        )
-        await session.execute(stmt, list(rows))
+    await bulk.insert(session, episodes_t, rows, on_conflict_do_nothing=["fingerprint", "starts_at"])
 
 
 async def close_episodes(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Rows: fingerprint, starts_at, ends_at, resolved_by, closed_at."""
-    if not rows:
-        return
-    stmt = (
-        update(episodes_t)
-        .where(
-            and_(
-                episodes_t.c.fingerprint == bindparam("b_fingerprint"),
-                episodes_t.c.starts_at == bindparam("b_starts_at"),
-            )
-        )
-        .values(
-            ends_at=bindparam("ends_at"),
-            resolved_by=bindparam("resolved_by"),
-            closed_at=bindparam("closed_at"),
-        )
-    )
-    params = [
-        {
-            "b_fingerprint": r["fingerprint"],
-            "b_starts_at": r["starts_at"],
-            "ends_at": r["ends_at"],
-            "resolved_by": r["resolved_by"],
-            "closed_at": r["closed_at"],
-        }
-        for r in rows
-    ]
-    await session.execute(stmt, params)
+    """Rows: fingerprint, starts_at (the episode), ends_at, resolved_by, closed_at."""
+    await bulk.update(session, episodes_t, rows, key=["fingerprint", "starts_at"])
 
 
 async def reopen_episodes(session: AsyncSession, keys: Sequence[tuple[str, datetime]]) -> None:
@@ -166,8 +117,8 @@ async def reopen_episodes(session: AsyncSession, keys: Sequence[tuple[str, datet
 
 
 async def insert_events(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
-    if rows:
-        await session.execute(events_t.insert(), list(rows))
+    """Rows: fingerprint, kind, at, episode_starts_at, raw_event_id, detail."""
+    await bulk.insert(session, events_t, rows)
 
 
 async def touch_alerts(

@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-__all__ = ["STORE_ERRORS", "Database", "describe_error"]
+__all__ = ["STORE_ERRORS", "Database", "describe_error", "json_dumps"]
 
 # What "the store is unavailable" looks like from here; ingest answers 503 on these.
 STORE_ERRORS: tuple[type[Exception], ...] = (
@@ -45,7 +45,11 @@ class Database:
     ) -> None:
         self.url = make_url(url)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
-        kwargs: dict[str, Any] = {"pool_pre_ping": True, "json_serializer": _json_dumps}
+        kwargs: dict[str, Any] = {
+            "pool_pre_ping": True,
+            "json_serializer": json_dumps,
+            "json_deserializer": orjson.loads,
+        }
         if self.is_sqlite:
             kwargs["connect_args"] = {"timeout": busy_timeout}
         else:
@@ -84,8 +88,9 @@ class Database:
         await self.engine.dispose()
 
 
-def _json_dumps(value: Any) -> str:
-    """orjson for JSON columns: labels and annotations are serialised for every stored alert."""
+def json_dumps(value: Any) -> str:
+    """orjson for JSON columns (both ways): labels and annotations are serialised for every stored alert
+    and read back by every engine pass and every comparison of a re-sent alert."""
     return orjson.dumps(value).decode()
 
 

@@ -6,13 +6,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, or_, select, update
+from sqlalchemy import Table, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.engine.types import IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.model import AlertStatus
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
+from alertrouter.store import bulk
 from alertrouter.store.alerts import _insert, alerts_t
 from alertrouter.store.tables import IncidentRow, LeaseRow, NotifyStateRow, OutboxRow, SilenceRow
 
@@ -63,20 +64,38 @@ async def hold_lease(session: AsyncSession, *, name: str, holder: str, now: date
 
 
 async def load_live_alerts(
-    session: AsyncSession, *, changed_since: datetime | None, resolved_since: datetime
+    session: AsyncSession,
+    *,
+    changed_since: datetime | None,
+    resolved_since: datetime,
+    known: Mapping[str, datetime] | None = None,
 ) -> list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]]:
     """Firing alerts and recently resolved ones (all of them, or only those changed since a watermark),
-    with their `updated_at` and the decision stored last."""
+    with their `updated_at` and the decision stored last.
+
+    With `known` (fingerprint -> the `updated_at` the caller holds), rows the caller already holds
+    unchanged are left out, found by a first read of two columns: after a burst, the overlap window
+    re-reads thousands of alerts a pass, and decoding their labels each time would cost more than
+    the pass itself.
+    """
     c = alerts_t.c
     stmt = select(
         c.fingerprint, c.labels, c.status, c.starts_at, c.fired_at, c.updated_at, c.decision, c.decision_detail
     )
     if changed_since is None:
-        stmt = stmt.where(or_(c.status == AlertStatus.FIRING.value, c.updated_at >= resolved_since))
+        rows = list(
+            await session.execute(stmt.where(or_(c.status == AlertStatus.FIRING.value, c.updated_at >= resolved_since)))
+        )
+    elif known is None:
+        rows = list(await session.execute(stmt.where(c.updated_at >= changed_since)))
     else:
-        stmt = stmt.where(c.updated_at >= changed_since)
+        stamps = await session.execute(select(c.fingerprint, c.updated_at).where(c.updated_at >= changed_since))
+        wanted = sorted(fp for fp, updated_at in stamps if known.get(fp) != updated_at)
+        rows = []
+        for chunk in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
+            rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
     out = []
-    for fp, labels, status, starts_at, fired_at, updated_at, decision, detail in await session.execute(stmt):
+    for fp, labels, status, starts_at, fired_at, updated_at, decision, detail in rows:
         live = LiveAlert(fp, labels, status == AlertStatus.FIRING.value, starts_at, fired_at)
         out.append((live, updated_at, decision, detail))
     return out
@@ -186,26 +205,7 @@ async def insert_intents(session: AsyncSession, intents: Sequence[Intent], now: 
 async def save_decisions(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
     """Rows: fingerprint, node, incident_key, decision, decision_detail, decided_at. `updated_at` is left
     alone on purpose: it marks changes of the alert itself, which is what the engine watches."""
-    if not rows:
-        return
-    stmt = (
-        update(alerts_t)
-        .where(alerts_t.c.fingerprint == bindparam("b_fingerprint"))
-        .values(
-            node=bindparam("node"),
-            incident_key=bindparam("incident_key"),
-            decision=bindparam("decision"),
-            decision_detail=bindparam("decision_detail"),
-            decided_at=bindparam("decided_at"),
-        )
-    )
-    await session.execute(
-        stmt,
-        [
-            {"b_fingerprint": r["fingerprint"], **{k: v for k, v in r.items() if k != "fingerprint"}}
-            for r in sorted(rows, key=lambda r: r["fingerprint"])
-        ],
-    )
+    await bulk.update(session, alerts_t, sorted(rows, key=lambda r: r["fingerprint"]), key=["fingerprint"])
 
 
 async def load_silences(session: AsyncSession, *, now: datetime) -> list[Silence]:

@@ -261,3 +261,51 @@ async def test_concurrent_payloads_share_one_commit_and_keep_their_own_results(d
     assert len({r.raw_event_id for r in results}) == 21
     assert await count(db, RawEventRow) == 21
     assert (await alert_row(db, batches[0].alerts[0].fingerprint)).status == "resolved"
+
+
+async def test_firing_and_its_resolve_racing_from_two_replicas_end_resolved(db: Database) -> None:
+    # Two replicas (or, on PostgreSQL, two writers of one) commit the same alert's firing and resolve
+    # concurrently: whichever lands first, the sender's resolve wins and there is one episode.
+    for gpu in range(6):
+        firing = webhook([gpu_alert(gpu)])
+        resolve = webhook([gpu_alert(gpu, "resolved", ends="2026-11-21T08:30:00Z")], status="resolved")
+        first, second = (firing, resolve) if gpu % 2 else (resolve, firing)
+        a, b = Ingestor(db, TouchBuffer(), clock=Clock()), Ingestor(db, TouchBuffer(), clock=Clock())
+        await asyncio.gather(a.ingest(first), b.ingest(second))
+        row = await alert_row(db, firing.alerts[0].fingerprint)
+        assert (row.status, row.episodes) == ("resolved", 1), f"gpu {gpu}"
+    assert await count(db, AlertEpisodeRow) == 6
+
+
+async def test_postgresql_writers_run_concurrently_and_store_everything(db: Database) -> None:
+    # One payload per transaction, so that concurrency (not grouping) is what is left to see.
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock(), max_group_alerts=1)
+    in_flight = peak = 0
+    original = ingestor._commit
+
+    async def counting(batches: list[IngestBatch]) -> Any:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            return await original(batches)
+        finally:
+            in_flight -= 1
+
+    ingestor._commit = counting  # type: ignore[method-assign]
+    await asyncio.gather(*(ingestor.ingest(webhook([gpu_alert(g)], groupKey=f"g{g}")) for g in range(40)))
+    assert await count(db, RawEventRow) == 40
+    assert await count(db, AlertRow) == 40
+    assert await count(db, AlertEpisodeRow) == 40
+    # SQLite has one writer; PostgreSQL commits several transactions at once.
+    assert peak == 1 if db.is_sqlite else peak > 1
+
+
+async def test_identical_payloads_in_one_commit_are_logged_once(db: Database) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock())
+    batch = webhook([gpu_alert(2)])
+    first, second = await asyncio.gather(ingestor.ingest(batch), ingestor.ingest(batch))
+    assert first.raw_event_id is not None
+    assert second.raw_event_id is None
+    assert second.transitions == {Transition.UNCHANGED: 1}
+    assert await count(db, RawEventRow) == 1

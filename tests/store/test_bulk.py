@@ -1,0 +1,96 @@
+"""Driver-level bulk writes (alertrouter.store.bulk) against SQLite and PostgreSQL: what they store must
+be exactly what SQLAlchemy itself stores, since everything else reads those rows through SQLAlchemy."""
+
+from __future__ import annotations
+
+from datetime import timedelta, timezone
+from typing import Any
+
+import pytest
+from sqlalchemy import insert as sa_insert
+from sqlalchemy import select, text
+
+from alertrouter.store import Database, bulk
+from alertrouter.store.alerts import alerts_t, episodes_t, events_t
+from support.rows import T0, alert
+
+
+async def stored(db: Database, fp: str) -> dict[str, Any]:
+    async with db.read() as s:
+        row = (await s.execute(select(alerts_t).where(alerts_t.c.fingerprint == fp))).mappings().one()
+        return {k: v for k, v in row.items() if k != "fingerprint"}
+
+
+async def test_insert_stores_what_sqlalchemy_stores(db: Database) -> None:
+    # A zone other than UTC and a None JSON value: both must end up as SQLAlchemy would store them.
+    east = timezone(timedelta(hours=8))
+    odd = {"ends_at": (T0 + timedelta(hours=1)).astimezone(east), "decision_detail": None}
+    async with db.write() as s:
+        await s.execute(sa_insert(alerts_t), [alert("a" * 16, **odd)])
+        assert await bulk.insert(s, alerts_t, [alert("b" * 16, **odd)]) == 1
+        await s.commit()
+    assert await stored(db, "b" * 16) == await stored(db, "a" * 16)
+    async with db.read() as s:
+        # same text on SQLite, same values on PostgreSQL: comparisons in SQL agree too
+        columns = "starts_at, ends_at, first_seen, labels, decision_detail"
+        raw = (await s.execute(text(f"SELECT {columns} FROM alerts ORDER BY fingerprint"))).all()  # noqa: S608
+        assert raw[0] == raw[1]
+        later = await s.scalar(select(alerts_t.c.fingerprint).where(alerts_t.c.ends_at > T0 + timedelta(minutes=59)))
+        assert later is not None
+
+
+async def test_conflicts_are_skipped_or_overwritten_and_counted(db: Database) -> None:
+    async with db.write() as s:
+        assert await bulk.insert(s, alerts_t, [alert("a" * 16), alert("b" * 16)]) == 2
+        again = [alert("b" * 16, status="resolved"), alert("c" * 16)]
+        assert await bulk.insert(s, alerts_t, again, on_conflict_do_nothing=["fingerprint"]) == 1
+        await s.commit()
+    assert (await stored(db, "b" * 16))["status"] == "firing"  # skipped, not overwritten
+    async with db.write() as s:
+        newer = alert("b" * 16, status="resolved", annotations={"summary": "cool again"})
+        await bulk.insert(s, alerts_t, [newer], on_conflict_do_update=["fingerprint"])
+        await s.commit()
+    row = await stored(db, "b" * 16)
+    assert (row["status"], row["annotations"]) == ("resolved", {"summary": "cool again"})
+
+
+async def test_update_by_composite_key_touches_only_matching_rows(db: Database) -> None:
+    fp = "e" * 16
+    episode = {"fingerprint": fp, "ends_at": None, "resolved_by": None, "opened_at": T0, "closed_at": None}
+    async with db.write() as s:
+        await bulk.insert(s, alerts_t, [alert(fp)])
+        await bulk.insert(s, episodes_t, [{**episode, "starts_at": T0}, {**episode, "starts_at": T0 + timedelta(1)}])
+        closed = T0 + timedelta(minutes=30)
+        await bulk.update(
+            s,
+            episodes_t,
+            [{"fingerprint": fp, "starts_at": T0, "ends_at": closed, "resolved_by": "source", "closed_at": closed}],
+            key=["fingerprint", "starts_at"],
+        )
+        await s.commit()
+    async with db.read() as s:
+        rows = (await s.execute(select(episodes_t).order_by(episodes_t.c.starts_at))).mappings().all()
+    assert [(r["ends_at"], r["resolved_by"]) for r in rows] == [(closed, "source"), (None, None)]
+
+
+async def test_events_keep_their_json_detail_and_null(db: Database) -> None:
+    fp = "f" * 16
+    base = {"fingerprint": fp, "kind": "decision", "at": T0, "episode_starts_at": T0, "raw_event_id": None}
+    async with db.write() as s:
+        await bulk.insert(s, alerts_t, [alert(fp)])
+        await bulk.insert(
+            s, events_t, [{**base, "detail": {"decision": "inhibited", "n": [1, 2]}}, {**base, "detail": None}]
+        )
+        await s.commit()
+    async with db.read() as s:
+        details = (await s.scalars(select(events_t.c.detail).order_by(events_t.c.id))).all()
+    assert details == [{"decision": "inhibited", "n": [1, 2]}, None]
+
+
+async def test_refuses_unknown_columns_and_naive_datetimes(db: Database) -> None:
+    async with db.write() as s:
+        with pytest.raises(ValueError, match="no column"):
+            await bulk.insert(s, alerts_t, [{**alert("a" * 16), "nonsense": 1}])
+        with pytest.raises(ValueError, match="naive datetime"):
+            await bulk.insert(s, alerts_t, [alert("a" * 16, first_seen=T0.replace(tzinfo=None))])
+        await s.rollback()
