@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ __all__ = [
     "Matcher",
     "MatcherError",
     "fingerprint",
+    "fingerprints",
     "matchers_from_legacy",
     "matches_all",
     "parse_matcher",
@@ -36,22 +36,55 @@ def _utf8(text: str) -> bytes:
         return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text).encode()
 
 
-@functools.lru_cache(maxsize=16384)
-def _fnv1a64_hex(data: bytes) -> str:
-    # Cached because Alertmanager re-sends every alert of a group each group_interval: most
-    # label sets seen are repeats, and a hit (~2 us) is ~10x cheaper than the byte loop.
+def _fnv1a64(data: bytes) -> int:
     h, prime, mask = _FNV_OFFSET, _FNV_PRIME, _MASK64
     for byte in data:
         h = ((h ^ byte) * prime) & mask
-    return f"{h:016x}"
+    return h
 
 
-def fingerprint(labels: Mapping[str, str]) -> str:
-    """Alertmanager's alert fingerprint (Prometheus ``LabelSet.Fingerprint``) as ``%016x``.
+_LANE_BYTES = 16  # a 64-bit hash times the 41-bit prime fits in 128 bits: no carry into the next lane
+_LANES_FROM = 16  # below this many label sets, one loop each is cheaper than setting up the lanes
+_LANES_MAX = 512
 
-    FNV-1a 64 over ``name 0xFF value 0xFF`` per label in byte order of names; the empty set
-    hashes to the FNV offset basis. It equals the ``fingerprint`` field of webhook payloads.
+
+def _fnv1a64_lanes(datas: Sequence[bytes]) -> list[int]:
+    """FNV-1a 64 of many byte strings at once, one 128-bit lane each in a single Python integer.
+
+    A byte loop costs ~90 ns per byte in Python, ~22 us for a GPU alert's labels. Here each step
+    handles byte i of every string with three big-integer operations (xor, multiply, mask) that run
+    in C over all lanes: about 7 us per alert in batches of 100. Strings are ordered longest first
+    and padded; a lane's value is read off when its own string ends, so padding never counts.
     """
+    width, n = _LANE_BYTES, len(datas)
+    order = sorted(range(n), key=lambda k: -len(datas[k]))
+    longest = len(datas[order[0]])
+    columns = b"".join(datas[k].ljust(longest, b"\0") for k in order)  # column i: columns[i::longest]
+    lane = _MASK64.to_bytes(8, "little") + bytes(width - 8)
+    mask = int.from_bytes(lane * n, "little")
+    h = int.from_bytes((_FNV_OFFSET.to_bytes(8, "little") + bytes(width - 8)) * n, "little")
+    ending: dict[int, list[int]] = {}
+    for pos, k in enumerate(order):
+        ending.setdefault(len(datas[k]), []).append(pos)
+    out = [0] * n
+    spread = bytearray(width * n)
+    for i in range(longest + 1):
+        for pos in ending.get(i, ()):
+            out[order[pos]] = (h >> (8 * width * pos)) & _MASK64
+        if i < longest:
+            spread[0::width] = columns[i::longest]
+            h = ((h ^ int.from_bytes(spread, "little")) * _FNV_PRIME) & mask
+    return out
+
+
+# Alertmanager re-sends every alert of a group each group_interval, so most label sets seen are
+# repeats: their fingerprints are remembered (oldest forgotten first).
+_KNOWN: dict[bytes, str] = {}
+_KNOWN_MAX = 16384
+
+
+def _label_bytes(labels: Mapping[str, str]) -> bytes:
+    """``name 0xFF value 0xFF`` per label, in byte order of names (what Prometheus hashes)."""
     parts: list[bytes] = []
     append = parts.append
     try:
@@ -67,7 +100,34 @@ def fingerprint(labels: Mapping[str, str]) -> str:
             for pair in sorted((_utf8(name), _utf8(value)) for name, value in labels.items())
             for part in (pair[0], _SEP, pair[1], _SEP)
         ]
-    return _fnv1a64_hex(b"".join(parts))
+    return b"".join(parts)
+
+
+def fingerprints(label_sets: Sequence[Mapping[str, str]]) -> list[str]:
+    """`fingerprint` of each label set; the unknown ones are hashed together (see `_fnv1a64_lanes`)."""
+    keys = [_label_bytes(labels) for labels in label_sets]
+    missing = list(dict.fromkeys(k for k in keys if k not in _KNOWN))
+    if len(missing) < _LANES_FROM:
+        hashes = [_fnv1a64(k) for k in missing]
+    else:
+        hashes = []
+        for start in range(0, len(missing), _LANES_MAX):
+            hashes += _fnv1a64_lanes(missing[start : start + _LANES_MAX])
+    for key, h in zip(missing, hashes, strict=True):
+        if len(_KNOWN) >= _KNOWN_MAX:
+            del _KNOWN[next(iter(_KNOWN))]
+        _KNOWN[key] = f"{h:016x}"
+    found = {key: f"{h:016x}" for key, h in zip(missing, hashes, strict=True)}
+    return [_KNOWN.get(k) or found[k] for k in keys]
+
+
+def fingerprint(labels: Mapping[str, str]) -> str:
+    """Alertmanager's alert fingerprint (Prometheus ``LabelSet.Fingerprint``) as ``%016x``.
+
+    FNV-1a 64 over ``name 0xFF value 0xFF`` per label in byte order of names; the empty set
+    hashes to the FNV offset basis. It equals the ``fingerprint`` field of webhook payloads.
+    """
+    return fingerprints((labels,))[0]
 
 
 class MatchType(enum.Enum):

@@ -16,6 +16,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from alertrouter.labels import fingerprint as label_fingerprint
+from alertrouter.labels import fingerprints as label_fingerprints
 from alertrouter.model import AlertStatus, IncomingAlert
 from alertrouter.processor import IngestBatch
 from alertrouter.ruleset.errors import format_loc
@@ -179,7 +180,7 @@ def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
     data = _load_json(body)
     if not isinstance(data, list):
         raise PayloadError([f"body: expected a JSON array of alerts, got {type(data).__name__}"])
-    alerts: list[IncomingAlert] = []
+    valid: list[tuple[_PostableAlert, dict[str, str], datetime, datetime]] = []
     problems: list[str] = []
     for i, raw in enumerate(data):
         where = f"[{i}]"
@@ -197,19 +198,23 @@ def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
         if ends_at < starts_at:
             problems.append(f"{where}.endsAt: before startsAt")
             continue
-        alerts.append(
-            IncomingAlert(
-                fingerprint=label_fingerprint(labels),
-                labels=labels,
-                annotations=a.annotations,
-                status=AlertStatus.RESOLVED if ends_at <= now else AlertStatus.FIRING,
-                starts_at=starts_at,
-                ends_at=ends_at,
-                generator_url=a.generator_url,
-            )
-        )
-    if data and not alerts:
+        valid.append((a, labels, starts_at, ends_at))
+    if data and not valid:
         raise PayloadError(problems)
+    # No fingerprint is sent on this endpoint: compute them together (much cheaper for new label sets).
+    prints = label_fingerprints([labels for _, labels, _, _ in valid])
+    alerts = [
+        IncomingAlert(
+            fingerprint=fp,
+            labels=labels,
+            annotations=a.annotations,
+            status=AlertStatus.RESOLVED if ends_at <= now else AlertStatus.FIRING,
+            starts_at=starts_at,
+            ends_at=ends_at,
+            generator_url=a.generator_url,
+        )
+        for fp, (a, labels, starts_at, ends_at) in zip(prints, valid, strict=True)
+    ]
     batch = IngestBatch(
         source="api_v2",
         digest=_digest("api_v2", data),

@@ -21,6 +21,7 @@ from alertrouter.labels import (
     MatcherError,
     MatchType,
     fingerprint,
+    fingerprints,
     matchers_from_legacy,
     matches_all,
     parse_matcher,
@@ -73,6 +74,9 @@ _ALERTMANAGER_VECTORS = [
 ]
 
 
+_ALERTMANAGER_VECTORS_LABELS = [labels for labels, _ in _ALERTMANAGER_VECTORS]
+
+
 def test_fingerprint_of_empty_set_is_fnv_offset_basis() -> None:
     assert fingerprint({}) == "cbf29ce484222325"
 
@@ -100,6 +104,25 @@ def test_fingerprint_matches_real_alertmanager(labels: dict[str, str], expected:
 )
 def test_fingerprint_agrees_with_reference_implementation(labels: dict[str, str]) -> None:
     assert fingerprint(labels) == _reference_fingerprint(labels)
+
+
+def test_fingerprints_of_a_batch_agree_with_the_reference_one_by_one() -> None:
+    # Enough new label sets to take the many-at-once path, of many lengths (short, long, non-ASCII, empty),
+    # with repeats, in an order that is not by length.
+    sets: list[dict[str, str]] = [{}]
+    for i in range(150):
+        sets.append(
+            {"alertname": "GPUHighTemp", "Hostname": f"gpu-node-{i:04d}", "gpu": str(i % 8), "x": "é" * (i % 37)}
+        )
+    sets += [*_ALERTMANAGER_VECTORS_LABELS, {"k": "v" * 3000}, sets[7], sets[0]]
+    assert fingerprints(sets) == [_reference_fingerprint(labels) for labels in sets]
+    assert fingerprints(sets) == [fingerprint(labels) for labels in sets]  # now all known: the same answers
+
+
+def test_fingerprints_of_a_batch_match_real_alertmanager() -> None:
+    filler = [{"alertname": f"filler-{i}"} for i in range(40)]  # unknown sets, so the batch path is taken
+    got = fingerprints([*filler, *_ALERTMANAGER_VECTORS_LABELS])[len(filler) :]
+    assert got == [expected for _, expected in _ALERTMANAGER_VECTORS]
 
 
 def test_fingerprint_ignores_insertion_order_and_is_lowercase_padded_hex() -> None:
