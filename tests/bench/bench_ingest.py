@@ -50,6 +50,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 GPUS_PER_NODE = 8
 BATCH = 100
 CLIENTS = 4
+SETTLE_QUIET = 2.0  # seconds without an engine pass before the re-send phase
 H100_PCI_BUS = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
 GENERATOR_URL = "http://prometheus-0.monitoring:9090/graph?g0.expr=DCGM_FI_DEV_GPU_TEMP+%3E+85&g0.tab=1"
 AM_CONFIG = """\
@@ -223,14 +224,36 @@ def measure(
 # --- the systems ---------------------------------------------------------------------------------
 
 
+def wait_settled(url: str, headers: dict[str, str], quiet: float = 2.0, limit: float = 120.0) -> float:
+    """Wait until alertrouter's engine stops running passes (it has decided every alert of phase `new`):
+    re-sends come a `group_interval` after the first send, not in the same second. Returns the wait."""
+    started = time.monotonic()
+    last, since = None, started
+    while time.monotonic() - started < limit:
+        text = httpx.get(url + "/metrics", headers=headers, timeout=30).text
+        count = next(
+            (
+                line.split()[-1]
+                for line in text.splitlines()
+                if line.startswith("alertrouter_engine_pass_duration_seconds_count")
+            ),
+            "0",
+        )
+        if count != last:
+            last, since = count, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return time.monotonic() - started
+        time.sleep(0.2)
+    raise SystemExit(f"engine still busy after {limit}s")
+
+
 def bench_alertmanager(workdir: Path, load: Load) -> list[Row]:
     am = procs.start_alertmanager(workdir, AM_CONFIG)
     try:
         url = am.url + "/api/v2/alerts"
-        rows = [
-            measure("alertmanager 0.25", "POST /api/v2/alerts", phase, url, load.pushes, load.alerts, {})
-            for phase in ("new", "unchanged")
-        ]
+        rows = [measure("alertmanager 0.25", "POST /api/v2/alerts", "new", url, load.pushes, load.alerts, {})]
+        time.sleep(SETTLE_QUIET)  # the same pause alertrouter gets at least
+        rows.append(measure("alertmanager 0.25", "POST /api/v2/alerts", "unchanged", url, load.pushes, load.alerts, {}))
         held = httpx.get(am.url + "/api/v2/alerts", timeout=60).json()
         progress(f"alertmanager holds {len(held)} alerts (in memory only, nothing durable)")
         return rows
@@ -292,6 +315,8 @@ def bench_alertrouter(workdir: Path, kind: str, endpoint: str, load: Load, notes
             notes.append(note)
             if not ok:
                 raise SystemExit(f"durability check failed: {note}")
+            waited = wait_settled(proc.url, AUTH, quiet=SETTLE_QUIET)
+            progress(f"engine settled after {waited:.1f}s")
             rows.append(measure(system, f"POST {path}", "unchanged", url, bodies, load.alerts, AUTH))
             return rows
         finally:
