@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from alertrouter.engine.incident import (
     MAX_ALERTS_IN_MESSAGE,
@@ -50,13 +50,24 @@ from alertrouter.ruleset.build import Pipeline
 __all__ = ["Evaluator"]
 
 
+@dataclass(frozen=True, slots=True)
+class _Placement:
+    """What an alert's labels alone decide, so it is worked out once per fingerprint, not every pass."""
+
+    rule: AggregationRule
+    key: str  # its node incident
+    hold_down: timedelta | None
+
+
 class Evaluator:
-    """Keeps the inhibitor between passes (it is incremental); everything else is recomputed."""
+    """Keeps the inhibitor (it is incremental) and each alert's placement between passes; the
+    incidents, decisions and notifications are recomputed every pass."""
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
         self._inhibitor = Inhibitor(pipeline.inhibit_rules)
         self._views: dict[str, AlertView] = {}
+        self._placements: dict[str, _Placement] = {}
 
     def _sync(self, alerts: Iterable[LiveAlert]) -> dict[str, AlertView]:
         nodes = self.pipeline.nodes
@@ -66,11 +77,19 @@ class Evaluator:
             if old is not None and old.firing == a.firing and old.first_seen == a.fired_at:
                 views[a.fingerprint] = old
                 continue
-            view = AlertView(a.fingerprint, nodes.enrich(a.labels), a.firing, a.starts_at, a.fired_at)
+            # The labels of a fingerprint never change: a view made again keeps its enrichment.
+            labels = old.labels if old is not None else nodes.enrich(a.labels)
+            view = AlertView(a.fingerprint, labels, a.firing, a.starts_at, a.fired_at)
             views[a.fingerprint] = view
             self._inhibitor.update(view)
+            if old is None:
+                rule = assign_rule(self.pipeline.aggregation, labels)
+                self._placements[a.fingerprint] = _Placement(
+                    rule, incident_key(rule, labels), self._inhibitor.hold_down(view)
+                )
         for gone in self._views.keys() - views.keys():
             self._inhibitor.remove(gone)
+            del self._placements[gone]
         self._views = views
         return views
 
@@ -87,7 +106,6 @@ class Evaluator:
         now: datetime,
         silences: Sequence[Silence] = (),
     ) -> EvalResult:
-        p = self.pipeline
         views = self._sync(alerts)
         result = EvalResult()
         groups: dict[str, IncidentGroup] = {}
@@ -98,9 +116,9 @@ class Evaluator:
 
         # inhibition, hold-down, aggregation
         for view in views.values():
-            rule = assign_rule(p.aggregation, view.labels)
-            key = incident_key(rule, view.labels)
-            group = groups.setdefault(key, IncidentGroup(key, rule))
+            placed = self._placements[view.fingerprint]
+            key = placed.key
+            group = groups.get(key) or groups.setdefault(key, IncidentGroup(key, placed.rule))
             group.alerts.append(view)
             muted = self._inhibitor.mutes(view)
             # After inhibition, as Alertmanager: an inhibited alert is reported as inhibited, not silenced.
@@ -121,7 +139,7 @@ class Evaluator:
             group.firing += 1
             if muted is not None or silence is not None:
                 continue
-            hold = self._inhibitor.hold_down(view)
+            hold = placed.hold_down
             if hold and view.first_seen is not None and now < view.first_seen + hold:
                 until = view.first_seen + hold
                 group.held.append(view)
