@@ -148,15 +148,7 @@ def _incident_row(state: IncidentState, now: datetime) -> dict[str, Any]:
 
 async def save_incidents(session: AsyncSession, states: Iterable[IncidentState], now: datetime) -> None:
     rows = [_incident_row(s, now) for s in sorted(states, key=lambda s: s.key)]
-    if not rows:
-        return
-    stmt = _insert(session, incidents_t)
-    excluded = stmt.excluded  # type: ignore[attr-defined]
-    stmt = stmt.on_conflict_do_update(  # type: ignore[attr-defined]
-        index_elements=["key"],
-        set_={name: getattr(excluded, name) for name in rows[0] if name != "key"},
-    )
-    await session.execute(stmt, rows)
+    await bulk.insert(session, incidents_t, rows, on_conflict_do_update=["key"])
 
 
 async def save_notify_states(
@@ -173,15 +165,7 @@ async def save_notify_states(
         }
         for (k, r), s in sorted(states.items())
     ]
-    if not rows:
-        return
-    stmt = _insert(session, notify_t)
-    excluded = stmt.excluded  # type: ignore[attr-defined]
-    stmt = stmt.on_conflict_do_update(  # type: ignore[attr-defined]
-        index_elements=["incident_key", "receiver"],
-        set_={n: getattr(excluded, n) for n in ("last_sent_at", "firing", "repeats", "last_reason")},
-    )
-    await session.execute(stmt, rows)
+    await bulk.insert(session, notify_t, rows, on_conflict_do_update=["incident_key", "receiver"])
 
 
 async def insert_intents(session: AsyncSession, intents: Sequence[Intent], now: datetime) -> None:
