@@ -13,7 +13,9 @@ import logging
 import socket
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,6 +39,14 @@ LEASE = "engine"
 RECENT = timedelta(hours=1)  # resolved alerts and incidents stay live this long (for resolved messages)
 OVERLAP = timedelta(seconds=30)
 STOP_GRACE = timedelta(seconds=10)  # re-read this much before the watermark: commits land out of clock order
+
+
+@dataclass(slots=True)
+class _DecisionChanges:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    stored: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    inhibited: Counter[str] = field(default_factory=Counter)
 
 
 class EngineRunner:
@@ -68,6 +78,7 @@ class EngineRunner:
         self._silences: list[Silence] = []
         self._leader = False
         self._nudged = asyncio.Event()
+        self._pass_lock = asyncio.Lock()
         self._stopping = False
         self._last: EvalResult | None = None
         self._force = False
@@ -97,7 +108,12 @@ class EngineRunner:
         self._evaluator = Evaluator(self.pipeline)
 
     async def run_once(self) -> EvalResult | None:
-        """One pass; None when another replica holds the lease."""
+        """One pass; None when another replica holds the lease. Passes of this runner never overlap
+        (the loop and a direct caller would otherwise both write the same decision changes)."""
+        async with self._pass_lock:
+            return await self._pass()
+
+    async def _pass(self) -> EvalResult | None:
         started = time.perf_counter()
         now = self._clock()
         # Read and evaluate outside any write transaction (on SQLite that would stall ingest for the
@@ -126,8 +142,13 @@ class EngineRunner:
         result = await asyncio.to_thread(
             self._evaluator.evaluate, list(self._alerts.values()), records, now=now, silences=silences
         )
-        if not await self._under_lease(now, lambda session: self._persist(session, result, now)):
+        changes = self._decision_changes(result, now)
+        if not await self._under_lease(now, lambda session: self._persist(session, result, changes, now)):
             return None
+        self._decisions.update(changes.stored)
+        if self._metrics is not None:
+            for rule, count in changes.inhibited.items():
+                self._metrics.inhibited.labels(rule=rule).inc(count)
         self._last = result
         self._force = False
         if not self._leader:
@@ -183,23 +204,19 @@ class EngineRunner:
             del self._alerts[fp], self._updated[fp]
             self._decisions.pop(fp, None)
 
-    async def _persist(self, session: AsyncSession, result: EvalResult, now: datetime) -> None:
-        await store.save_incidents(session, result.incidents.values(), now)
-        await store.clear_acknowledgements(session, [s.key for s in result.incidents.values() if s.opened_at == now])
-        reasons = {(i.incident, i.receiver): i.reason.value for i in result.intents}
-        await store.save_notify_states(session, result.notify_states, reasons)
-        await store.insert_intents(session, result.intents, now)
+    def _decision_changes(self, result: EvalResult, now: datetime) -> _DecisionChanges:
+        """The decisions that differ from those stored, as rows and trail events: built before the write
+        transaction (in a storm they are thousands), remembered only once it has committed."""
+        changes = _DecisionChanges()
         node_label = self.pipeline.nodes.label
-        rows = []
-        events = []
         for fp, decision in result.decisions.items():
             detail = decision.detail()
             stored = (decision.decision.value, detail)
             if self._decisions.get(fp) == stored:
                 continue
-            self._decisions[fp] = stored
+            changes.stored[fp] = stored
             # The decision trail: each change, kept as history (the console and the digest read it).
-            events.append(
+            changes.events.append(
                 {
                     "fingerprint": fp,
                     "kind": "decision",
@@ -209,7 +226,7 @@ class EngineRunner:
                     "detail": {"decision": decision.decision.value, "incident": decision.incident, **detail},
                 }
             )
-            rows.append(
+            changes.rows.append(
                 {
                     "fingerprint": fp,
                     "node": self._evaluator.label_of(fp, node_label),
@@ -219,10 +236,20 @@ class EngineRunner:
                     "decided_at": now,
                 }
             )
-            if decision.inhibit_rule and self._metrics is not None:
-                self._metrics.inhibited.labels(rule=decision.inhibit_rule).inc()
-        await store.save_decisions(session, rows)
-        await insert_events(session, events)
+            if decision.inhibit_rule:
+                changes.inhibited[decision.inhibit_rule] += 1
+        return changes
+
+    async def _persist(
+        self, session: AsyncSession, result: EvalResult, changes: _DecisionChanges, now: datetime
+    ) -> None:
+        await store.save_incidents(session, result.incidents.values(), now)
+        await store.clear_acknowledgements(session, [s.key for s in result.incidents.values() if s.opened_at == now])
+        reasons = {(i.incident, i.receiver): i.reason.value for i in result.intents}
+        await store.save_notify_states(session, result.notify_states, reasons)
+        await store.insert_intents(session, result.intents, now)
+        await store.save_decisions(session, changes.rows)
+        await insert_events(session, changes.events)
 
     def _observe(self, result: EvalResult, seconds: float) -> None:
         m = self._metrics
