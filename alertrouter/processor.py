@@ -142,6 +142,8 @@ class Ingestor:
         if batch.always_logged and self._seen_recently(batch.digest):
             self._touches.seen_many((a.fingerprint for a in batch.alerts), self._clock())
             return IngestResult(repeat=True)
+        if not batch.always_logged and (confirmed := await self._confirmed(batch)) is not None:
+            return confirmed
         future: asyncio.Future[IngestResult] = asyncio.get_running_loop().create_future()
         self._pending.append((batch, future))
         # A finished writer may not have run its done callbacks yet: count the running ones only.
@@ -149,6 +151,28 @@ class Ingestor:
         if len(self._writers) < self._max_writers:
             self._writers.add(asyncio.create_task(self._drain(), name="alertrouter-ingest-writer"))
         return await future
+
+    async def _confirmed(self, batch: IngestBatch) -> IngestResult | None:
+        """The result of a payload that only confirms what is stored, found with a plain read outside the
+        writer queue; None when it changes something and must go through a transaction.
+
+        Prometheus re-sends every firing alert each evaluation interval, and such a push changes at most
+        `last_seen` and `endsAt` (batched by the touch buffer). Reading without the queue lets those
+        pushes be answered concurrently and without a transaction. Deciding "nothing to write" against
+        a state a concurrent commit is about to change is the same as having arrived just before it.
+        """
+        now = self._clock()
+        async with self._db.read() as session:
+            states = await store.load_states(session, list({a.fingerprint for a in batch.alerts}), lock=False)
+        plan = _Plan()
+        for alert in batch.alerts:
+            after = _plan_alert(plan, states.get(alert.fingerprint), alert, now)
+            if after is not None:
+                states[alert.fingerprint] = after
+        if any(kind.writes for kind in plan.transitions):
+            return None
+        self._touches.add(plan.seen, plan.extended)
+        return IngestResult(transitions=plan.transitions)
 
     async def _drain(self) -> None:
         while self._pending:

@@ -59,8 +59,11 @@ async def insert_raw_events(session: AsyncSession, rows: Sequence[Mapping[str, A
     return {digest: id_ for digest, id_ in result}
 
 
-async def load_states(session: AsyncSession, fingerprints: Sequence[str]) -> dict[str, AlertState]:
-    """Current state of each fingerprint, row-locked on PostgreSQL in a fixed order (no deadlocks)."""
+async def load_states(
+    session: AsyncSession, fingerprints: Sequence[str], *, lock: bool = True
+) -> dict[str, AlertState]:
+    """Current state of each fingerprint; with `lock`, row-locked on PostgreSQL in a fixed order (no
+    deadlocks) until the transaction ends."""
     if not fingerprints:
         return {}
     c = alerts_t.c
@@ -68,8 +71,9 @@ async def load_states(session: AsyncSession, fingerprints: Sequence[str]) -> dic
         select(c.fingerprint, c.status, c.starts_at, c.ends_at, c.annotations, c.resolved_by, c.episodes, c.fired_at)
         .where(c.fingerprint.in_(sorted(fingerprints)))
         .order_by(c.fingerprint)
-        .with_for_update()
     )
+    if lock:
+        stmt = stmt.with_for_update()
     states: dict[str, AlertState] = {}
     for fp, status, starts_at, ends_at, notes, resolved_by, episodes, fired_at in await session.execute(stmt):
         states[fp] = AlertState(

@@ -309,3 +309,35 @@ async def test_identical_payloads_in_one_commit_are_logged_once(db: Database) ->
     assert second.raw_event_id is None
     assert second.transitions == {Transition.UNCHANGED: 1}
     assert await count(db, RawEventRow) == 1
+
+
+async def test_api_v2_pushes_that_only_confirm_the_store_open_no_transaction(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    transactions = 0
+    write = db.write
+
+    def counting_write() -> Any:
+        nonlocal transactions
+        transactions += 1
+        return write()
+
+    db.write = counting_write  # type: ignore[method-assign]
+
+    def push(ends: datetime) -> IngestBatch:
+        alert = {
+            "labels": {"alertname": "GPUHighTemp", "Hostname": "gpu-node-07", "gpu": "1"},
+            "startsAt": "2026-11-21T08:00:00Z",
+        }
+        body = json.dumps([{**alert, "endsAt": ends.isoformat()}]).encode()
+        return parse_api_v2(body, now=clock.now).batch
+
+    assert (await ingestor.ingest(push(T0 + timedelta(minutes=4)))).transitions == {Transition.NEW_FIRING: 1}
+    assert transactions == 1
+    assert (await ingestor.ingest(push(T0 + timedelta(minutes=4)))).transitions == {Transition.UNCHANGED: 1}
+    assert (await ingestor.ingest(push(T0 + timedelta(minutes=5)))).transitions == {Transition.EXTENDED: 1}
+    assert transactions == 1  # read, compared, answered
+    clock.now += timedelta(minutes=10)  # the push's endsAt has passed: a resolve, which must be written
+    assert (await ingestor.ingest(push(T0 + timedelta(minutes=5)))).transitions == {Transition.RESOLVED: 1}
+    assert transactions == 2
+    assert (await alert_row(db, push(T0).alerts[0].fingerprint)).status == "resolved"
