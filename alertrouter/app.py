@@ -78,7 +78,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         settings=settings,
         ruleset=ruleset,
         db=db,
-        ingestor=Ingestor(db, touches),
+        ingestor=Ingestor(db, touches, on_inserted=engine.inserted),
         maintenance=maintenance,
         engine=engine,
         metrics=metrics,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -116,6 +116,7 @@ class Ingestor:
         recent_digests: int = 8192,
         max_group_alerts: int = 2000,
         writers: int | None = None,
+        on_inserted: Callable[[Sequence[Mapping[str, Any]]], None] | None = None,
     ) -> None:
         self._db = db
         self._touches = touches
@@ -126,6 +127,7 @@ class Ingestor:
         self._max_writers = writers if writers is not None else (1 if db.is_sqlite else 4)
         self._pending: deque[tuple[IngestBatch, asyncio.Future[IngestResult]]] = deque()
         self._writers: set[asyncio.Task[None]] = set()
+        self._on_inserted = on_inserted  # told the alert rows each commit inserted (the engine's handoff)
 
     def _seen_recently(self, digest: str) -> bool:
         if digest in self._recent:
@@ -208,6 +210,8 @@ class Ingestor:
                 if batch.always_logged:
                     self._remember(batch.digest)
             self._touches.add(plan.seen, plan.extended)
+            if plan.new_alerts and self._on_inserted is not None:
+                self._on_inserted(list(plan.new_alerts.values()))
             return results
         raise RuntimeError("gave up after repeated concurrent inserts of the same alerts")
 

@@ -14,7 +14,7 @@ import socket
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -37,8 +37,9 @@ log = logging.getLogger(__name__)
 
 LEASE = "engine"
 RECENT = timedelta(hours=1)  # resolved alerts and incidents stay live this long (for resolved messages)
-OVERLAP = timedelta(seconds=30)
-STOP_GRACE = timedelta(seconds=10)  # re-read this much before the watermark: commits land out of clock order
+OVERLAP = timedelta(seconds=30)  # re-read this much before the watermark: commits land out of clock order
+STOP_GRACE = timedelta(seconds=10)
+INSERTED_MAX = 200_000  # handed-over new alerts kept at most (each pass takes what it reads)
 
 
 @dataclass(slots=True)
@@ -74,6 +75,7 @@ class EngineRunner:
         self._alerts: dict[str, LiveAlert] = {}
         self._updated: dict[str, datetime] = {}
         self._decisions: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
+        self._inserted: dict[str, tuple[LiveAlert, datetime]] = {}
         self._watermark: datetime | None = None
         self._silences: list[Silence] = []
         self._leader = False
@@ -90,6 +92,17 @@ class EngineRunner:
         """The alerts the last pass looked at (a copy)."""
         return dict(self._alerts)
 
+    def inserted(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Alert rows this process's ingest has just committed as new: the next pass takes them from here
+        instead of reading them back, as long as their `updated_at` is still this one."""
+        if len(self._inserted) > INSERTED_MAX:  # not the leader, or passes failing: keep memory bounded
+            self._inserted.clear()
+        for row in rows:
+            live = LiveAlert(
+                row["fingerprint"], row["labels"], row["status"] == "firing", row["starts_at"], row["fired_at"]
+            )
+            self._inserted[live.fingerprint] = (live, row["updated_at"])
+
     def nudge(self, *, force: bool = False) -> None:
         """Something was stored: run a pass soon rather than at the next tick. `force` for changes the
         engine cannot see in the alerts (an acknowledgement, a silence)."""
@@ -101,6 +114,7 @@ class EngineRunner:
         self._alerts.clear()
         self._updated.clear()
         self._decisions.clear()
+        self._inserted.clear()
         self._watermark = None
         self._silences = []
         self._last = None
@@ -124,8 +138,14 @@ class EngineRunner:
                 return None
             changed_since = None if self._watermark is None else self._watermark - OVERLAP
             changed = await store.load_live_alerts(
-                session, changed_since=changed_since, resolved_since=now - RECENT, known=self._updated
+                session,
+                changed_since=changed_since,
+                resolved_since=now - RECENT,
+                known=self._updated,
+                inserted=self._inserted,
             )
+            for live, _, _, _ in changed:
+                self._inserted.pop(live.fingerprint, None)
             silences = await store.load_silences(session, now=now)
             if self._idle(changed, now) and silences == self._silences:
                 return await self._keep_lease(now)

@@ -69,6 +69,7 @@ async def load_live_alerts(
     changed_since: datetime | None,
     resolved_since: datetime,
     known: Mapping[str, datetime] | None = None,
+    inserted: Mapping[str, tuple[LiveAlert, datetime]] | None = None,
 ) -> list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]]:
     """Firing alerts and recently resolved ones (all of them, or only those changed since a watermark),
     with their `updated_at` and the decision stored last.
@@ -76,12 +77,15 @@ async def load_live_alerts(
     With `known` (fingerprint -> the `updated_at` the caller holds), rows the caller already holds
     unchanged are left out, found by a first read of two columns: after a burst, the overlap window
     re-reads thousands of alerts a pass, and decoding their labels each time would cost more than
-    the pass itself.
+    the pass itself. `inserted` (fingerprint -> the alert and `updated_at` this process's ingest
+    inserted) is used for rows whose `updated_at` is still that one: a storm's new alerts are not
+    read back (a new alert has no stored decision yet).
     """
     c = alerts_t.c
     stmt = select(
         c.fingerprint, c.labels, c.status, c.starts_at, c.fired_at, c.updated_at, c.decision, c.decision_detail
     )
+    out: list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]] = []
     if changed_since is None:
         rows = list(
             await session.execute(stmt.where(or_(c.status == AlertStatus.FIRING.value, c.updated_at >= resolved_since)))
@@ -90,11 +94,20 @@ async def load_live_alerts(
         rows = list(await session.execute(stmt.where(c.updated_at >= changed_since)))
     else:
         stamps = await session.execute(select(c.fingerprint, c.updated_at).where(c.updated_at >= changed_since))
-        wanted = sorted(fp for fp, updated_at in stamps if known.get(fp) != updated_at)
+        handed = inserted or {}
+        wanted = []
+        for fp, updated_at in stamps:
+            if known.get(fp) == updated_at:
+                continue
+            mine = handed.get(fp)
+            if mine is not None and mine[1] == updated_at:
+                out.append((mine[0], updated_at, None, None))
+            else:
+                wanted.append(fp)
+        wanted.sort()
         rows = []
         for chunk in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
             rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
-    out = []
     for fp, labels, status, starts_at, fired_at, updated_at, decision, detail in rows:
         live = LiveAlert(fp, labels, status == AlertStatus.FIRING.value, starts_at, fired_at)
         out.append((live, updated_at, decision, detail))

@@ -145,3 +145,25 @@ async def test_resolve_is_notified_and_incident_closed(db: Database) -> None:
     assert {a.decision for a in await rows(db, AlertRow)} == {"resolved"}
     async with db.read() as s:
         assert await s.scalar(select(func.count()).select_from(OutboxRow)) == 2
+
+
+async def test_alerts_handed_over_by_ingest_are_decided_as_if_read_back(db: Database) -> None:
+    # The same store decided twice: by a runner the ingest hands its new alerts to, and by a fresh one
+    # that reads everything from the store. The handoff must change nothing but the work done.
+    clock = Clock()
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock, on_inserted=runner.inserted)
+    await runner.run_once()  # the first pass reads everything; the handoff serves the later ones
+    clock.now += 5 * S
+    fleet = [gpu_labels(f"gpu-node-{n:02d}", g, region="north") for n in range(3) for g in range(8)]
+    await ingestor.ingest(parse_webhook(webhook(fleet)).batch)
+    await ingestor.ingest(parse_webhook(webhook([node_down_labels("gpu-node-01", region="north")])).batch)
+    assert len(runner._inserted) == len(fleet) + 1
+    handed = await runner.run_once()
+    assert runner._inserted == {}  # taken by the pass
+    assert handed is not None
+
+    fresh = await EngineRunner(db, shipped_pipeline(), clock=clock, holder=runner.holder).run_once()
+    assert fresh is not None
+    assert handed.decisions == fresh.decisions
+    assert "inhibited" in {d.decision.value for d in handed.decisions.values()}  # node-01 GPUs, by its NodeDown

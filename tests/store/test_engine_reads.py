@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
+from alertrouter.engine.types import LiveAlert
 from alertrouter.store import Database, bulk
 from alertrouter.store.alerts import alerts_t
 from alertrouter.store.engine import load_live_alerts
@@ -37,3 +38,27 @@ async def test_alerts_held_unchanged_are_left_out(db: Database) -> None:
         await s.commit()
     assert await changed(db, {a: T0, b: T0, c: T0}) == [b]
     assert await changed(db, {a: T0, b: later, c: T0}) == []
+
+
+async def test_alerts_this_process_inserted_are_taken_from_the_handoff_while_unchanged(db: Database) -> None:
+    a, b = "a" * 16, "b" * 16
+    async with db.write() as s:
+        await bulk.insert(s, alerts_t, [alert(a), alert(b)])
+        await s.commit()
+    # What ingest handed over: marked so that it can be told apart from what the store holds.
+    handed = {fp: (LiveAlert(fp, {"alertname": "FromHandoff"}, True, T0, T0), T0) for fp in (a, b)}
+    async with db.write() as s:  # b changed after the handoff: its row is read
+        await bulk.update(
+            s, alerts_t, [{"fingerprint": b, "updated_at": T0 + timedelta(seconds=1)}], key=["fingerprint"]
+        )
+        await s.commit()
+    async with db.read() as s:
+        rows = await load_live_alerts(
+            s,
+            changed_since=T0 - timedelta(seconds=30),
+            resolved_since=T0 - timedelta(hours=1),
+            known={},
+            inserted=handed,
+        )
+    got = {live.fingerprint: (live.labels["alertname"], decision) for live, _, decision, _ in rows}
+    assert got == {a: ("FromHandoff", None), b: ("GPUHighTemp", None)}
