@@ -167,10 +167,7 @@ class Ingestor:
         async with self._db.read() as session:
             states = await store.load_states(session, list({a.fingerprint for a in batch.alerts}), lock=False)
         plan = _Plan()
-        for alert in batch.alerts:
-            after = _plan_alert(plan, states.get(alert.fingerprint), alert, now)
-            if after is not None:
-                states[alert.fingerprint] = after
+        _plan_batch(plan, states, batch, now)
         if any(kind.writes for kind in plan.transitions):
             return None
         self._touches.add(plan.seen, plan.extended)
@@ -225,10 +222,7 @@ class Ingestor:
         event_slices: list[tuple[int, int]] = []
         for batch in batches:
             before, first_event = Counter(plan.transitions), len(plan.events)
-            for alert in batch.alerts:
-                after = _plan_alert(plan, states.get(alert.fingerprint), alert, now)
-                if after is not None:
-                    states[alert.fingerprint] = after
+            _plan_batch(plan, states, batch, now)
             results.append(IngestResult(transitions=plan.transitions - before))
             event_slices.append((first_event, len(plan.events)))
         logged: dict[str, int] = {}  # digest -> the first batch (by position) that logs it
@@ -270,6 +264,14 @@ def _raw_row(batch: IngestBatch, now: datetime) -> dict[str, Any]:
         "rejected_alerts": batch.rejected_alerts,
         "body": batch.body,
     }
+
+
+def _plan_batch(plan: _Plan, states: dict[str, AlertState], batch: IngestBatch, now: datetime) -> None:
+    """Plan a batch's alerts in order; `states` follows, so an alert twice in a batch sees its first copy."""
+    for alert in batch.alerts:
+        after = _plan_alert(plan, states.get(alert.fingerprint), alert, now)
+        if after is not None:
+            states[alert.fingerprint] = after
 
 
 def _plan_alert(plan: _Plan, current: AlertState | None, alert: IncomingAlert, now: datetime) -> AlertState | None:
