@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -170,3 +171,18 @@ async def test_api_token_alone_protects_reads(database_url: str) -> None:
 )
 def test_login_redirects_only_to_local_paths(target: str, expected: str) -> None:
     assert safe_next(target) == expected
+
+
+async def test_an_oversized_form_is_refused_while_it_streams_in(app: App) -> None:
+    pulled = 0
+
+    async def body() -> AsyncIterator[bytes]:  # 1 MiB in 8 KiB pieces, sent without a Content-Length
+        nonlocal pulled
+        for _ in range(128):
+            pulled += 1
+            yield b"a=" + b"x" * 8190
+
+    r = await app.client.post("/login", content=body(), headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 413
+    assert "64 KiB" in r.text
+    assert pulled < 16  # stopped at the limit, not after the whole megabyte

@@ -19,6 +19,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
+from alertrouter.ingest.body import BodyTooLarge, read_body
 from alertrouter.model import utcnow
 from alertrouter.paths import data_dir
 from alertrouter.runtime import Runtime, RuntimeDep
@@ -134,15 +135,17 @@ def login_url(request: Request) -> str:
 
 
 async def read_form(request: Request, limit: int = FORM_LIMIT) -> dict[str, str]:
-    """An urlencoded form body (the last value of a repeated field wins)."""
-    body = await request.body()
+    """An urlencoded form body (the last value of a repeated field wins). A body over `limit` is refused
+    as it streams in, not after it has all been read."""
+    try:
+        body = await read_body(request, limit)
+    except BodyTooLarge:
+        raise PageError(413, "Too large", f"A form may carry at most {limit // 1024} KiB.") from None
     if not body:
         return {}
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/x-www-form-urlencoded":
         raise PageError(415, "Unsupported form", "Forms are posted as application/x-www-form-urlencoded.")
-    if len(body) > limit:
-        raise PageError(413, "Too large", f"A form may carry at most {limit // 1024} KiB.")
     try:
         return dict(parse_qsl(body.decode(), keep_blank_values=True, max_num_fields=200))
     except (UnicodeDecodeError, ValueError):
