@@ -39,6 +39,7 @@ LEASE = "engine"
 RECENT = timedelta(hours=1)  # resolved alerts and incidents stay live this long (for resolved messages)
 OVERLAP = timedelta(seconds=30)  # re-read this much before the watermark: commits land out of clock order
 STOP_GRACE = timedelta(seconds=10)
+DECISION_CHUNK = 1000  # decisions (and trail events) written per transaction
 INSERTED_MAX = 200_000  # handed-over new alerts kept at most (each pass takes what it reads)
 
 
@@ -163,9 +164,9 @@ class EngineRunner:
             self._evaluator.evaluate, list(self._alerts.values()), records, now=now, silences=silences
         )
         changes = self._decision_changes(result, now)
-        if not await self._under_lease(now, lambda session: self._persist(session, result, changes, now)):
+        if not await self._under_lease(now, lambda session: self._persist(session, result, now)):
             return None
-        self._decisions.update(changes.stored)
+        await self._write_decisions(changes)
         if self._metrics is not None:
             for rule, count in changes.inhibited.items():
                 self._metrics.inhibited.labels(rule=rule).inc(count)
@@ -260,16 +261,26 @@ class EngineRunner:
                 changes.inhibited[decision.inhibit_rule] += 1
         return changes
 
-    async def _persist(
-        self, session: AsyncSession, result: EvalResult, changes: _DecisionChanges, now: datetime
-    ) -> None:
+    async def _persist(self, session: AsyncSession, result: EvalResult, now: datetime) -> None:
+        """What must commit under the lease: incidents, what each receiver was told, the outbox."""
         await store.save_incidents(session, result.incidents.values(), now)
         await store.clear_acknowledgements(session, [s.key for s in result.incidents.values() if s.opened_at == now])
         reasons = {(i.incident, i.receiver): i.reason.value for i in result.intents}
         await store.save_notify_states(session, result.notify_states, reasons)
         await store.insert_intents(session, result.intents, now)
-        await store.save_decisions(session, changes.rows)
-        await insert_events(session, changes.events)
+
+    async def _write_decisions(self, changes: _DecisionChanges) -> None:
+        """Every changed decision and its trail event, after the pass's transaction and in chunks. They
+        are derived (a pass after a failure writes them again), and a storm's first decisions are
+        thousands of rows: in one transaction they held the SQLite write lock, and every webhook waiting
+        behind it, for a quarter of a second."""
+        for start in range(0, len(changes.rows), DECISION_CHUNK):
+            rows = changes.rows[start : start + DECISION_CHUNK]
+            async with self._db.write() as session:
+                await store.save_decisions(session, rows)
+                await insert_events(session, changes.events[start : start + DECISION_CHUNK])
+                await session.commit()
+            self._decisions.update((row["fingerprint"], changes.stored[row["fingerprint"]]) for row in rows)
 
     def _observe(self, result: EvalResult, seconds: float) -> None:
         m = self._metrics

@@ -6,14 +6,16 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+import pytest
+from sqlalchemy import event, func, select
 
+import alertrouter.engine.runner as runner_module
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.maintenance import TouchBuffer
 from alertrouter.processor import Ingestor
 from alertrouter.store import Database
-from alertrouter.store.tables import AlertRow, IncidentRow, NotifyStateRow, OutboxRow
+from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, NotifyStateRow, OutboxRow
 from support.scenario import gpu_labels, node_down_labels, shipped_pipeline
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
@@ -167,3 +169,34 @@ async def test_alerts_handed_over_by_ingest_are_decided_as_if_read_back(db: Data
     assert fresh is not None
     assert handed.decisions == fresh.decisions
     assert "inhibited" in {d.decision.value for d in handed.decisions.values()}  # node-01 GPUs, by its NodeDown
+
+
+async def test_a_storms_decisions_are_written_in_short_transactions(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner_module, "DECISION_CHUNK", 3)
+    commits = 0
+
+    def count(_conn: Any) -> None:
+        nonlocal commits
+        commits += 1
+
+    clock = Clock()
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    await Ingestor(db, TouchBuffer(), clock=clock).ingest(
+        parse_webhook(webhook([gpu_labels("gpu-node-07", g, region="north") for g in range(8)])).batch
+    )
+    event.listen(db.engine.sync_engine, "commit", count)
+    assert await runner.run_once() is not None
+    assert commits == 1 + 3  # the pass's transaction under the lease, then 8 decisions in threes
+    alerts = await rows(db, AlertRow)
+    assert len(alerts) == 8
+    assert all(a.decision is not None for a in alerts)
+    async with db.read() as s:
+        trail = await s.scalar(select(func.count()).select_from(AlertEventRow).where(AlertEventRow.kind == "decision"))
+    assert trail == 8
+    # remembered: the next pass has nothing to write
+    commits = 0
+    clock.now += 5 * S
+    await runner.run_once()
+    assert commits <= 1  # at most the lease renewal
