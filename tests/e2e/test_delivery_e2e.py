@@ -159,7 +159,11 @@ def test_vendor_down_then_back_delivers_once(
     dingtalk.down("503")
     assert router.post_webhook(alert(1)).status_code == 200
     wait_for(lambda: len(dingtalk.received) >= 3, what="three failed attempts", timeout=30)
-    (row,) = notifications(router, channel="robot")
+    # Between attempts (not during one, when it is "sending"), the delivery waits, pending, with its error.
+    (row,) = wait_for(
+        lambda: [r for r in notifications(router, channel="robot") if r["status"] != "sending"],
+        what="the delivery between two attempts",
+    )
     assert row["status"] == "pending"
     assert "503" in (row["last_error"] or "")
     dingtalk.up()
