@@ -113,12 +113,12 @@ def fingerprints(label_sets: Sequence[Mapping[str, str]]) -> list[str]:
         hashes = []
         for start in range(0, len(missing), _LANES_MAX):
             hashes += _fnv1a64_lanes(missing[start : start + _LANES_MAX])
-    for key, h in zip(missing, hashes, strict=True):
+    found = {key: f"{h:016x}" for key, h in zip(missing, hashes, strict=True)}
+    for key, text in found.items():
         if len(_KNOWN) >= _KNOWN_MAX:
             del _KNOWN[next(iter(_KNOWN))]
-        _KNOWN[key] = f"{h:016x}"
-    found = {key: f"{h:016x}" for key, h in zip(missing, hashes, strict=True)}
-    return [_KNOWN.get(k) or found[k] for k in keys]
+        _KNOWN[key] = text
+    return [found.get(k) or _KNOWN[k] for k in keys]
 
 
 def fingerprint(labels: Mapping[str, str]) -> str:
