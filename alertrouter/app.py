@@ -16,6 +16,7 @@ from alertrouter.channels.registry import build_channels, secret_values
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
+from alertrouter.heap import settle_heap
 from alertrouter.ingest import routes as ingest_routes
 from alertrouter.ingest.auth import Authenticator
 from alertrouter.keys import load_signers
@@ -74,11 +75,13 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         interval=settings.engine_interval,
         on_intents=delivery.nudge if delivery is not None else None,
     )
+    ingestor = Ingestor(db, touches, on_inserted=engine.inserted)
+    engine.ingest_quiet = ingestor.quiet_for
     return Runtime(
         settings=settings,
         ruleset=ruleset,
         db=db,
-        ingestor=Ingestor(db, touches, on_inserted=engine.inserted),
+        ingestor=ingestor,
         maintenance=maintenance,
         engine=engine,
         metrics=metrics,
@@ -91,8 +94,10 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     )
 
 
-def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
-    """An app whose lifespan migrates (if enabled), starts maintenance, and flushes on shutdown."""
+def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) -> FastAPI:
+    """An app whose lifespan migrates (if enabled), starts maintenance, and flushes on shutdown.
+    `server`: this process is `alertrouter serve` (it tunes the process-wide garbage collector once
+    started; an app built inside tests or another program leaves it alone)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -119,6 +124,8 @@ def create_app(settings: Settings, ruleset: Ruleset) -> FastAPI:
             ", ".join(ruleset.sources) or "defaults",
             ruleset.config_hash,
         )
+        if server:
+            settle_heap()
         try:
             yield
         finally:

@@ -132,7 +132,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log.warning("%s", warning)
     log.info("listening on %s:%d, store %s", host, settings.port, settings.database_url.split("://")[0])
     uvicorn.run(
-        create_app(settings, ruleset),
+        create_app(settings, ruleset, server=True),
         host=host,
         port=settings.port,
         log_config=None,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,6 +130,8 @@ class Ingestor:
         self._pending: deque[tuple[IngestBatch, asyncio.Future[IngestResult]]] = deque()
         self._writers: set[asyncio.Task[None]] = set()
         self._on_inserted = on_inserted  # told the alert rows each commit inserted (the engine's handoff)
+        self._in_flight = 0
+        self._last_active = -math.inf
 
     def _seen_recently(self, digest: str) -> bool:
         if digest in self._recent:
@@ -140,7 +144,19 @@ class Ingestor:
         if len(self._recent) > self._recent_max:
             self._recent.popitem(last=False)
 
+    def quiet_for(self) -> float:
+        """Seconds since a payload was last being stored here; 0 while one is."""
+        return 0.0 if self._in_flight else time.monotonic() - self._last_active
+
     async def ingest(self, batch: IngestBatch) -> IngestResult:
+        self._in_flight += 1
+        try:
+            return await self._ingest(batch)
+        finally:
+            self._in_flight -= 1
+            self._last_active = time.monotonic()
+
+    async def _ingest(self, batch: IngestBatch) -> IngestResult:
         if batch.always_logged and self._seen_recently(batch.digest):
             self._touches.seen_many((a.fingerprint for a in batch.alerts), self._clock())
             return IngestResult(repeat=True)

@@ -41,6 +41,8 @@ OVERLAP = timedelta(seconds=30)  # re-read this much before the watermark: commi
 STOP_GRACE = timedelta(seconds=10)
 DECISION_CHUNK = 1000  # decisions (and trail events) written per transaction
 INSERTED_MAX = 200_000  # handed-over new alerts kept at most (each pass takes what it reads)
+INGEST_QUIET = 0.05  # seconds without a webhook being stored before a due pass starts ...
+INGEST_WAIT_MAX = 3.0  # ... waiting at most this long for it
 
 
 @dataclass(slots=True)
@@ -88,6 +90,8 @@ class EngineRunner:
         self._lease_renewed: datetime | None = None
         self._task: asyncio.Task[None] | None = None
         self.wake_at: datetime | None = None
+        # Seconds since this process's ingest last stored a payload (0 while it is storing one).
+        self.ingest_quiet: Callable[[], float] | None = None
 
     def live_alerts(self) -> dict[str, LiveAlert]:
         """The alerts the last pass looked at (a copy)."""
@@ -309,6 +313,7 @@ class EngineRunner:
             early = last + gap - time.monotonic()
             if early > 0 and not self._stopping:
                 await asyncio.sleep(early)
+            await self._after_ingest_burst()
             self._nudged.clear()
             if self._stopping:
                 break
@@ -318,6 +323,23 @@ class EngineRunner:
             except STORE_ERRORS as exc:
                 log.warning("engine pass failed, will retry: %s", describe_error(exc))
                 self._forget()  # the transaction rolled back; what we remembered may not have been stored
+
+    async def _after_ingest_burst(self) -> None:
+        """While webhooks are being stored, wait for a pause (at most INGEST_WAIT_MAX) before a pass.
+
+        A pass over a storm is hundreds of milliseconds of Python, and it shares the interpreter lock
+        with the ingest: run in the middle of a burst, it held every webhook answer back for as long
+        as it ran. An answer is what Alertmanager waits for (and retries on timeout), while a decision
+        made a moment later loses nothing; and a storm evaluated whole is summarised whole.
+        """
+        if self.ingest_quiet is None:
+            return
+        deadline = time.monotonic() + INGEST_WAIT_MAX
+        while not self._stopping and (quiet := self.ingest_quiet()) < INGEST_QUIET:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            await asyncio.sleep(min(left, INGEST_QUIET - quiet))
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="alertrouter-engine")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,6 +12,7 @@ from sqlalchemy import event, func, select
 
 import alertrouter.engine.runner as runner_module
 from alertrouter.engine.runner import EngineRunner
+from alertrouter.engine.types import EvalResult
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.maintenance import TouchBuffer
 from alertrouter.processor import Ingestor
@@ -200,3 +202,52 @@ async def test_a_storms_decisions_are_written_in_short_transactions(
     clock.now += 5 * S
     await runner.run_once()
     assert commits <= 1  # at most the lease renewal
+
+
+class Passes:
+    """Counts the passes a started runner's loop makes."""
+
+    def __init__(self, runner: EngineRunner) -> None:
+        self.count = 0
+        self._changed = asyncio.Condition()
+        self._run_once = runner.run_once
+        runner.run_once = self._counted  # type: ignore[method-assign]
+
+    async def _counted(self) -> EvalResult | None:
+        async with self._changed:
+            self.count += 1
+            self._changed.notify_all()
+        return await self._run_once()
+
+    async def wait(self, minimum: int = 1, limit: float = 10.0) -> None:
+        async with asyncio.timeout(limit), self._changed:
+            await self._changed.wait_for(lambda: self.count >= minimum)
+
+
+async def test_a_due_pass_waits_for_a_pause_in_ingest(db: Database) -> None:
+    storing = True
+    runner = EngineRunner(db, shipped_pipeline(), interval=timedelta(milliseconds=10))
+    runner.ingest_quiet = lambda: 0.0 if storing else 1.0
+    passes = Passes(runner)
+    runner.start()
+    try:
+        runner.nudge()
+        await asyncio.sleep(0.5)  # many intervals, all inside one burst of webhooks
+        assert passes.count == 0
+        storing = False
+        await passes.wait()
+    finally:
+        await runner.stop()
+
+
+async def test_a_pass_waits_for_ingest_only_so_long(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner_module, "INGEST_WAIT_MAX", 0.2)
+    runner = EngineRunner(db, shipped_pipeline(), interval=timedelta(milliseconds=10))
+    runner.ingest_quiet = lambda: 0.0  # webhooks without end
+    passes = Passes(runner)
+    runner.start()
+    try:
+        await passes.wait(minimum=2)
+    finally:
+        await runner.stop()
+    assert runner.live_alerts() == {}  # the passes ran (on an empty store)

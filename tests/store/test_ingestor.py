@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -341,3 +342,14 @@ async def test_api_v2_pushes_that_only_confirm_the_store_open_no_transaction(db:
     assert (await ingestor.ingest(push(T0 + timedelta(minutes=5)))).transitions == {Transition.RESOLVED: 1}
     assert transactions == 2
     assert (await alert_row(db, push(T0).alerts[0].fingerprint)).status == "resolved"
+
+
+async def test_quiet_for_is_zero_while_a_payload_is_being_stored(db: Database) -> None:
+    ingestor = Ingestor(db, TouchBuffer())
+    assert ingestor.quiet_for() == math.inf  # nothing stored yet
+    storing = asyncio.create_task(ingestor.ingest(webhook([gpu_alert(0)])))
+    await asyncio.sleep(0)  # the task is inside ingest, waiting on the store
+    assert not storing.done()
+    assert ingestor.quiet_for() == 0
+    await storing
+    assert 0 < ingestor.quiet_for() < math.inf
