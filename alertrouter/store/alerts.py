@@ -6,12 +6,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Insert, String, Table, and_, any_, bindparam, delete, select, update
+from sqlalchemy import Insert, String, Table, and_, any_, bindparam, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import AlertState, AlertStatus, ResolvedBy
 from alertrouter.store import bulk
+from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
 
 __all__ = [
@@ -73,7 +74,9 @@ async def load_states(
         # compares every row with every key, which grew to 20 ms per payload on a fresh, unanalysed table.
         wanted = c.fingerprint == any_(bindparam("keys", keys, type_=postgresql.ARRAY(String)))
     else:
-        wanted = c.fingerprint.in_(keys)
+        # Likewise one parameter, a JSON array: an expanding `IN` is re-rendered for every count of keys.
+        each = func.json_each(bindparam("keys", json_dumps(keys), type_=String)).table_valued("value")
+        wanted = c.fingerprint.in_(select(each.c.value))
     stmt = (
         select(c.fingerprint, c.status, c.starts_at, c.ends_at, c.annotations, c.resolved_by, c.episodes, c.fired_at)
         .where(wanted)

@@ -46,14 +46,16 @@ class Database:
         self.url = make_url(url)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         kwargs: dict[str, Any] = {
-            "pool_pre_ping": True,
             "json_serializer": json_dumps,
             "json_deserializer": orjson.loads,
         }
         if self.is_sqlite:
+            # No pre-ping: a file does not drop connections, and each ping was a trip to the
+            # connection's thread at the start of every transaction.
             kwargs["connect_args"] = {"timeout": busy_timeout}
         else:
             kwargs.update(
+                pool_pre_ping=True,  # a server restart or a proxy drops idle connections
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 pool_timeout=5,
