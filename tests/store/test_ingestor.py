@@ -9,8 +9,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import event, func, select
 
+import alertrouter.processor as processor_module
 from alertrouter.ingest.payloads import parse_api_v2, parse_webhook
 from alertrouter.maintenance import Maintenance, TouchBuffer
 from alertrouter.model import Transition
@@ -353,3 +355,56 @@ async def test_quiet_for_is_zero_while_a_payload_is_being_stored(db: Database) -
     assert ingestor.quiet_for() == 0
     await storing
     assert 0 < ingestor.quiet_for() < math.inf
+
+
+class Commits:
+    """Counts the transactions committed on `db`."""
+
+    def __init__(self, db: Database) -> None:
+        self.count = 0
+        event.listen(db.engine.sync_engine, "commit", self._commit)
+
+    def _commit(self, _conn: Any) -> None:
+        self.count += 1
+
+
+def senders(n: int, round_: int) -> list[IngestBatch]:
+    """A new alert from each of `n` senders."""
+    return [webhook([gpu_alert(100 * round_ + g)], groupKey=f"g{g}") for g in range(n)]
+
+
+async def test_a_single_writer_under_load_waits_for_a_group_as_full_as_the_last(db: Database) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock(), writers=1, group_wait=10.0)
+    commits = Commits(db)
+    await asyncio.gather(*(ingestor.ingest(b) for b in senders(3, 1)))  # three senders, one commit
+    assert commits.count == 1
+    # They send again, one at a time: the first waits for the other two instead of committing alone.
+    first, *others = senders(3, 2)
+    waiting = asyncio.create_task(ingestor.ingest(first))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    results = await asyncio.gather(waiting, *(ingestor.ingest(b) for b in others))
+    assert commits.count == 2
+    assert [r.transitions for r in results] == [{Transition.NEW_FIRING: 1}] * 3
+    assert await count(db, RawEventRow) == 6
+
+
+async def test_the_wait_for_a_full_group_is_bounded(db: Database) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock(), writers=1, group_wait=0.05)
+    commits = Commits(db)
+    await asyncio.gather(*(ingestor.ingest(b) for b in senders(3, 1)))
+    async with asyncio.timeout(10):
+        result = await ingestor.ingest(senders(1, 2)[0])  # nobody else comes
+    assert result.written
+    assert commits.count == 2
+
+
+async def test_a_lone_sender_never_waits(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(processor_module, "RECENT_GROUP_AGE", 0.05)
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock(), writers=1, group_wait=60.0)
+    async with asyncio.timeout(10):
+        for round_ in range(3):  # no concurrent load: nothing to wait for
+            assert (await ingestor.ingest(senders(1, round_)[0])).written
+        await asyncio.gather(*(ingestor.ingest(b) for b in senders(3, 10)))
+        await asyncio.sleep(0.1)  # the load is over, and its commits are older than RECENT_GROUP_AGE
+        assert (await ingestor.ingest(senders(1, 11)[0])).written
