@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
+import alertrouter.labels as labels_module
 from alertrouter.labels import (
     Matcher,
     MatcherError,
@@ -117,6 +118,32 @@ def test_fingerprints_of_a_batch_agree_with_the_reference_one_by_one() -> None:
     sets += [*_ALERTMANAGER_VECTORS_LABELS, {"k": "v" * 3000}, sets[7], sets[0]]
     assert fingerprints(sets) == [_reference_fingerprint(labels) for labels in sets]
     assert fingerprints(sets) == [fingerprint(labels) for labels in sets]  # now all known: the same answers
+
+
+def test_remembered_fingerprints_never_mix_up_names_and_values_or_orders() -> None:
+    sets = [
+        {"a": "b"},
+        {"b": "a"},
+        {"a": "x", "b": "y"},
+        {"a": "y", "b": "x"},
+        {"b": "y", "a": "x"},  # the third, in another order: another cache key, the same fingerprint
+        {"a": "b", "": ""},
+    ]
+    first = fingerprints(sets)
+    again = fingerprints(sets)  # all remembered now
+    assert first == again == [_reference_fingerprint(labels) for labels in sets]
+    assert first[2] == first[4]
+    assert len(set(first)) == 5
+
+
+def test_fingerprints_survive_forgetting_in_the_middle_of_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(labels_module, "_KNOWN", {})
+    monkeypatch.setattr(labels_module, "_KNOWN_MAX", 4)
+    known = [{"alertname": f"known-{i}"} for i in range(4)]
+    fingerprints(known)
+    # The new sets push every known one out while this batch, which also holds them, is answered.
+    sets = [*known, *({"alertname": f"new-{i}"} for i in range(20))]
+    assert fingerprints(sets) == [_reference_fingerprint(labels) for labels in sets]
 
 
 def test_fingerprints_of_a_batch_match_real_alertmanager() -> None:
