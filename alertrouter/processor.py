@@ -124,6 +124,7 @@ class Ingestor:
         *,
         clock: Callable[[], datetime] = utcnow,
         recent_digests: int = 8192,
+        known_fingerprints: int = 65536,
         max_group_alerts: int = 2000,
         writers: int | None = None,
         on_inserted: Callable[[Sequence[Mapping[str, Any]]], None] | None = None,
@@ -134,6 +135,8 @@ class Ingestor:
         self._clock = clock
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._recent_max = recent_digests
+        self._known: dict[str, None] = {}  # fingerprints this process found or put in the store
+        self._known_max = known_fingerprints
         self._max_group = max_group_alerts
         self._max_writers = writers if writers is not None else (1 if db.is_sqlite else 4)
         self._pending: deque[tuple[IngestBatch, asyncio.Future[IngestResult]]] = deque()
@@ -157,6 +160,14 @@ class Ingestor:
         if len(self._recent) > self._recent_max:
             self._recent.popitem(last=False)
 
+    def _know(self, batches: Sequence[IngestBatch]) -> None:
+        known = self._known
+        for batch in batches:
+            for alert in batch.alerts:
+                known[alert.fingerprint] = None
+        while len(known) > self._known_max:
+            del known[next(iter(known))]
+
     def quiet_for(self) -> float:
         """Seconds since a payload was last being stored here; 0 while one is."""
         return 0.0 if self._in_flight else time.monotonic() - self._last_active
@@ -173,7 +184,13 @@ class Ingestor:
         if batch.always_logged and self._seen_recently(batch.digest):
             self._touches.seen_many((a.fingerprint for a in batch.alerts), self._clock())
             return IngestResult(repeat=True)
-        if not batch.always_logged and (confirmed := await self._confirmed(batch)) is not None:
+        # A push with an alert this process never stored nor found cannot be a mere confirmation:
+        # straight to the writer, without the read (the writer's own read decides all the same).
+        if (
+            not batch.always_logged
+            and all(a.fingerprint in self._known for a in batch.alerts)
+            and (confirmed := await self._confirmed(batch)) is not None
+        ):
             return confirmed
         future: asyncio.Future[IngestResult] = asyncio.get_running_loop().create_future()
         self._pending.append((batch, future))
@@ -257,6 +274,7 @@ class Ingestor:
             for batch in batches:
                 if batch.always_logged:
                     self._remember(batch.digest)
+            self._know(batches)
             self._touches.add(plan.seen, plan.extended)
             if plan.new_alerts and self._on_inserted is not None:
                 self._on_inserted(list(plan.new_alerts.values()))

@@ -408,3 +408,52 @@ async def test_a_lone_sender_never_waits(db: Database, monkeypatch: pytest.Monke
         await asyncio.gather(*(ingestor.ingest(b) for b in senders(3, 10)))
         await asyncio.sleep(0.1)  # the load is over, and its commits are older than RECENT_GROUP_AGE
         assert (await ingestor.ingest(senders(1, 11)[0])).written
+
+
+class Sessions:
+    """Counts the read and write sessions opened on `db`."""
+
+    def __init__(self, db: Database) -> None:
+        self.reads = self.writes = 0
+        read, write = db.read, db.write
+
+        def counting_read() -> Any:
+            self.reads += 1
+            return read()
+
+        def counting_write() -> Any:
+            self.writes += 1
+            return write()
+
+        db.read = counting_read  # type: ignore[method-assign]
+        db.write = counting_write  # type: ignore[method-assign]
+
+
+def push(gpus: range, now: datetime = T0) -> IngestBatch:
+    labels = [{"alertname": "GPUHighTemp", "Hostname": "gpu-node-07", "gpu": str(g)} for g in gpus]
+    alerts = [{"labels": each, "startsAt": "2026-11-21T08:00:00Z"} for each in labels]
+    return parse_api_v2(json.dumps(alerts).encode(), now=now).batch
+
+
+async def test_a_push_with_alerts_never_seen_here_goes_straight_to_the_writer(db: Database) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock())
+    sessions = Sessions(db)
+    assert (await ingestor.ingest(push(range(2)))).transitions == {Transition.NEW_FIRING: 2}
+    assert (sessions.reads, sessions.writes) == (0, 1)  # no read first: it could not be a confirmation
+    assert (await ingestor.ingest(push(range(2)))).transitions == {Transition.UNCHANGED: 2}
+    assert (sessions.reads, sessions.writes) == (1, 1)  # known now: confirmed by a read
+    assert (await ingestor.ingest(push(range(3)))).transitions == {Transition.UNCHANGED: 2, Transition.NEW_FIRING: 1}
+    assert (sessions.reads, sessions.writes) == (1, 2)
+
+
+async def test_a_replica_that_never_saw_the_alerts_still_finds_them_stored(db: Database) -> None:
+    # Another replica (or this one before a restart) stored them: the writer reads them, writes nothing.
+    await Ingestor(db, TouchBuffer(), clock=Clock()).ingest(push(range(4)))
+    replica = Ingestor(db, TouchBuffer(), clock=Clock())
+    commits = Commits(db)
+    assert (await replica.ingest(push(range(4)))).transitions == {Transition.UNCHANGED: 4}
+    assert commits.count == 0
+    sessions = Sessions(db)
+    assert (await replica.ingest(push(range(4)))).transitions == {Transition.UNCHANGED: 4}
+    assert (sessions.reads, sessions.writes) == (1, 0)  # from now on it knows them
+    assert await count(db, AlertRow) == 4
