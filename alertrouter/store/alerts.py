@@ -6,13 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Insert, String, Table, and_, any_, bindparam, delete, func, select, update
+from sqlalchemy import Insert, Table, and_, bindparam, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import AlertState, AlertStatus, ResolvedBy
 from alertrouter.store import bulk
-from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
 
 __all__ = [
@@ -60,35 +59,22 @@ async def insert_raw_events(session: AsyncSession, rows: Sequence[Mapping[str, A
     return {digest: id_ for digest, id_ in result}
 
 
+_STATE_COLUMNS = ("fingerprint", "status", "starts_at", "ends_at", "annotations", "resolved_by", "episodes", "fired_at")
+_STATUSES = {s.value: s for s in AlertStatus}
+
+
 async def load_states(
     session: AsyncSession, fingerprints: Sequence[str], *, lock: bool = True
 ) -> dict[str, AlertState]:
     """Current state of each fingerprint; with `lock`, row-locked on PostgreSQL in a fixed order (no
-    deadlocks) until the transaction ends."""
-    if not fingerprints:
-        return {}
-    c = alerts_t.c
+    deadlocks) until the transaction ends. Read at driver speed (`bulk.select_in`): every payload
+    reads the state of all its alerts, and a re-sent one does nothing else."""
     keys = sorted(fingerprints)
-    if session.get_bind().dialect.name == "postgresql":
-        # One array parameter, not one per key: a prepared `IN ($1, ..., $100)` gets a generic plan that
-        # compares every row with every key, which grew to 20 ms per payload on a fresh, unanalysed table.
-        wanted = c.fingerprint == any_(bindparam("keys", keys, type_=postgresql.ARRAY(String)))
-    else:
-        # Likewise one parameter, a JSON array: an expanding `IN` is re-rendered for every count of keys.
-        each = func.json_each(bindparam("keys", json_dumps(keys), type_=String)).table_valued("value")
-        wanted = c.fingerprint.in_(select(each.c.value))
-    stmt = (
-        select(c.fingerprint, c.status, c.starts_at, c.ends_at, c.annotations, c.resolved_by, c.episodes, c.fired_at)
-        .where(wanted)
-        .order_by(c.fingerprint)
-    )
-    if lock:
-        stmt = stmt.with_for_update()
-    states: dict[str, AlertState] = {}
-    for fp, status, starts_at, ends_at, notes, resolved_by, episodes, fired_at in await session.execute(stmt):
-        states[fp] = AlertState(
+    rows = await bulk.select_in(session, alerts_t, _STATE_COLUMNS, key="fingerprint", values=keys, lock=lock)
+    return {
+        fp: AlertState(
             fingerprint=fp,
-            status=AlertStatus(status),
+            status=_STATUSES[status],
             starts_at=starts_at,
             ends_at=ends_at,
             annotations=notes,
@@ -96,7 +82,8 @@ async def load_states(
             episodes=episodes,
             fired_at=fired_at,
         )
-    return states
+        for fp, status, starts_at, ends_at, notes, resolved_by, episodes, fired_at in rows
+    }
 
 
 async def insert_alerts(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> int:

@@ -94,3 +94,34 @@ async def test_refuses_unknown_columns_and_naive_datetimes(db: Database) -> None
         with pytest.raises(ValueError, match="naive datetime"):
             await bulk.insert(s, alerts_t, [alert("a" * 16, first_seen=T0.replace(tzinfo=None))])
         await s.rollback()
+
+
+async def test_select_in_returns_what_sqlalchemy_returns(db: Database) -> None:
+    # Rows written by SQLAlchemy itself, with every kind of value a state read meets: aware datetimes
+    # (one given in another zone), None, JSON objects and JSON null, non-ASCII text.
+    east = timezone(timedelta(hours=8))
+    rows = [
+        alert("c" * 16),
+        alert("a" * 16, ends_at=(T0 + timedelta(hours=1)).astimezone(east), resolved_by="source", fired_at=None),
+        alert("b" * 16, annotations={"summary": "ünï"}, decision_detail=None),
+    ]
+    async with db.write() as s:
+        await s.execute(sa_insert(alerts_t), rows)
+        await s.commit()
+    columns = ("fingerprint", "status", "starts_at", "ends_at", "annotations", "resolved_by", "fired_at", "labels")
+    wanted = ["c" * 16, "a" * 16, "z" * 16]  # unordered, and one that is not stored
+    async with db.read() as s:
+        got = await bulk.select_in(s, alerts_t, columns, key="fingerprint", values=wanted)
+        query = select(*(alerts_t.c[c] for c in columns)).where(alerts_t.c.fingerprint.in_(wanted))
+        expected = (await s.execute(query.order_by(alerts_t.c.fingerprint))).all()
+        assert await bulk.select_in(s, alerts_t, columns, key="fingerprint", values=[]) == []
+    assert [tuple(row) for row in got] == [tuple(row) for row in expected]
+    assert [row[0] for row in got] == ["a" * 16, "c" * 16]  # in key order
+    assert got[0][3] == T0 + timedelta(hours=1)
+    assert got[0][3].tzinfo is not None
+
+
+async def test_select_in_refuses_unknown_columns(db: Database) -> None:
+    async with db.read() as s:
+        with pytest.raises(ValueError, match="no column"):
+            await bulk.select_in(s, alerts_t, ["fingerprint", "nonsense"], key="fingerprint", values=["a"])
