@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Insert, Table, and_, bindparam, delete, select, update
+from sqlalchemy import Insert, Table, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -132,20 +132,14 @@ async def touch_alerts(
     The guard on status and `starts_at` keeps a refresh buffered before a resolve from
     re-extending the resolved alert when the buffer is flushed after it.
     """
-    seen_rows = [{"b_fingerprint": fp, "last_seen": at} for fp, at in seen]
-    if seen_rows:
-        stmt = update(alerts_t).where(alerts_t.c.fingerprint == bindparam("b_fingerprint"))
-        await session.execute(stmt.values(last_seen=bindparam("last_seen")), seen_rows)
-    ext_rows = [{"b_fingerprint": fp, "b_starts_at": s, "ends_at": e} for fp, s, e in extended]
-    if ext_rows:
-        stmt = update(alerts_t).where(
-            and_(
-                alerts_t.c.fingerprint == bindparam("b_fingerprint"),
-                alerts_t.c.starts_at == bindparam("b_starts_at"),
-                alerts_t.c.status == AlertStatus.FIRING.value,
-            )
-        )
-        await session.execute(stmt.values(ends_at=bindparam("ends_at")), ext_rows)
+    firing = AlertStatus.FIRING.value
+    await bulk.update(session, alerts_t, [{"fingerprint": fp, "last_seen": at} for fp, at in seen], key=["fingerprint"])
+    await bulk.update(
+        session,
+        alerts_t,
+        [{"fingerprint": fp, "starts_at": s, "status": firing, "ends_at": e} for fp, s, e in extended],
+        key=["fingerprint", "starts_at", "status"],
+    )
 
 
 async def expire_alerts(session: AsyncSession, now: datetime) -> list[tuple[str, datetime, datetime]]:
