@@ -1,0 +1,145 @@
+"""A/B of one ingest path: this working tree against a git revision (or against itself with other
+environment variables), interleaved rounds on the same machine within minutes.
+
+    .venv/bin/python tests/bench/ab_ingest.py --base HEAD~1 [--store sqlite|postgresql]
+        [--endpoint webhook|api_v2] [--rounds 5] [--arm NAME:VAR=VALUE,VAR=VALUE ...]
+
+This machine's speed drifts by up to 2x within an hour, so only arms measured side by side, round
+after round, can be compared; a change that is not clearly ahead in most rounds is noise. Each
+round starts every arm on a fresh store and sends the load of `bench_ingest.py` (8,000 GPU alerts,
+4 senders, payloads of 100): phase `new`, then (after the engine settles) `unchanged`. For each
+arm: the median round's alerts/s with every round's figure, latency over all requests, and the
+CPU seconds the server process used per phase (against the wall time: a server far from one busy
+core is waiting, on the database or on itself, rather than computing).
+
+`--base REV` checks REV out in a temporary git worktree and runs the server from it (PYTHONPATH),
+with this tree's venv; the tree under test is the current one (uncommitted changes included).
+`--arm NAME:VAR=VALUE,...` adds an arm running the current tree with extra environment (e.g.
+`--arm slow-engine:ALERTROUTER_ENGINE_INTERVAL=5s`). Nothing is written but stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import bench_ingest as bench
+
+from support import procs
+
+REPO = Path(__file__).resolve().parents[2]
+PHASES = ("new", "unchanged")
+
+
+@dataclass
+class Arm:
+    name: str
+    env: dict[str, str]
+    rates: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
+    cpu: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: {p: [] for p in PHASES})
+
+
+def process_cpu(pid: int) -> float:
+    """User plus system CPU seconds of a process so far (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def parse_arm(text: str) -> Arm:
+    name, _, assignments = text.partition(":")
+    env = {}
+    for item in filter(None, assignments.split(",")):
+        var, sep, value = item.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"--arm {text!r}: {item!r} is not VAR=VALUE")
+        env[var] = value
+    if not name:
+        raise argparse.ArgumentTypeError(f"--arm {text!r}: no name before ':'")
+    return Arm(name, env)
+
+
+def worktree(stack: ExitStack, rev: str) -> Path:
+    path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="alertrouter-ab-"))) / "tree"
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(path), rev], check=True)
+    stack.callback(subprocess.run, ["git", "-C", str(REPO), "worktree", "remove", "--force", str(path)], check=False)
+    return path
+
+
+def run_round(arm: Arm, store: str, endpoint: str, load: bench.Load) -> None:
+    path, bodies = (
+        ("/webhook/alertmanager", load.webhooks) if endpoint == "webhook" else ("/api/v2/alerts", load.pushes)
+    )
+    with tempfile.TemporaryDirectory() as tmp, bench.fresh_store(store, Path(tmp)) as (url, _count):
+        env = {"ALERTROUTER_BEARER_TOKEN": bench.TOKEN, "ALERTROUTER_LOG_LEVEL": "WARNING", **arm.env}
+        proc = procs.start_alertrouter(Path(tmp), database_url=url, env=env)
+        try:
+            for phase in PHASES:
+                if phase == "unchanged":
+                    bench.wait_settled(proc.url, bench.AUTH, quiet=bench.SETTLE_QUIET)
+                before = process_cpu(proc.popen.pid)
+                sample = bench.measure(arm.name, path, phase, proc.url + path, bodies, load.alerts, bench.AUTH)
+                arm.cpu[phase].append((process_cpu(proc.popen.pid) - before, sample.seconds))
+                arm.rates[phase].append(load.alerts / sample.seconds)
+                arm.latencies[phase] += sample.latencies
+        finally:
+            proc.stop()
+
+
+def report(arms: list[Arm]) -> str:
+    lines = [
+        "| arm | phase | alerts/s (median) | rounds | p50 ms | p99 ms | server CPU s / wall s |",
+        "|---|---|---:|---|---:|---:|---|",
+    ]
+    for arm in arms:
+        for phase in PHASES:
+            lat = sorted(arm.latencies[phase])
+            rounds = ", ".join(f"{r:,.0f}" for r in arm.rates[phase])
+            cpu = ", ".join(f"{c:.2f}/{w:.2f}" for c, w in arm.cpu[phase])
+            lines.append(
+                f"| {arm.name} | {phase} | {statistics.median(arm.rates[phase]):,.0f} | {rounds} | "
+                f"{bench.percentile(lat, 50) * 1000:.1f} | {bench.percentile(lat, 99) * 1000:.1f} | {cpu} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", metavar="REV", help="git revision to compare this working tree with")
+    parser.add_argument("--arm", action="append", type=parse_arm, default=[], metavar="NAME:VAR=VALUE,...")
+    parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--endpoint", choices=("webhook", "api_v2"), default="webhook")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--nodes", type=int, default=1000, help="GPU nodes of 8 alerts each (default 1,000)")
+    args = parser.parse_args()
+    if args.base is None and not args.arm:
+        parser.error("nothing to compare: give --base REV and/or --arm")
+    if args.store == "postgresql" and (problem := bench.pg.available()):
+        parser.error(f"PostgreSQL is not usable here: {problem}")
+    with ExitStack() as stack:
+        arms = [Arm("this tree", {})]
+        if args.base is not None:
+            tree = worktree(stack, args.base)
+            arms.insert(0, Arm(f"base {args.base}", {"PYTHONPATH": str(tree)}))
+        arms += args.arm
+        load = bench.build_load(args.nodes)
+        for round_ in range(args.rounds):
+            bench.progress(f"round {round_ + 1} of {args.rounds}")
+            for arm in arms:
+                run_round(arm, args.store, args.endpoint, load)
+    print(f"\n{args.store}, {args.endpoint}, {load.alerts:,} alerts, {args.rounds} rounds\n")
+    print(report(arms))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
