@@ -118,7 +118,11 @@ class AlertEventRow(Base):
     """History: every state transition an alert went through, and which webhook caused it."""
 
     __tablename__ = "alert_events"
-    __table_args__ = (Index("ix_alert_events_fingerprint_at", "fingerprint", "at"), Index("ix_alert_events_at", "at"))
+    __table_args__ = (
+        Index("ix_alert_events_fingerprint_at", "fingerprint", "at"),
+        Index("ix_alert_events_at", "at"),
+        Index("ix_alert_events_raw_event_id", "raw_event_id"),  # pruning raw events nulls these
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     fingerprint: Mapped[str] = mapped_column(ForeignKey("alerts.fingerprint", ondelete="CASCADE"))
