@@ -15,6 +15,7 @@ from alertrouter.store import alerts as store
 __all__ = ["Maintenance", "TouchBuffer"]
 
 log = logging.getLogger(__name__)
+PRUNE_CHUNK = 1000  # raw events deleted per transaction
 
 
 class TouchBuffer:
@@ -104,9 +105,16 @@ class Maintenance:
             if self._on_expired:
                 self._on_expired(len(expired))
         if self._last_prune is None or now - self._last_prune >= timedelta(hours=1):
-            async with self._db.write() as session:
-                pruned = await store.prune_raw_events(session, now - self._retention)
-                await session.commit()
+            # In short transactions: after a long outage or a shorter retention the backlog is large,
+            # and on SQLite every webhook waits for the write lock a transaction holds.
+            pruned = 0
+            while True:
+                async with self._db.write() as session:
+                    chunk = await store.prune_raw_events(session, now - self._retention, limit=PRUNE_CHUNK)
+                    await session.commit()
+                pruned += chunk
+                if chunk < PRUNE_CHUNK:
+                    break
             self._last_prune = now
             if pruned:
                 log.info("pruned %d raw events older than the retention", pruned)

@@ -191,6 +191,10 @@ async def expire_alerts(session: AsyncSession, now: datetime) -> list[tuple[str,
     return expired
 
 
-async def prune_raw_events(session: AsyncSession, before: datetime) -> int:
-    result = await session.execute(delete(raw_events_t).where(raw_events_t.c.received_at < before))
+async def prune_raw_events(session: AsyncSession, before: datetime, *, limit: int) -> int:
+    """Delete the oldest raw events received before `before`, at most `limit` of them; how many."""
+    oldest = (
+        select(raw_events_t.c.id).where(raw_events_t.c.received_at < before).order_by(raw_events_t.c.id).limit(limit)
+    )
+    result = await session.execute(delete(raw_events_t).where(raw_events_t.c.id.in_(oldest)))
     return int(result.rowcount)  # type: ignore[attr-defined]

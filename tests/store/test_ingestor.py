@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, func, select
 
+import alertrouter.maintenance as maintenance_module
 import alertrouter.processor as processor_module
 from alertrouter.ingest.payloads import parse_api_v2, parse_webhook
 from alertrouter.maintenance import Maintenance, TouchBuffer
@@ -243,6 +244,27 @@ async def test_raw_events_pruned_after_retention(db: Database) -> None:
     assert await count(db, RawEventRow) == 1
     # the history survives the raw log: its link is cleared, not the event
     assert await count(db, AlertEventRow) == 2
+
+
+async def test_a_large_raw_backlog_is_pruned_in_short_transactions(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(maintenance_module, "PRUNE_CHUNK", 3)
+    clock = Clock()
+    touches = TouchBuffer()
+    ingestor = Ingestor(db, touches, clock=clock)
+    for gpu in range(7):
+        await ingestor.ingest(webhook([gpu_alert(gpu)]))
+    clock.now += timedelta(days=8)
+    await ingestor.ingest(webhook([gpu_alert(7)]))
+    commits = Commits(db)
+    await Maintenance(db, touches, interval=timedelta(seconds=5), retention=timedelta(days=7), clock=clock).run_once()
+    assert await count(db, RawEventRow) == 1  # the recent one
+    assert commits.count == 1 + 3  # the expiry check, then 7 old ones three at a time
+    async with db.read() as s:
+        links = (await s.scalars(select(AlertEventRow.raw_event_id).order_by(AlertEventRow.id))).all()
+    assert links[:7] == [None] * 7
+    assert links[7] is not None
 
 
 async def test_concurrent_payloads_share_one_commit_and_keep_their_own_results(db: Database) -> None:
