@@ -307,15 +307,16 @@ class Ingestor:
         if not any(r.written for r in results):
             return results, plan
         # Rows are written in fingerprint order, the order load_states locks in: concurrent batches never deadlock.
-        inserted = await store.insert_alerts(session, [plan.new_alerts[fp] for fp in sorted(plan.new_alerts)])
+        # New rows of the three tables go together (one round trip on PostgreSQL); episodes are closed
+        # or reopened after, since an alert new in this group may already be resolved in it.
+        new_alerts = [plan.new_alerts[fp] for fp in sorted(plan.new_alerts)]
+        inserted = await store.insert_new(session, new_alerts, plan.new_episodes, plan.events)
         if inserted != len(plan.new_alerts):
             await session.rollback()
             raise _InsertRace
         await store.update_alerts(session, [plan.updates[fp] for fp in sorted(plan.updates)])
-        await store.insert_episodes(session, plan.new_episodes)
         await store.close_episodes(session, plan.closed_episodes)
         await store.reopen_episodes(session, plan.reopened_episodes)
-        await store.insert_events(session, plan.events)
         return results, plan
 
 

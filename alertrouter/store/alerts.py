@@ -23,6 +23,7 @@ __all__ = [
     "insert_alerts",
     "insert_episodes",
     "insert_events",
+    "insert_new",
     "insert_raw_events",
     "load_states",
     "prune_raw_events",
@@ -84,6 +85,25 @@ async def load_states(
         )
         for fp, status, starts_at, ends_at, notes, resolved_by, episodes, fired_at in rows
     }
+
+
+async def insert_new(
+    session: AsyncSession,
+    alerts: Sequence[Mapping[str, Any]],
+    episodes: Sequence[Mapping[str, Any]],
+    events: Sequence[Mapping[str, Any]],
+) -> int:
+    """`insert_alerts`, `insert_episodes` and `insert_events` together (one round trip on
+    PostgreSQL); returns how many alerts were inserted."""
+    written = await bulk.insert_together(
+        session,
+        [
+            (alerts_t, alerts, ["fingerprint"]),
+            (episodes_t, episodes, ["fingerprint", "starts_at"]),
+            (events_t, events, None),
+        ],
+    )
+    return written[0]
 
 
 async def insert_alerts(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> int:

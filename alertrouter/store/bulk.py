@@ -38,7 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
-__all__ = ["insert", "select_in", "update"]
+__all__ = ["insert", "insert_together", "select_in", "update"]
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
@@ -131,9 +131,17 @@ def _sqlite_sql(
     return f"INSERT INTO {_q(table.name)} ({names}) VALUES ({values}){_on_conflict(binds, conflict, do_update)}"  # noqa: S608
 
 
+@cache
 def _pg_sql(
-    table: Table, binds: tuple[str, ...], key: tuple[str, ...], conflict: tuple[str, ...] | None, do_update: bool
+    table: Table,
+    binds: tuple[str, ...],
+    key: tuple[str, ...],
+    conflict: tuple[str, ...] | None,
+    do_update: bool,
+    first: int = 1,
 ) -> str:
+    """`first`: the number of its first parameter (`$first`), when it is a part of a larger statement."""
+
     def value(c: str) -> str:  # JSON travels as text (asyncpg has no codec for jsonb[]) and is cast back
         return f"v.{_q(c)}::JSONB" if isinstance(table.c[c].type, JSON) else f"v.{_q(c)}"
 
@@ -141,7 +149,7 @@ def _pg_sql(
         col_type = table.c[c].type
         return "TEXT" if isinstance(col_type, JSON) else col_type.compile(dialect=_PG)
 
-    arrays = ", ".join(f"${i}::{array_type(c)}[]" for i, c in enumerate(binds, start=1))
+    arrays = ", ".join(f"${i}::{array_type(c)}[]" for i, c in enumerate(binds, start=first))
     names = ", ".join(map(_q, binds))
     if key:
         sets = ", ".join(f"{_q(c)} = {value(c)}" for c in binds if c not in key)
@@ -167,15 +175,21 @@ async def _execute(
         return 0
     dialect = session.get_bind().dialect.name
     shape = _shape(dialect, table, tuple(rows[0]), key, conflict, do_update)
-    # Column by column: map() runs in C, and a cached converter sees each repeated instant once.
-    columns: list[list[Any]] = []
-    for name, convert in zip(shape.binds, shape.converters, strict=True):
-        values = map(itemgetter(name), rows)
-        columns.append(list(values if convert is None else map(convert, values)))
+    columns = _columns(shape, rows)
     params: Any = tuple(columns) if dialect == "postgresql" else list(zip(*columns, strict=True))
     connection = await session.connection()
     result = await connection.exec_driver_sql(shape.sql, params)
     return int(result.rowcount)
+
+
+def _columns(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """The rows' values column by column, converted: map() runs in C, and a cached converter sees
+    each repeated instant once."""
+    columns: list[list[Any]] = []
+    for name, convert in zip(shape.binds, shape.converters, strict=True):
+        values = map(itemgetter(name), rows)
+        columns.append(list(values if convert is None else map(convert, values)))
+    return columns
 
 
 async def insert(
@@ -193,6 +207,38 @@ async def insert(
         return await _execute(session, table, rows, conflict=tuple(on_conflict_do_update), do_update=True)
     conflict = tuple(on_conflict_do_nothing) if on_conflict_do_nothing is not None else None
     return await _execute(session, table, rows, conflict=conflict)
+
+
+async def insert_together(
+    session: AsyncSession, parts: Sequence[tuple[Table, Sequence[Mapping[str, Any]], Sequence[str] | None]]
+) -> list[int]:
+    """Several inserts, each (table, rows, on_conflict_do_nothing) as `insert` does it, in order;
+    how many rows each wrote. On PostgreSQL they are one statement (a data-modifying CTE each), so
+    one round trip instead of one per table: ingest writes three tables per new alert, and each
+    round trip waits its turn on the event loop as well as on the network."""
+    dialect = session.get_bind().dialect.name
+    if dialect != "postgresql":
+        return [await insert(session, table, rows, on_conflict_do_nothing=conflict) for table, rows, conflict in parts]
+    ctes: list[str] = []
+    params: list[Any] = []
+    written: list[int | None] = []  # None: the part has no rows (nothing to run)
+    for table, rows, conflict in parts:
+        if not rows:
+            written.append(0)
+            continue
+        conflict_key = tuple(conflict) if conflict is not None else None
+        shape = _shape(dialect, table, tuple(rows[0]), (), conflict_key, False)
+        sql = _pg_sql(table, shape.binds, (), conflict_key, False, first=len(params) + 1)
+        ctes.append(f"p{len(ctes)} AS ({sql} RETURNING 1)")
+        params += _columns(shape, rows)
+        written.append(None)
+    if not ctes:
+        return [0] * len(parts)
+    counts = ", ".join(f"(SELECT count(*) FROM p{i})" for i in range(len(ctes)))  # noqa: S608 (no input)
+    connection = await session.connection()
+    result = await connection.exec_driver_sql(f"WITH {', '.join(ctes)} SELECT {counts}", tuple(params))
+    got = iter(result.one())
+    return [int(next(got)) if w is None else w for w in written]
 
 
 async def update(session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]], *, key: Sequence[str]) -> None:

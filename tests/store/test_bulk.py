@@ -125,3 +125,31 @@ async def test_select_in_refuses_unknown_columns(db: Database) -> None:
     async with db.read() as s:
         with pytest.raises(ValueError, match="no column"):
             await bulk.select_in(s, alerts_t, ["fingerprint", "nonsense"], key="fingerprint", values=["a"])
+
+
+async def test_insert_together_writes_each_part_as_insert_does_and_counts_each(db: Database) -> None:
+    fp_old, fp_new = "a" * 16, "b" * 16
+    async with db.write() as s:
+        await bulk.insert(s, alerts_t, [alert(fp_old)])
+        await s.commit()
+    episode = {"starts_at": T0, "ends_at": None, "resolved_by": None, "opened_at": T0, "closed_at": None}
+    event = {"kind": "new_firing", "at": T0, "episode_starts_at": T0, "raw_event_id": None}
+    async with db.write() as s:
+        counts = await bulk.insert_together(
+            s,
+            [
+                # the stored alert is skipped; the new one's episode and event refer to it in the same call
+                (alerts_t, [alert(fp_old, status="resolved"), alert(fp_new)], ["fingerprint"]),
+                (episodes_t, [{"fingerprint": fp_new, **episode}], ["fingerprint", "starts_at"]),
+                (events_t, [], None),
+                (events_t, [{"fingerprint": fp_new, **event, "detail": {"n": [1]}}], None),
+            ],
+        )
+        assert await bulk.insert_together(s, [(events_t, [], None)]) == [0]
+        await s.commit()
+    assert counts == [1, 1, 0, 1]
+    assert (await stored(db, fp_old))["status"] == "firing"  # skipped, not overwritten
+    assert await stored(db, fp_new) == await stored(db, fp_old)  # the same values, stored the same way
+    async with db.read() as s:
+        assert (await s.execute(select(episodes_t.c.fingerprint, episodes_t.c.starts_at))).all() == [(fp_new, T0)]
+        assert (await s.scalars(select(events_t.c.detail))).all() == [{"n": [1]}]
