@@ -20,8 +20,6 @@ __all__ = [
     "episodes_t",
     "events_t",
     "expire_alerts",
-    "insert_alerts",
-    "insert_episodes",
     "insert_events",
     "insert_new",
     "insert_raw_events",
@@ -93,8 +91,10 @@ async def insert_new(
     episodes: Sequence[Mapping[str, Any]],
     events: Sequence[Mapping[str, Any]],
 ) -> int:
-    """`insert_alerts`, `insert_episodes` and `insert_events` together (one round trip on
-    PostgreSQL); returns how many alerts were inserted."""
+    """New rows, together (one round trip on PostgreSQL): alerts (one whose fingerprint is already
+    stored is skipped: another writer raced in), episodes (likewise by fingerprint and start) and
+    history events (rows: fingerprint, kind, at, episode_starts_at, raw_event_id, detail). Returns
+    how many alerts were inserted."""
     written = await bulk.insert_together(
         session,
         [
@@ -104,11 +104,6 @@ async def insert_new(
         ],
     )
     return written[0]
-
-
-async def insert_alerts(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> int:
-    """Insert new alerts; returns how many were inserted (fewer when others raced in concurrently)."""
-    return await bulk.insert(session, alerts_t, rows, on_conflict_do_nothing=["fingerprint"])
 
 
 async def update_alerts(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
