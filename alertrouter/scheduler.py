@@ -35,7 +35,7 @@ from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.actions import prune_used_tokens
 from alertrouter.store.engine import hold_lease
-from alertrouter.store.runs import claim_run, finish_run, prune_history, release_lease
+from alertrouter.store.runs import claim_run, finish_run, prune_events, prune_history, release_lease
 
 __all__ = ["LEASE", "Scheduler", "build_scheduler"]
 
@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 LEASE = "scheduler"
 HOUSEKEEPING = "housekeeping"
 STOP_GRACE = timedelta(seconds=10)
+EVENTS_CHUNK = 5000  # history events pruned per transaction
 
 
 class Scheduler:
@@ -204,8 +205,18 @@ class Scheduler:
         if not claimed:
             self._count(HOUSEKEEPING, "claimed")
             return
+        # The events (the biggest history) in short transactions: after a shorter retention the backlog
+        # is large, and on SQLite every webhook waits for the write lock a transaction holds.
+        events = 0
+        while True:
+            async with self._db.write() as session:
+                chunk = await prune_events(session, before=now - self._retention, limit=EVENTS_CHUNK)
+                await session.commit()
+            events += chunk
+            if chunk < EVENTS_CHUNK:
+                break
         async with self._db.write() as session:
-            pruned = await prune_history(session, before=now - self._retention)
+            pruned = {"alert_events": events, **await prune_history(session, before=now - self._retention)}
             pruned["used_tokens"] = await prune_used_tokens(session, now=now)
             await finish_run(
                 session, job=HOUSEKEEPING, period=period, holder=self.holder, now=now, status="done", detail=pruned

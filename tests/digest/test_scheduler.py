@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+import alertrouter.scheduler as scheduler_module
 from alertrouter.digest.period import next_send
 from alertrouter.digest.send import DigestRunner
 from alertrouter.metrics import Metrics
@@ -197,3 +198,35 @@ async def test_housekeeping_prunes_old_history_only(db: Database, tmp_path: Path
         (run,) = (await session.scalars(select(ScheduledRunRow))).all()
     assert (run.job, run.period, run.status) == ("housekeeping", "2026-11-23T03", "done")
     assert run.detail == {"alert_events": 1, "deliveries": 1, "outbox": 1, "scheduled_runs": 0, "used_tokens": 1}
+
+
+async def test_housekeeping_prunes_a_large_event_backlog_in_chunks(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduler_module, "EVENTS_CHUNK", 2)
+    now = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
+    old, recent = now - timedelta(days=91), now - timedelta(days=1)
+    async with db.write() as session:
+        session.add(
+            AlertRow(
+                fingerprint="f1",
+                alertname="X",
+                status="firing",
+                labels={},
+                annotations={},
+                starts_at=old,
+                first_seen=old,
+                last_seen=recent,
+                updated_at=recent,
+            )
+        )
+        await session.flush()
+        for at in [old] * 5 + [recent]:
+            session.add(AlertEventRow(fingerprint="f1", kind="firing", at=at, episode_starts_at=old))
+        await session.commit()
+    await scheduler(db, rules(tmp_path, 25), "a", now).housekeeping()
+    async with db.read() as session:
+        left = (await session.scalars(select(AlertEventRow.at))).all()
+        (run,) = (await session.scalars(select(ScheduledRunRow))).all()
+    assert left == [recent]  # five old ones, two at a time
+    assert run.detail["alert_events"] == 5
