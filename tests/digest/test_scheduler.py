@@ -50,6 +50,23 @@ channels:
     return load_ruleset(tmp_path, env={})
 
 
+def alert_with_events(fingerprint: str, since: datetime, events_at: list[datetime]) -> list[object]:
+    """An alert first seen at `since`, and a history event at each of `events_at` (add the alert first)."""
+    alert = AlertRow(
+        fingerprint=fingerprint,
+        alertname="X",
+        status="resolved",
+        labels={},
+        annotations={},
+        starts_at=since,
+        first_seen=since,
+        last_seen=since,
+        updated_at=since,
+    )
+    events = [AlertEventRow(fingerprint=fingerprint, kind="firing", at=at, episode_starts_at=since) for at in events_at]
+    return [alert, *events]
+
+
 def scheduler(db: Database, ruleset: Ruleset, holder: str, now: datetime, metrics: Metrics | None = None) -> Scheduler:
     def clock() -> datetime:
         return now
@@ -133,22 +150,10 @@ async def test_housekeeping_prunes_old_history_only(db: Database, tmp_path: Path
     now = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
     old, recent = now - timedelta(days=91), now - timedelta(days=89)
     async with db.write() as session:
-        session.add(
-            AlertRow(
-                fingerprint="f1",
-                alertname="X",
-                status="resolved",
-                labels={},
-                annotations={},
-                starts_at=old,
-                first_seen=old,
-                last_seen=old,
-                updated_at=old,
-            )
-        )
+        alert, *events = alert_with_events("f1", old, [old, recent])
+        session.add(alert)
         await session.flush()
-        for at in (old, recent):
-            session.add(AlertEventRow(fingerprint="f1", kind="firing", at=at, episode_starts_at=old))
+        session.add_all(events)
         for created, status in ((old, "dispatched"), (old, "pending"), (recent, "dispatched")):
             session.add(
                 OutboxRow(
@@ -207,22 +212,10 @@ async def test_housekeeping_prunes_a_large_event_backlog_in_chunks(
     now = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
     old, recent = now - timedelta(days=91), now - timedelta(days=1)
     async with db.write() as session:
-        session.add(
-            AlertRow(
-                fingerprint="f1",
-                alertname="X",
-                status="firing",
-                labels={},
-                annotations={},
-                starts_at=old,
-                first_seen=old,
-                last_seen=recent,
-                updated_at=recent,
-            )
-        )
+        alert, *events = alert_with_events("f1", old, [old] * 5 + [recent])
+        session.add(alert)
         await session.flush()
-        for at in [old] * 5 + [recent]:
-            session.add(AlertEventRow(fingerprint="f1", kind="firing", at=at, episode_starts_at=old))
+        session.add_all(events)
         await session.commit()
     await scheduler(db, rules(tmp_path, 25), "a", now).housekeeping()
     async with db.read() as session:
