@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
 from alertrouter.model import utcnow
-from alertrouter.store import STORE_ERRORS, Database
+from alertrouter.store import STORE_ERRORS, Database, bulk
 from alertrouter.store import alerts as store
 
 __all__ = ["Maintenance", "TouchBuffer"]
@@ -105,16 +105,10 @@ class Maintenance:
             if self._on_expired:
                 self._on_expired(len(expired))
         if self._last_prune is None or now - self._last_prune >= timedelta(hours=1):
-            # In short transactions: after a long outage or a shorter retention the backlog is large,
-            # and on SQLite every webhook waits for the write lock a transaction holds.
-            pruned = 0
-            while True:
-                async with self._db.write() as session:
-                    chunk = await store.prune_raw_events(session, now - self._retention, limit=PRUNE_CHUNK)
-                    await session.commit()
-                pruned += chunk
-                if chunk < PRUNE_CHUNK:
-                    break
+            received_at, before = store.raw_events_t.c.received_at, now - self._retention
+            pruned = await self._db.in_batches(
+                lambda session, n: bulk.delete_oldest(session, received_at, before, limit=n), PRUNE_CHUNK
+            )
             self._last_prune = now
             if pruned:
                 log.info("pruned %d raw events older than the retention", pruned)

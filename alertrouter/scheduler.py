@@ -32,10 +32,11 @@ from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import Pipeline
 from alertrouter.settings import Settings
-from alertrouter.store import STORE_ERRORS, Database, describe_error
+from alertrouter.store import STORE_ERRORS, Database, bulk, describe_error
 from alertrouter.store.actions import prune_used_tokens
+from alertrouter.store.alerts import events_t
 from alertrouter.store.engine import hold_lease
-from alertrouter.store.runs import claim_run, finish_run, prune_events, prune_history, release_lease
+from alertrouter.store.runs import claim_run, finish_run, prune_history, release_lease
 
 __all__ = ["LEASE", "Scheduler", "build_scheduler"]
 
@@ -205,18 +206,13 @@ class Scheduler:
         if not claimed:
             self._count(HOUSEKEEPING, "claimed")
             return
-        # The events (the biggest history) in short transactions: after a shorter retention the backlog
-        # is large, and on SQLite every webhook waits for the write lock a transaction holds.
-        events = 0
-        while True:
-            async with self._db.write() as session:
-                chunk = await prune_events(session, before=now - self._retention, limit=EVENTS_CHUNK)
-                await session.commit()
-            events += chunk
-            if chunk < EVENTS_CHUNK:
-                break
+        # The events, the biggest history, in batches of their own (a backlog after a shorter retention).
+        at, before = events_t.c.at, now - self._retention
+        events = await self._db.in_batches(
+            lambda session, n: bulk.delete_oldest(session, at, before, limit=n), EVENTS_CHUNK
+        )
         async with self._db.write() as session:
-            pruned = {"alert_events": events, **await prune_history(session, before=now - self._retention)}
+            pruned = {"alert_events": events, **await prune_history(session, before=before)}
             pruned["used_tokens"] = await prune_used_tokens(session, now=now)
             await finish_run(
                 session, job=HOUSEKEEPING, period=period, holder=self.holder, now=now, status="done", detail=pruned

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Insert, Table, delete, select, update
+from sqlalchemy import Insert, Table, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,7 +24,6 @@ __all__ = [
     "insert_new",
     "insert_raw_events",
     "load_states",
-    "prune_raw_events",
     "raw_events_t",
     "reopen_episodes",
     "touch_alerts",
@@ -204,12 +203,3 @@ async def expire_alerts(session: AsyncSession, now: datetime) -> list[tuple[str,
         ],
     )
     return expired
-
-
-async def prune_raw_events(session: AsyncSession, before: datetime, *, limit: int) -> int:
-    """Delete the oldest raw events received before `before`, at most `limit` of them; how many."""
-    oldest = (
-        select(raw_events_t.c.id).where(raw_events_t.c.received_at < before).order_by(raw_events_t.c.id).limit(limit)
-    )
-    result = await session.execute(delete(raw_events_t).where(raw_events_t.c.id.in_(oldest)))
-    return int(result.rowcount)  # type: ignore[attr-defined]

@@ -1,5 +1,5 @@
-"""Many-row writes (and keyed reads) at driver speed, for the statements ingest and the engine run
-by the thousand.
+"""Many-row writes (and keyed reads, and deletes of the oldest rows) at driver speed, for the
+statements ingest and the engine run by the thousand.
 
 SQLAlchemy's executemany passes every value of every row through its type processors in Python
 (a datetime becomes text for SQLite, a dict becomes JSON): for a webhook of 100 new alerts that is
@@ -31,14 +31,14 @@ from operator import itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, Table
+from sqlalchemy import JSON, Column, Table, delete, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
-__all__ = ["insert", "insert_together", "select_in", "update"]
+__all__ = ["delete_oldest", "insert", "insert_together", "select_in", "update"]
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
@@ -244,6 +244,15 @@ async def insert_together(
 async def update(session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]], *, key: Sequence[str]) -> None:
     """Set each row's other columns on the row of `table` its `key` columns name."""
     await _execute(session, table, rows, key=tuple(key))
+
+
+async def delete_oldest(session: AsyncSession, column: Column[datetime], before: datetime, *, limit: int) -> int:
+    """Delete the rows of `column`'s table whose `column` is before `before`, the oldest (by `id`)
+    first, at most `limit` of them; how many."""
+    table = column.table
+    oldest = select(table.c.id).where(column < before).order_by(table.c.id).limit(limit)
+    result = await session.execute(delete(table).where(table.c.id.in_(oldest)))
+    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 def _from_sqlite_datetime(value: str | None) -> datetime | None:

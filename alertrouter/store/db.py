@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -80,6 +80,20 @@ class Database:
             return
         async with self._write_lock, self.sessions() as session:
             yield session
+
+    async def in_batches(self, step: Callable[[AsyncSession, int], Awaitable[int]], size: int) -> int:
+        """`step(session, size)` in write transactions of its own, one after another, until one handles
+        fewer than `size` rows; how many rows in all. For backlogs (pruning after an outage or a
+        shorter retention): in one transaction they would hold the SQLite write lock, which every
+        webhook waits for, until the last row."""
+        total = 0
+        while True:
+            async with self.write() as session:
+                done = await step(session, size)
+                await session.commit()
+            total += done
+            if done < size:
+                return total
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:

@@ -15,10 +15,10 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Table, and_, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.store.alerts import _insert, events_t
+from alertrouter.store.alerts import _insert
 from alertrouter.store.tables import DeliveryRow, LeaseRow, OutboxRow, ScheduledRunRow
 
-__all__ = ["claim_run", "finish_run", "get_run", "prune_events", "prune_history", "release_lease", "runs_t"]
+__all__ = ["claim_run", "finish_run", "get_run", "prune_history", "release_lease", "runs_t"]
 
 runs_t = cast(Table, ScheduledRunRow.__table__)
 outbox_t = cast(Table, OutboxRow.__table__)
@@ -110,14 +110,8 @@ async def get_run(session: AsyncSession, *, job: str, period: str) -> ScheduledR
     ).first()
 
 
-async def prune_events(session: AsyncSession, *, before: datetime, limit: int) -> int:
-    """Delete the oldest alert events (history) from before `before`, at most `limit` of them; how many."""
-    oldest = select(events_t.c.id).where(events_t.c.at < before).order_by(events_t.c.id).limit(limit)
-    return _rowcount(await session.execute(delete(events_t).where(events_t.c.id.in_(oldest))))
-
-
 async def prune_history(session: AsyncSession, *, before: datetime) -> dict[str, int]:
-    """Delete the other history older than `before` (alert events: `prune_events`): finished
+    """Delete the other history older than `before` (alert events go separately, in batches): finished
     deliveries (their attempts go with them), finished outbox rows and finished scheduled runs.
     Pending work is never pruned."""
     counts = {
