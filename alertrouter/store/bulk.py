@@ -63,6 +63,13 @@ def _pg_datetime(value: datetime | None) -> datetime | None:
     return None if value is None else _utc(value).replace(tzinfo=None)
 
 
+def _check_columns(table: Table, names: Sequence[str]) -> None:
+    """Every name is one of `table`'s columns (they go into SQL text as identifiers)."""
+    unknown = [c for c in names if c not in table.c]
+    if unknown:
+        raise ValueError(f"{table.name} has no column(s) {unknown}")
+
+
 def _q(name: str) -> str:
     """A quoted identifier; every name was checked to be the table's own in `_shape` (no user input)."""
     return f'"{name}"'
@@ -86,9 +93,7 @@ def _shape(
 ) -> _Shape:
     """The statement for one table and column list: an insert when `key` is empty (on `conflict`:
     skip, or update the other columns), else an update of the other columns where `key` matches."""
-    unknown = [c for c in (*columns, *key, *(conflict or ())) if c not in table.c]
-    if unknown:
-        raise ValueError(f"{table.name} has no column(s) {unknown}")
+    _check_columns(table, (*columns, *key, *(conflict or ())))
     # an update binds what it sets, then the key
     binds = (*(c for c in columns if c not in key), *key) if key else columns
     converters: list[Callable[[Any], Any] | None] = []
@@ -275,9 +280,7 @@ class _Read:
 
 @cache
 def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: bool) -> _Read:
-    unknown = [c for c in (*columns, key) if c not in table.c]
-    if unknown:
-        raise ValueError(f"{table.name} has no column(s) {unknown}")
+    _check_columns(table, (*columns, key))
     converters: list[tuple[int, Callable[[Any], Any]]] = []
     for i, name in enumerate(columns):
         col_type = table.c[name].type
