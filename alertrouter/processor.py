@@ -1,4 +1,5 @@
-"""The one orchestrator per received batch: decide every alert's transition and commit them together."""
+"""The one orchestrator per received batch: decide every alert's transition (`plan.py`) and commit
+them together."""
 
 from __future__ import annotations
 
@@ -16,31 +17,14 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.maintenance import TouchBuffer
-from alertrouter.model import (
-    AlertState,
-    AlertStatus,
-    IncomingAlert,
-    ResolvedBy,
-    Transition,
-    decide_transition,
-    utcnow,
-)
+from alertrouter.model import IncomingAlert, Transition, utcnow
+from alertrouter.plan import Plan, plan_alerts
 from alertrouter.store import Database
 from alertrouter.store import alerts as store
 
 __all__ = ["IngestBatch", "IngestResult", "Ingestor"]
 
 log = logging.getLogger(__name__)
-
-_EVENT_KIND = {
-    Transition.NEW_FIRING: "firing",
-    Transition.NEW_RESOLVED: "resolved",
-    Transition.RESOLVED: "resolved",
-    Transition.REFIRED: "refired",
-    Transition.REVIVED: "revived",
-    Transition.CLOSED_EPISODE: "resolved",
-    Transition.ANNOTATIONS_CHANGED: "annotations_changed",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,19 +58,6 @@ class IngestResult:
     @property
     def written(self) -> int:
         return sum(n for kind, n in self.transitions.items() if kind.writes)
-
-
-@dataclass(slots=True)
-class _Plan:
-    new_alerts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    updates: dict[str, dict[str, Any]] = field(default_factory=dict)
-    new_episodes: list[dict[str, Any]] = field(default_factory=list)
-    closed_episodes: list[dict[str, Any]] = field(default_factory=list)
-    reopened_episodes: list[tuple[str, datetime]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    seen: list[tuple[str, datetime]] = field(default_factory=list)
-    extended: list[tuple[str, datetime, datetime]] = field(default_factory=list)
-    transitions: Counter[Transition] = field(default_factory=Counter)
 
 
 GROUP_WAIT = 0.010  # seconds a single writer waits for a fuller group (see Ingestor._gather)
@@ -213,8 +184,8 @@ class Ingestor:
         now = self._clock()
         async with self._db.read() as session:
             states = await store.load_states(session, list({a.fingerprint for a in batch.alerts}), lock=False)
-        plan = _Plan()
-        _plan_batch(plan, states, batch, now)
+        plan = Plan()
+        plan_alerts(plan, states, batch.alerts, now)
         if any(kind.writes for kind in plan.transitions):
             return None
         self._touches.add(plan.seen, plan.extended)
@@ -283,15 +254,15 @@ class Ingestor:
 
     async def _apply(
         self, session: AsyncSession, batches: list[IngestBatch], now: datetime
-    ) -> tuple[list[IngestResult], _Plan]:
+    ) -> tuple[list[IngestResult], Plan]:
         """Plan every batch in order against one view of the state, then write it all at once."""
         states = await store.load_states(session, list({a.fingerprint for b in batches for a in b.alerts}))
-        plan = _Plan()
+        plan = Plan()
         results: list[IngestResult] = []
         event_slices: list[tuple[int, int]] = []
         for batch in batches:
             before, first_event = Counter(plan.transitions), len(plan.events)
-            _plan_batch(plan, states, batch, now)
+            plan_alerts(plan, states, batch.alerts, now)
             results.append(IngestResult(transitions=plan.transitions - before))
             event_slices.append((first_event, len(plan.events)))
         logged: dict[str, int] = {}  # digest -> the first batch (by position) that logs it
@@ -333,117 +304,4 @@ def _raw_row(batch: IngestBatch, now: datetime) -> dict[str, Any]:
         "truncated_alerts": batch.truncated_alerts,
         "rejected_alerts": batch.rejected_alerts,
         "body": batch.body,
-    }
-
-
-def _plan_batch(plan: _Plan, states: dict[str, AlertState], batch: IngestBatch, now: datetime) -> None:
-    """Plan a batch's alerts in order; `states` follows, so an alert twice in a batch sees its first copy."""
-    for alert in batch.alerts:
-        after = _plan_alert(plan, states.get(alert.fingerprint), alert, now)
-        if after is not None:
-            states[alert.fingerprint] = after
-
-
-def _plan_alert(plan: _Plan, current: AlertState | None, alert: IncomingAlert, now: datetime) -> AlertState | None:
-    """Record what `alert` changes in `plan`; return the state the store will hold afterwards."""
-    kind = decide_transition(current, alert)
-    plan.transitions[kind] += 1
-    fp = alert.fingerprint
-    if kind is Transition.STALE:
-        return current
-    if kind in (Transition.UNCHANGED, Transition.EXTENDED):
-        assert current is not None
-        plan.seen.append((fp, now))
-        if kind is Transition.EXTENDED and alert.ends_at is not None:
-            plan.extended.append((fp, current.starts_at, alert.ends_at))
-        return current
-
-    firing = alert.status is AlertStatus.FIRING
-    resolved_by = None if firing else ResolvedBy.SOURCE
-    ends_at = alert.ends_at if firing else (alert.ends_at or now)
-    starts_at = alert.starts_at
-    if kind in (Transition.RESOLVED, Transition.REVIVED, Transition.ANNOTATIONS_CHANGED):
-        assert current is not None
-        starts_at = current.starts_at  # the same episode; its start stays what we first recorded
-    episodes = (
-        1
-        if current is None
-        else current.episodes + (1 if kind.opens_episode or kind is Transition.CLOSED_EPISODE else 0)
-    )
-    if kind in (Transition.NEW_FIRING, Transition.REFIRED, Transition.REVIVED):
-        fired_at: datetime | None = now
-    else:
-        fired_at = current.fired_at if current is not None else None
-    row: dict[str, Any] = {
-        "fingerprint": fp,
-        "status": alert.status.value,
-        "starts_at": starts_at,
-        "ends_at": ends_at,
-        "resolved_by": resolved_by.value if resolved_by else None,
-        "annotations": dict(alert.annotations),
-        "generator_url": alert.generator_url,
-        "episodes": episodes,
-        "last_seen": now,
-        "updated_at": now,
-        "fired_at": fired_at,
-    }
-    new_state = AlertState(fp, alert.status, starts_at, ends_at, alert.annotations, resolved_by, episodes, fired_at)
-
-    if current is None:
-        plan.new_alerts[fp] = {
-            **row,
-            "alertname": alert.alertname,
-            "labels": dict(alert.labels),
-            "first_seen": now,
-        }
-    elif fp in plan.new_alerts:  # seen twice in one batch: the later row wins, still as an insert
-        plan.new_alerts[fp].update(row)
-    else:
-        plan.updates[fp] = row
-
-    if kind in (Transition.NEW_FIRING, Transition.REFIRED):
-        plan.new_episodes.append(_episode(fp, starts_at, None, None, now, None))
-    elif kind in (Transition.NEW_RESOLVED, Transition.CLOSED_EPISODE):
-        plan.new_episodes.append(_episode(fp, starts_at, ends_at, ResolvedBy.SOURCE.value, now, now))
-    elif kind is Transition.RESOLVED:
-        plan.closed_episodes.append(
-            {
-                "fingerprint": fp,
-                "starts_at": starts_at,
-                "ends_at": ends_at,
-                "resolved_by": ResolvedBy.SOURCE.value,
-                "closed_at": now,
-            }
-        )
-    elif kind is Transition.REVIVED:
-        plan.reopened_episodes.append((fp, starts_at))
-
-    detail = {"annotations": dict(alert.annotations)} if kind is Transition.ANNOTATIONS_CHANGED else None
-    plan.events.append(
-        {
-            "fingerprint": fp,
-            "kind": _EVENT_KIND[kind],
-            "at": now,
-            "episode_starts_at": starts_at,
-            "detail": detail,
-        }
-    )
-    return new_state
-
-
-def _episode(
-    fp: str,
-    starts_at: datetime,
-    ends_at: datetime | None,
-    resolved_by: str | None,
-    opened: datetime,
-    closed: datetime | None,
-) -> dict[str, Any]:
-    return {
-        "fingerprint": fp,
-        "starts_at": starts_at,
-        "ends_at": ends_at,
-        "resolved_by": resolved_by,
-        "opened_at": opened,
-        "closed_at": closed,
     }
