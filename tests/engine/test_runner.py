@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 import alertrouter.engine.runner as runner_module
 from alertrouter.engine.runner import EngineRunner
@@ -18,6 +18,7 @@ from alertrouter.maintenance import TouchBuffer
 from alertrouter.processor import Ingestor
 from alertrouter.store import Database
 from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, NotifyStateRow, OutboxRow
+from support.counting import Commits
 from support.scenario import gpu_labels, node_down_labels, shipped_pipeline
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
@@ -177,20 +178,14 @@ async def test_a_storms_decisions_are_written_in_short_transactions(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(runner_module, "DECISION_CHUNK", 3)
-    commits = 0
-
-    def count(_conn: Any) -> None:
-        nonlocal commits
-        commits += 1
-
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     await Ingestor(db, TouchBuffer(), clock=clock).ingest(
         parse_webhook(webhook([gpu_labels("gpu-node-07", g, region="north") for g in range(8)])).batch
     )
-    event.listen(db.engine.sync_engine, "commit", count)
+    commits = Commits(db)
     assert await runner.run_once() is not None
-    assert commits == 1 + 3  # the pass's transaction under the lease, then 8 decisions in threes
+    assert commits.count == 1 + 3  # the pass's transaction under the lease, then 8 decisions in threes
     alerts = await rows(db, AlertRow)
     assert len(alerts) == 8
     assert all(a.decision is not None for a in alerts)
@@ -198,10 +193,10 @@ async def test_a_storms_decisions_are_written_in_short_transactions(
         trail = await s.scalar(select(func.count()).select_from(AlertEventRow).where(AlertEventRow.kind == "decision"))
     assert trail == 8
     # remembered: the next pass has nothing to write
-    commits = 0
+    commits.count = 0
     clock.now += 5 * S
     await runner.run_once()
-    assert commits <= 1  # at most the lease renewal
+    assert commits.count <= 1  # at most the lease renewal
 
 
 class Passes:

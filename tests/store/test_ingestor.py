@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 import alertrouter.maintenance as maintenance_module
 import alertrouter.processor as processor_module
@@ -20,6 +20,7 @@ from alertrouter.model import Transition
 from alertrouter.processor import IngestBatch, Ingestor
 from alertrouter.store import Database, queries
 from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
+from support.counting import Commits, Sessions
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 T0 = datetime(2026, 11, 21, 8, 20, tzinfo=UTC)
@@ -268,18 +269,12 @@ async def test_a_large_raw_backlog_is_pruned_in_short_transactions(
 
 
 async def test_concurrent_payloads_share_one_commit_and_keep_their_own_results(db: Database) -> None:
-    commits = 0
-
-    def count_commit(_conn: Any) -> None:
-        nonlocal commits
-        commits += 1
-
-    event.listen(db.engine.sync_engine, "commit", count_commit)
+    commits = Commits(db)
     ingestor = Ingestor(db, TouchBuffer(), clock=Clock())
     batches = [webhook([gpu_alert(g, starts=f"2026-11-21T08:{g:02d}:00Z")], groupKey=f"g{g}") for g in range(20)]
     resolve = webhook([gpu_alert(0, "resolved", starts="2026-11-21T08:00:00Z", ends="2026-11-21T08:30:00Z")])
     results = await asyncio.gather(*(ingestor.ingest(b) for b in [*batches, resolve]))
-    assert commits <= 2  # 21 payloads, written together rather than one transaction each
+    assert commits.count <= 2  # 21 payloads, written together rather than one transaction each
     assert [r.transitions for r in results[:20]] == [{Transition.NEW_FIRING: 1}] * 20
     assert results[20].transitions == {Transition.RESOLVED: 1}  # applied after the firing, in arrival order
     assert all(r.raw_event_id is not None for r in results)
@@ -339,33 +334,20 @@ async def test_identical_payloads_in_one_commit_are_logged_once(db: Database) ->
 async def test_api_v2_pushes_that_only_confirm_the_store_open_no_transaction(db: Database) -> None:
     clock = Clock()
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    transactions = 0
-    write = db.write
+    sessions = Sessions(db)
 
-    def counting_write() -> Any:
-        nonlocal transactions
-        transactions += 1
-        return write()
+    def gpu1(ends: datetime) -> IngestBatch:
+        return push(range(1, 2), clock.now, ends=ends)
 
-    db.write = counting_write  # type: ignore[method-assign]
-
-    def push(ends: datetime) -> IngestBatch:
-        alert = {
-            "labels": {"alertname": "GPUHighTemp", "Hostname": "gpu-node-07", "gpu": "1"},
-            "startsAt": "2026-11-21T08:00:00Z",
-        }
-        body = json.dumps([{**alert, "endsAt": ends.isoformat()}]).encode()
-        return parse_api_v2(body, now=clock.now).batch
-
-    assert (await ingestor.ingest(push(T0 + timedelta(minutes=4)))).transitions == {Transition.NEW_FIRING: 1}
-    assert transactions == 1
-    assert (await ingestor.ingest(push(T0 + timedelta(minutes=4)))).transitions == {Transition.UNCHANGED: 1}
-    assert (await ingestor.ingest(push(T0 + timedelta(minutes=5)))).transitions == {Transition.EXTENDED: 1}
-    assert transactions == 1  # read, compared, answered
+    assert (await ingestor.ingest(gpu1(T0 + timedelta(minutes=4)))).transitions == {Transition.NEW_FIRING: 1}
+    assert sessions.writes == 1
+    assert (await ingestor.ingest(gpu1(T0 + timedelta(minutes=4)))).transitions == {Transition.UNCHANGED: 1}
+    assert (await ingestor.ingest(gpu1(T0 + timedelta(minutes=5)))).transitions == {Transition.EXTENDED: 1}
+    assert sessions.writes == 1  # read, compared, answered
     clock.now += timedelta(minutes=10)  # the push's endsAt has passed: a resolve, which must be written
-    assert (await ingestor.ingest(push(T0 + timedelta(minutes=5)))).transitions == {Transition.RESOLVED: 1}
-    assert transactions == 2
-    assert (await alert_row(db, push(T0).alerts[0].fingerprint)).status == "resolved"
+    assert (await ingestor.ingest(gpu1(T0 + timedelta(minutes=5)))).transitions == {Transition.RESOLVED: 1}
+    assert sessions.writes == 2
+    assert (await alert_row(db, gpu1(T0).alerts[0].fingerprint)).status == "resolved"
 
 
 async def test_quiet_for_is_zero_while_a_payload_is_being_stored(db: Database) -> None:
@@ -377,17 +359,6 @@ async def test_quiet_for_is_zero_while_a_payload_is_being_stored(db: Database) -
     assert ingestor.quiet_for() == 0
     await storing
     assert 0 < ingestor.quiet_for() < math.inf
-
-
-class Commits:
-    """Counts the transactions committed on `db`."""
-
-    def __init__(self, db: Database) -> None:
-        self.count = 0
-        event.listen(db.engine.sync_engine, "commit", self._commit)
-
-    def _commit(self, _conn: Any) -> None:
-        self.count += 1
 
 
 def senders(n: int, round_: int) -> list[IngestBatch]:
@@ -432,28 +403,12 @@ async def test_a_lone_sender_never_waits(db: Database, monkeypatch: pytest.Monke
         assert (await ingestor.ingest(senders(1, 11)[0])).written
 
 
-class Sessions:
-    """Counts the read and write sessions opened on `db`."""
-
-    def __init__(self, db: Database) -> None:
-        self.reads = self.writes = 0
-        read, write = db.read, db.write
-
-        def counting_read() -> Any:
-            self.reads += 1
-            return read()
-
-        def counting_write() -> Any:
-            self.writes += 1
-            return write()
-
-        db.read = counting_read  # type: ignore[method-assign]
-        db.write = counting_write  # type: ignore[method-assign]
-
-
-def push(gpus: range, now: datetime = T0) -> IngestBatch:
+def push(gpus: range, now: datetime = T0, ends: datetime | None = None) -> IngestBatch:
+    """An API v2 push of GPU alerts (with `endsAt` when `ends` is given)."""
     labels = [{"alertname": "GPUHighTemp", "Hostname": "gpu-node-07", "gpu": str(g)} for g in gpus]
     alerts = [{"labels": each, "startsAt": "2026-11-21T08:00:00Z"} for each in labels]
+    if ends is not None:
+        alerts = [{**alert, "endsAt": ends.isoformat()} for alert in alerts]
     return parse_api_v2(json.dumps(alerts).encode(), now=now).batch
 
 

@@ -1,0 +1,40 @@
+"""Counters hooked onto a `Database`, for tests that assert how many transactions or sessions a
+piece of work takes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event
+
+from alertrouter.store import Database
+
+
+class Commits:
+    """Counts the transactions committed on `db` from now on."""
+
+    def __init__(self, db: Database) -> None:
+        self.count = 0
+        event.listen(db.engine.sync_engine, "commit", self._commit)
+
+    def _commit(self, _conn: Any) -> None:
+        self.count += 1
+
+
+class Sessions:
+    """Counts the read and write sessions opened on `db` from now on."""
+
+    def __init__(self, db: Database) -> None:
+        self.reads = self.writes = 0
+        read, write = db.read, db.write
+
+        def counting_read() -> Any:
+            self.reads += 1
+            return read()
+
+        def counting_write() -> Any:
+            self.writes += 1
+            return write()
+
+        db.read = counting_read  # type: ignore[method-assign]
+        db.write = counting_write  # type: ignore[method-assign]
