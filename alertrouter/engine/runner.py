@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.engine.evaluate import Evaluator
 from alertrouter.engine.types import Decision, EvalResult, LiveAlert
 from alertrouter.metrics import Metrics
-from alertrouter.model import utcnow
+from alertrouter.model import AlertStatus, utcnow
 from alertrouter.pipeline.silence import Silence
 from alertrouter.ruleset.build import Pipeline
 from alertrouter.store import STORE_ERRORS, Database, describe_error
@@ -103,9 +103,8 @@ class EngineRunner:
         if len(self._inserted) > INSERTED_MAX:  # not the leader, or passes failing: keep memory bounded
             self._inserted.clear()
         for row in rows:
-            live = LiveAlert(
-                row["fingerprint"], row["labels"], row["status"] == "firing", row["starts_at"], row["fired_at"]
-            )
+            firing = row["status"] == AlertStatus.FIRING.value
+            live = LiveAlert(row["fingerprint"], row["labels"], firing, row["starts_at"], row["fired_at"])
             self._inserted[live.fingerprint] = (live, row["updated_at"])
 
     def nudge(self, *, force: bool = False) -> None:
