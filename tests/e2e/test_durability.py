@@ -28,6 +28,7 @@ from e2e.harness import (
     launch_router,
     parse_time,
     postable_alert,
+    wait_for,
     webhook,
     webhook_alert,
 )
@@ -217,6 +218,9 @@ def test_duplicate_webhooks_concurrently_and_from_ha_twin_store_once(router: Rou
         assert len(detail["episodes"]) == 1
 
     # The second Alertmanager of the pair sends the same notification: only externalURL differs.
+    # The snapshot is taken once the engine has decided (decisions are stored with the alerts; the
+    # engine waits for a pause in ingest, so they may land a moment after the webhooks' answers).
+    wait_for(lambda: all(a["decision"] for a in router.alerts()), what="the engine's first decisions")
     before = _snapshot(router)
     twin = json.dumps(node_webhook(21, starts_at=BASE, external_url=am1)).encode()
     assert router.post_webhook(twin).status_code == 200
