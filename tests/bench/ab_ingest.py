@@ -47,12 +47,19 @@ class Arm:
     rates: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
     latencies: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
     cpu: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: {p: [] for p in PHASES})
+    machine: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
 
 
 def process_cpu(pid: int) -> float:
     """User plus system CPU seconds of a process so far (from /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy() -> float:
+    """CPU seconds all cores spent on anything but idle and iowait so far (from /proc/stat)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def parse_arm(text: str) -> Arm:
@@ -86,9 +93,10 @@ def run_round(arm: Arm, store: str, endpoint: str, load: bench.Load) -> None:
             for phase in PHASES:
                 if phase == "unchanged":
                     bench.wait_settled(proc.url, bench.AUTH, quiet=bench.SETTLE_QUIET)
-                before = process_cpu(proc.popen.pid)
+                before, busy = process_cpu(proc.popen.pid), machine_busy()
                 sample = bench.measure(arm.name, path, phase, proc.url + path, bodies, load.alerts, bench.AUTH)
                 arm.cpu[phase].append((process_cpu(proc.popen.pid) - before, sample.seconds))
+                arm.machine[phase].append(machine_busy() - busy)
                 arm.rates[phase].append(load.alerts / sample.seconds)
                 arm.latencies[phase] += sample.latencies
         finally:
@@ -97,17 +105,18 @@ def run_round(arm: Arm, store: str, endpoint: str, load: bench.Load) -> None:
 
 def report(arms: list[Arm]) -> str:
     lines = [
-        "| arm | phase | alerts/s (median) | rounds | p50 ms | p99 ms | server CPU s / wall s |",
-        "|---|---|---:|---|---:|---:|---|",
+        "| arm | phase | alerts/s (median) | rounds | p50 ms | p99 ms | server CPU s / wall s | machine CPU s |",
+        "|---|---|---:|---|---:|---:|---|---|",
     ]
     for arm in arms:
         for phase in PHASES:
             lat = sorted(arm.latencies[phase])
             rounds = ", ".join(f"{r:,.0f}" for r in arm.rates[phase])
             cpu = ", ".join(f"{c:.2f}/{w:.2f}" for c, w in arm.cpu[phase])
+            machine = ", ".join(f"{m:.2f}" for m in arm.machine[phase])
             lines.append(
                 f"| {arm.name} | {phase} | {statistics.median(arm.rates[phase]):,.0f} | {rounds} | "
-                f"{bench.percentile(lat, 50) * 1000:.1f} | {bench.percentile(lat, 99) * 1000:.1f} | {cpu} |"
+                f"{bench.percentile(lat, 50) * 1000:.1f} | {bench.percentile(lat, 99) * 1000:.1f} | {cpu} | {machine} |"
             )
     return "\n".join(lines)
 
