@@ -8,8 +8,9 @@ and column list, each value is converted once by a plain function chosen from th
 and the driver gets the rows in its own types:
 
 - SQLite: `executemany` of one parameterised statement;
-- PostgreSQL: one statement over `unnest()` of one array per column, a single round trip however
-  many rows (asyncpg's executemany would send a statement per row and could not return rows).
+- PostgreSQL: one statement over `json_to_recordset()` of one JSON document holding every row, a
+  single round trip however many rows (asyncpg's executemany would send a statement per row and
+  could not return rows).
 
 Values are stored exactly as SQLAlchemy would store them (naive UTC datetimes in SQLAlchemy's
 SQLite text format, JSON via the engine's serializer, `None` as JSON `null`), so everything else
@@ -27,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, lru_cache
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import orjson
@@ -58,11 +59,6 @@ def _sqlite_datetime(value: datetime | None) -> str | None:
     return None if value is None else _utc(value).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
-@lru_cache(maxsize=4096)
-def _pg_datetime(value: datetime | None) -> datetime | None:
-    return None if value is None else _utc(value).replace(tzinfo=None)
-
-
 def _check_columns(table: Table, names: Sequence[str]) -> None:
     """Every name is one of `table`'s columns (they go into SQL text as identifiers)."""
     unknown = [c for c in names if c not in table.c]
@@ -78,8 +74,9 @@ def _q(name: str) -> str:
 @dataclass(frozen=True, slots=True)
 class _Shape:
     sql: str
-    binds: tuple[str, ...]  # column names in parameter order
-    converters: tuple[Callable[[Any], Any] | None, ...]  # None: the driver takes the value as it is
+    binds: tuple[str, ...]  # column names in parameter order (SQLite) or of the recordset (PostgreSQL)
+    converters: tuple[Callable[[Any], Any] | None, ...]  # SQLite; None: the driver takes the value as it is
+    datetimes: tuple[str, ...]  # the columns holding datetimes, which must not be naive
 
 
 @cache
@@ -100,7 +97,7 @@ def _shape(
     for name in binds:
         col_type = table.c[name].type
         if isinstance(col_type, UTCDateTime):
-            converters.append(_sqlite_datetime if dialect == "sqlite" else _pg_datetime)
+            converters.append(_sqlite_datetime)
         elif isinstance(col_type, JSON):
             converters.append(json_dumps)
         else:
@@ -111,7 +108,8 @@ def _shape(
         sql = _pg_sql(table, binds, key, conflict, do_update)
     else:
         raise RuntimeError(f"unsupported database dialect {dialect!r}")
-    return _Shape(sql, binds, tuple(converters))
+    datetimes = tuple(c for c in binds if isinstance(table.c[c].type, UTCDateTime))
+    return _Shape(sql, binds, tuple(converters), datetimes)
 
 
 def _on_conflict(binds: tuple[str, ...], conflict: tuple[str, ...] | None, do_update: bool) -> str:
@@ -143,26 +141,36 @@ def _pg_sql(
     key: tuple[str, ...],
     conflict: tuple[str, ...] | None,
     do_update: bool,
-    first: int = 1,
+    param: int = 1,
 ) -> str:
-    """`first`: the number of its first parameter (`$first`), when it is a part of a larger statement."""
+    """The rows arrive as one JSON array of objects, parameter `$param`, read by `json_to_recordset`.
 
-    def value(c: str) -> str:  # JSON travels as text (asyncpg has no codec for jsonb[]) and is cast back
-        return f"v.{_q(c)}::JSONB" if isinstance(table.c[c].type, JSON) else f"v.{_q(c)}"
+    Datetimes are read as `timestamptz` (orjson writes each with its offset) and stored as the naive
+    UTC the columns hold; a JSON column's `null` stays JSON `null`, as SQLAlchemy stores `None`
+    (the recordset would make it SQL NULL)."""
 
-    def array_type(c: str) -> str:
+    def record_type(c: str) -> str:
         col_type = table.c[c].type
-        return "TEXT" if isinstance(col_type, JSON) else col_type.compile(dialect=_PG)
+        if isinstance(col_type, UTCDateTime):
+            return "TIMESTAMP WITH TIME ZONE"
+        return "JSONB" if isinstance(col_type, JSON) else col_type.compile(dialect=_PG)
 
-    arrays = ", ".join(f"${i}::{array_type(c)}[]" for i, c in enumerate(binds, start=first))
-    names = ", ".join(map(_q, binds))
+    def value(c: str) -> str:
+        col_type = table.c[c].type
+        if isinstance(col_type, UTCDateTime):
+            return f"(v.{_q(c)} AT TIME ZONE 'UTC')"
+        return f"COALESCE(v.{_q(c)}, 'null'::JSONB)" if isinstance(col_type, JSON) else f"v.{_q(c)}"
+
+    record = ", ".join(f"{_q(c)} {record_type(c)}" for c in binds)
+    rows = f"json_to_recordset(${param}::JSON) AS v({record})"
     if key:
         sets = ", ".join(f"{_q(c)} = {value(c)}" for c in binds if c not in key)
-        where = " AND ".join(f"{_q(table.name)}.{_q(c)} = v.{_q(c)}" for c in key)
-        return f"UPDATE {_q(table.name)} SET {sets} FROM unnest({arrays}) AS v({names}) WHERE {where}"  # noqa: S608
+        where = " AND ".join(f"{_q(table.name)}.{_q(c)} = {value(c)}" for c in key)
+        return f"UPDATE {_q(table.name)} SET {sets} FROM {rows} WHERE {where}"  # noqa: S608 (names checked)
+    names = ", ".join(map(_q, binds))
     selected = ", ".join(map(value, binds))
     return (
-        f"INSERT INTO {_q(table.name)} ({names}) SELECT {selected} FROM unnest({arrays}) AS v({names})"  # noqa: S608
+        f"INSERT INTO {_q(table.name)} ({names}) SELECT {selected} FROM {rows}"  # noqa: S608 (names checked)
         + _on_conflict(binds, conflict, do_update)
     )
 
@@ -180,21 +188,37 @@ async def _execute(
         return 0
     dialect = session.get_bind().dialect.name
     shape = _shape(dialect, table, tuple(rows[0]), key, conflict, do_update)
-    columns = _columns(shape, rows)
-    params: Any = tuple(columns) if dialect == "postgresql" else list(zip(*columns, strict=True))
+    params: Any = (
+        (_pg_rows(shape, rows),) if dialect == "postgresql" else list(zip(*_columns(shape, rows), strict=True))
+    )
     connection = await session.connection()
     result = await connection.exec_driver_sql(shape.sql, params)
     return int(result.rowcount)
 
 
 def _columns(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    """The rows' values column by column, converted: map() runs in C, and a cached converter sees
-    each repeated instant once."""
+    """SQLite: the rows' values column by column, converted: map() runs in C, and a cached converter
+    sees each repeated instant once."""
     columns: list[list[Any]] = []
     for name, convert in zip(shape.binds, shape.converters, strict=True):
         values = map(itemgetter(name), rows)
         columns.append(list(values if convert is None else map(convert, values)))
     return columns
+
+
+def _pg_rows(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> str:
+    """PostgreSQL: the rows as one JSON document, serialised in C with their nested JSON values.
+
+    Passing one array per column instead cost asyncpg a type check and an encoding per value: for
+    a payload of 100 new alerts, 3,000 values and a fifth of the ingest's time on the event loop."""
+    for name in shape.datetimes:
+        # the set of the column's time zones, built in C; datetimes are never falsy, so filter() drops only None
+        if None in set(map(_tzinfo, filter(None, map(itemgetter(name), rows)))):
+            raise ValueError("naive datetime passed to the store")
+    return orjson.dumps(rows, default=dict).decode()
+
+
+_tzinfo = attrgetter("tzinfo")
 
 
 async def insert(
@@ -233,9 +257,9 @@ async def insert_together(
             continue
         conflict_key = tuple(conflict) if conflict is not None else None
         shape = _shape(dialect, table, tuple(rows[0]), (), conflict_key, False)
-        sql = _pg_sql(table, shape.binds, (), conflict_key, False, first=len(params) + 1)
+        sql = _pg_sql(table, shape.binds, (), conflict_key, False, param=len(params) + 1)
         ctes.append(f"p{len(ctes)} AS ({sql} RETURNING 1)")
-        params += _columns(shape, rows)
+        params.append(_pg_rows(shape, rows))
         written.append(None)
     if not ctes:
         return [0] * len(parts)

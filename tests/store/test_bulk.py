@@ -64,7 +64,16 @@ async def test_update_by_composite_key_touches_only_matching_rows(db: Database) 
         await bulk.update(
             s,
             episodes_t,
-            [{"fingerprint": fp, "starts_at": T0, "ends_at": closed, "resolved_by": "source", "closed_at": closed}],
+            # the key's instant given in another zone still names the row
+            [
+                {
+                    "fingerprint": fp,
+                    "starts_at": T0.astimezone(timezone(timedelta(hours=-5))),
+                    "ends_at": closed,
+                    "resolved_by": "source",
+                    "closed_at": closed,
+                }
+            ],
             key=["fingerprint", "starts_at"],
         )
         await s.commit()
@@ -153,3 +162,4 @@ async def test_insert_together_writes_each_part_as_insert_does_and_counts_each(d
     async with db.read() as s:
         assert (await s.execute(select(episodes_t.c.fingerprint, episodes_t.c.starts_at))).all() == [(fp_new, T0)]
         assert (await s.scalars(select(events_t.c.detail))).all() == [{"n": [1]}]
+
