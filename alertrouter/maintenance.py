@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
 from alertrouter.model import utcnow
-from alertrouter.store import STORE_ERRORS, Database, bulk
+from alertrouter.store import STORE_ERRORS, Database
 from alertrouter.store import alerts as store
 
 __all__ = ["Maintenance", "TouchBuffer"]
@@ -105,9 +105,9 @@ class Maintenance:
             if self._on_expired:
                 self._on_expired(len(expired))
         if self._last_prune is None or now - self._last_prune >= timedelta(hours=1):
-            received_at, before = store.raw_events_t.c.received_at, now - self._retention
+            before = now - self._retention
             pruned = await self._db.in_batches(
-                lambda session, n: bulk.delete_oldest(session, received_at, before, limit=n), PRUNE_CHUNK
+                lambda session, n: store.prune_raw_events(session, before, limit=n), PRUNE_CHUNK
             )
             self._last_prune = now
             if pruned:

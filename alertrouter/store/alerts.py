@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Insert, Table, select, update
+from sqlalchemy import Insert, Table, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,6 +24,7 @@ __all__ = [
     "insert_new",
     "insert_raw_events",
     "load_states",
+    "prune_raw_events",
     "raw_events_t",
     "reopen_episodes",
     "touch_alerts",
@@ -55,6 +56,18 @@ async def insert_raw_events(session: AsyncSession, rows: Sequence[Mapping[str, A
     stmt = stmt.returning(raw_events_t.c.digest, raw_events_t.c.id)
     result = await session.execute(stmt, sorted(rows, key=lambda r: str(r["digest"])))
     return {digest: id_ for digest, id_ in result}
+
+
+async def prune_raw_events(session: AsyncSession, before: datetime, *, limit: int) -> int:
+    """Delete the oldest raw events received before `before`, at most `limit`, and clear the links
+    history events have to them (the history stays); how many were deleted. The link has no foreign
+    key to do that (see migration 0006)."""
+    c = raw_events_t.c
+    oldest = select(c.id).where(c.received_at < before).order_by(c.id).limit(limit)
+    ids = (await session.scalars(delete(raw_events_t).where(c.id.in_(oldest)).returning(c.id))).all()
+    if ids:
+        await session.execute(update(events_t).where(events_t.c.raw_event_id.in_(ids)).values(raw_event_id=None))
+    return len(ids)
 
 
 _STATE_COLUMNS = ("fingerprint", "status", "starts_at", "ends_at", "annotations", "resolved_by", "episodes", "fired_at")

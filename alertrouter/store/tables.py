@@ -106,7 +106,7 @@ class AlertEpisodeRow(Base):
     __table_args__ = (UniqueConstraint("fingerprint", "starts_at"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    fingerprint: Mapped[str] = mapped_column(ForeignKey("alerts.fingerprint", ondelete="CASCADE"))
+    fingerprint: Mapped[str] = mapped_column(String(32))
     starts_at: Mapped[datetime]
     ends_at: Mapped[datetime | None]
     resolved_by: Mapped[str | None] = mapped_column(String(16))
@@ -125,11 +125,11 @@ class AlertEventRow(Base):
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    fingerprint: Mapped[str] = mapped_column(ForeignKey("alerts.fingerprint", ondelete="CASCADE"))
+    fingerprint: Mapped[str] = mapped_column(String(32))
     kind: Mapped[str] = mapped_column(String(32))
     at: Mapped[datetime]
     episode_starts_at: Mapped[datetime]
-    raw_event_id: Mapped[int | None] = mapped_column(ForeignKey("raw_events.id", ondelete="SET NULL"))
+    raw_event_id: Mapped[int | None]
     detail: Mapped[dict[str, Any] | None]
 
 

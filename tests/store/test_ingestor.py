@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,17 @@ from alertrouter.processor import IngestBatch, Ingestor
 from alertrouter.store import Database, queries
 from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
 from support.counting import Commits, Sessions
+from support.integrity import dangling_history
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 T0 = datetime(2026, 11, 21, 8, 20, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+async def _history_points_at_stored_rows(db: Database) -> AsyncIterator[None]:
+    """After every workload here (races, retries, pruning included): nothing dangles."""
+    yield
+    assert await dangling_history(db) == {"episodes": 0, "events": 0, "raw links": 0}
 
 
 class Clock:
