@@ -429,7 +429,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="100 nodes (800 alerts) instead of 1,000: a smoke test")
     parser.add_argument(
-        "--rounds", type=int, default=3, help="fresh runs of every system; the median round is reported (default 3)"
+        "--rounds", type=int, default=5, help="fresh runs of every system; the median round is reported (default 5)"
     )
     args = parser.parse_args()
     nodes = 100 if args.quick else 1000
