@@ -76,9 +76,28 @@ class _PostableAlert(_Model):
 
 def _load_json(body: bytes) -> Any:
     try:
-        return orjson.loads(body)
+        data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:  # also what invalid UTF-8 raises
         raise PayloadError([f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"]) from None
+    # JSON can only carry U+0000 escaped: a plain byte search keeps the common case free.
+    return _without_nul(data) if b"\\u0000" in body else data
+
+
+def _without_nul(value: Any) -> Any:
+    """Every U+0000 in the payload's strings (label names and values, annotations, generatorURL,
+    groupKey...) replaced by U+FFFD, the replacement character.
+
+    PostgreSQL's text and jsonb cannot hold U+0000: storing such an alert failed, and the 503 that
+    followed would be retried by Alertmanager for ever, failing every payload that shared its commit.
+    Both stores keep the same replaced text. A webhook keeps the fingerprint Alertmanager sent; an
+    API v2 alert's is computed from the replaced labels."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
 
 
 def _errors(exc: ValidationError, prefix: str) -> list[str]:

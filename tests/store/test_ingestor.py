@@ -443,3 +443,15 @@ async def test_a_replica_that_never_saw_the_alerts_still_finds_them_stored(db: D
     assert (await replica.ingest(push(range(4)))).transitions == {Transition.UNCHANGED: 4}
     assert (sessions.reads, sessions.writes) == (1, 0)  # from now on it knows them
     assert await count(db, AlertRow) == 4
+
+
+async def test_a_nul_character_neither_fails_the_commit_nor_its_neighbours(db: Database) -> None:
+    # PostgreSQL's text and jsonb cannot hold U+0000: such a payload once failed with 503 for ever
+    # (Alertmanager retries 5xx), and every payload sharing its commit with it.
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock(), writers=1)
+    odd = webhook([gpu_alert(1, annotations={"summary": "hot\u0000"}) | {"labels": {"alertname": "X", "v": "\u0000"}}])
+    plain = webhook([gpu_alert(2)], groupKey="other")
+    results = await asyncio.gather(ingestor.ingest(odd), ingestor.ingest(plain))
+    assert [r.transitions for r in results] == [{Transition.NEW_FIRING: 1}] * 2
+    row = await alert_row(db, odd.alerts[0].fingerprint)
+    assert (row.labels, row.annotations) == ({"alertname": "X", "v": "\ufffd"}, {"summary": "hot\ufffd"})

@@ -173,3 +173,26 @@ def test_empty_webhook_is_valid() -> None:
     parsed = parse_webhook(body({"version": "4", "alerts": []}))
     assert parsed.batch.alerts == []
     assert parsed.problems == []
+
+
+def test_nul_characters_are_replaced_everywhere_and_the_senders_fingerprint_kept() -> None:
+    data = fixture("webhook_gpu_temp_firing.json")
+    first = data["alerts"][0]
+    first["labels"]["gpu"] = "3\u0000"
+    first["annotations"]["summary\u0000"] = "hot\u0000"
+    first["generatorURL"] += "\u0000"
+    data["groupKey"] += "\u0000"
+    raw = body(data)
+    assert b"\\u0000" in raw  # how JSON carries it
+    batch = parse_webhook(raw).batch
+    alert = batch.alerts[0]
+    assert alert.labels["gpu"] == "3\ufffd"
+    assert alert.annotations["summary\ufffd"] == "hot\ufffd"
+    assert alert.generator_url.endswith("\ufffd")
+    assert (batch.group_key or "").endswith("\ufffd")
+    assert alert.fingerprint == first["fingerprint"]  # Alertmanager's, as sent
+    texts = [t for a in batch.alerts for d in (a.labels, a.annotations) for t in (*d, *d.values())]
+    assert not [t for t in texts if "\x00" in t]
+    pushed = parse_api_v2(body([{"labels": {"alertname": "X", "gpu": "\u0000"}}]), now=NOW).batch.alerts[0]
+    assert pushed.labels == {"alertname": "X", "gpu": "\ufffd"}
+    assert pushed.fingerprint == fingerprint(pushed.labels)
