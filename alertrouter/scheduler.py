@@ -23,6 +23,7 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.digest.period import DAYS, due_period
 from alertrouter.digest.send import DigestRunner, DigestTarget
@@ -208,9 +209,11 @@ class Scheduler:
             return
         # The events, the biggest history, in batches of their own (a backlog after a shorter retention).
         at, before = events_t.c.at, now - self._retention
-        events = await self._db.in_batches(
-            lambda session, n: bulk.delete_oldest(session, at, before, limit=n), EVENTS_CHUNK
-        )
+
+        async def prune_events(session: AsyncSession, n: int) -> int:
+            return len(await bulk.delete_oldest(session, at, before, limit=n))
+
+        events = await self._db.in_batches(prune_events, EVENTS_CHUNK)
         async with self._db.write() as session:
             pruned = {"alert_events": events, **await prune_history(session, before=before)}
             pruned["used_tokens"] = await prune_used_tokens(session, now=now)

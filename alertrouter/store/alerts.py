@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Insert, Table, delete, select, update
+from sqlalchemy import Insert, Table, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -62,9 +62,7 @@ async def prune_raw_events(session: AsyncSession, before: datetime, *, limit: in
     """Delete the oldest raw events received before `before`, at most `limit`, and clear the links
     history events have to them (the history stays); how many were deleted. The link has no foreign
     key to do that (see migration 0006)."""
-    c = raw_events_t.c
-    oldest = select(c.id).where(c.received_at < before).order_by(c.id).limit(limit)
-    ids = (await session.scalars(delete(raw_events_t).where(c.id.in_(oldest)).returning(c.id))).all()
+    ids = await bulk.delete_oldest(session, raw_events_t.c.received_at, before, limit=limit)
     if ids:
         await session.execute(update(events_t).where(events_t.c.raw_event_id.in_(ids)).values(raw_event_id=None))
     return len(ids)

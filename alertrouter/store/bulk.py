@@ -275,13 +275,14 @@ async def update(session: AsyncSession, table: Table, rows: Sequence[Mapping[str
     await _execute(session, table, rows, key=tuple(key))
 
 
-async def delete_oldest(session: AsyncSession, column: Column[datetime], before: datetime, *, limit: int) -> int:
+async def delete_oldest(
+    session: AsyncSession, column: Column[datetime], before: datetime, *, limit: int
+) -> Sequence[int]:
     """Delete the rows of `column`'s table whose `column` is before `before`, the oldest (by `id`)
-    first, at most `limit` of them; how many."""
+    first, at most `limit` of them; their ids."""
     table = column.table
     oldest = select(table.c.id).where(column < before).order_by(table.c.id).limit(limit)
-    result = await session.execute(delete(table).where(table.c.id.in_(oldest)))
-    return int(result.rowcount)  # type: ignore[attr-defined]
+    return (await session.scalars(delete(table).where(table.c.id.in_(oldest)).returning(table.c.id))).all()
 
 
 def _from_sqlite_datetime(value: str | None) -> datetime | None:
