@@ -21,6 +21,7 @@ from alertrouter.ingest import routes as ingest_routes
 from alertrouter.ingest.auth import Authenticator
 from alertrouter.keys import load_signers
 from alertrouter.logs import redact_secrets
+from alertrouter.loops import LoopHealth
 from alertrouter.maintenance import Maintenance, TouchBuffer
 from alertrouter.metrics import Metrics
 from alertrouter.processor import Ingestor
@@ -48,6 +49,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     )
     touches = TouchBuffer()
     metrics = Metrics()
+    loops = LoopHealth(metrics)
     metrics.config_hash.labels(hash=ruleset.config_hash).set(1)
     maintenance = Maintenance(
         db,
@@ -55,6 +57,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         interval=settings.touch_flush_interval,
         retention=settings.raw_event_retention,
         on_expired=metrics.expired.inc,
+        loops=loops,
     )
     http = httpx.AsyncClient(timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=100))
     channels = build_channels(ruleset, client=http, renderer=Templates(settings.templates_dir))
@@ -67,6 +70,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
             metrics=metrics,
             interval=settings.delivery_interval.total_seconds(),
             concurrency=settings.delivery_concurrency,
+            loops=loops,
         )
     engine = EngineRunner(
         db,
@@ -74,6 +78,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         metrics,
         interval=settings.engine_interval,
         on_intents=delivery.nudge if delivery is not None else None,
+        loops=loops,
     )
     ingestor = Ingestor(db, touches, on_inserted=engine.inserted)
     engine.ingest_quiet = ingestor.quiet_for
@@ -90,6 +95,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         channels=channels,
         delivery=delivery,
         http=http,
+        loops=loops,
         scheduler=build_scheduler(settings, ruleset, db, engine.pipeline, metrics),
     )
 

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
+from alertrouter.loops import LoopHealth
 from alertrouter.model import utcnow
 from alertrouter.store import STORE_ERRORS, Database
 from alertrouter.store import alerts as store
@@ -16,6 +17,7 @@ __all__ = ["Maintenance", "TouchBuffer"]
 
 log = logging.getLogger(__name__)
 PRUNE_CHUNK = 1000  # raw events deleted per transaction
+LOOP = "maintenance"  # its name in LoopHealth and the loop metrics
 
 
 class TouchBuffer:
@@ -71,8 +73,10 @@ class Maintenance:
         retention: timedelta,
         clock: Callable[[], datetime] = utcnow,
         on_expired: Callable[[int], None] | None = None,
+        loops: LoopHealth | None = None,
     ) -> None:
         self._db = db
+        self._loops = loops or LoopHealth()
         self.touches = touches
         self._interval = interval
         self._retention = retention
@@ -123,8 +127,13 @@ class Maintenance:
                 await self.run_once()
             except STORE_ERRORS as exc:
                 log.warning("maintenance pass failed, will retry: %s", exc)
+            except Exception as exc:  # supervised: the next pass tries again
+                self._loops.failed(LOOP, exc)
+            else:
+                self._loops.passed(LOOP)
 
     def start(self) -> None:
+        self._loops.register(LOOP, interval=self._interval.total_seconds())
         self._task = asyncio.create_task(self._loop(), name="alertrouter-maintenance")
 
     async def stop(self) -> None:

@@ -136,5 +136,29 @@ class Metrics:
         self.scheduler_leader = Gauge(
             "alertrouter_scheduler_leader", "1 while this replica holds the scheduler lease.", registry=r
         )
+        self.loop_errors = Counter(
+            "alertrouter_loop_errors_total",
+            "Exceptions a background loop (engine, delivery, maintenance, scheduler) survived and retried.",
+            ["loop"],
+            registry=r,
+        )
+        self.loop_last_pass = Gauge(
+            "alertrouter_loop_last_pass_timestamp_seconds",
+            "When the loop last completed a pass (Unix time).",
+            ["loop"],
+            registry=r,
+        )
+        self.loop_stalled = Gauge(
+            "alertrouter_loop_stalled",
+            "1 while the loop has completed no pass within its allowance (read at scrape time); /readyz fails too.",
+            ["loop"],
+            registry=r,
+        )
+        self.quarantined = Gauge(
+            "alertrouter_quarantined",
+            "Items excluded from processing after repeated failures, by kind (alert, delivery); read at scrape time.",
+            ["kind"],
+            registry=r,
+        )
         self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)

@@ -13,6 +13,7 @@ from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.auth import Authenticator
 from alertrouter.keys import Signers
+from alertrouter.loops import LoopHealth
 from alertrouter.maintenance import Maintenance
 from alertrouter.metrics import Metrics
 from alertrouter.processor import Ingestor
@@ -38,6 +39,7 @@ class Runtime:
     channels: dict[str, Channel]
     delivery: DeliveryWorker | None
     http: httpx.AsyncClient
+    loops: LoopHealth
     signers: Signers | None = None  # set by the app's startup (the key may live in the store)
     scheduler: Scheduler | None = None  # weekly digests and housekeeping, when ALERTROUTER_SCHEDULER
 

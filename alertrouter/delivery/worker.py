@@ -22,6 +22,7 @@ from typing import Any
 from alertrouter.channels.base import Channel, ChannelError
 from alertrouter.delivery.expand import ActionLinks, coalesced_row, delivery_rows, failover_row, notification_of
 from alertrouter.delivery.plan import Batch, backoff, plan_batches
+from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.ruleset import Ruleset
@@ -38,6 +39,7 @@ BATCH = 200  # deliveries looked at per channel and pass
 LEASE_TTL = timedelta(seconds=60)
 FAILOVER_AFTER = 3  # consecutive failures before critical messages go to the failover robot
 STOP_GRACE = 15.0
+LOOP = "delivery"  # its name in LoopHealth and the loop metrics
 
 
 class DeliveryWorker:
@@ -54,8 +56,10 @@ class DeliveryWorker:
         clock: Callable[[], datetime] = utcnow,
         holder: str | None = None,
         rng: random.Random | None = None,
+        loops: LoopHealth | None = None,
     ) -> None:
         self._db = db
+        self._loops = loops or LoopHealth(metrics)
         self.ruleset = ruleset
         self.channels = dict(channels)
         self.configs: dict[str, ChannelConfig] = {c.name: c for c in ruleset.channels}
@@ -79,6 +83,7 @@ class DeliveryWorker:
         self._wake.set()
 
     def start(self) -> None:
+        self._loops.register(LOOP, interval=self._interval)
         self._task = asyncio.create_task(self._loop(), name="alertrouter-delivery")
 
     async def stop(self) -> None:
@@ -102,8 +107,10 @@ class DeliveryWorker:
                 log.warning("delivery pass failed, will retry: %s", describe_error(exc))
                 if self._metrics is not None:
                     self._metrics.db_errors.labels(operation="delivery").inc()
-            except Exception:
-                log.exception("delivery pass failed")
+            except Exception as exc:  # supervised: a bug in one pass must not end delivery
+                self._loops.failed(LOOP, exc)
+            else:
+                self._loops.passed(LOOP)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._interval)
             self._wake.clear()

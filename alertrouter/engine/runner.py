@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.engine.evaluate import Evaluator
 from alertrouter.engine.types import Decision, EvalResult, LiveAlert
+from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import AlertStatus, utcnow
 from alertrouter.pipeline.silence import Silence
@@ -36,6 +37,7 @@ __all__ = ["EngineRunner"]
 log = logging.getLogger(__name__)
 
 LEASE = "engine"
+LOOP_NAME = "engine"  # its name in LoopHealth and the loop metrics
 RECENT = timedelta(hours=1)  # resolved alerts and incidents stay live this long (for resolved messages)
 OVERLAP = timedelta(seconds=30)  # re-read this much before the watermark: commits land out of clock order
 STOP_GRACE = timedelta(seconds=10)
@@ -65,8 +67,10 @@ class EngineRunner:
         lease_ttl: timedelta = timedelta(seconds=15),
         holder: str | None = None,
         on_intents: Callable[[], None] | None = None,
+        loops: LoopHealth | None = None,
     ) -> None:
         self._db = db
+        self._loops = loops or LoopHealth(metrics)
         self._on_intents = on_intents
         self.pipeline = pipeline
         self._metrics = metrics
@@ -322,6 +326,11 @@ class EngineRunner:
             except STORE_ERRORS as exc:
                 log.warning("engine pass failed, will retry: %s", describe_error(exc))
                 self._forget()  # the transaction rolled back; what we remembered may not have been stored
+            except Exception as exc:  # supervised: a bug must never end the engine (nothing would be decided)
+                self._loops.failed(LOOP_NAME, exc)
+                self._forget()
+            else:
+                self._loops.passed(LOOP_NAME)
 
     async def _after_ingest_burst(self) -> None:
         """While webhooks are being stored, wait for a pause (at most INGEST_WAIT_MAX) before a pass.
@@ -341,6 +350,7 @@ class EngineRunner:
             await asyncio.sleep(min(left, INGEST_QUIET - quiet))
 
     def start(self) -> None:
+        self._loops.register(LOOP_NAME, interval=self._interval.total_seconds())
         self._task = asyncio.create_task(self._loop(), name="alertrouter-engine")
 
     async def stop(self) -> None:

@@ -36,12 +36,16 @@ async def readyz(runtime: RuntimeDep) -> JSONResponse:
         have = version or "nothing"
         reason = f"schema at {have}, expected {runtime.head_revision}: run `alertrouter db upgrade`"
         return JSONResponse({"status": "unavailable", "reason": reason}, 503)
+    if stalled := runtime.loops.stalled():
+        loops = ", ".join(f"{name} (no pass for {idle:g} s)" for name, idle in sorted(stalled.items()))
+        return JSONResponse({"status": "unavailable", "reason": f"stalled: {loops}", "stalled": stalled}, 503)
     return JSONResponse({"status": "ready", "schema": version})
 
 
 @router.get("/metrics")
 async def metrics(runtime: RuntimeDep) -> Response:
     m = runtime.metrics
+    runtime.loops.stalled()  # sets alertrouter_loop_stalled
     try:
         async with runtime.db.read() as session:
             counts = await queries.count_alerts_by_status(session)
