@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.maintenance import TouchBuffer
 from alertrouter.model import IncomingAlert, Transition, utcnow
 from alertrouter.plan import Plan, plan_alerts
-from alertrouter.store import Database
+from alertrouter.store import OUTAGE_ERRORS, Database
 from alertrouter.store import alerts as store
 
 __all__ = ["IngestBatch", "IngestResult", "Ingestor"]
@@ -221,14 +221,30 @@ class Ingestor:
             self._recent_groups.append((time.monotonic(), len(group)))
             try:
                 results = await self._commit([batch for batch, _ in group])
-            except Exception as exc:  # each caller gets it and answers for itself (503 for store errors)
-                for _, future in group:
-                    if not future.done():
-                        future.set_exception(exc)
+            except OUTAGE_ERRORS as exc:  # the store failed: every caller answers 503 and is retried
+                _settle(group, exc)
                 continue
-            for (_, future), result in zip(group, results, strict=True):
-                if not future.done():  # a caller whose request timed out is gone; its data is stored all the same
-                    future.set_result(result)
+            except Exception as exc:
+                if len(group) == 1:
+                    log.error("could not store a %s payload", group[0][0].source, exc_info=exc)
+                    _settle(group, exc)
+                else:  # one payload's own fault must not fail the others that shared its commit
+                    await self._commit_alone(group)
+                continue
+            _settle(group, results)
+
+    async def _commit_alone(self, group: list[tuple[IngestBatch, asyncio.Future[IngestResult]]]) -> None:
+        """After a group commit failed for a reason other than the store: each payload in its own
+        transaction, so only the one that caused it fails."""
+        for batch, future in group:
+            try:
+                results = await self._commit([batch])
+            except Exception as exc:
+                if not isinstance(exc, OUTAGE_ERRORS):
+                    log.error("could not store a %s payload", batch.source, exc_info=exc)
+                _settle([(batch, future)], exc)
+            else:
+                _settle([(batch, future)], results)
 
     async def _commit(self, batches: list[IngestBatch]) -> list[IngestResult]:
         now = self._clock()
@@ -289,6 +305,19 @@ class Ingestor:
         await store.close_episodes(session, plan.closed_episodes)
         await store.reopen_episodes(session, plan.reopened_episodes)
         return results, plan
+
+
+def _settle(
+    group: Sequence[tuple[IngestBatch, asyncio.Future[IngestResult]]], outcome: Sequence[IngestResult] | Exception
+) -> None:
+    """Answer every caller of a group; one whose request timed out is gone (its data is stored all the same)."""
+    for i, (_, future) in enumerate(group):
+        if future.done():
+            continue
+        if isinstance(outcome, Exception):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome[i])
 
 
 def _raw_row(batch: IngestBatch, now: datetime) -> dict[str, Any]:

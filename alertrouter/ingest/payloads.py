@@ -15,6 +15,18 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from alertrouter.ingest.limits import (
+    MAX_ALERTNAME,
+    MAX_ANNOTATION_VALUE,
+    MAX_ANNOTATIONS,
+    MAX_GENERATOR_URL,
+    MAX_LABEL_VALUE,
+    MAX_LABELS,
+    MAX_RECEIVER,
+    MAX_TRUNCATED,
+    check_instant,
+    check_mapping,
+)
 from alertrouter.labels import fingerprint as label_fingerprint
 from alertrouter.labels import fingerprints as label_fingerprints
 from alertrouter.model import AlertStatus, IncomingAlert
@@ -26,6 +38,7 @@ __all__ = ["API_V2_DEFAULT_TTL", "Parsed", "PayloadError", "parse_api_v2", "pars
 API_V2_DEFAULT_TTL = timedelta(minutes=5)  # Alertmanager's resolve_timeout default
 WEBHOOK_VERSION = "4"
 _FINGERPRINT_CHARS = frozenset("0123456789abcdef")
+_TOO_DEEP = "body: nested too deeply (Alertmanager's payloads are a few levels deep)"
 
 
 class PayloadError(Exception):
@@ -59,9 +72,9 @@ class _WebhookAlert(_Model):
 class _WebhookEnvelope(_Model):
     version: StrictStr
     group_key: StrictStr = Field("", alias="groupKey")
-    truncated_alerts: StrictInt = Field(0, alias="truncatedAlerts", ge=0)
+    truncated_alerts: StrictInt = Field(0, alias="truncatedAlerts", ge=0, le=MAX_TRUNCATED)
     status: Literal["firing", "resolved"] | None = None
-    receiver: StrictStr = ""
+    receiver: StrictStr = Field("", max_length=MAX_RECEIVER)
     external_url: StrictStr = Field("", alias="externalURL")
     alerts: list[Any]
 
@@ -80,7 +93,12 @@ def _load_json(body: bytes) -> Any:
     except orjson.JSONDecodeError as exc:  # also what invalid UTF-8 raises
         raise PayloadError([f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"]) from None
     # JSON can only carry U+0000 escaped: a plain byte search keeps the common case free.
-    return _without_nul(data) if b"\\u0000" in body else data
+    if b"\\u0000" not in body:
+        return data
+    try:
+        return _without_nul(data)
+    except RecursionError:
+        raise PayloadError([_TOO_DEEP]) from None
 
 
 def _without_nul(value: Any) -> Any:
@@ -109,7 +127,10 @@ def _errors(exc: ValidationError, prefix: str) -> list[str]:
 
 
 def _digest(source: str, data: Any) -> str:
-    canonical = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    try:
+        canonical = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson's "Recursion limit reached" (it parses deeper than it serialises)
+        raise PayloadError([_TOO_DEEP]) from None
     return hashlib.sha256(source.encode() + b"\n" + canonical).hexdigest()
 
 
@@ -124,14 +145,36 @@ def _non_empty(labels: dict[str, str]) -> dict[str, str]:
     return labels if all(labels.values()) else {k: v for k, v in labels.items() if v}
 
 
-def _check_labels(labels: dict[str, str], where: str) -> str | None:
+def _check_alert(labels: dict[str, str], annotations: dict[str, str], generator_url: str, where: str) -> str | None:
+    """The first problem with an alert's labels, annotations or generatorURL (see `limits`)."""
     if not labels:
         return f"{where}.labels: must not be empty"
     if "alertname" not in labels or not labels["alertname"]:
         return f"{where}.labels.alertname: required label missing"
     if "" in labels:
         return f"{where}.labels: empty label name"
+    if bad := check_mapping(labels, f"{where}.labels", most=MAX_LABELS, longest_value=MAX_LABEL_VALUE):
+        return bad
+    if len(labels["alertname"]) > MAX_ALERTNAME:
+        return f"{where}.labels.alertname: {len(labels['alertname'])} characters, at most {MAX_ALERTNAME}"
+    if bad := check_mapping(
+        annotations, f"{where}.annotations", most=MAX_ANNOTATIONS, longest_value=MAX_ANNOTATION_VALUE
+    ):
+        return bad
+    if len(generator_url) > MAX_GENERATOR_URL:
+        return f"{where}.generatorURL: {len(generator_url)} characters, at most {MAX_GENERATOR_URL}"
     return None
+
+
+def _instant(value: datetime | None, where: str, problems: list[str]) -> datetime | None:
+    """`value` normalised to UTC (None stays None); a problem is appended when it is out of limits."""
+    if value is None:
+        return None
+    checked = check_instant(value, where)
+    if isinstance(checked, str):
+        problems.append(checked)
+        return None
+    return checked
 
 
 def _fingerprint(given: str | None, labels: dict[str, str]) -> str:
@@ -161,8 +204,16 @@ def parse_webhook(body: bytes) -> Parsed:
             problems.extend(_errors(exc, where))
             continue
         labels = _non_empty(a.labels)
-        if bad := _check_labels(labels, where):
+        if bad := _check_alert(labels, a.annotations, a.generator_url, where):
             problems.append(bad)
+            continue
+        found = len(problems)
+        starts_at = _instant(a.starts_at, f"{where}.startsAt", problems)
+        ends_at = _instant(_zero_is_none(a.ends_at), f"{where}.endsAt", problems)
+        if len(problems) > found or starts_at is None:
+            continue
+        if ends_at is not None and ends_at < starts_at:
+            problems.append(f"{where}.endsAt: before startsAt")
             continue
         alerts.append(
             IncomingAlert(
@@ -170,8 +221,8 @@ def parse_webhook(body: bytes) -> Parsed:
                 labels=labels,
                 annotations=a.annotations,
                 status=AlertStatus(a.status),
-                starts_at=a.starts_at,
-                ends_at=_zero_is_none(a.ends_at),
+                starts_at=starts_at,
+                ends_at=ends_at,
                 generator_url=a.generator_url,
             )
         )
@@ -209,11 +260,16 @@ def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
             problems.extend(_errors(exc, where))
             continue
         labels = _non_empty(a.labels)
-        if bad := _check_labels(labels, where):
+        if bad := _check_alert(labels, a.annotations, a.generator_url, where):
             problems.append(bad)
             continue
-        starts_at = _zero_is_none(a.starts_at) or now
-        ends_at = _zero_is_none(a.ends_at) or max(now, starts_at) + API_V2_DEFAULT_TTL
+        found = len(problems)
+        given_start = _instant(_zero_is_none(a.starts_at), f"{where}.startsAt", problems)
+        given_end = _instant(_zero_is_none(a.ends_at), f"{where}.endsAt", problems)
+        if len(problems) > found:
+            continue
+        starts_at = given_start or now
+        ends_at = given_end or max(now, starts_at) + API_V2_DEFAULT_TTL
         if ends_at < starts_at:
             problems.append(f"{where}.endsAt: before startsAt")
             continue

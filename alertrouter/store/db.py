@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-__all__ = ["STORE_ERRORS", "Database", "describe_error", "json_dumps"]
+__all__ = ["OUTAGE_ERRORS", "STORE_ERRORS", "Database", "describe_error", "json_dumps"]
 
 # What "the store is unavailable" looks like from here; ingest answers 503 on these.
 STORE_ERRORS: tuple[type[Exception], ...] = (
@@ -21,6 +21,17 @@ STORE_ERRORS: tuple[type[Exception], ...] = (
     exc.InterfaceError,
     exc.DBAPIError,
     exc.TimeoutError,  # pool exhausted
+    OSError,
+    TimeoutError,
+)
+
+# Of those, the ones that say the store itself failed (unreachable, locked, timed out), whatever was
+# written; the others (a value the column refuses, a constraint) are caused by one payload or row,
+# and are answered for that payload or row alone.
+OUTAGE_ERRORS: tuple[type[Exception], ...] = (
+    exc.OperationalError,
+    exc.InterfaceError,
+    exc.TimeoutError,
     OSError,
     TimeoutError,
 )

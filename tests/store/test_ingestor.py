@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 from collections.abc import AsyncIterator
@@ -19,7 +20,7 @@ from alertrouter.ingest.payloads import parse_api_v2, parse_webhook
 from alertrouter.maintenance import Maintenance, TouchBuffer
 from alertrouter.model import Transition
 from alertrouter.processor import IngestBatch, Ingestor
-from alertrouter.store import Database, queries
+from alertrouter.store import OUTAGE_ERRORS, Database, queries
 from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
 from support.counting import Commits, Sessions
 from support.integrity import dangling_history
@@ -455,3 +456,20 @@ async def test_a_nul_character_neither_fails_the_commit_nor_its_neighbours(db: D
     assert [r.transitions for r in results] == [{Transition.NEW_FIRING: 1}] * 2
     row = await alert_row(db, odd.alerts[0].fingerprint)
     assert (row.labels, row.annotations) == ({"alertname": "X", "v": "\ufffd"}, {"summary": "hot\ufffd"})
+
+
+async def test_a_payload_failing_for_its_own_reason_fails_alone_in_a_group_commit(db: Database) -> None:
+    # A value the store refuses (here a truncatedAlerts past both stores' INTEGER, built past the ingest
+    # boundary as a stand-in for anything the boundary might miss) once failed every payload that shared
+    # its commit: 180-210 of 210 on SQLite. The others are committed without it; it fails alone, and not
+    # with an error that would be answered as "store unavailable".
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock(), writers=1)
+    good = [webhook([gpu_alert(g, starts=f"2026-11-21T08:{g:02d}:00Z")], groupKey=f"g{g}") for g in range(30)]
+    poison = dataclasses.replace(webhook([gpu_alert(40)], groupKey="poison"), truncated_alerts=2**63)
+    batches = [*good[:15], poison, *good[15:]]
+    results = await asyncio.gather(*(ingestor.ingest(b) for b in batches), return_exceptions=True)
+    failed = [i for i, r in enumerate(results) if isinstance(r, BaseException)]
+    assert failed == [15]
+    assert not isinstance(results[15], OUTAGE_ERRORS)
+    assert await count(db, AlertRow) == 30
+    assert await count(db, RawEventRow) == 30
