@@ -3,20 +3,42 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 __all__ = [
+    "KEY_MAX",
+    "NAME_MAX",
     "AlertState",
     "AlertStatus",
     "AlertView",
     "IncomingAlert",
     "ResolvedBy",
     "Transition",
+    "bounded",
     "decide_transition",
     "utcnow",
 ]
+
+
+KEY_MAX = 512  # characters of an incident key (the incidents, outbox and delivery key columns)
+NAME_MAX = 255  # characters of a name derived from a label value (the alerts.node column)
+_HASHED = 18  # "…#" and 16 hex digits
+
+
+def bounded(text: str, limit: int) -> str:
+    """`text` if it has at most `limit` characters, else its head and a hash of the whole.
+
+    Keys and names derived from label values (incident keys, the node name) go into indexed
+    columns of fixed size; a label value may be longer (see `ingest.limits`). Cut this way they
+    stay deterministic (the same labels give the same key in every pass and replica), distinct
+    (64 bits of hash), and readable from their head."""
+    if len(text) <= limit:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"{text[: limit - _HASHED]}…#{digest}"
 
 
 def utcnow() -> datetime:

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.maintenance import TouchBuffer
 from alertrouter.model import IncomingAlert, Transition, utcnow
 from alertrouter.plan import Plan, plan_alerts
-from alertrouter.store import OUTAGE_ERRORS, Database
+from alertrouter.store import Database, is_outage
 from alertrouter.store import alerts as store
 
 __all__ = ["IngestBatch", "IngestResult", "Ingestor"]
@@ -221,11 +221,10 @@ class Ingestor:
             self._recent_groups.append((time.monotonic(), len(group)))
             try:
                 results = await self._commit([batch for batch, _ in group])
-            except OUTAGE_ERRORS as exc:  # the store failed: every caller answers 503 and is retried
-                _settle(group, exc)
-                continue
             except Exception as exc:
-                if len(group) == 1:
+                if is_outage(exc):  # the store failed: every caller answers 503 and is retried
+                    _settle(group, exc)
+                elif len(group) == 1:
                     log.error("could not store a %s payload", group[0][0].source, exc_info=exc)
                     _settle(group, exc)
                 else:  # one payload's own fault must not fail the others that shared its commit
@@ -240,7 +239,7 @@ class Ingestor:
             try:
                 results = await self._commit([batch])
             except Exception as exc:
-                if not isinstance(exc, OUTAGE_ERRORS):
+                if not is_outage(exc):
                     log.error("could not store a %s payload", batch.source, exc_info=exc)
                 _settle([(batch, future)], exc)
             else:

@@ -13,14 +13,13 @@ import logging
 import socket
 import time
 import uuid
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.engine.decisions import DecisionChanges, Poisoned, decision_changes, describe, find_culprits
 from alertrouter.engine.evaluate import Evaluator
 from alertrouter.engine.types import Decision, EvalResult, LiveAlert
 from alertrouter.loops import LoopHealth
@@ -28,7 +27,7 @@ from alertrouter.metrics import Metrics
 from alertrouter.model import AlertStatus, utcnow
 from alertrouter.pipeline.silence import Silence
 from alertrouter.ruleset.build import Pipeline
-from alertrouter.store import STORE_ERRORS, Database, describe_error
+from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage
 from alertrouter.store import engine as store
 from alertrouter.store.alerts import insert_events
 
@@ -45,14 +44,7 @@ DECISION_CHUNK = 1000  # decisions (and trail events) written per transaction
 INSERTED_MAX = 200_000  # handed-over new alerts kept at most (each pass takes what it reads)
 INGEST_QUIET = 0.05  # seconds without a webhook being stored before a due pass starts ...
 INGEST_WAIT_MAX = 3.0  # ... waiting at most this long for it
-
-
-@dataclass(slots=True)
-class _DecisionChanges:
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    stored: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
-    inhibited: Counter[str] = field(default_factory=Counter)
+QUARANTINE_ROUNDS = 5  # a pass is retried after quarantining at most this often, then fails as it may
 
 
 class EngineRunner:
@@ -133,7 +125,25 @@ class EngineRunner:
         """One pass; None when another replica holds the lease. Passes of this runner never overlap
         (the loop and a direct caller would otherwise both write the same decision changes)."""
         async with self._pass_lock:
+            for _ in range(QUARANTINE_ROUNDS):
+                try:
+                    return await self._pass()
+                except Poisoned as poisoned:
+                    await self._quarantine(poisoned.errors)
             return await self._pass()
+
+    async def _quarantine(self, errors: Mapping[str, str]) -> None:
+        """Leave alerts that failed on their own out of every later pass, and start again from the
+        store (the failed pass may have left the evaluator half-updated)."""
+        now = self._clock()
+        async with self._db.write() as session:
+            await store.quarantine_alerts(session, errors, now)
+            await session.commit()
+        for fp, error in errors.items():
+            log.error("alert %s quarantined: processing it failed on its own: %s", fp, error)
+        if self._metrics is not None:
+            self._metrics.loop_errors.labels(loop=LOOP_NAME).inc()
+        self._forget()
 
     async def _pass(self) -> EvalResult | None:
         started = time.perf_counter()
@@ -145,13 +155,18 @@ class EngineRunner:
                 self._lost()
                 return None
             changed_since = None if self._watermark is None else self._watermark - OVERLAP
-            changed = await store.load_live_alerts(
-                session,
-                changed_since=changed_since,
-                resolved_since=now - RECENT,
-                known=self._updated,
-                inserted=self._inserted,
-            )
+            try:
+                changed = await store.load_live_alerts(
+                    session,
+                    changed_since=changed_since,
+                    resolved_since=now - RECENT,
+                    known=self._updated,
+                    inserted=self._inserted,
+                )
+            except Exception as exc:
+                if not is_outage(exc):
+                    await self._find_unreadable(exc, now)
+                raise
             for live, _, _, _ in changed:
                 self._inserted.pop(live.fingerprint, None)
             silences = await store.load_silences(session, now=now)
@@ -167,9 +182,14 @@ class EngineRunner:
             self._evict(now)
             records = await store.load_incidents(session, resolved_since=now - RECENT)
         # Pure CPU work: in a worker thread, so the event loop keeps answering webhooks during a big pass.
-        result = await asyncio.to_thread(
-            self._evaluator.evaluate, list(self._alerts.values()), records, now=now, silences=silences
-        )
+        alerts = list(self._alerts.values())
+        try:
+            result = await asyncio.to_thread(self._evaluator.evaluate, alerts, records, now=now, silences=silences)
+        except Exception as exc:
+            culprits = await asyncio.to_thread(find_culprits, self.pipeline, alerts, records, now, silences)
+            if culprits:
+                raise Poisoned(culprits) from exc
+            raise
         changes = self._decision_changes(result, now)
         if not await self._under_lease(now, lambda session: self._persist(session, result, now)):
             return None
@@ -187,6 +207,14 @@ class EngineRunner:
         if result.intents and self._on_intents is not None:
             self._on_intents()  # committed: the delivery loop can take them now
         return result
+
+    async def _find_unreadable(self, exc: Exception, now: datetime) -> None:
+        """After a read of the live alerts failed: raise `Poisoned` with the rows that cannot be read
+        alone, if that is what failed (a fresh session: the failed one may be unusable)."""
+        async with self._db.read() as session:
+            bad = await store.unreadable_alerts(session, resolved_since=now - RECENT)
+        if bad:
+            raise Poisoned(bad) from exc
 
     def _idle(
         self, changed: list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]], now: datetime
@@ -232,41 +260,11 @@ class EngineRunner:
             del self._alerts[fp], self._updated[fp]
             self._decisions.pop(fp, None)
 
-    def _decision_changes(self, result: EvalResult, now: datetime) -> _DecisionChanges:
-        """The decisions that differ from those stored, as rows and trail events: built before the write
-        transaction (in a storm they are thousands), remembered only once it has committed."""
-        changes = _DecisionChanges()
-        node_label = self.pipeline.nodes.label
-        for fp, decision in result.decisions.items():
-            detail = decision.detail()
-            stored = (decision.decision.value, detail)
-            if self._decisions.get(fp) == stored:
-                continue
-            changes.stored[fp] = stored
-            # The decision trail: each change, kept as history (the console and the digest read it).
-            changes.events.append(
-                {
-                    "fingerprint": fp,
-                    "kind": "decision",
-                    "at": now,
-                    "episode_starts_at": self._alerts[fp].starts_at,
-                    "raw_event_id": None,
-                    "detail": {"decision": decision.decision.value, "incident": decision.incident, **detail},
-                }
-            )
-            changes.rows.append(
-                {
-                    "fingerprint": fp,
-                    "node": self._evaluator.label_of(fp, node_label),
-                    "incident_key": decision.incident,
-                    "decision": decision.decision.value,
-                    "decision_detail": detail,
-                    "decided_at": now,
-                }
-            )
-            if decision.inhibit_rule:
-                changes.inhibited[decision.inhibit_rule] += 1
-        return changes
+    def _decision_changes(self, result: EvalResult, now: datetime) -> DecisionChanges:
+        return decision_changes(result, now, previous=self._decisions, alerts=self._alerts, node_of=self._node_of)
+
+    def _node_of(self, fingerprint: str) -> str | None:
+        return self._evaluator.label_of(fingerprint, self.pipeline.nodes.label)
 
     async def _persist(self, session: AsyncSession, result: EvalResult, now: datetime) -> None:
         """What must commit under the lease: incidents, what each receiver was told, the outbox."""
@@ -276,18 +274,42 @@ class EngineRunner:
         await store.save_notify_states(session, result.notify_states, reasons)
         await store.insert_intents(session, result.intents, now)
 
-    async def _write_decisions(self, changes: _DecisionChanges) -> None:
+    async def _write_decisions(self, changes: DecisionChanges) -> None:
         """Every changed decision and its trail event, after the pass's transaction and in chunks. They
         are derived (a pass after a failure writes them again), and a storm's first decisions are
         thousands of rows: in one transaction they held the SQLite write lock, and every webhook waiting
         behind it, for a quarter of a second."""
+        bad: dict[str, str] = {}
         for start in range(0, len(changes.rows), DECISION_CHUNK):
             rows = changes.rows[start : start + DECISION_CHUNK]
-            async with self._db.write() as session:
-                await store.save_decisions(session, rows)
-                await insert_events(session, changes.events[start : start + DECISION_CHUNK])
-                await session.commit()
-            self._decisions.update((row["fingerprint"], changes.stored[row["fingerprint"]]) for row in rows)
+            events = changes.events[start : start + DECISION_CHUNK]
+            try:
+                await self._save_decisions(rows, events, changes.stored)
+            except Exception as exc:
+                if is_outage(exc):
+                    raise
+                # One row's values: write them one by one, so only that alert is left out.
+                for row, event in zip(rows, events, strict=True):
+                    try:
+                        await self._save_decisions([row], [event], changes.stored)
+                    except Exception as row_exc:
+                        if is_outage(row_exc):
+                            raise
+                        bad[row["fingerprint"]] = describe(row_exc)
+        if bad:
+            raise Poisoned(bad)
+
+    async def _save_decisions(
+        self,
+        rows: list[dict[str, Any]],
+        events: list[dict[str, Any]],
+        stored: Mapping[str, tuple[str, dict[str, Any]]],
+    ) -> None:
+        async with self._db.write() as session:
+            await store.save_decisions(session, rows)
+            await insert_events(session, events)
+            await session.commit()
+        self._decisions.update((row["fingerprint"], stored[row["fingerprint"]]) for row in rows)
 
     def _observe(self, result: EvalResult, seconds: float) -> None:
         m = self._metrics

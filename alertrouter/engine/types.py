@@ -31,6 +31,7 @@ class Decision(enum.StrEnum):
     SILENCED = "silenced"  # muted by the silence `silenced_by`
     HELD = "held"  # hold-down: waiting until `held_until` for a source that may mute it
     RESOLVED = "resolved"
+    QUARANTINED = "quarantined"  # processing it failed on its own, repeatedly: left out of every pass (`error`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from alertrouter.ingest.body import BodyTooLarge, read_body
 from alertrouter.ingest.payloads import Parsed, PayloadError, parse_api_v2, parse_webhook
 from alertrouter.model import utcnow
 from alertrouter.runtime import Runtime, RuntimeDep
-from alertrouter.store import OUTAGE_ERRORS, describe_error
+from alertrouter.store import describe_error, is_outage
 
 __all__ = ["router"]
 
@@ -68,8 +68,10 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
     try:
         async with asyncio.timeout(runtime.settings.store_timeout.total_seconds()):
             result = await runtime.ingestor.ingest(batch)
-    except OUTAGE_ERRORS as exc:
+    except Exception as exc:
         m.db_errors.labels(operation="ingest").inc()
+        if not is_outage(exc):  # this payload alone could not be stored (the writer logged why)
+            return answer("error", 500, {"error": "this payload could not be stored; the server logged why"})
         log.error(
             "could not store %s payload (%d alerts), answering 503: %s",
             endpoint,
@@ -82,9 +84,6 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
             {"error": "store unavailable, retry later"},
             **{"Retry-After": RETRY_AFTER_SECONDS},
         )
-    except Exception:  # this payload alone could not be stored (the writer logged why): never a 503 for all
-        m.db_errors.labels(operation="ingest").inc()
-        return answer("error", 500, {"error": "this payload could not be stored; the server logged why"})
 
     if result.written:
         runtime.engine.nudge()

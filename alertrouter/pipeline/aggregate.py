@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from alertrouter.labels import Matcher, matches_all
-from alertrouter.model import AlertView
+from alertrouter.model import KEY_MAX, AlertView, bounded
 
 __all__ = [
     "DEFAULT_RULE",
@@ -71,14 +71,14 @@ def assign_rule(rules: Sequence[AggregationRule], labels: Mapping[str, str]) -> 
 def incident_key(rule: AggregationRule, labels: Mapping[str, str]) -> str:
     """Stable and readable: `gpu-by-node{alertname="GPUHighTemp",node="gpu-node-07"}`."""
     values = ",".join(f"{name}={json.dumps(labels.get(name, ''), ensure_ascii=False)}" for name in rule.group_by)
-    return f"{rule.name}{{{values}}}"
+    return bounded(f"{rule.name}{{{values}}}", KEY_MAX)
 
 
 def rollup_key(rule: AggregationRule, labels: Mapping[str, str]) -> str | None:
     if rule.rollup is None:
         return None
     values = ",".join(f"{n}={json.dumps(labels.get(n, ''), ensure_ascii=False)}" for n in rule.rollup.by)
-    return f"{rule.name}/cluster{{{values}}}"
+    return bounded(f"{rule.name}/cluster{{{values}}}", KEY_MAX)
 
 
 _DEFAULT_SEVERITIES = ("critical", "warning", "info")

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from alertrouter.store.db import OUTAGE_ERRORS, STORE_ERRORS, Database, describe_error
+from alertrouter.store.db import STORE_ERRORS, Database, describe_error, is_outage
 
-__all__ = ["OUTAGE_ERRORS", "STORE_ERRORS", "Database", "describe_error"]
+__all__ = ["STORE_ERRORS", "Database", "describe_error", "is_outage"]

@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-__all__ = ["OUTAGE_ERRORS", "STORE_ERRORS", "Database", "describe_error", "json_dumps"]
+__all__ = ["STORE_ERRORS", "Database", "describe_error", "is_outage", "json_dumps"]
 
 # What "the store is unavailable" looks like from here; ingest answers 503 on these.
 STORE_ERRORS: tuple[type[Exception], ...] = (
@@ -25,16 +25,26 @@ STORE_ERRORS: tuple[type[Exception], ...] = (
     TimeoutError,
 )
 
-# Of those, the ones that say the store itself failed (unreachable, locked, timed out), whatever was
-# written; the others (a value the column refuses, a constraint) are caused by one payload or row,
-# and are answered for that payload or row alone.
-OUTAGE_ERRORS: tuple[type[Exception], ...] = (
-    exc.OperationalError,
-    exc.InterfaceError,
-    exc.TimeoutError,
-    OSError,
-    TimeoutError,
-)
+# SQLSTATE classes of errors that one row's values cause (22: data exception, e.g. a value too long
+# for its column or an integer out of range; 23: integrity constraint violation). Every other store
+# error (08 connection, 57P03 starting up, 40 deadlock, 53 out of resources, a timeout) is an outage.
+_DATA_SQLSTATE_CLASSES = ("22", "23")
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether the store itself failed (unreachable, starting, locked, timed out, deadlocked), as
+    opposed to refusing one payload's or row's values: an outage is answered 503 for everyone and
+    retried; a data error is answered for the item that caused it alone."""
+    if not isinstance(error, STORE_ERRORS) or isinstance(error, exc.DataError | exc.IntegrityError):
+        return False
+    if isinstance(error, exc.DBAPIError):
+        orig: BaseException | None = error.orig
+        while orig is not None:
+            state = getattr(orig, "sqlstate", None)
+            if isinstance(state, str) and state[:2] in _DATA_SQLSTATE_CLASSES:
+                return False
+            orig = orig.__cause__
+    return True
 
 
 def describe_error(exc: BaseException) -> str:

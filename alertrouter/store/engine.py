@@ -6,15 +6,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, or_, select, update
+from sqlalchemy import ColumnElement, Table, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.engine.types import IncidentRecord, IncidentState, Intent, LiveAlert
+from alertrouter.engine.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.model import AlertStatus
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
 from alertrouter.store import bulk
 from alertrouter.store.alerts import _insert, alerts_t
+from alertrouter.store.db import is_outage
 from alertrouter.store.tables import IncidentRow, LeaseRow, NotifyStateRow, OutboxRow, SilenceRow
 
 __all__ = [
@@ -25,15 +26,18 @@ __all__ = [
     "load_incidents",
     "load_live_alerts",
     "load_silences",
+    "quarantine_alerts",
     "save_decisions",
     "save_incidents",
     "save_notify_states",
+    "unreadable_alerts",
 ]
 
 incidents_t = cast(Table, IncidentRow.__table__)
 notify_t = cast(Table, NotifyStateRow.__table__)
 outbox_t = cast(Table, OutboxRow.__table__)
 leases_t = cast(Table, LeaseRow.__table__)
+QUARANTINED = Decision.QUARANTINED.value
 
 
 async def lease_held_by_other(session: AsyncSession, *, name: str, holder: str, now: datetime) -> bool:
@@ -84,16 +88,16 @@ async def load_live_alerts(
     c = alerts_t.c
     stmt = select(
         c.fingerprint, c.labels, c.status, c.starts_at, c.fired_at, c.updated_at, c.decision, c.decision_detail
-    )
+    ).where(_not_quarantined)
     out: list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]] = []
     if changed_since is None:
-        rows = list(
-            await session.execute(stmt.where(or_(c.status == AlertStatus.FIRING.value, c.updated_at >= resolved_since)))
-        )
+        rows = list(await session.execute(stmt.where(_live(resolved_since))))
     elif known is None:
         rows = list(await session.execute(stmt.where(c.updated_at >= changed_since)))
     else:
-        stamps = await session.execute(select(c.fingerprint, c.updated_at).where(c.updated_at >= changed_since))
+        stamps = await session.execute(
+            select(c.fingerprint, c.updated_at).where(_not_quarantined, c.updated_at >= changed_since)
+        )
         handed = inserted or {}
         wanted = []
         for fp, updated_at in stamps:
@@ -112,6 +116,43 @@ async def load_live_alerts(
         live = LiveAlert(fp, labels, status == AlertStatus.FIRING.value, starts_at, fired_at)
         out.append((live, updated_at, decision, detail))
     return out
+
+
+def _live(resolved_since: datetime) -> ColumnElement[bool]:
+    c = alerts_t.c
+    return or_(c.status == AlertStatus.FIRING.value, c.updated_at >= resolved_since)
+
+
+_not_quarantined = or_(alerts_t.c.decision.is_(None), alerts_t.c.decision != QUARANTINED)
+
+
+async def unreadable_alerts(session: AsyncSession, *, resolved_since: datetime) -> dict[str, str]:
+    """The live alerts whose rows cannot be read back (fingerprint -> the error), found one by one
+    after a whole read failed: a value a driver cannot decode must stop only its own alert."""
+    c = alerts_t.c
+    stmt = select(c.fingerprint, c.labels, c.status, c.starts_at, c.fired_at, c.updated_at, c.decision_detail)
+    fingerprints = list(await session.scalars(select(c.fingerprint).where(_not_quarantined, _live(resolved_since))))
+    bad: dict[str, str] = {}
+    for fp in fingerprints:
+        try:
+            (await session.execute(stmt.where(c.fingerprint == fp))).all()
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            bad[fp] = f"{type(exc).__name__}: {exc}"[:500]  # the driver's own error for this row's values
+    return bad
+
+
+async def quarantine_alerts(session: AsyncSession, errors: Mapping[str, str], now: datetime) -> None:
+    """Mark alerts as quarantined with their error: every later pass leaves them out, and the API and
+    console show why."""
+    for fp, error in sorted(errors.items()):
+        detail = {"error": error, "quarantined_at": now.isoformat()}
+        await session.execute(
+            update(alerts_t)
+            .where(alerts_t.c.fingerprint == fp)
+            .values(decision=QUARANTINED, decision_detail=detail, decided_at=now)
+        )
 
 
 async def load_incidents(session: AsyncSession, *, resolved_since: datetime) -> dict[str, IncidentRecord]:

@@ -1,0 +1,102 @@
+"""What a pass writes about each alert (its decision, as a row and a trail event), and which alerts
+alone made a pass fail (to be quarantined)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from alertrouter.engine.evaluate import Evaluator
+from alertrouter.engine.types import EvalResult, IncidentRecord, LiveAlert
+from alertrouter.model import NAME_MAX, bounded
+from alertrouter.pipeline.silence import Silence
+from alertrouter.ruleset.build import Pipeline
+
+__all__ = ["DecisionChanges", "Poisoned", "decision_changes", "describe", "find_culprits"]
+
+
+class Poisoned(Exception):
+    """A pass failed because of these alerts alone (fingerprint -> error): quarantine them and retry."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        super().__init__(f"{len(self.errors)} alerts failed on their own")
+
+
+def describe(exc: BaseException) -> str:
+    """An error as stored with a quarantined item: its type and the start of its message."""
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+@dataclass(slots=True)
+class DecisionChanges:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    stored: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    inhibited: Counter[str] = field(default_factory=Counter)
+
+
+def decision_changes(
+    result: EvalResult,
+    now: datetime,
+    *,
+    previous: Mapping[str, tuple[str | None, dict[str, Any] | None]],
+    alerts: Mapping[str, LiveAlert],
+    node_of: Callable[[str], str | None],
+) -> DecisionChanges:
+    """The decisions that differ from those stored (`previous`), as rows and trail events: built before
+    the write transaction (in a storm they are thousands), remembered only once it has committed."""
+    changes = DecisionChanges()
+    for fp, decision in result.decisions.items():
+        detail = decision.detail()
+        stored = (decision.decision.value, detail)
+        if previous.get(fp) == stored:
+            continue
+        changes.stored[fp] = stored
+        node = node_of(fp)
+        # The decision trail: each change, kept as history (the console and the digest read it).
+        changes.events.append(
+            {
+                "fingerprint": fp,
+                "kind": "decision",
+                "at": now,
+                "episode_starts_at": alerts[fp].starts_at,
+                "raw_event_id": None,
+                "detail": {"decision": decision.decision.value, "incident": decision.incident, **detail},
+            }
+        )
+        changes.rows.append(
+            {
+                "fingerprint": fp,
+                # The node name comes from a label value, which may be longer than its column.
+                "node": None if node is None else bounded(node, NAME_MAX),
+                "incident_key": decision.incident,
+                "decision": decision.decision.value,
+                "decision_detail": detail,
+                "decided_at": now,
+            }
+        )
+        if decision.inhibit_rule:
+            changes.inhibited[decision.inhibit_rule] += 1
+    return changes
+
+
+def find_culprits(
+    pipeline: Pipeline,
+    alerts: Sequence[LiveAlert],
+    records: Mapping[str, IncidentRecord],
+    now: datetime,
+    silences: Sequence[Silence],
+) -> dict[str, str]:
+    """After an evaluation failed: the alerts whose evaluation fails alone, each probed with a fresh
+    evaluator (only on this rare path, so its cost does not matter)."""
+    bad: dict[str, str] = {}
+    for alert in alerts:
+        try:
+            Evaluator(pipeline).evaluate([alert], records, now=now, silences=silences)
+        except Exception as exc:
+            bad[alert.fingerprint] = describe(exc)
+    return bad
