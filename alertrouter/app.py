@@ -96,7 +96,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         delivery=delivery,
         http=http,
         loops=loops,
-        scheduler=build_scheduler(settings, ruleset, db, engine.pipeline, metrics),
+        scheduler=build_scheduler(settings, ruleset, db, engine.pipeline, metrics, loops),
     )
 
 

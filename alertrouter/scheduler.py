@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.digest.period import DAYS, due_period
 from alertrouter.digest.send import DigestRunner, DigestTarget
+from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.render import Templates
@@ -47,6 +48,7 @@ LEASE = "scheduler"
 HOUSEKEEPING = "housekeeping"
 STOP_GRACE = timedelta(seconds=10)
 EVENTS_CHUNK = 5000  # history events pruned per transaction
+LOOP = "scheduler"  # its name in LoopHealth and the loop metrics
 
 
 class Scheduler:
@@ -61,8 +63,10 @@ class Scheduler:
         holder: str | None = None,
         tick: timedelta = timedelta(minutes=1),
         housekeeping_every: timedelta = timedelta(hours=1),
+        loops: LoopHealth | None = None,
     ) -> None:
         self._db = db
+        self._loops = loops or LoopHealth(metrics)
         self.digests = digests
         self._metrics = metrics
         self._retention = history_retention
@@ -80,6 +84,7 @@ class Scheduler:
         """Add the jobs and start; must be called with the event loop running."""
         if logging.getLogger().getEffectiveLevel() >= logging.INFO:  # APScheduler logs every run at INFO
             logging.getLogger("apscheduler").setLevel(logging.WARNING)
+        self._loops.register(LOOP, interval=self._tick.total_seconds())
         scheduler = AsyncIOScheduler(timezone=UTC)
         defaults: dict[str, Any] = {"misfire_grace_time": None, "coalesce": True, "max_instances": 1}
         now = datetime.now(UTC)
@@ -141,8 +146,10 @@ class Scheduler:
             await job(*args)
         except STORE_ERRORS as exc:
             log.warning("scheduled job failed, will retry: %s", describe_error(exc))
-        except Exception:
-            log.exception("scheduled job failed")
+        except Exception as exc:  # supervised: the job runs again at its next time
+            self._loops.failed(LOOP, exc, what=f"job {getattr(job, '__name__', job)}")
+        else:
+            self._loops.passed(LOOP)
         finally:
             if task is not None:
                 self._inflight.discard(task)
@@ -227,11 +234,18 @@ class Scheduler:
 
 
 def build_scheduler(
-    settings: Settings, ruleset: Ruleset, db: Database, pipeline: Pipeline, metrics: Metrics
+    settings: Settings,
+    ruleset: Ruleset,
+    db: Database,
+    pipeline: Pipeline,
+    metrics: Metrics,
+    loops: LoopHealth | None = None,
 ) -> Scheduler | None:
     """The scheduler `serve` runs, or None with ALERTROUTER_SCHEDULER=false."""
     if not settings.scheduler:
         return None
     holder = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
     digests = DigestRunner(db, ruleset, pipeline, templates=Templates(settings.templates_dir), holder=holder)
-    return Scheduler(db, digests, metrics=metrics, history_retention=settings.history_retention, holder=holder)
+    return Scheduler(
+        db, digests, metrics=metrics, history_retention=settings.history_retention, holder=holder, loops=loops
+    )
