@@ -20,6 +20,7 @@ from alertrouter.store.tables import (
 
 __all__ = [
     "count_alerts_by_status",
+    "count_quarantined_alerts",
     "count_raw_events",
     "get_alert",
     "get_episodes",
@@ -85,6 +86,12 @@ async def get_raw_event(session: AsyncSession, *, event_id: int) -> RawEventRow 
 async def count_alerts_by_status(session: AsyncSession) -> dict[str, int]:
     rows = await session.execute(select(AlertRow.status, func.count()).group_by(AlertRow.status))
     return {status: int(n) for status, n in rows}
+
+
+async def count_quarantined_alerts(session: AsyncSession) -> int:
+    """Alerts the engine leaves out after their processing failed on its own (decision `quarantined`)."""
+    stmt = select(func.count()).select_from(AlertRow).where(AlertRow.decision == "quarantined")
+    return int(await session.scalar(stmt) or 0)
 
 
 async def count_raw_events(session: AsyncSession) -> int:
