@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -41,17 +42,23 @@ class Batch:
         return len(self.ids) > 1
 
 
-def plan_batches(pending: Sequence[int], *, budget: int | None, coalesce_backlog: bool) -> list[Batch]:
+def plan_batches(
+    pending: Sequence[int], *, budget: int | None, coalesce_backlog: bool, alone: AbstractSet[int] = frozenset()
+) -> list[Batch]:
     """What to send now from a channel's due deliveries (ids ordered worst severity first, then oldest).
 
     `budget`: messages the robot may still take in its rate window (None: unlimited). When the backlog
     fits, each is sent as it is. When it does not, or right after the vendor blocked the robot, the whole
     backlog becomes one coalesced message rather than waiting an hour in a queue (the vendor's advice).
+    `alone`: deliveries that failed for a reason of their own (see `delivery.policy`); each is sent as a
+    message of its own, after the coalesced one and within the budget, so one that cannot be sent never
+    takes others down with it.
     """
     if not pending or (budget is not None and budget <= 0):
         return []
-    if coalesce_backlog and len(pending) > 1:
-        return [Batch(tuple(pending))]
-    if budget is None or len(pending) <= budget:
+    if not coalesce_backlog and (budget is None or len(pending) <= budget):
         return [Batch((i,)) for i in pending]
-    return [Batch(tuple(pending))]
+    together = tuple(i for i in pending if i not in alone)
+    batches = [Batch(together)] if together else []
+    batches += [Batch((i,)) for i in pending if i in alone]
+    return batches if budget is None else batches[:budget]

@@ -20,8 +20,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from alertrouter.channels.base import Channel, ChannelError
-from alertrouter.delivery.expand import ActionLinks, coalesced_row, delivery_rows, failover_row, notification_of
-from alertrouter.delivery.plan import Batch, backoff, plan_batches
+from alertrouter.channels.registry import secret_values
+from alertrouter.delivery.expand import ActionLinks, coalesced_row, failover_row, notification_of
+from alertrouter.delivery.outbox import expand_outbox
+from alertrouter.delivery.plan import Batch, plan_batches
+from alertrouter.delivery.policy import Unexpected, masked_exception
+from alertrouter.delivery.record import Recorder
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
@@ -40,6 +44,8 @@ LEASE_TTL = timedelta(seconds=60)
 FAILOVER_AFTER = 3  # consecutive failures before critical messages go to the failover robot
 STOP_GRACE = 15.0
 LOOP = "delivery"  # its name in LoopHealth and the loop metrics
+_GOES_ON = frozenset({"sent", "skipped", "capped", "error", "split"})  # after these the channel's next batch is sent
+_REMEMBERED = 256  # distinct unexpected errors whose traceback was logged
 
 
 class DeliveryWorker:
@@ -65,6 +71,8 @@ class DeliveryWorker:
         self.configs: dict[str, ChannelConfig] = {c.name: c for c in ruleset.channels}
         self.receivers = {r.name: r for r in ruleset.receivers}
         self.unconfigured = sorted(unconfigured_channels(ruleset))
+        self._secrets = secret_values(ruleset)
+        self._logged: dict[str, None] = {}  # signatures of unexpected errors logged with their traceback
         self._metrics = metrics
         self._base = (external_url or ruleset.global_.external_url or "").rstrip("/")
         self.actions: ActionLinks | None = None  # set at startup (the key may live in the store); None: no links
@@ -72,6 +80,7 @@ class DeliveryWorker:
         self._slots = asyncio.Semaphore(concurrency)
         self._clock = clock
         self._rng = rng or random.Random()
+        self._recorder = Recorder(db, metrics=metrics, clock=clock, rng=self._rng)
         self.holder = holder or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self._wake = asyncio.Event()
         self._stopping = False
@@ -129,42 +138,24 @@ class DeliveryWorker:
         await asyncio.gather(*(self._guarded(name) for name in due))
 
     async def expand(self) -> int:
-        """Turn pending outbox rows into deliveries; returns how many deliveries were created."""
-        async with self._db.read() as session:
-            pending = await store.pending_outbox(session, limit=500)
-        if not pending:
-            return 0
-        now = self._clock()
-        with_channels = {r.id for r in pending if r.receiver in self.receivers and self.receivers[r.receiver].channels}
-        without = [r.id for r in pending if r.id not in with_channels]
-        fingerprints = [a.get("fingerprint", "") for r in pending for a in r.message.get("alerts", [])]
-        async with self._db.write() as session:
-            won = await store.claim_outbox(session, sorted(with_channels), status="dispatched")
-            await store.claim_outbox(session, without, status="no_channels")
-            details = await store.alert_details(session, fingerprints)
-            ids = await store.incident_ids(session, [r.incident_key for r in pending])
-            rows = []
-            for outbox in pending:
-                if outbox.id in won:
-                    rows.extend(
-                        delivery_rows(
-                            outbox,
-                            self.receivers[outbox.receiver],
-                            self.configs,
-                            severities=self.ruleset.global_.severities,
-                            details=details,
-                            incident_ids=ids,
-                            unconfigured=self.unconfigured,
-                            now=now,
-                        )
-                    )
-            await store.insert_deliveries(session, rows)
-            await session.commit()
+        """Turn pending outbox rows into deliveries; returns how many deliveries were created. An outbox
+        row whose expansion raises is quarantined (see `delivery.outbox`), the others are expanded."""
+        done = await expand_outbox(
+            self._db,
+            receivers=self.receivers,
+            channels=self.configs,
+            severities=self.ruleset.global_.severities,
+            unconfigured=self.unconfigured,
+            secrets=self._secrets,
+            now=self._clock(),
+        )
+        for outbox_id, exc in done.quarantined.items():
+            self._unexpected(exc, f"expansion of outbox row {outbox_id} (quarantined)")
         if self._metrics is not None:
-            for row in rows:
+            for row in done.rows:
                 if row["status"] == "unconfigured":
                     self._metrics.notifications.labels(channel=row["channel"], result="unconfigured").inc()
-        return len(rows)
+        return len(done.rows)
 
     # -- one channel ---------------------------------------------------------------------------
     async def _guarded(self, name: str) -> None:
@@ -173,6 +164,8 @@ class DeliveryWorker:
                 await self.work_channel(name)
             except STORE_ERRORS as exc:
                 log.warning("delivery through %s interrupted by the store: %s", name, describe_error(exc))
+            except Exception as exc:  # contained to this channel; the others are worked
+                self._unexpected(exc, f"work on channel {name}")
 
     async def work_channel(self, name: str) -> None:
         config, channel = self.configs.get(name), self.channels.get(name)
@@ -201,139 +194,106 @@ class DeliveryWorker:
             await self._fail_over(config, now)
         if blocked or failing:
             return
+        if state.coalesce_backlog:
+            async with self._db.write() as session:
+                await store.update_channel(session, name, coalesce_backlog=False)
+                await session.commit()
+        if await self._send_due(config, channel, now, coalesce_backlog=bool(state.coalesce_backlog)) == "split":
+            # a combined message failed unexpectedly: its messages are due again, each alone, in this pass
+            await self._send_due(config, channel, self._clock(), coalesce_backlog=False)
+
+    async def _send_due(self, config: ChannelConfig, channel: Channel, now: datetime, *, coalesce_backlog: bool) -> str:
+        """Send what is due within the budget; the last outcome ("split" if a combined message split)."""
+        name = config.name
         async with self._db.read() as session:
             budget = None
             if config.rate_limit is not None:
                 used = await store.attempts_since(session, channel=name, since=now - config.rate_limit.per)
                 budget = config.rate_limit.messages - used
             pending = await store.due_deliveries(session, channel=name, now=now, limit=BATCH)
-        batches = plan_batches([p.id for p in pending], budget=budget, coalesce_backlog=bool(state.coalesce_backlog))
+        alone = {p.id for p in pending if p.unexpected_failures}
+        batches = plan_batches([p.id for p in pending], budget=budget, coalesce_backlog=coalesce_backlog, alone=alone)
         if pending and not batches and self._metrics is not None:
             self._metrics.rate_limited.labels(channel=name, by="budget").inc()
-        if state.coalesce_backlog:
-            async with self._db.write() as session:
-                await store.update_channel(session, name, coalesce_backlog=False)
-                await session.commit()
+        split = ""
         for batch in batches:
             if self._stopping:
-                return
+                break
             outcome = await self._send(config, channel, batch)
-            if outcome not in ("sent", "skipped", "capped"):
-                return  # the vendor is unhappy: stop here, the channel's retry/block state says when to resume
+            split = split or ("split" if outcome == "split" else "")
+            if outcome not in _GOES_ON:
+                return outcome  # the vendor is unhappy: stop here, the channel's retry/block state says when to resume
+        return split
 
     async def _send(self, config: ChannelConfig, channel: Channel, batch: Batch) -> str:
         name = config.name
         now = self._clock()
         grace = config.timeout * 2 + timedelta(seconds=5)  # outlasts the send, which gives up after timeout + 5s
-        async with self._db.write() as session:
-            if not await store.take_channel(session, name=name, holder=self.holder, now=now, until=now + LEASE_TTL):
-                await session.rollback()
-                return "lost_lease"
-            delivery_id = batch.ids[0]
-            if batch.coalesced:
-                coalesced = await self._coalesce(session, batch.ids, now)
-                if coalesced is None:
+        try:
+            async with self._db.write() as session:
+                if not await store.take_channel(session, name=name, holder=self.holder, now=now, until=now + LEASE_TTL):
                     await session.rollback()
-                    return "skipped"
-                delivery_id = coalesced
-            (row,) = await store.deliveries_by_id(session, [delivery_id])
-            recipients, capped = await self._within_cap(session, config, row, now)
-            if capped and not recipients:
-                await store.update_deliveries(
-                    session, [row.id], only_status="pending", status="capped", last_error=_capped(capped)
+                    return "lost_lease"
+                delivery_id = batch.ids[0]
+                if batch.coalesced:
+                    coalesced = await self._coalesce(session, batch.ids, now)
+                    if coalesced is None:
+                        await session.rollback()
+                        return "skipped"
+                    delivery_id = coalesced
+                (row,) = await store.deliveries_by_id(session, [delivery_id])
+                recipients, capped = await self._within_cap(session, config, row, now)
+                if capped and not recipients:
+                    await store.update_deliveries(
+                        session, [row.id], only_status="pending", status="capped", last_error=_capped(capped)
+                    )
+                    await session.commit()
+                    self._count(name, "capped")
+                    return "capped"
+                attempt = await store.start_attempt(
+                    session, delivery_id=row.id, channel=name, worker=self.holder, now=now, claimed_until=now + grace
                 )
                 await session.commit()
-                self._count(name, "capped")
-                return "capped"
-            attempt = await store.start_attempt(
-                session, delivery_id=row.id, channel=name, worker=self.holder, now=now, claimed_until=now + grace
-            )
-            await session.commit()
+        except STORE_ERRORS:
+            raise
+        except Exception as exc:  # preparing these messages failed: they alone wait
+            broken = self._unexpected(exc, f"preparing delivery {', '.join(map(str, batch.ids))} for {name}")
+            await self._recorder.without_attempt(config, batch.ids, broken, combined=batch.coalesced)
+            return "split" if batch.coalesced else "error"
         if attempt is None:
             return "skipped"
-        notification = notification_of(row, recipients, base_url=self._base, now=self._clock(), actions=self.actions)
         started = time.perf_counter()
-        error: ChannelError | None = None
+        failure: ChannelError | Unexpected | None = None
         try:
+            notification = notification_of(
+                row, recipients, base_url=self._base, now=self._clock(), actions=self.actions
+            )
             await asyncio.wait_for(channel.send(notification), timeout=config.timeout.total_seconds() + 5)
         except ChannelError as exc:
-            error = exc
+            failure = exc
         except TimeoutError:
-            error = ChannelError(f"{name}: no answer within {config.timeout}")
-        except Exception as exc:  # a bug in a channel must not stop delivery through the others
-            log.error("channel %s raised %s unexpectedly", name, type(exc).__name__)
-            error = ChannelError(f"{name}: unexpected {type(exc).__name__}")
-        return await self._record(config, row, attempt, error, recipients, capped, time.perf_counter() - started)
+            failure = ChannelError(f"{name}: no answer within {config.timeout}")
+        except Exception as exc:  # a bug, or a message the channel cannot take: it alone waits
+            failure = self._unexpected(exc, f"send of delivery {row.id} through {name}")
+        seconds = time.perf_counter() - started
+        note = _capped(capped) if capped else None
+        return await self._recorder.attempt(config, row, attempt, failure, recipients, note, seconds)
 
-    async def _record(
-        self,
-        config: ChannelConfig,
-        row: Any,
-        attempt: int,
-        error: ChannelError | None,
-        recipients: Sequence[str],
-        capped: Sequence[str],
-        seconds: float,
-    ) -> str:
-        name, now = config.name, self._clock()
-        async with self._db.write() as session:
-            if error is None:
-                outcome = "sent"
-                note = _capped(capped) if capped else None
-                await store.finish_attempt(session, attempt_id=attempt, outcome="sent", error=note, now=now)
-                await store.update_deliveries(
-                    session, [row.id], only_status=None, status="sent", sent_at=now, claimed_until=None, last_error=note
-                )
-                await store.update_channel(
-                    session, name, healthy=True, consecutive_failures=0, retry_at=None, last_ok_at=now
-                )
-                if config.type == "sms":
-                    await store.record_recipient_sends(session, channel=name, recipients=recipients, now=now)
-            elif error.rate_limited:
-                outcome = "rate_limited"
-                block = config.rate_limit.block if config.rate_limit else timedelta(minutes=10)
-                if error.retry_after:
-                    block = max(block, timedelta(seconds=error.retry_after))
-                until = now + block
-                await store.finish_attempt(session, attempt_id=attempt, outcome=outcome, error=error.message, now=now)
-                await store.update_deliveries(
-                    session, [row.id], only_status=None, status="pending", next_attempt_at=until,
-                    claimed_until=None, last_error=error.message,
-                )  # fmt: skip
-                await store.update_channel(
-                    session, name, blocked_until=until, coalesce_backlog=True, last_error=error.message,
-                    last_failure_at=now,
-                )  # fmt: skip
-                log.warning("%s: the vendor refused for its rate limit; blocked until %s", name, until.isoformat())
-            else:
-                retry = config.retry
-                attempts = row.attempts + 1
-                give_up = error.permanent or now - row.created_at >= retry.give_up_after
-                outcome = "dead" if give_up else "retry"
-                delay = backoff(attempts, initial=retry.initial, maximum=retry.max, rng=self._rng)
-                if error.permanent:
-                    delay = retry.max  # probe a broken channel rarely: no retry storm against a bad token
-                await store.finish_attempt(session, attempt_id=attempt, outcome=outcome, error=error.message, now=now)
-                await store.update_deliveries(
-                    session, [row.id], only_status=None, status="dead" if give_up else "pending",
-                    next_attempt_at=now + delay, claimed_until=None, last_error=error.message,
-                )  # fmt: skip
-                await store.channel_failed(
-                    session, name, error=error.message, now=now, retry_at=now + delay, unhealthy=error.permanent
-                )
-                level = logging.ERROR if give_up else logging.WARNING
-                log.log(
-                    level, "%s: delivery %d %s: %s", name, row.id, "dead" if give_up else "will retry", error.message
-                )
-            await session.commit()
-        self._count(name, outcome)
-        if self._metrics is not None:
-            if outcome == "sent":
-                self._metrics.delivery_latency.labels(channel=name).observe((now - row.created_at).total_seconds())
-            if outcome == "rate_limited":
-                self._metrics.rate_limited.labels(channel=name, by="vendor").inc()
-            self._metrics.send_duration.labels(channel=name).observe(seconds)
-        return outcome
+    def _unexpected(self, exc: BaseException, what: str) -> Unexpected:
+        """Log and count an exception contained to one message, outbox row or channel: with its
+        traceback the first time this worker sees it, as one line after that; secrets masked."""
+        failure = Unexpected.of(exc, self._secrets)
+        signature = str(failure)
+        if signature not in self._logged:
+            if len(self._logged) >= _REMEMBERED:
+                self._logged.pop(next(iter(self._logged)))
+            self._logged[signature] = None
+            self._loops.failed(LOOP, masked_exception(exc, self._secrets), what=what)
+        else:
+            log.warning("%s %s failed again: %s", LOOP, what, signature)
+            if self._metrics is not None:
+                self._metrics.loop_errors.labels(loop=LOOP).inc()
+        return failure
 
     # -- helpers -------------------------------------------------------------------------------
     async def _coalesce(self, session: Any, ids: Sequence[int], now: datetime) -> int | None:

@@ -26,15 +26,19 @@ __all__ = [
     "channel_states",
     "claim_outbox",
     "count_by_channel",
+    "count_outbox",
     "deliveries_by_id",
     "delivery_attempts",
     "due_channels",
     "due_deliveries",
+    "failing_deliveries",
     "finish_attempt",
     "incident_ids",
     "insert_deliveries",
     "list_deliveries",
+    "list_outbox",
     "pending_outbox",
+    "quarantine_outbox",
     "recipient_counts",
     "record_recipient_sends",
     "recover_stale",
@@ -69,6 +73,27 @@ async def claim_outbox(session: AsyncSession, ids: Sequence[int], *, status: str
         .returning(outbox_t.c.id)
     )
     return {r[0] for r in (await session.execute(stmt)).all()}
+
+
+async def quarantine_outbox(session: AsyncSession, errors: Mapping[int, str]) -> None:
+    """Outbox rows whose expansion raised: marked with their error, never expanded again."""
+    for outbox_id, error in errors.items():
+        await session.execute(
+            update(outbox_t).where(outbox_t.c.id == outbox_id).values(status="quarantined", last_error=error)
+        )
+
+
+async def list_outbox(session: AsyncSession, *, status: str, limit: int = 100) -> tuple[Sequence[Row[Any]], int]:
+    """Outbox rows of one status newest first (the quarantined ones, for the API), and how many in all."""
+    where = outbox_t.c.status == status
+    stmt = select(outbox_t).where(where).order_by(outbox_t.c.id.desc()).limit(limit)
+    total = (await session.execute(select(func.count()).select_from(outbox_t).where(where))).scalar_one()
+    return (await session.execute(stmt)).all(), int(total)
+
+
+async def count_outbox(session: AsyncSession, *, status: str) -> int:
+    stmt = select(func.count()).select_from(outbox_t).where(outbox_t.c.status == status)
+    return int((await session.execute(stmt)).scalar_one())
 
 
 async def alert_details(
@@ -201,6 +226,17 @@ async def due_deliveries(
         stmt = stmt.where(deliveries_t.c.severity_rank <= critical_rank)
     stmt = stmt.order_by(deliveries_t.c.severity_rank, deliveries_t.c.created_at, deliveries_t.c.id).limit(limit)
     return (await session.execute(stmt)).all()
+
+
+async def failing_deliveries(session: AsyncSession, *, channel: str) -> int:
+    """Deliveries of a channel still failing for a reason of their own: pending or in flight after an
+    unexpected failure (what keeps the channel unhealthy, see `delivery.policy`)."""
+    stmt = select(func.count()).where(
+        deliveries_t.c.channel == channel,
+        deliveries_t.c.status.in_(("pending", "sending")),
+        deliveries_t.c.unexpected_failures > 0,
+    )
+    return int((await session.execute(stmt)).scalar_one())
 
 
 async def deliveries_by_id(session: AsyncSession, ids: Sequence[int]) -> Sequence[Row[Any]]:

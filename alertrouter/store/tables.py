@@ -194,7 +194,10 @@ class NotifyStateRow(Base):
 
 
 class OutboxRow(Base):
-    """A notification intended for a receiver, written in the engine's transaction; delivered later."""
+    """A notification intended for a receiver, written in the engine's transaction; delivered later.
+
+    Statuses: pending (not yet expanded into deliveries), dispatched, no_channels, quarantined (its
+    expansion raised; `last_error` says why, and no later pass looks at it again)."""
 
     __tablename__ = "outbox"
     __table_args__ = (Index("ix_outbox_status_next", "status", "next_attempt_at"),)
@@ -228,7 +231,8 @@ class DeliveryRow(Base):
     Statuses: pending (due at `next_attempt_at`), sending (claimed until `claimed_until`; a crashed
     worker's claim expires and the row is retried), sent (the vendor said ok), dead (permanent failure
     or gave up: a dead letter), coalesced / failed_over (merged into, or moved to, `parent_id`),
-    unconfigured (the channel has no credentials in this deployment).
+    split (a coalesced message that failed unexpectedly; its members went back to pending, each to be
+    sent alone), unconfigured (the channel has no credentials in this deployment).
     """
 
     __tablename__ = "deliveries"
@@ -252,6 +256,9 @@ class DeliveryRow(Base):
     claimed_until: Mapped[datetime | None]
     sent_at: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(Text)
+    # Failures that were not the vendor's (an exception other than ChannelError): a delivery with one
+    # is sent alone, never coalesced, and is a dead letter after `delivery.policy.MAX_UNEXPECTED`.
+    unexpected_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class DeliveryAttemptRow(Base):

@@ -1,4 +1,5 @@
-"""`GET /api/v1/notifications[/{id}]` (every delivery and its attempts) and `GET /api/v1/channels`."""
+"""`GET /api/v1/notifications[/{id}]` (every delivery and its attempts), `GET /api/v1/channels` and
+`GET /api/v1/outbox/quarantined` (outbox rows whose expansion into deliveries raised)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ __all__ = ["router"]
 
 router = APIRouter(tags=["notifications"])
 
-_STATUSES = "^(pending|sending|sent|dead|coalesced|failed_over|capped|unconfigured)$"
+_STATUSES = "^(pending|sending|sent|dead|coalesced|split|failed_over|capped|unconfigured|discarded)$"
 
 
 class _Read(BaseModel):
@@ -37,6 +38,7 @@ class DeliveryRead(_Read):
     sent_at: datetime | None
     last_error: str | None
     parent_id: int | None
+    unexpected_failures: int  # failures that were not the vendor's; a dead letter at delivery.policy.MAX_UNEXPECTED
 
 
 class AttemptRead(_Read):
@@ -74,6 +76,21 @@ class ChannelRead(BaseModel):
     dead_letters: int
 
 
+class OutboxRead(_Read):
+    id: int
+    incident_key: str
+    receiver: str
+    reason: str
+    status: str
+    created_at: datetime
+    last_error: str | None
+
+
+class OutboxList(BaseModel):
+    outbox: list[OutboxRead]
+    total: int
+
+
 @router.get("/api/v1/notifications", response_model=DeliveryList)
 async def list_notifications(
     runtime: AuthorizedRuntime,
@@ -109,9 +126,23 @@ async def get_notification(delivery_id: int, runtime: AuthorizedRuntime) -> Deli
     )
 
 
+@router.get("/api/v1/outbox/quarantined", response_model=OutboxList)
+async def quarantined_outbox(
+    runtime: AuthorizedRuntime, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> OutboxList:
+    """Outbox rows the delivery loop could not turn into deliveries (their expansion raised), newest
+    first, each with its error; they are never tried again (`alertrouter_quarantined{kind="delivery"}`)."""
+    async with runtime.db.read() as session:
+        rows, total = await store.list_outbox(session, status="quarantined", limit=limit)
+    return OutboxList(outbox=[OutboxRead.model_validate(r) for r in rows], total=total)
+
+
 @router.get("/api/v1/channels", response_model=list[ChannelRead])
 async def list_channels(runtime: AuthorizedRuntime) -> list[ChannelRead]:
-    """Every configured channel: health, rate-limit block, backlog and dead letters. Never a secret."""
+    """Every configured channel: health, rate-limit block, backlog and dead letters. Never a secret.
+
+    `healthy` is false after a permanent failure and while one of its messages fails for an unexpected
+    reason (see `alertrouter.delivery.policy`), until a later send succeeds with none failing."""
     async with runtime.db.read() as session:
         states = await store.channel_states(session)
         pending = await store.count_by_channel(session, status="pending")

@@ -51,6 +51,8 @@ async def metrics(runtime: RuntimeDep) -> Response:
             counts = await queries.count_alerts_by_status(session)
             dead = await delivery_store.count_by_channel(session, status="dead")
             states = await delivery_store.channel_states(session)
+            quarantined = await delivery_store.count_outbox(session, status="quarantined")
+        m.quarantined.labels(kind="delivery").set(quarantined)  # outbox rows whose expansion raised
         for state in AlertStatus:
             m.alerts.labels(state=state.value).set(counts.get(state.value, 0))
         now = utcnow()

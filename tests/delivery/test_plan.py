@@ -63,3 +63,19 @@ def test_backoff_jitter_spreads_retries() -> None:
 )
 def test_plan_batches(pending: list[int], budget: int | None, after_block: bool, expected: list[Batch]) -> None:
     assert plan_batches(pending, budget=budget, coalesce_backlog=after_block) == expected
+
+
+@pytest.mark.parametrize(
+    ("pending", "budget", "after_block", "alone", "expected"),
+    [
+        ([1, 2, 3], 20, False, {2}, [Batch((1,)), Batch((2,)), Batch((3,))]),  # fits: all alone anyway
+        ([1, 2, 3, 4], 3, False, {2}, [Batch((1, 3, 4)), Batch((2,))]),  # never coalesced with the others
+        ([1, 2, 3, 4], 2, False, {2, 3}, [Batch((1, 4)), Batch((2,))]),  # within the budget, the others first
+        ([1, 2, 3, 4], 1, False, {1, 2, 3, 4}, [Batch((1,))]),  # worst first
+        ([1, 2], 20, True, {1}, [Batch((2,)), Batch((1,))]),
+    ],
+)
+def test_plan_batches_sends_failed_ones_alone(
+    pending: list[int], budget: int, after_block: bool, alone: set[int], expected: list[Batch]
+) -> None:
+    assert plan_batches(pending, budget=budget, coalesce_backlog=after_block, alone=alone) == expected
