@@ -84,7 +84,7 @@ class Metrics:
         self.notifications = Counter(
             "alertrouter_notifications_total",
             "Deliveries by channel and result (sent, retry, rate_limited, dead, coalesced, failed_over, capped, "
-            "unconfigured).",
+            "unconfigured, error: an unexpected failure of one message, split: a combined message sent apart).",
             ["channel", "result"],
             registry=r,
         )

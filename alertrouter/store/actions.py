@@ -146,7 +146,7 @@ async def retry_delivery(session: AsyncSession, *, delivery_id: int, now: dateti
     result = await session.execute(
         update(deliveries_t)
         .where(deliveries_t.c.id == delivery_id, deliveries_t.c.status == "dead")
-        .values(status="pending", next_attempt_at=now, attempts=0, claimed_until=None)
+        .values(status="pending", next_attempt_at=now, attempts=0, unexpected_failures=0, claimed_until=None)
     )
     return bool(cast(Any, result).rowcount)
 

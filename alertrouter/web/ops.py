@@ -52,7 +52,9 @@ async def metrics(runtime: RuntimeDep) -> Response:
             dead = await delivery_store.count_by_channel(session, status="dead")
             states = await delivery_store.channel_states(session)
             quarantined = await delivery_store.count_outbox(session, status="quarantined")
+            quarantined_alerts = await queries.count_quarantined_alerts(session)
         m.quarantined.labels(kind="delivery").set(quarantined)  # outbox rows whose expansion raised
+        m.quarantined.labels(kind="alert").set(quarantined_alerts)  # alerts the engine leaves out
         for state in AlertStatus:
             m.alerts.labels(state=state.value).set(counts.get(state.value, 0))
         now = utcnow()

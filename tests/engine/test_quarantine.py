@@ -20,7 +20,7 @@ from alertrouter.maintenance import TouchBuffer
 from alertrouter.metrics import Metrics
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.processor import Ingestor
-from alertrouter.store import Database
+from alertrouter.store import Database, queries
 from alertrouter.store.tables import AlertRow, OutboxRow
 from support.scenario import shipped_pipeline
 
@@ -95,6 +95,8 @@ async def test_an_alert_whose_evaluation_fails_is_quarantined_and_the_next_criti
     stored = await decisions(db)
     assert stored["gpu-node-07/²"][0] == Decision.QUARANTINED
     assert "ValueError" in stored["gpu-node-07/²"][1]["error"]
+    async with db.read() as s:
+        assert await queries.count_quarantined_alerts(s) == 1  # alertrouter_quarantined{kind="alert"}
     assert stored["gpu-node-07/3"][0] is not None
     assert stored["gpu-node-07/3"][0] != Decision.QUARANTINED
     # A critical alert sent afterwards is decided in the very next pass.
