@@ -14,7 +14,7 @@ from alertrouter.store.delivery import incident_ids
 from alertrouter.store.tables import AlertRow, IncidentRow
 from alertrouter.web import operations
 from alertrouter.web.console import views
-from alertrouter.web.console.pages import ConsoleDep, read_form
+from alertrouter.web.console.pages import ConsoleDep, ConsoleIncidentId, read_form
 
 __all__ = ["router"]
 
@@ -82,7 +82,7 @@ def _sources(alerts: list[AlertRow], details: list[dict[str, Any]]) -> set[str]:
 
 
 @router.get("/incidents/{incident_id}")
-async def incident_page(incident_id: int, console: ConsoleDep) -> HTMLResponse:
+async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> HTMLResponse:
     async with console.runtime.db.read() as session:
         row = await queries.get_incident(session, incident_id=incident_id)
         if row is None:
@@ -121,7 +121,7 @@ async def incident_page(incident_id: int, console: ConsoleDep) -> HTMLResponse:
 
 
 @router.post("/incidents/{incident_id}/ack")
-async def acknowledge(incident_id: int, console: ConsoleDep) -> Response:
+async def acknowledge(console: ConsoleDep, incident_id: ConsoleIncidentId) -> Response:
     principal = await console.writer(await read_form(console.request))
     row = await operations.acknowledge(console.runtime, incident_id=incident_id, by=principal.name)
     if row is None:
