@@ -21,7 +21,9 @@ AUTH = {"Authorization": "Bearer t0k-0123456789abcdef"}
 
 @pytest.fixture
 async def app_client(database_url: str) -> AsyncIterator[tuple[httpx.AsyncClient, Runtime]]:
-    app = create_app(Settings(database_url=database_url, bearer_token="t0k-0123456789abcdef"), load_ruleset(REPO / "rules", {}))
+    app = create_app(
+        Settings(database_url=database_url, bearer_token="t0k-0123456789abcdef"), load_ruleset(REPO / "rules", {})
+    )
     transport = httpx.ASGITransport(app=app)
     async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://ar") as c:
         yield c, app.state.runtime
