@@ -16,9 +16,9 @@ from alertrouter.web.schemas import AlertDetail, AlertEventRead, AlertList, Aler
 __all__ = ["router"]
 
 
-def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
+async def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
     """Reads: the webhook credential, an API token or a console session (see `alertrouter.web.access`)."""
-    require_reader(request, runtime)
+    await require_reader(request, runtime)
     return runtime
 
 

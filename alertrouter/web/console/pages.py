@@ -155,13 +155,13 @@ async def read_form(request: Request, limit: int = FORM_LIMIT) -> dict[str, str]
         raise PageError(400, "Bad form", "The form could not be read.") from None
 
 
-def _open_console(request: Request, runtime: RuntimeDep) -> Console:
+async def _open_console(request: Request, runtime: RuntimeDep) -> Console:
     access = access_for(request)
-    return Console(request, runtime, access, access.reader(identify(request, runtime)), utcnow())
+    return Console(request, runtime, access, access.reader(await identify(request, runtime)), utcnow())
 
 
-def _reading_console(request: Request, runtime: RuntimeDep) -> Console:
-    console = _open_console(request, runtime)
+async def _reading_console(request: Request, runtime: RuntimeDep) -> Console:
+    console = await _open_console(request, runtime)
     if console.principal is None:
         raise HTTPException(303, headers={"Location": login_url(request)})
     return console
