@@ -43,7 +43,7 @@ async def incident_list(
     status: Annotated[str, Query(pattern="^(open|resolved|all)$")] = "open",
     kind: Annotated[str, Query(pattern="^(|node|cluster)$")] = "",
     severity: Annotated[str, Query(max_length=64)] = "",
-    region: Annotated[str, Query(max_length=256)] = "",
+    region: Annotated[str, Query(max_length=store.CHOICE_MAX)] = "",
     node: Annotated[str, Query(max_length=256)] = "",
     page: Annotated[int, Query(ge=1, le=10_000)] = 1,
 ) -> HTMLResponse:
@@ -81,6 +81,14 @@ def _sources(alerts: list[AlertRow], details: list[dict[str, Any]]) -> set[str]:
     return {str(d["inhibited_by"]) for d in everything if d.get("inhibited_by")}
 
 
+def _prefill_matchers(labels: dict[str, str], *, severity_label: str) -> list[str]:
+    """The silence form's matchers: equality on the incident's labels, but none longer than a page shows
+    (`views.VALUE_CAP`) and at most `views.LABELS_SHOWN`, so the form stays small enough to post back.
+    Fewer matchers mute more; the person reads them in the form before silencing."""
+    short = {name: value for name, value in labels.items() if len(value) <= views.VALUE_CAP}
+    return operations.incident_matchers(short, severity_label=severity_label)[: views.LABELS_SHOWN]
+
+
 @router.get("/incidents/{incident_id}")
 async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> HTMLResponse:
     async with console.runtime.db.read() as session:
@@ -115,7 +123,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         attempts=attempts,
         sources=sources,
         incident_ids=ids,
-        silence_matchers="\n".join(operations.incident_matchers(row.labels, severity_label=severity_label)),
+        silence_matchers="\n".join(_prefill_matchers(row.labels, severity_label=severity_label)),
         decision_text=views.DECISION_TEXT,
     )
 

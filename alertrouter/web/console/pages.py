@@ -59,6 +59,8 @@ def environment(user_dir: Path | None) -> Environment:
     env.filters["when"] = views.when
     env.filters["short"] = views.short_time
     env.filters["duration"] = views.duration_text
+    env.filters["cap"] = views.cap_text
+    env.filters["shown_labels"] = views.shown_labels
     env.filters["urlquote"] = lambda value: quote(str(value), safe="")
     return env
 
