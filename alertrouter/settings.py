@@ -10,12 +10,21 @@ from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_va
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from alertrouter.durations import parse_duration
-from alertrouter.passwords import check_format, check_token, parse_pairs
+from alertrouter.passwords import MIN_TOKEN_LENGTH, check_format, check_token, parse_pairs
 from alertrouter.paths import default_rules_dir
 
-__all__ = ["LOOPBACK", "Settings", "get_settings"]
+__all__ = ["LOOPBACK", "MIN_SECRET_LENGTH", "Settings", "get_settings"]
 
 LOOPBACK = "127.0.0.1"
+# Every credential a machine presents (webhook bearer token and Basic password, API tokens) and the signing
+# key: none is slowed down by a login delay, so each must be too long to guess. Console passwords are checked
+# by `alertrouter hash-password` instead (settings hold only their hashes).
+MIN_SECRET_LENGTH = MIN_TOKEN_LENGTH
+_SINGLE_SECRETS = {
+    "bearer_token": "ALERTROUTER_BEARER_TOKEN",
+    "basic_password": "ALERTROUTER_BASIC_PASSWORD",
+    "secret_key": "ALERTROUTER_SECRET_KEY",
+}
 
 
 class Settings(BaseSettings):
@@ -111,6 +120,15 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: Any) -> Any:
         return None if value == "" else value
 
+    @field_validator(*_SINGLE_SECRETS, mode="after")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        """A 1-character token would open the 0.0.0.0 bind; the error names the setting, never the value."""
+        if value is not None and len(value.get_secret_value()) < MIN_SECRET_LENGTH:
+            name = _SINGLE_SECRETS[str(info.field_name)]
+            raise ValueError(f"{name} must be at least {MIN_SECRET_LENGTH} characters (e.g. `openssl rand -hex 24`)")
+        return value
+
     @field_validator("history_retention")
     @classmethod
     def _longer_than_a_digest(cls, value: timedelta) -> timedelta:
@@ -130,7 +148,7 @@ class Settings(BaseSettings):
         """Bad entries fail at startup, naming the entry but never echoing a hash or token."""
         if value is not None:
             users = info.field_name == "console_users"
-            what = "user" if users else "token"
+            what = "ALERTROUTER_CONSOLE_USERS user" if users else "ALERTROUTER_API_TOKENS token"
             parse_pairs(value.get_secret_value(), what=what, check=check_format if users else check_token)
         return value
 

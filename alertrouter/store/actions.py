@@ -1,5 +1,6 @@
-"""Writes people make: acknowledgements, silences, used link tokens, dead-letter retry or discard, and
-the service's own generated secret. Functions never commit; the caller's transaction decides."""
+"""Writes people make: acknowledgements, silences, used link tokens, revoked console sessions,
+dead-letter retry or discard, and the service's own generated secret. Functions never commit; the
+caller's transaction decides."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from sqlalchemy import Table, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.store.alerts import _insert
-from alertrouter.store.tables import DeliveryRow, IncidentRow, SecretRow, SilenceRow, UsedTokenRow
+from alertrouter.store.tables import (
+    DeliveryRow,
+    IncidentRow,
+    RevokedSessionRow,
+    SecretRow,
+    SilenceRow,
+    UsedTokenRow,
+)
 
 __all__ = [
     "acknowledge_incident",
@@ -23,8 +31,11 @@ __all__ = [
     "get_or_create_secret",
     "get_silence",
     "list_silences",
+    "prune_revoked_sessions",
     "prune_used_tokens",
     "retry_delivery",
+    "revoke_session",
+    "session_revoked",
     "use_token",
 ]
 
@@ -33,6 +44,7 @@ tokens_t = cast(Table, UsedTokenRow.__table__)
 incidents_t = cast(Table, IncidentRow.__table__)
 deliveries_t = cast(Table, DeliveryRow.__table__)
 silences_t = cast(Table, SilenceRow.__table__)
+revoked_t = cast(Table, RevokedSessionRow.__table__)
 
 
 async def get_or_create_secret(session: AsyncSession, *, name: str, make: Callable[[], str], now: datetime) -> str:
@@ -81,6 +93,29 @@ async def use_token(
 
 async def prune_used_tokens(session: AsyncSession, *, now: datetime) -> int:
     result = await session.execute(tokens_t.delete().where(tokens_t.c.expires_at < now))
+    return int(cast(Any, result).rowcount or 0)
+
+
+async def revoke_session(
+    session: AsyncSession, *, session_id: str, username: str, now: datetime, expires_at: datetime
+) -> None:
+    """Refuse a console session from now until it would have expired; revoking twice is harmless."""
+    await session.execute(
+        _insert(session, revoked_t)
+        .values(session_id=session_id, username=username, revoked_at=now, expires_at=expires_at)
+        .on_conflict_do_nothing(index_elements=["session_id"])  # type: ignore[attr-defined]
+    )
+
+
+async def session_revoked(session: AsyncSession, *, session_id: str) -> bool:
+    """One primary-key lookup, made for every request that presents a session cookie."""
+    found = await session.execute(select(revoked_t.c.session_id).where(revoked_t.c.session_id == session_id))
+    return found.first() is not None
+
+
+async def prune_revoked_sessions(session: AsyncSession, *, now: datetime) -> int:
+    """Revocations of sessions that have expired since: their cookies are refused by their signature."""
+    result = await session.execute(revoked_t.delete().where(revoked_t.c.expires_at < now))
     return int(cast(Any, result).rowcount or 0)
 
 

@@ -21,6 +21,7 @@ from alertrouter.store.tables import (
 )
 
 __all__ = [
+    "CHOICE_MAX",
     "MUTED_DECISIONS",
     "IncidentFilter",
     "alerts_by_fingerprint",
@@ -37,6 +38,7 @@ __all__ = [
 ]
 
 MUTED_DECISIONS = ("inhibited", "held", "silenced")
+CHOICE_MAX = 256  # the longest region the incident filter accepts, so the longest it offers
 deliveries_t = cast(Table, DeliveryRow.__table__)
 attempts_t = cast(Table, DeliveryAttemptRow.__table__)
 
@@ -96,7 +98,8 @@ async def list_incidents(
 async def filter_choices(session: AsyncSession) -> dict[str, list[str]]:
     """The regions and severities incidents have, for the filter menus."""
     region = IncidentRow.labels["region"].as_string()
-    regions = (await session.scalars(select(region).where(region.is_not(None)).distinct().limit(200))).all()
+    offered = select(region).where(region.is_not(None), func.length(region) <= CHOICE_MAX)  # longer: unfilterable
+    regions = (await session.scalars(offered.distinct().limit(200))).all()
     severities = (await session.scalars(select(IncidentRow.severity).distinct().limit(50))).all()
     return {"region": sorted(r for r in regions if r), "severity": sorted(s for s in severities if s)}
 

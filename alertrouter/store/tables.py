@@ -366,3 +366,16 @@ class SecretRow(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime]
+
+
+class RevokedSessionRow(Base):
+    """Console sessions ended by a logout before their cookie expired. The cookie is signed, not stored,
+    so only this row can refuse it: every replica looks here, and a restart forgets nothing. A row is
+    needed only until the session would have expired anyway (`expires_at`), then it is pruned."""
+
+    __tablename__ = "revoked_sessions"
+
+    session_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    username: Mapped[str] = mapped_column(String(255))
+    revoked_at: Mapped[datetime]
+    expires_at: Mapped[datetime] = mapped_column(index=True)

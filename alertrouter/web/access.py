@@ -4,6 +4,12 @@ Reads need a principal, unless `ALERTROUTER_CONSOLE_ANONYMOUS_READ` is on or no 
 configured (then the server listens on loopback only, see `Settings.listen_host`). Writes need a console
 user's session (with its CSRF token) or an API token, and are refused in read-only mode. The signed
 links of messages are the only writes without a principal (`alertrouter.web.console.link_actions`).
+
+A session cookie is signed, not stored; it carries a random session id, and a logout records that id in
+the store (`revoked_sessions`) until the cookie would have expired. Every request that presents a
+session looks the id up there, so a copy of the cookie stops working on every replica, across restarts,
+the moment its owner logs out. There is deliberately no in-process cache of "not revoked": another
+replica may have revoked the session a moment ago.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import hmac
 import logging
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import Depends, HTTPException, Request
@@ -24,6 +30,7 @@ from alertrouter.passwords import hash_password, parse_pairs, verify_password
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.settings import Settings
 from alertrouter.signing import Signer, TokenError
+from alertrouter.store.actions import session_revoked
 
 __all__ = [
     "SESSION_COOKIE",
@@ -39,6 +46,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SESSION_COOKIE = "alertrouter_session"
+MAX_SESSION_ID = 64  # the column that records revoked sessions
 FAILED_LOGIN_DELAY = 1.0  # seconds added to every failed login, so guessing is slow
 NO_WRITERS = (
     "writes need a console user or an API token: set ALERTROUTER_CONSOLE_USERS "
@@ -52,6 +60,8 @@ class Principal:
     can_write: bool
     via: Literal["session", "token", "webhook", "anonymous"]
     csrf: str = ""  # the session's CSRF token, which every console form must send back
+    session_id: str = ""  # what a logout revokes (sessions only)
+    expires_at: datetime | None = None  # when the session's cookie expires (sessions only)
 
 
 class Access:
@@ -102,7 +112,13 @@ class Access:
         user, csrf = data.get("u"), data.get("c")
         if not isinstance(user, str) or not isinstance(csrf, str) or user not in self.users:
             return None  # a removed user's sessions end with the restart that removed them
-        return Principal(user, True, "session", csrf)
+        # Cookies issued before sessions carried an id (at most one session TTL old) are known by their
+        # CSRF token, which is as random and as unique per login: they can be revoked like the others.
+        sid = data.get("s", csrf)
+        if not isinstance(sid, str) or not 0 < len(sid) <= MAX_SESSION_ID:
+            return None
+        expires = datetime.fromtimestamp(data["exp"], UTC)
+        return Principal(user, True, "session", csrf, session_id=sid, expires_at=expires)
 
     def reader(self, principal: Principal | None) -> Principal | None:
         """The principal a read runs as: the caller, or anonymous where reads are open."""
@@ -125,7 +141,8 @@ class Access:
         return None
 
     def new_session(self, user: str, signer: Signer, now: datetime) -> str:
-        return signer.sign({"u": user, "c": secrets.token_urlsafe(16)}, expires=now + self.session_ttl)
+        session = {"u": user, "c": secrets.token_urlsafe(16), "s": secrets.token_urlsafe(16)}
+        return signer.sign(session, expires=now + self.session_ttl)
 
     async def login(self, user: str, password: str) -> bool:
         """Checks the password off the event loop; an unknown user costs as much as a wrong password."""
@@ -159,27 +176,36 @@ def access_for(request: Request) -> Access:
     return access
 
 
-def identify(request: Request, runtime: Runtime) -> Principal | None:
-    """The caller's own credential (header first, then the session cookie); None if it has none."""
+async def identify(request: Request, runtime: Runtime) -> Principal | None:
+    """The caller's own credential (header first, then the session cookie, unless revoked); None if it
+    has none. Worked out once per request: the error page asks again after the route's dependencies."""
+    if hasattr(request.state, "principal"):
+        known: Principal | None = request.state.principal
+        return known
     access = access_for(request)
     principal = access.from_header(request.headers.get("authorization"))
     if principal is None and runtime.signers is not None:
         principal = access.from_cookie(request.cookies.get(SESSION_COOKIE), runtime.signers.session, utcnow())
+        if principal is not None:
+            async with runtime.db.read() as session:
+                if await session_revoked(session, session_id=principal.session_id):
+                    principal = None
+    request.state.principal = principal
     return principal
 
 
-def require_reader(request: Request, runtime: RuntimeDep) -> Principal:
+async def require_reader(request: Request, runtime: RuntimeDep) -> Principal:
     """The API's read check: 401 without a credential (unless reads are open)."""
     access = access_for(request)
-    principal = access.reader(identify(request, runtime))
+    principal = access.reader(await identify(request, runtime))
     if principal is None:
         raise HTTPException(401, "missing or wrong credentials", headers={"WWW-Authenticate": _challenge(access)})
     return principal
 
 
-def _api_writer(request: Request, runtime: RuntimeDep) -> Principal:
+async def _api_writer(request: Request, runtime: RuntimeDep) -> Principal:
     access = access_for(request)
-    principal = identify(request, runtime)
+    principal = await identify(request, runtime)
     refusal = access.write_refusal(principal)
     if refusal is not None:
         status, reason = refusal

@@ -10,14 +10,15 @@ from alertrouter.labels import Matcher, MatcherError, matches_all, parse_matcher
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.store import queries
 from alertrouter.web.access import require_reader
+from alertrouter.web.ids import BeforeIdQuery, EventId
 from alertrouter.web.schemas import AlertDetail, AlertEventRead, AlertList, AlertRead, EpisodeRead, RawEventRead
 
 __all__ = ["router"]
 
 
-def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
+async def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
     """Reads: the webhook credential, an API token or a console session (see `alertrouter.web.access`)."""
-    require_reader(request, runtime)
+    await require_reader(request, runtime)
     return runtime
 
 
@@ -77,7 +78,7 @@ async def get_alert(fingerprint: str, runtime: AuthorizedRuntime) -> AlertDetail
 async def list_raw_events(
     runtime: AuthorizedRuntime,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    before_id: Annotated[int | None, Query(description="page backwards from this id")] = None,
+    before_id: BeforeIdQuery = None,
 ) -> list[RawEventRead]:
     """Received payloads, newest first (bodies omitted; fetch one for its body)."""
     async with runtime.db.read() as session:
@@ -86,7 +87,7 @@ async def list_raw_events(
 
 
 @router.get("/raw-events/{event_id}", response_model=RawEventRead, tags=["audit"])
-async def get_raw_event(event_id: int, runtime: AuthorizedRuntime) -> RawEventRead:
+async def get_raw_event(runtime: AuthorizedRuntime, event_id: EventId) -> RawEventRead:
     """One received payload with its original body, e.g. to replay it with `curl --data @-`."""
     async with runtime.db.read() as session:
         row = await queries.get_raw_event(session, event_id=event_id)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, HTTPException, Query
 
 from alertrouter.store import queries
 from alertrouter.web.api import AuthorizedRuntime
+from alertrouter.web.ids import IncidentId
 from alertrouter.web.schemas import (
     AlertRead,
     IncidentDetail,
@@ -38,7 +39,7 @@ async def list_incidents(
 
 
 @router.get("/incidents/{incident_id}", response_model=IncidentDetail)
-async def get_incident(incident_id: int, runtime: AuthorizedRuntime) -> IncidentDetail:
+async def get_incident(runtime: AuthorizedRuntime, incident_id: IncidentId) -> IncidentDetail:
     """The incident, the alerts in it with each one's decision, the node incidents of a cluster
     incident, what each receiver was last told, and every notification intended."""
     async with runtime.db.read() as session:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from alertrouter.store import delivery as store
 from alertrouter.web.api import AuthorizedRuntime
+from alertrouter.web.ids import NotificationId, OptionalIncidentQuery
 
 __all__ = ["router"]
 
@@ -97,7 +98,7 @@ async def list_notifications(
     status: Annotated[str | None, Query(pattern=_STATUSES)] = None,
     channel: str | None = None,
     receiver: str | None = None,
-    incident: int | None = None,
+    incident: OptionalIncidentQuery = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> DeliveryList:
@@ -113,7 +114,7 @@ async def list_notifications(
 
 
 @router.get("/api/v1/notifications/{delivery_id}", response_model=DeliveryDetail)
-async def get_notification(delivery_id: int, runtime: AuthorizedRuntime) -> DeliveryDetail:
+async def get_notification(delivery_id: NotificationId, runtime: AuthorizedRuntime) -> DeliveryDetail:
     async with runtime.db.read() as session:
         rows = await store.deliveries_by_id(session, [delivery_id])
         if not rows:

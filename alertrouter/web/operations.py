@@ -26,6 +26,7 @@ __all__ = [
     "acknowledge",
     "create_silence",
     "discard_dead_letter",
+    "end_session",
     "expire_silence",
     "incident_matchers",
     "retry_dead_letter",
@@ -88,6 +89,18 @@ async def acknowledge(runtime: Runtime, *, incident_id: int, by: str) -> Inciden
         log.info("incident %d acknowledged by %s", incident_id, by)
     runtime.engine.nudge(force=True)
     return row
+
+
+async def end_session(runtime: Runtime, *, session_id: str, user: str, expires_at: datetime) -> None:
+    """A console logout: the session is refused from now on, by every replica. Revocations of sessions
+    that have expired since are pruned here too (a logout is rare and the prune is one indexed delete),
+    so the table holds at most the logouts of one session lifetime without a housekeeping job."""
+    now = utcnow()
+    async with runtime.db.write() as session:
+        await actions.revoke_session(session, session_id=session_id, username=user, now=now, expires_at=expires_at)
+        pruned = await actions.prune_revoked_sessions(session, now=now)
+        await session.commit()
+    log.info("console logout: %s (session revoked%s)", user, f", {pruned} expired revocations pruned" if pruned else "")
 
 
 async def create_silence(

@@ -18,6 +18,7 @@ from alertrouter.store import console as store
 from alertrouter.web import operations
 from alertrouter.web.access import ReadPrincipal, WritePrincipal
 from alertrouter.web.console.views import silence_state
+from alertrouter.web.ids import DeliveryId, IncidentId
 from alertrouter.web.schemas import IncidentRead
 
 __all__ = ["SilenceCreate", "SilenceRead", "router"]
@@ -64,7 +65,7 @@ async def _body(request: Request) -> Any:
 
 
 @router.post("/incidents/{incident_id}/ack", response_model=IncidentRead)
-async def acknowledge(incident_id: int, runtime: RuntimeDep, principal: WritePrincipal) -> IncidentRead:
+async def acknowledge(runtime: RuntimeDep, principal: WritePrincipal, incident_id: IncidentId) -> IncidentRead:
     row = await operations.acknowledge(runtime, incident_id=incident_id, by=principal.name)
     if row is None:
         raise HTTPException(404, f"no incident {incident_id}")
@@ -124,7 +125,9 @@ async def expire_silence(silence_id: str, runtime: RuntimeDep, principal: WriteP
 
 
 @router.post("/deliveries/{delivery_id}/{action}")
-async def dead_letter(delivery_id: int, action: str, runtime: RuntimeDep, principal: WritePrincipal) -> dict[str, Any]:
+async def dead_letter(
+    runtime: RuntimeDep, principal: WritePrincipal, delivery_id: DeliveryId, action: str
+) -> dict[str, Any]:
     """`retry` a dead letter (pending again, due now) or `discard` it; 409 if it is not a dead letter."""
     if action == "retry":
         done = await operations.retry_dead_letter(runtime, delivery_id=delivery_id, by=principal.name)

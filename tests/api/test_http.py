@@ -17,7 +17,7 @@ from alertrouter.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = (REPO / "tests" / "fixtures" / "webhook_gpu_temp_firing.json").read_bytes()
-TOKEN = "am-token-5f1c"
+TOKEN = "am-token-5f1c-0123456"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -27,7 +27,7 @@ async def client(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
         database_url=database_url,
         bearer_token=TOKEN,
         basic_username="am",
-        basic_password="pw:with:colons",
+        basic_password="pw:with:colons-0123",
         max_body_bytes=64 * 1024,
     )
     app = create_app(settings, load_ruleset(REPO / "rules", {}))
@@ -67,7 +67,7 @@ async def test_webhook_stored_and_listed(client: httpx.AsyncClient) -> None:
         pytest.param({"Authorization": "Bearer wrong"}, id="wrong-bearer"),
         pytest.param({"Authorization": f"Bearer {TOKEN}x"}, id="bearer-prefix"),
         pytest.param(basic("am", "wrong"), id="wrong-password"),
-        pytest.param(basic("mallory", "pw:with:colons"), id="wrong-user"),
+        pytest.param(basic("mallory", "pw:with:colons-0123"), id="wrong-user"),
         pytest.param({"Authorization": "Basic !!!"}, id="garbage-basic"),
         pytest.param({"Authorization": f"Token {TOKEN}"}, id="unknown-scheme"),
     ],
@@ -82,7 +82,7 @@ async def test_wrong_credentials_are_401_and_store_nothing(client: httpx.AsyncCl
 
 
 async def test_basic_auth_accepted(client: httpx.AsyncClient) -> None:
-    r = await client.post("/webhook/alertmanager", content=FIXTURE, headers=basic("am", "pw:with:colons"))
+    r = await client.post("/webhook/alertmanager", content=FIXTURE, headers=basic("am", "pw:with:colons-0123"))
     assert r.status_code == 200
 
 

@@ -16,12 +16,14 @@ from alertrouter.settings import Settings
 from support.scenario import gpu_labels, node_down_labels
 
 REPO = Path(__file__).resolve().parents[2]
-AUTH = {"Authorization": "Bearer t0k"}
+AUTH = {"Authorization": "Bearer t0k-0123456789abcdef"}
 
 
 @pytest.fixture
 async def app_client(database_url: str) -> AsyncIterator[tuple[httpx.AsyncClient, Runtime]]:
-    app = create_app(Settings(database_url=database_url, bearer_token="t0k"), load_ruleset(REPO / "rules", {}))
+    app = create_app(
+        Settings(database_url=database_url, bearer_token="t0k-0123456789abcdef"), load_ruleset(REPO / "rules", {})
+    )
     transport = httpx.ASGITransport(app=app)
     async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://ar") as c:
         yield c, app.state.runtime

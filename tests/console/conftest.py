@@ -20,7 +20,7 @@ from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
-WEBHOOK_TOKEN = "hook-token-5d1f"
+WEBHOOK_TOKEN = "hook-token-5d1f-0123"
 API_TOKEN = "ci-token-0123456789abcdef"
 PASSWORD = "correct horse battery"
 USERS = f"alice:{hash_password(PASSWORD, iterations=1000)},bob:{hash_password('bobs password', iterations=1000)}"

@@ -33,8 +33,8 @@ def test_env_vars_and_durations(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_secrets_do_not_show_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ALERTROUTER_BEARER_TOKEN", "tok-123456")
-    assert "tok-123456" not in repr(Settings())
+    monkeypatch.setenv("ALERTROUTER_BEARER_TOKEN", "tok-123456-abcdefgh")
+    assert "tok-123456-abcdefgh" not in repr(Settings())
 
 
 def test_basic_auth_needs_both_halves(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,8 +53,8 @@ def test_basic_auth_needs_both_halves(monkeypatch: pytest.MonkeyPatch) -> None:
             "0.0.0.0",
             True,
         ),
-        ({"ALERTROUTER_BEARER_TOKEN": "t"}, "0.0.0.0", False),
-        ({"ALERTROUTER_BEARER_TOKEN": "t", "ALERTROUTER_HOST": "10.1.2.3"}, "10.1.2.3", False),
+        ({"ALERTROUTER_BEARER_TOKEN": "t" * 16}, "0.0.0.0", False),
+        ({"ALERTROUTER_BEARER_TOKEN": "t" * 16, "ALERTROUTER_HOST": "10.1.2.3"}, "10.1.2.3", False),
         ({"ALERTROUTER_BEARER_TOKEN": ""}, LOOPBACK, True),
     ],
 )
@@ -64,3 +64,41 @@ def test_listen_host(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], host:
     chosen, warning = Settings().listen_host()
     assert chosen == host
     assert (warning is not None) is warns
+
+
+SHORT = "s3cr3t-0123456"  # 14 characters: one of them would have opened the 0.0.0.0 bind
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"ALERTROUTER_BEARER_TOKEN": "§"}, "ALERTROUTER_BEARER_TOKEN"),
+        ({"ALERTROUTER_BEARER_TOKEN": SHORT}, "ALERTROUTER_BEARER_TOKEN"),
+        ({"ALERTROUTER_BASIC_USERNAME": "am", "ALERTROUTER_BASIC_PASSWORD": SHORT}, "ALERTROUTER_BASIC_PASSWORD"),
+        ({"ALERTROUTER_SECRET_KEY": SHORT}, "ALERTROUTER_SECRET_KEY"),
+        ({"ALERTROUTER_API_TOKENS": f"ci:{SHORT}"}, "ALERTROUTER_API_TOKENS token entry 1 (ci)"),
+    ],
+)
+def test_a_short_credential_is_refused_by_name_without_its_value(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], named: str
+) -> None:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ValidationError) as caught:
+        Settings()
+    message = str(caught.value)
+    assert named in message
+    assert "at least 16 characters" in message
+    assert all(v not in message for k, v in env.items() if k != "ALERTROUTER_BASIC_USERNAME")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["ALERTROUTER_BEARER_TOKEN", "ALERTROUTER_BASIC_PASSWORD", "ALERTROUTER_SECRET_KEY", "ALERTROUTER_API_TOKENS"],
+)
+def test_a_credential_of_16_characters_is_accepted(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    value = "0123456789abcdef"
+    monkeypatch.setenv(name, f"ci:{value}" if name == "ALERTROUTER_API_TOKENS" else value)
+    if name == "ALERTROUTER_BASIC_PASSWORD":
+        monkeypatch.setenv("ALERTROUTER_BASIC_USERNAME", "am")
+    Settings()  # no error

@@ -8,6 +8,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from alertrouter.model import utcnow
 from alertrouter.paths import data_dir
+from alertrouter.store import STORE_ERRORS
 from alertrouter.web.access import access_for, identify
 from alertrouter.web.console import channels, incidents, link_actions, login, muted, rules, silences
 from alertrouter.web.console.pages import Console, PageError
@@ -21,7 +22,11 @@ async def _page_error(request: Request, exc: Exception) -> HTMLResponse:
     assert isinstance(exc, PageError)
     runtime = request.app.state.runtime
     access = access_for(request)
-    console = Console(request, runtime, access, access.reader(identify(request, runtime)), utcnow())
+    try:
+        principal = await identify(request, runtime)
+    except STORE_ERRORS:  # the page still says what went wrong, only without the caller's name
+        principal = None
+    console = Console(request, runtime, access, access.reader(principal), utcnow())
     return console.message(exc.status, exc.title, exc.message)
 
 

@@ -13,7 +13,7 @@ from alertrouter.ruleset.channels import RateLimitConfig
 from alertrouter.store import console as store
 from alertrouter.store import delivery
 from alertrouter.web import operations
-from alertrouter.web.console.pages import ConsoleDep, read_form
+from alertrouter.web.console.pages import ConsoleDeliveryId, ConsoleDep, read_form
 
 __all__ = ["router"]
 
@@ -62,7 +62,7 @@ async def channels_page(console: ConsoleDep) -> HTMLResponse:
 
 
 @router.post("/deliveries/{delivery_id}/{action}")
-async def dead_letter(delivery_id: int, action: str, console: ConsoleDep) -> Response:
+async def dead_letter(console: ConsoleDep, delivery_id: ConsoleDeliveryId, action: str) -> Response:
     principal = await console.writer(await read_form(console.request))
     if action == "retry":
         done = await operations.retry_dead_letter(console.runtime, delivery_id=delivery_id, by=principal.name)

@@ -14,7 +14,7 @@ from alertrouter.store.delivery import incident_ids
 from alertrouter.store.tables import AlertRow, IncidentRow
 from alertrouter.web import operations
 from alertrouter.web.console import views
-from alertrouter.web.console.pages import ConsoleDep, read_form
+from alertrouter.web.console.pages import ConsoleDep, ConsoleIncidentId, read_form
 
 __all__ = ["router"]
 
@@ -43,7 +43,7 @@ async def incident_list(
     status: Annotated[str, Query(pattern="^(open|resolved|all)$")] = "open",
     kind: Annotated[str, Query(pattern="^(|node|cluster)$")] = "",
     severity: Annotated[str, Query(max_length=64)] = "",
-    region: Annotated[str, Query(max_length=256)] = "",
+    region: Annotated[str, Query(max_length=store.CHOICE_MAX)] = "",
     node: Annotated[str, Query(max_length=256)] = "",
     page: Annotated[int, Query(ge=1, le=10_000)] = 1,
 ) -> HTMLResponse:
@@ -81,8 +81,16 @@ def _sources(alerts: list[AlertRow], details: list[dict[str, Any]]) -> set[str]:
     return {str(d["inhibited_by"]) for d in everything if d.get("inhibited_by")}
 
 
+def _prefill_matchers(labels: dict[str, str], *, severity_label: str) -> list[str]:
+    """The silence form's matchers: equality on the incident's labels, but none longer than a page shows
+    (`views.VALUE_CAP`) and at most `views.LABELS_SHOWN`, so the form stays small enough to post back.
+    Fewer matchers mute more; the person reads them in the form before silencing."""
+    short = {name: value for name, value in labels.items() if len(value) <= views.VALUE_CAP}
+    return operations.incident_matchers(short, severity_label=severity_label)[: views.LABELS_SHOWN]
+
+
 @router.get("/incidents/{incident_id}")
-async def incident_page(incident_id: int, console: ConsoleDep) -> HTMLResponse:
+async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> HTMLResponse:
     async with console.runtime.db.read() as session:
         row = await queries.get_incident(session, incident_id=incident_id)
         if row is None:
@@ -115,13 +123,13 @@ async def incident_page(incident_id: int, console: ConsoleDep) -> HTMLResponse:
         attempts=attempts,
         sources=sources,
         incident_ids=ids,
-        silence_matchers="\n".join(operations.incident_matchers(row.labels, severity_label=severity_label)),
+        silence_matchers="\n".join(_prefill_matchers(row.labels, severity_label=severity_label)),
         decision_text=views.DECISION_TEXT,
     )
 
 
 @router.post("/incidents/{incident_id}/ack")
-async def acknowledge(incident_id: int, console: ConsoleDep) -> Response:
+async def acknowledge(console: ConsoleDep, incident_id: ConsoleIncidentId) -> Response:
     principal = await console.writer(await read_form(console.request))
     row = await operations.acknowledge(console.runtime, incident_id=incident_id, by=principal.name)
     if row is None:

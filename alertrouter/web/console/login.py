@@ -1,4 +1,5 @@
-"""Console login and logout: a signed session cookie (HttpOnly, SameSite=Lax, Secure behind https)."""
+"""Console login and logout: a signed session cookie (HttpOnly, SameSite=Lax, Secure behind https); a
+logout revokes the session in the store, so a copy of the cookie is refused too."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from alertrouter.web import operations
 from alertrouter.web.access import SESSION_COOKIE
 from alertrouter.web.console.pages import OptionalConsoleDep, PageError, check_csrf, read_form, security_headers
 
@@ -65,8 +67,13 @@ async def login(console: OptionalConsoleDep) -> Response:
 async def logout(console: OptionalConsoleDep) -> Response:
     form = await read_form(console.request)
     principal = console.principal
-    if principal is not None and principal.via == "session" and not check_csrf(form, principal.csrf):
-        raise PageError(403, "Form expired", "Reload the page and log out again.")
+    if principal is not None and principal.via == "session":
+        if not check_csrf(form, principal.csrf):
+            raise PageError(403, "Form expired", "Reload the page and log out again.")
+        assert principal.expires_at is not None
+        await operations.end_session(
+            console.runtime, session_id=principal.session_id, user=principal.name, expires_at=principal.expires_at
+        )
     response = RedirectResponse("/login", status_code=303, headers=security_headers())
     response.delete_cookie(
         SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=console.access.secure_cookies

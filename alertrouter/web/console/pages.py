@@ -8,7 +8,7 @@ reach a page only as escaped text. Pages send a Content-Security-Policy without 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -25,10 +25,13 @@ from alertrouter.paths import data_dir
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.web.access import Access, Principal, access_for, identify
 from alertrouter.web.console import views
+from alertrouter.web.ids import path_id
 
 __all__ = [
     "Console",
+    "ConsoleDeliveryId",
     "ConsoleDep",
+    "ConsoleIncidentId",
     "OptionalConsoleDep",
     "PageError",
     "check_csrf",
@@ -56,6 +59,8 @@ def environment(user_dir: Path | None) -> Environment:
     env.filters["when"] = views.when
     env.filters["short"] = views.short_time
     env.filters["duration"] = views.duration_text
+    env.filters["cap"] = views.cap_text
+    env.filters["shown_labels"] = views.shown_labels
     env.filters["urlquote"] = lambda value: quote(str(value), safe="")
     return env
 
@@ -152,13 +157,13 @@ async def read_form(request: Request, limit: int = FORM_LIMIT) -> dict[str, str]
         raise PageError(400, "Bad form", "The form could not be read.") from None
 
 
-def _open_console(request: Request, runtime: RuntimeDep) -> Console:
+async def _open_console(request: Request, runtime: RuntimeDep) -> Console:
     access = access_for(request)
-    return Console(request, runtime, access, access.reader(identify(request, runtime)), utcnow())
+    return Console(request, runtime, access, access.reader(await identify(request, runtime)), utcnow())
 
 
-def _reading_console(request: Request, runtime: RuntimeDep) -> Console:
-    console = _open_console(request, runtime)
+async def _reading_console(request: Request, runtime: RuntimeDep) -> Console:
+    console = await _open_console(request, runtime)
     if console.principal is None:
         raise HTTPException(303, headers={"Location": login_url(request)})
     return console
@@ -166,3 +171,12 @@ def _reading_console(request: Request, runtime: RuntimeDep) -> Console:
 
 ConsoleDep = Annotated[Console, Depends(_reading_console)]  # pages that need read access
 OptionalConsoleDep = Annotated[Console, Depends(_open_console)]  # login and the signed links
+
+
+def _no(what: str) -> Callable[[int], Exception]:
+    return lambda value: PageError(404, "Not found", f"There is no {what} {value}.")
+
+
+# Ids out of range (see `alertrouter.web.ids`) get the page an absent row gets.
+ConsoleIncidentId = Annotated[int, path_id("incident_id", missing=_no("incident"))]
+ConsoleDeliveryId = Annotated[int, path_id("delivery_id", missing=_no("delivery"))]

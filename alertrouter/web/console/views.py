@@ -13,15 +13,25 @@ from alertrouter.store.tables import IncidentRow, SilenceRow
 
 __all__ = [
     "DECISION_TEXT",
+    "LABELS_SHOWN",
+    "VALUE_CAP",
     "Cell",
+    "cap_text",
     "duration_text",
     "gpu_grid",
     "incident_age",
     "incident_state",
     "short_time",
+    "shown_labels",
     "silence_state",
     "when",
 ]
+
+# A page shows at most this much of one label or annotation value, and this many labels per alert: one
+# alert with huge labels must not make a page of megabytes. The JSON API keeps the whole values.
+VALUE_CAP = 1000
+NAME_CAP = 200  # label names
+LABELS_SHOWN = 40
 
 GRID_MAX = 16  # nodes with more units than this get a count, not a grid
 
@@ -103,3 +113,18 @@ def silence_state(row: SilenceRow, now: datetime) -> str:
     if row.ends_at <= now:
         return "expired"
     return "pending" if row.starts_at > now else "active"
+
+
+def cap_text(value: object, limit: int = VALUE_CAP) -> str:
+    """`value` as text, cut after `limit` characters with a note of how much was left out."""
+    text = "" if value is None else str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def shown_labels(values: Mapping[str, object], limit: int = LABELS_SHOWN) -> tuple[list[tuple[str, str]], int]:
+    """The first `limit` labels by name, names and values capped, and how many more there are."""
+    names = sorted(values)
+    shown = [(cap_text(name, NAME_CAP), cap_text(values[name])) for name in names[:limit]]
+    return shown, len(names) - len(shown)
