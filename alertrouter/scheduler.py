@@ -35,7 +35,7 @@ from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import Pipeline
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, bulk, describe_error
-from alertrouter.store.actions import prune_used_tokens
+from alertrouter.store.actions import prune_revoked_sessions, prune_used_tokens
 from alertrouter.store.alerts import events_t
 from alertrouter.store.engine import hold_lease
 from alertrouter.store.runs import claim_run, finish_run, prune_history, release_lease
@@ -224,6 +224,7 @@ class Scheduler:
         async with self._db.write() as session:
             pruned = {"alert_events": events, **await prune_history(session, before=before)}
             pruned["used_tokens"] = await prune_used_tokens(session, now=now)
+            pruned["revoked_sessions"] = await prune_revoked_sessions(session, now=now)
             await finish_run(
                 session, job=HOUSEKEEPING, period=period, holder=self.holder, now=now, status="done", detail=pruned
             )

@@ -25,6 +25,7 @@ __all__ = [
     "OutboxRow",
     "RawEventRow",
     "RecipientSendRow",
+    "RevokedSessionRow",
     "ScheduledRunRow",
     "SecretRow",
     "SilenceRow",

@@ -1,7 +1,7 @@
 """deliveries.unexpected_failures: a message that fails for a reason of its own is retried alone
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 Create Date: 2026-11-23
 
 Counts the failures of a delivery that were not the vendor's (an exception other than ChannelError,
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0008"
-down_revision: str | None = "0006"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -31,6 +31,7 @@ from e2e.harness import webhook, webhook_alert
 from support.fakes.dingtalk import FakeDingTalk
 from support.procs import start_alertrouter
 
+BENCH_TOKEN = "bench-token-delivery-5e1f"  # a literal credential for a throwaway process (16+ characters)
 ROBOTS = 50
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -73,11 +74,11 @@ def main() -> None:
         (work / "rules").mkdir()
         (work / "rules" / "rules.yml").write_text(rules(fake.url, ROBOTS))
         env = {f"T{i}": f"tok{i}" for i in range(ROBOTS)} | {f"S{i}": tokens[f"tok{i}"] for i in range(ROBOTS)}
-        env |= {"ALERTROUTER_LOG_LEVEL": "WARNING", "ALERTROUTER_BEARER_TOKEN": "bench"}
+        env |= {"ALERTROUTER_LOG_LEVEL": "WARNING", "ALERTROUTER_BEARER_TOKEN": BENCH_TOKEN}
         proc = start_alertrouter(
             work, database_url=f"sqlite+aiosqlite:///{work / 'ar.db'}", env=env, config=work / "rules"
         )
-        http = httpx.Client(base_url=proc.url, headers={"Authorization": "Bearer bench"}, timeout=30)
+        http = httpx.Client(base_url=proc.url, headers={"Authorization": f"Bearer {BENCH_TOKEN}"}, timeout=30)
         try:
             latencies = []
             for n in range(singles):

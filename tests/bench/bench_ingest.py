@@ -46,7 +46,7 @@ from alertrouter.labels import fingerprint
 from support import pg, procs
 
 RESULTS = Path(__file__).resolve().parent / "results"
-TOKEN = "bench-token-0d5e"  # a literal credential for a throwaway process
+TOKEN = "bench-token-0d5e-7a91c3"  # a literal credential for a throwaway process
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 GPUS_PER_NODE = 8
 BATCH = 100

@@ -17,6 +17,7 @@ async def add_delivery(
     status: str = "dead",
     channel: str = "dingtalk-core",
     errors: tuple[str, ...] = ("errcode 310000: keywords not in content",),
+    unexpected_failures: int = 0,
 ) -> int:
     now = utcnow()
     async with runtime.db.write() as session:
@@ -31,6 +32,7 @@ async def add_delivery(
             message={"headline": "gpu-node-07: GPUHighTemp on 3/8 GPUs"},
             status=status,
             attempts=len(errors),
+            unexpected_failures=unexpected_failures,
             created_at=now - timedelta(minutes=5),
             next_attempt_at=now,
             last_error=errors[-1] if errors else None,

@@ -82,7 +82,7 @@ async def test_invalid_json_is_a_400(app: App) -> None:
 
 
 async def test_dead_letters_retry_and_discard(app: App) -> None:
-    dead = await add_delivery(app.runtime, incident_id=None)
+    dead = await add_delivery(app.runtime, incident_id=None, unexpected_failures=5)
     other = await add_delivery(app.runtime, incident_id=None)
     pending = await add_delivery(app.runtime, incident_id=None, status="pending", errors=())
     assert (await app.client.post(f"/api/v1/deliveries/{dead}/retry", headers=HOOK)).status_code == 403
@@ -90,6 +90,7 @@ async def test_dead_letters_retry_and_discard(app: App) -> None:
     assert r.status_code == 200
     note = (await app.client.get(f"/api/v1/notifications/{dead}", headers=TOKEN)).json()["notification"]
     assert (note["status"], note["attempts"]) == ("pending", 0)
+    assert note["unexpected_failures"] == 0  # a fresh budget: not dead again at the next unexpected failure
     assert (await app.client.post(f"/api/v1/deliveries/{other}/discard", headers=TOKEN)).status_code == 200
     note = (await app.client.get(f"/api/v1/notifications/{other}", headers=TOKEN)).json()["notification"]
     assert note["status"] == "discarded"

@@ -27,6 +27,7 @@ from alertrouter.store.tables import (
     DeliveryRow,
     LeaseRow,
     OutboxRow,
+    RevokedSessionRow,
     ScheduledRunRow,
     UsedTokenRow,
 )
@@ -186,6 +187,8 @@ async def test_housekeeping_prunes_old_history_only(db: Database, tmp_path: Path
         session.add(
             UsedTokenRow(nonce="n2", action="ack", incident_id=1, used_at=now, expires_at=now + timedelta(hours=1))
         )
+        for sid, expires in (("s-gone", now - timedelta(hours=1)), ("s-live", now + timedelta(hours=1))):
+            session.add(RevokedSessionRow(session_id=sid, username="u", revoked_at=old, expires_at=expires))
         await session.commit()
     s = scheduler(db, rules(tmp_path, 25), "a", now)
     await s.housekeeping()
@@ -199,10 +202,18 @@ async def test_housekeeping_prunes_old_history_only(db: Database, tmp_path: Path
     assert await count(OutboxRow) == 2  # the recent one and the old pending one
     assert await count(DeliveryRow) == 2
     assert await count(UsedTokenRow) == 1
+    assert await count(RevokedSessionRow) == 1
     async with db.read() as session:
         (run,) = (await session.scalars(select(ScheduledRunRow))).all()
     assert (run.job, run.period, run.status) == ("housekeeping", "2026-11-23T03", "done")
-    assert run.detail == {"alert_events": 1, "deliveries": 1, "outbox": 1, "scheduled_runs": 0, "used_tokens": 1}
+    assert run.detail == {
+        "alert_events": 1,
+        "deliveries": 1,
+        "outbox": 1,
+        "scheduled_runs": 0,
+        "used_tokens": 1,
+        "revoked_sessions": 1,
+    }
 
 
 async def test_housekeeping_prunes_a_large_event_backlog_in_chunks(
