@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import PrimaryKeyConstraint, UniqueConstraint
+from sqlalchemy import PrimaryKeyConstraint, UniqueConstraint, select, text
 from sqlalchemy.engine import Connection
 
+from alertrouter.ingest.limits import TIME_MIN
+from alertrouter.ingest.payloads import parse_webhook
+from alertrouter.maintenance import TouchBuffer
+from alertrouter.processor import Ingestor
 from alertrouter.store import Database
 from alertrouter.store.migrate import alembic_config, head_revision
-from alertrouter.store.tables import Base
+from alertrouter.store.tables import AlertEpisodeRow, AlertRow, Base
 
 REPO = Path(__file__).resolve().parents[2]
+NOW = "2026-11-24T08:00:00+00:00"
 
 
 def _diff(database_url: str) -> list[Any]:
@@ -64,3 +71,41 @@ def test_every_foreign_key_leads_an_index() -> None:
             if tuple(c.name for c in fk.columns)[:1] not in leading:
                 unindexed.append(f"{table.name}({', '.join(c.name for c in fk.columns)})")
     assert unindexed == []
+
+
+def test_times_no_driver_can_read_are_clamped_to_the_ingest_limits(database_url: str) -> None:
+    # What PostgreSQL stored for `startsAt: 9999-12-31T23:59:59-05:00` before the ingest boundary.
+    async def store_poisoned() -> None:
+        db = Database(database_url)
+        try:
+            ingestor = Ingestor(db, TouchBuffer())
+            body = {"version": "4", "alerts": [{"status": "firing", "labels": {"alertname": "Y"}, "startsAt": NOW}]}
+            await ingestor.ingest(parse_webhook(json.dumps(body).encode()).batch)
+            async with db.write() as s:
+                if not db.is_sqlite:
+                    await s.execute(text("UPDATE alerts SET starts_at = TIMESTAMP '10000-01-01 04:59:59'"))
+                    await s.execute(text("UPDATE alert_episodes SET starts_at = TIMESTAMP '0001-01-01 00:00:00 BC'"))
+                await s.commit()
+        finally:
+            await db.dispose()
+
+    async def read() -> tuple[datetime, datetime]:
+        db = Database(database_url)
+        try:
+            async with db.read() as s:
+                alert = (await s.scalars(select(AlertRow))).one()
+                episode = (await s.scalars(select(AlertEpisodeRow))).one()
+                return alert.starts_at, episode.starts_at
+        finally:
+            await db.dispose()
+
+    asyncio.run(store_poisoned())
+    cfg = alembic_config(database_url)
+    command.downgrade(cfg, "0008")
+    command.upgrade(cfg, "head")
+    starts, episode_starts = asyncio.run(read())
+    if database_url.startswith("sqlite"):
+        assert starts == episode_starts == datetime.fromisoformat(NOW)  # nothing to repair there
+    else:
+        assert starts == datetime(8999, 12, 31, 23, 59, 59, tzinfo=UTC)
+        assert episode_starts == TIME_MIN
