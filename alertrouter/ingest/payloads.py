@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
@@ -59,13 +59,17 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
-class _WebhookAlert(_Model):
-    status: Literal["firing", "resolved"]
+class _PostableAlert(_Model):
     labels: dict[StrictStr, StrictStr]
     annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    starts_at: datetime = Field(alias="startsAt")
+    starts_at: datetime | None = Field(None, alias="startsAt")
     ends_at: datetime | None = Field(None, alias="endsAt")
     generator_url: StrictStr = Field("", alias="generatorURL")
+
+
+class _WebhookAlert(_PostableAlert):
+    status: Literal["firing", "resolved"]
+    starts_at: datetime = Field(alias="startsAt")  # required in a webhook
     fingerprint: StrictStr | None = None
 
 
@@ -79,12 +83,7 @@ class _WebhookEnvelope(_Model):
     alerts: list[Any]
 
 
-class _PostableAlert(_Model):
-    labels: dict[StrictStr, StrictStr]
-    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    starts_at: datetime | None = Field(None, alias="startsAt")
-    ends_at: datetime | None = Field(None, alias="endsAt")
-    generator_url: StrictStr = Field("", alias="generatorURL")
+_A = TypeVar("_A", bound=_PostableAlert)
 
 
 def _load_json(body: bytes) -> Any:
@@ -177,6 +176,28 @@ def _instant(value: datetime | None, where: str, problems: list[str]) -> datetim
     return checked
 
 
+def _checked(
+    model: type[_A], raw: Any, where: str, problems: list[str]
+) -> tuple[_A, dict[str, str], datetime | None, datetime | None] | None:
+    """One alert of either shape through the boundary: its fields, its labels (empty values dropped),
+    and its times in UTC (None where not set); None, with the problem appended, when it is refused."""
+    try:
+        a = model.model_validate(raw)
+    except ValidationError as exc:
+        problems.extend(_errors(exc, where))
+        return None
+    labels = _non_empty(a.labels)
+    if bad := _check_alert(labels, a.annotations, a.generator_url, where):
+        problems.append(bad)
+        return None
+    found = len(problems)
+    starts_at = _instant(_zero_is_none(a.starts_at), f"{where}.startsAt", problems)
+    ends_at = _instant(_zero_is_none(a.ends_at), f"{where}.endsAt", problems)
+    if len(problems) > found:
+        return None
+    return a, labels, starts_at, ends_at
+
+
 def _fingerprint(given: str | None, labels: dict[str, str]) -> str:
     if given and len(given) == 16 and _FINGERPRINT_CHARS.issuperset(given):
         return given
@@ -198,19 +219,11 @@ def parse_webhook(body: bytes) -> Parsed:
     problems: list[str] = []
     for i, raw in enumerate(env.alerts):
         where = f"alerts[{i}]"
-        try:
-            a = _WebhookAlert.model_validate(raw)
-        except ValidationError as exc:
-            problems.extend(_errors(exc, where))
+        if (checked := _checked(_WebhookAlert, raw, where, problems)) is None:
             continue
-        labels = _non_empty(a.labels)
-        if bad := _check_alert(labels, a.annotations, a.generator_url, where):
-            problems.append(bad)
-            continue
-        found = len(problems)
-        starts_at = _instant(a.starts_at, f"{where}.startsAt", problems)
-        ends_at = _instant(_zero_is_none(a.ends_at), f"{where}.endsAt", problems)
-        if len(problems) > found or starts_at is None:
+        a, labels, starts_at, ends_at = checked
+        if starts_at is None:
+            problems.append(f"{where}.startsAt: not set (Go's zero time)")
             continue
         if ends_at is not None and ends_at < starts_at:
             problems.append(f"{where}.endsAt: before startsAt")
@@ -254,20 +267,9 @@ def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
     problems: list[str] = []
     for i, raw in enumerate(data):
         where = f"[{i}]"
-        try:
-            a = _PostableAlert.model_validate(raw)
-        except ValidationError as exc:
-            problems.extend(_errors(exc, where))
+        if (checked := _checked(_PostableAlert, raw, where, problems)) is None:
             continue
-        labels = _non_empty(a.labels)
-        if bad := _check_alert(labels, a.annotations, a.generator_url, where):
-            problems.append(bad)
-            continue
-        found = len(problems)
-        given_start = _instant(_zero_is_none(a.starts_at), f"{where}.startsAt", problems)
-        given_end = _instant(_zero_is_none(a.ends_at), f"{where}.endsAt", problems)
-        if len(problems) > found:
-            continue
+        a, labels, given_start, given_end = checked
         starts_at = given_start or now
         ends_at = given_end or max(now, starts_at) + API_V2_DEFAULT_TTL
         if ends_at < starts_at:
