@@ -19,12 +19,13 @@ from alertrouter.engine.runner import EngineRunner
 from alertrouter.heap import settle_heap
 from alertrouter.ingest import routes as ingest_routes
 from alertrouter.ingest.auth import Authenticator
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
 from alertrouter.keys import load_signers
 from alertrouter.logs import redact_secrets
 from alertrouter.loops import LoopHealth
-from alertrouter.maintenance import Maintenance, TouchBuffer
+from alertrouter.maintenance import Maintenance
 from alertrouter.metrics import Metrics
-from alertrouter.processor import Ingestor
 from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import build_pipeline, unconfigured_channels

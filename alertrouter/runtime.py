@@ -12,11 +12,11 @@ from alertrouter.channels.base import Channel
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.auth import Authenticator
+from alertrouter.ingest.writer import Ingestor
 from alertrouter.keys import Signers
 from alertrouter.loops import LoopHealth
 from alertrouter.maintenance import Maintenance
 from alertrouter.metrics import Metrics
-from alertrouter.processor import Ingestor
 from alertrouter.ruleset import Ruleset
 from alertrouter.scheduler import Scheduler
 from alertrouter.settings import Settings

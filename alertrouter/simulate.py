@@ -17,10 +17,12 @@ from typing import Any
 
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.engine.types import EvalResult
+from alertrouter.ingest.batch import IngestBatch
 from alertrouter.ingest.payloads import PayloadError, parse_api_v2, parse_webhook
-from alertrouter.maintenance import Maintenance, TouchBuffer
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
+from alertrouter.maintenance import Maintenance
 from alertrouter.model import utcnow
-from alertrouter.processor import IngestBatch, Ingestor
 from alertrouter.ruleset.build import Pipeline
 from alertrouter.store import Database
 from alertrouter.store.migrate import upgrade

@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from alertrouter.ingest.batch import IngestBatch
 from alertrouter.ingest.limits import (
     MAX_ALERTNAME,
     MAX_ANNOTATION_VALUE,
@@ -30,7 +31,6 @@ from alertrouter.ingest.limits import (
 from alertrouter.labels import fingerprint as label_fingerprint
 from alertrouter.labels import fingerprints as label_fingerprints
 from alertrouter.model import AlertStatus, IncomingAlert
-from alertrouter.processor import IngestBatch
 from alertrouter.ruleset.errors import format_loc
 
 __all__ = ["API_V2_DEFAULT_TTL", "Parsed", "PayloadError", "parse_api_v2", "parse_webhook"]

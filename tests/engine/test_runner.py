@@ -14,8 +14,8 @@ import alertrouter.engine.runner as runner_module
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.engine.types import EvalResult
 from alertrouter.ingest.payloads import parse_webhook
-from alertrouter.maintenance import TouchBuffer
-from alertrouter.processor import Ingestor
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
 from alertrouter.store import Database
 from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, NotifyStateRow, OutboxRow
 from support.counting import Commits

@@ -10,10 +10,10 @@ from sqlalchemy import select, update
 
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
 from alertrouter.labels import parse_matchers
-from alertrouter.maintenance import TouchBuffer
 from alertrouter.pipeline.silence import Silence, Silencer
-from alertrouter.processor import Ingestor
 from alertrouter.store import Database, actions
 from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, OutboxRow
 from support.scenario import gpu_labels, shipped_pipeline

@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+import alertrouter.ingest.writer as writer_module
 import alertrouter.maintenance as maintenance_module
-import alertrouter.processor as processor_module
+from alertrouter.ingest.batch import IngestBatch
 from alertrouter.ingest.payloads import parse_api_v2, parse_webhook
-from alertrouter.maintenance import Maintenance, TouchBuffer
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
+from alertrouter.maintenance import Maintenance
 from alertrouter.model import Transition
-from alertrouter.processor import IngestBatch, Ingestor
 from alertrouter.store import Database, is_outage, queries
 from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
 from support.counting import Commits, Sessions
@@ -403,7 +405,7 @@ async def test_the_wait_for_a_full_group_is_bounded(db: Database) -> None:
 
 
 async def test_a_lone_sender_never_waits(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(processor_module, "RECENT_GROUP_AGE", 0.05)
+    monkeypatch.setattr(writer_module, "RECENT_GROUP_AGE", 0.05)
     ingestor = Ingestor(db, TouchBuffer(), clock=Clock(), writers=1, group_wait=60.0)
     async with asyncio.timeout(10):
         for round_ in range(3):  # no concurrent load: nothing to wait for

@@ -16,8 +16,8 @@ from sqlalchemy.engine import Connection
 
 from alertrouter.ingest.limits import TIME_MIN
 from alertrouter.ingest.payloads import parse_webhook
-from alertrouter.maintenance import TouchBuffer
-from alertrouter.processor import Ingestor
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
 from alertrouter.store import Database
 from alertrouter.store.migrate import alembic_config, head_revision
 from alertrouter.store.tables import AlertEpisodeRow, AlertRow, Base

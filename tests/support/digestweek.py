@@ -16,8 +16,8 @@ from typing import Any
 
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
-from alertrouter.maintenance import TouchBuffer
-from alertrouter.processor import Ingestor
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
 from alertrouter.ruleset.build import Pipeline
 from alertrouter.store import Database
 

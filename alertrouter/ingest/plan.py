@@ -1,6 +1,6 @@
 """What an ingest commit writes, decided alert by alert from the stored states: pure, no I/O.
 
-`Ingestor` (processor.py) reads the states, plans every payload of a group here, and writes the
+`Ingestor` (ingest/writer.py) reads the states, plans every payload of a group here, and writes the
 plan in one transaction.
 """
 

@@ -1,5 +1,5 @@
-"""The one orchestrator per received batch: decide every alert's transition (`plan.py`) and commit
-them together."""
+"""The ingest writer: plans every alert's transition (`ingest/plan.py`) for a group of payloads and
+commits them together, answering each caller only once its payload is committed."""
 
 from __future__ import annotations
 
@@ -10,54 +10,21 @@ import math
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.maintenance import TouchBuffer
-from alertrouter.model import IncomingAlert, Transition, utcnow
-from alertrouter.plan import Plan, plan_alerts
+from alertrouter.ingest.batch import IngestBatch, IngestResult
+from alertrouter.ingest.plan import Plan, plan_alerts
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.model import utcnow
 from alertrouter.store import Database, is_outage
 from alertrouter.store import alerts as store
 
-__all__ = ["IngestBatch", "IngestResult", "Ingestor"]
+__all__ = ["Ingestor"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class IngestBatch:
-    """A validated payload from either ingest endpoint."""
-
-    source: str  # "webhook" or "api_v2"
-    digest: str
-    body: str
-    alerts: list[IncomingAlert]
-    receiver: str | None = None
-    group_key: str | None = None
-    status: str | None = None
-    external_url: str | None = None
-    truncated_alerts: int = 0
-    rejected_alerts: int = 0
-
-    @property
-    def always_logged(self) -> bool:
-        """Webhooks are logged once per distinct payload; API v2 pushes only when they change something,
-        because Prometheus re-sends every firing alert each minute with a new `endsAt`."""
-        return self.source == "webhook"
-
-
-@dataclass(slots=True)
-class IngestResult:
-    transitions: Counter[Transition] = field(default_factory=Counter)
-    raw_event_id: int | None = None
-    repeat: bool = False  # the exact payload was already committed by this process: nothing to do
-
-    @property
-    def written(self) -> int:
-        return sum(n for kind, n in self.transitions.items() if kind.writes)
 
 
 GROUP_WAIT = 0.010  # seconds a single writer waits for a fuller group (see Ingestor._gather)

@@ -1,0 +1,43 @@
+"""What ingest hands on: a validated payload (`IngestBatch`) and what storing it did (`IngestResult`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from alertrouter.model import IncomingAlert, Transition
+
+__all__ = ["IngestBatch", "IngestResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestBatch:
+    """A validated payload from either ingest endpoint."""
+
+    source: str  # "webhook" or "api_v2"
+    digest: str
+    body: str
+    alerts: list[IncomingAlert]
+    receiver: str | None = None
+    group_key: str | None = None
+    status: str | None = None
+    external_url: str | None = None
+    truncated_alerts: int = 0
+    rejected_alerts: int = 0
+
+    @property
+    def always_logged(self) -> bool:
+        """Webhooks are logged once per distinct payload; API v2 pushes only when they change something,
+        because Prometheus re-sends every firing alert each minute with a new `endsAt`."""
+        return self.source == "webhook"
+
+
+@dataclass(slots=True)
+class IngestResult:
+    transitions: Counter[Transition] = field(default_factory=Counter)
+    raw_event_id: int | None = None
+    repeat: bool = False  # the exact payload was already committed by this process: nothing to do
+
+    @property
+    def written(self) -> int:
+        return sum(n for kind, n in self.transitions.items() if kind.writes)
