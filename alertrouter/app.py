@@ -12,16 +12,16 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from alertrouter import __version__
+from alertrouter.auth.keys import load_signers
+from alertrouter.auth.webhook import Authenticator
 from alertrouter.channels.registry import build_channels, secret_values
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.heap import settle_heap
 from alertrouter.ingest import routes as ingest_routes
-from alertrouter.ingest.auth import Authenticator
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.keys import load_signers
 from alertrouter.logs import redact_secrets
 from alertrouter.loops import LoopHealth
 from alertrouter.maintenance import Maintenance

@@ -8,12 +8,12 @@ from typing import Annotated
 import httpx
 from fastapi import Depends, Request
 
+from alertrouter.auth.keys import Signers
+from alertrouter.auth.webhook import Authenticator
 from alertrouter.channels.base import Channel
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
-from alertrouter.ingest.auth import Authenticator
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.keys import Signers
 from alertrouter.loops import LoopHealth
 from alertrouter.maintenance import Maintenance
 from alertrouter.metrics import Metrics

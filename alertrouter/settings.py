@@ -9,8 +9,8 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from alertrouter.auth.passwords import MIN_TOKEN_LENGTH, check_format, check_token, parse_pairs
 from alertrouter.durations import parse_duration
-from alertrouter.passwords import MIN_TOKEN_LENGTH, check_format, check_token, parse_pairs
 from alertrouter.paths import default_rules_dir
 
 __all__ = ["LOOPBACK", "MIN_SECRET_LENGTH", "Settings", "get_settings"]

@@ -85,7 +85,7 @@ class Notification:
     when coalesced, worst severity first. `link` points at the incident page (for coalesced messages,
     at the notifications list). `recipients`: phone numbers for SMS, addresses for email.
     `ack_link` / `silence_link`: signed, expiring, single-use links that acknowledge the incident or
-    silence it for `silence_for` (see `alertrouter.links`); set only on messages about one firing
+    silence it for `silence_for` (see `alertrouter.auth.links`); set only on messages about one firing
     incident, and never put in an SMS.
     """
 

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from alertrouter.auth.links import Action, action_link
+from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Mentions, MessageKind, Notification
 from alertrouter.delivery.plan import message_kind
-from alertrouter.links import Action, action_link
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
-from alertrouter.signing import Signer
 
 __all__ = [
     "MAX_ANNOTATION",

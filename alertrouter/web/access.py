@@ -24,12 +24,12 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, HTTPException, Request
 
-from alertrouter.ingest.auth import Authenticator
+from alertrouter.auth.passwords import hash_password, parse_pairs, verify_password
+from alertrouter.auth.signing import Signer, TokenError
+from alertrouter.auth.webhook import Authenticator
 from alertrouter.model import utcnow
-from alertrouter.passwords import hash_password, parse_pairs, verify_password
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.settings import Settings
-from alertrouter.signing import Signer, TokenError
 from alertrouter.store.actions import session_revoked
 
 __all__ = [

@@ -7,7 +7,7 @@ import getpass
 import sys
 from typing import Any
 
-from alertrouter.passwords import DEFAULT_ITERATIONS, hash_password
+from alertrouter.auth.passwords import DEFAULT_ITERATIONS, hash_password
 
 __all__ = ["add_hash_password_parser", "cmd_hash_password"]
 

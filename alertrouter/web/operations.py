@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from alertrouter.auth.links import Action, ActionToken
 from alertrouter.labels import Matcher, MatcherError, MatchType, parse_matchers
-from alertrouter.links import Action, ActionToken
 from alertrouter.model import utcnow
 from alertrouter.runtime import Runtime
 from alertrouter.store import actions

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from playwright.sync_api import sync_playwright
 
-from alertrouter.passwords import hash_password
+from alertrouter.auth.passwords import hash_password
 from e2e.harness import gpu_labels, webhook, webhook_alert
 from support.procs import start_alertrouter
 

@@ -14,12 +14,13 @@ from typing import Any
 import httpx
 import pytest
 
+from alertrouter.auth.links import ACTION_PATH, LINK_PURPOSE, Action, action_link, read_action
+from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Mentions, MessageKind, Notification
 from alertrouter.channels.dingtalk import ACK_TITLE, BUTTON_TITLE, MAX_BODY_BYTES, DingTalkChannel
 from alertrouter.channels.email import EmailChannel
 from alertrouter.channels.feishu import FeishuChannel
 from alertrouter.channels.wecom import MARKDOWN_MAX_BYTES, TEXT_MAX_BYTES, WeComChannel
-from alertrouter.links import ACTION_PATH, LINK_PURPOSE, Action, action_link, read_action
 from alertrouter.render import Templates
 from alertrouter.ruleset.schema import (
     DingTalkChannelConfig,
@@ -27,7 +28,6 @@ from alertrouter.ruleset.schema import (
     FeishuChannelConfig,
     WeComChannelConfig,
 )
-from alertrouter.signing import Signer
 from support.channels import ITEM, notification
 from support.fakes.dingtalk import FakeDingTalk
 from support.fakes.feishu import HOOK_PATH, FakeFeishu

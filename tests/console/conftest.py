@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from alertrouter.app import create_app
-from alertrouter.passwords import hash_password
+from alertrouter.auth.passwords import hash_password
 from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings

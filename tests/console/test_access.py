@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from alertrouter.links import SESSION_PURPOSE
+from alertrouter.auth.links import SESSION_PURPOSE
+from alertrouter.auth.signing import Signer
 from alertrouter.model import utcnow
-from alertrouter.signing import Signer
 from alertrouter.web.access import SESSION_COOKIE
 from alertrouter.web.console.login import safe_next
 from support.scenario import gpu_labels

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from alertrouter.links import LINK_PURPOSE, Action, action_link
+from alertrouter.auth.links import LINK_PURPOSE, Action, action_link
+from alertrouter.auth.signing import Signer
 from alertrouter.model import utcnow
-from alertrouter.signing import Signer
 from support.need import need
 from support.procs import Proc, start_alertrouter
 from support.scenario import gpu_labels

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from alertrouter.links import Action, action_link
+from alertrouter.auth.links import Action, action_link
 from alertrouter.model import utcnow
 from alertrouter.store.tables import AlertRow, IncidentRow
 from alertrouter.web.console.views import LABELS_SHOWN, VALUE_CAP

@@ -7,9 +7,9 @@ import base64
 import json
 from datetime import timedelta
 
-from alertrouter.links import LINK_PURPOSE, SESSION_PURPOSE, Action, action_link
+from alertrouter.auth.links import LINK_PURPOSE, SESSION_PURPOSE, Action, action_link
+from alertrouter.auth.signing import Signer
 from alertrouter.model import utcnow
-from alertrouter.signing import Signer
 from support.scenario import gpu_labels
 
 from .conftest import TOKEN, App, running

@@ -8,9 +8,9 @@ from datetime import timedelta
 import httpx
 from sqlalchemy import func, select
 
-from alertrouter.links import SESSION_PURPOSE
+from alertrouter.auth.links import SESSION_PURPOSE
+from alertrouter.auth.signing import Signer
 from alertrouter.model import utcnow
-from alertrouter.signing import Signer
 from alertrouter.store.tables import RevokedSessionRow
 from alertrouter.web.access import SESSION_COOKIE
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from alertrouter.auth.links import ACTION_PATH, LINK_PURPOSE, Action, read_action
+from alertrouter.auth.signing import Signer
 from alertrouter.delivery.expand import ActionLinks, notification_of
-from alertrouter.links import ACTION_PATH, LINK_PURPOSE, Action, read_action
-from alertrouter.signing import Signer
 
 NOW = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 SIGNER = Signer("expand-test-link-key-0001", LINK_PURPOSE)

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from alertrouter.auth.links import ACTION_PATH, LINK_PURPOSE, Action, ActionToken, read_action
+from alertrouter.auth.signing import Signer, TokenError
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.types import Intent
-from alertrouter.links import ACTION_PATH, LINK_PURPOSE, Action, ActionToken, read_action
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.ruleset.schema import Ruleset
-from alertrouter.signing import Signer, TokenError
 from alertrouter.store import Database
 from alertrouter.store.engine import insert_intents
 from alertrouter.store.tables import ChannelStateRow, DeliveryAttemptRow, DeliveryRow, IncidentRow, OutboxRow

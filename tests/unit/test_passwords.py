@@ -8,7 +8,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from alertrouter.passwords import PasswordFormatError, hash_password, parse_pairs, verify_password
+from alertrouter.auth.passwords import PasswordFormatError, hash_password, parse_pairs, verify_password
 from alertrouter.settings import Settings
 
 

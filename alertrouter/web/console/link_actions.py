@@ -9,8 +9,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from alertrouter.links import Action, ActionToken, read_action
-from alertrouter.signing import TokenError
+from alertrouter.auth.links import Action, ActionToken, read_action
+from alertrouter.auth.signing import TokenError
 from alertrouter.store import console as store
 from alertrouter.store import queries
 from alertrouter.web import operations

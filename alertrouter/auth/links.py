@@ -1,6 +1,6 @@
 """The acknowledge and silence links in messages: what they carry, how they are made and read.
 
-A link is `{external_url}/a/{token}`. The token is signed (`alertrouter.signing`, purpose "link"),
+A link is `{external_url}/a/{token}`. The token is signed (`alertrouter.auth.signing`, purpose "link"),
 names the action and the incident by id, expires after `ALERTROUTER_LINK_TTL`, and carries a random
 nonce that the action records when it is used, so a link works once. Opening a link (GET) only shows
 what it would do; the action happens on the confirmation (POST), because chat apps fetch links to
@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from alertrouter.signing import Signer, TokenError
+from alertrouter.auth.signing import Signer, TokenError
 
 __all__ = ["ACTION_PATH", "LINK_PURPOSE", "SESSION_PURPOSE", "Action", "ActionToken", "action_link", "read_action"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from alertrouter.links import LINK_PURPOSE, SESSION_PURPOSE
+from alertrouter.auth.links import LINK_PURPOSE, SESSION_PURPOSE
+from alertrouter.auth.signing import Signer, new_secret
 from alertrouter.model import utcnow
 from alertrouter.settings import Settings
-from alertrouter.signing import Signer, new_secret
 from alertrouter.store import Database
 from alertrouter.store.actions import get_or_create_secret
 

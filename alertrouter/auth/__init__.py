@@ -1,0 +1,1 @@
+"""Credentials and tokens: webhook authentication, console passwords, signed links and sessions, keys."""
