@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -36,9 +34,9 @@ from alertrouter.ruleset.build import Pipeline
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, bulk, describe_error
 from alertrouter.store.actions import prune_revoked_sessions, prune_used_tokens
-from alertrouter.store.alerts import events_t
-from alertrouter.store.engine import hold_lease
-from alertrouter.store.runs import claim_run, finish_run, prune_history, release_lease
+from alertrouter.store.handles import events_t
+from alertrouter.store.leases import hold_lease, new_holder, release_lease
+from alertrouter.store.runs import claim_run, finish_run, prune_history
 
 __all__ = ["LEASE", "Scheduler", "build_scheduler"]
 
@@ -71,7 +69,7 @@ class Scheduler:
         self._metrics = metrics
         self._retention = history_retention
         self._clock = clock
-        self.holder = holder or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self.holder = holder or new_holder()
         self._tick = tick
         self._lease_ttl = tick * 3
         self._housekeeping_every = housekeeping_every
@@ -245,7 +243,7 @@ def build_scheduler(
     """The scheduler `serve` runs, or None with ALERTROUTER_SCHEDULER=false."""
     if not settings.scheduler:
         return None
-    holder = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    holder = new_holder()
     digests = DigestRunner(db, ruleset, pipeline, templates=Templates(settings.templates_dir), holder=holder)
     return Scheduler(
         db, digests, metrics=metrics, history_retention=settings.history_retention, holder=holder, loops=loops

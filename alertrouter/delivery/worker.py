@@ -12,9 +12,7 @@ import asyncio
 import contextlib
 import logging
 import random
-import socket
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,6 +32,7 @@ from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.ruleset.schema import ChannelConfig
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store import delivery as store
+from alertrouter.store.leases import new_holder
 
 __all__ = ["DeliveryWorker"]
 
@@ -81,7 +80,7 @@ class DeliveryWorker:
         self._clock = clock
         self._rng = rng or random.Random()
         self._recorder = Recorder(db, metrics=metrics, clock=clock, rng=self._rng)
-        self.holder = holder or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self.holder = holder or new_holder()
         self._wake = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None

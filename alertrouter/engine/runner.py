@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,9 +25,10 @@ from alertrouter.metrics import Metrics
 from alertrouter.model import AlertStatus, utcnow
 from alertrouter.pipeline.silence import Silence
 from alertrouter.ruleset.build import Pipeline
-from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage
-from alertrouter.store import engine as store
+from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage, leases
+from alertrouter.store import incidents as store
 from alertrouter.store.alerts import insert_events
+from alertrouter.store.leases import new_holder
 
 __all__ = ["EngineRunner"]
 
@@ -69,7 +68,7 @@ class EngineRunner:
         self._clock = clock
         self._interval = interval
         self._lease_ttl = lease_ttl
-        self.holder = holder or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self.holder = holder or new_holder()
         self._evaluator = Evaluator(pipeline)
         self._alerts: dict[str, LiveAlert] = {}
         self._updated: dict[str, datetime] = {}
@@ -151,7 +150,7 @@ class EngineRunner:
         # Read and evaluate outside any write transaction (on SQLite that would stall ingest for the
         # whole pass); only the short final write takes the lease, and commits only while holding it.
         async with self._db.read() as session:
-            if await store.lease_held_by_other(session, name=LEASE, holder=self.holder, now=now):
+            if await leases.lease_held_by_other(session, name=LEASE, holder=self.holder, now=now):
                 self._lost()
                 return None
             changed_since = None if self._watermark is None else self._watermark - OVERLAP
@@ -237,7 +236,7 @@ class EngineRunner:
         """Take or renew the lease and do `work` in the same transaction; False (nothing written) if
         another replica holds it."""
         async with self._db.write() as session:
-            if not await store.hold_lease(
+            if not await leases.hold_lease(
                 session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl
             ):
                 await session.rollback()

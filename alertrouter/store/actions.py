@@ -9,17 +9,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.store.alerts import _insert
+from alertrouter.store.handles import deliveries_t, incidents_t, insert_for, revoked_t, secrets_t, silences_t, tokens_t
 from alertrouter.store.tables import (
-    DeliveryRow,
     IncidentRow,
-    RevokedSessionRow,
-    SecretRow,
     SilenceRow,
-    UsedTokenRow,
 )
 
 __all__ = [
@@ -39,19 +35,12 @@ __all__ = [
     "use_token",
 ]
 
-secrets_t = cast(Table, SecretRow.__table__)
-tokens_t = cast(Table, UsedTokenRow.__table__)
-incidents_t = cast(Table, IncidentRow.__table__)
-deliveries_t = cast(Table, DeliveryRow.__table__)
-silences_t = cast(Table, SilenceRow.__table__)
-revoked_t = cast(Table, RevokedSessionRow.__table__)
-
 
 async def get_or_create_secret(session: AsyncSession, *, name: str, make: Callable[[], str], now: datetime) -> str:
     """The stored secret `name`, made by `make()` the first time; racing replicas all end up with the
     one that was inserted first."""
     await session.execute(
-        _insert(session, secrets_t)
+        insert_for(session, secrets_t)
         .values(name=name, value=make(), created_at=now)
         .on_conflict_do_nothing(index_elements=["name"])  # type: ignore[attr-defined]
     )
@@ -84,7 +73,7 @@ async def use_token(
     """Record that a link was used; False if it was used before (a replay). Kept until it expires,
     after which the signature check refuses it anyway."""
     result = await session.execute(
-        _insert(session, tokens_t)
+        insert_for(session, tokens_t)
         .values(nonce=nonce, action=action, incident_id=incident_id, used_at=now, expires_at=expires_at)
         .on_conflict_do_nothing(index_elements=["nonce"])  # type: ignore[attr-defined]
     )
@@ -101,7 +90,7 @@ async def revoke_session(
 ) -> None:
     """Refuse a console session from now until it would have expired; revoking twice is harmless."""
     await session.execute(
-        _insert(session, revoked_t)
+        insert_for(session, revoked_t)
         .values(session_id=session_id, username=username, revoked_at=now, expires_at=expires_at)
         .on_conflict_do_nothing(index_elements=["session_id"])  # type: ignore[attr-defined]
     )

@@ -4,46 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Insert, Table, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import AlertState, AlertStatus, ResolvedBy
 from alertrouter.store import bulk
-from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
+from alertrouter.store.handles import alerts_t, episodes_t, events_t, insert_for, raw_events_t
 
 __all__ = [
-    "alerts_t",
     "close_episodes",
-    "episodes_t",
-    "events_t",
     "expire_alerts",
     "insert_events",
     "insert_new",
     "insert_raw_events",
     "load_states",
     "prune_raw_events",
-    "raw_events_t",
     "reopen_episodes",
     "touch_alerts",
     "update_alerts",
 ]
-
-alerts_t = cast(Table, AlertRow.__table__)
-episodes_t = cast(Table, AlertEpisodeRow.__table__)
-events_t = cast(Table, AlertEventRow.__table__)
-raw_events_t = cast(Table, RawEventRow.__table__)
-
-
-def _insert(session: AsyncSession, table: Table) -> Insert:
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        return postgresql.insert(table)
-    if dialect == "sqlite":
-        return sqlite.insert(table)
-    raise RuntimeError(f"unsupported database dialect {dialect!r}")
 
 
 async def insert_raw_events(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
@@ -52,7 +33,7 @@ async def insert_raw_events(session: AsyncSession, rows: Sequence[Mapping[str, A
     PostgreSQL wait for each other's digests in one order and never deadlock."""
     if not rows:
         return {}
-    stmt = _insert(session, raw_events_t).on_conflict_do_nothing(index_elements=["digest"])  # type: ignore[attr-defined]
+    stmt = insert_for(session, raw_events_t).on_conflict_do_nothing(index_elements=["digest"])  # type: ignore[attr-defined]
     stmt = stmt.returning(raw_events_t.c.digest, raw_events_t.c.id)
     result = await session.execute(stmt, sorted(rows, key=lambda r: str(r["digest"])))
     return {digest: id_ for digest, id_ in result}

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Row, Table, case, func, select
+from sqlalchemy import Row, case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.store.handles import attempts_t, deliveries_t
 from alertrouter.store.tables import (
     AlertEventRow,
     AlertRow,
-    DeliveryAttemptRow,
-    DeliveryRow,
     IncidentRow,
     OutboxRow,
     UsedTokenRow,
@@ -39,8 +38,6 @@ __all__ = [
 
 MUTED_DECISIONS = ("inhibited", "held", "silenced")
 CHOICE_MAX = 256  # the longest region the incident filter accepts, so the longest it offers
-deliveries_t = cast(Table, DeliveryRow.__table__)
-attempts_t = cast(Table, DeliveryAttemptRow.__table__)
 
 
 @dataclass(frozen=True, slots=True)

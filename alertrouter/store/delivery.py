@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Row, Table, and_, func, or_, select, update
+from sqlalchemy import Row, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.store.alerts import _insert, alerts_t
-from alertrouter.store.tables import (
-    ChannelStateRow,
-    DeliveryAttemptRow,
-    DeliveryRow,
-    IncidentRow,
-    OutboxRow,
-    RecipientSendRow,
+from alertrouter.store.handles import (
+    alerts_t,
+    attempts_t,
+    channels_t,
+    deliveries_t,
+    incidents_t,
+    insert_for,
+    outbox_t,
+    sends_t,
 )
 
 __all__ = [
@@ -48,13 +49,6 @@ __all__ = [
     "update_channel",
     "update_deliveries",
 ]
-
-outbox_t = cast(Table, OutboxRow.__table__)
-deliveries_t = cast(Table, DeliveryRow.__table__)
-attempts_t = cast(Table, DeliveryAttemptRow.__table__)
-channels_t = cast(Table, ChannelStateRow.__table__)
-sends_t = cast(Table, RecipientSendRow.__table__)
-incidents_t = cast(Table, IncidentRow.__table__)
 
 
 async def pending_outbox(session: AsyncSession, *, limit: int) -> Sequence[Row[Any]]:
@@ -160,7 +154,7 @@ async def take_channel(session: AsyncSession, *, name: str, holder: str, now: da
     """Take (or renew) the lease on one channel: only its holder sends through it, so the rate budget
     counted from the attempts is exact across replicas."""
     await session.execute(
-        _insert(session, channels_t)
+        insert_for(session, channels_t)
         .values(name=name, coalesce_backlog=False, healthy=True, consecutive_failures=0)
         .on_conflict_do_nothing(index_elements=["name"])  # type: ignore[attr-defined]
     )

@@ -12,18 +12,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Table, and_, delete, or_, select, update
+from sqlalchemy import CursorResult, and_, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.store.alerts import _insert
-from alertrouter.store.tables import DeliveryRow, LeaseRow, OutboxRow, ScheduledRunRow
+from alertrouter.store.handles import deliveries_t, insert_for, outbox_t, runs_t
+from alertrouter.store.tables import ScheduledRunRow
 
-__all__ = ["claim_run", "finish_run", "get_run", "prune_history", "release_lease", "runs_t"]
+__all__ = ["claim_run", "finish_run", "get_run", "prune_history"]
 
-runs_t = cast(Table, ScheduledRunRow.__table__)
-outbox_t = cast(Table, OutboxRow.__table__)
-deliveries_t = cast(Table, DeliveryRow.__table__)
-leases_t = cast(Table, LeaseRow.__table__)
 
 _OPEN_DELIVERY = ("pending", "sending")  # anything else is finished history
 
@@ -47,7 +43,7 @@ async def claim_run(
     is taken again once its `claimed_until` (the retry time) has passed, up to `max_attempts`;
     `force` also takes a `done` one (an operator's explicit resend)."""
     inserted = await session.execute(
-        _insert(session, runs_t)
+        insert_for(session, runs_t)
         .values(
             job=job, period=period, status="running", holder=holder, claimed_until=until, attempts=1, started_at=now
         )
@@ -126,11 +122,3 @@ async def prune_history(session: AsyncSession, *, before: datetime) -> dict[str,
         ),
     }
     return {name: _rowcount(result) for name, result in counts.items()}
-
-
-async def release_lease(session: AsyncSession, *, name: str, holder: str, now: datetime) -> bool:
-    """Let a lease go on shutdown, so another replica takes over at once rather than at its expiry."""
-    result = await session.execute(
-        update(leases_t).where(leases_t.c.name == name, leases_t.c.holder == holder).values(expires_at=now)
-    )
-    return _rowcount(result) == 1

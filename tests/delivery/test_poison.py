@@ -28,7 +28,7 @@ from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.render import Templates
 from alertrouter.ruleset.schema import Ruleset
 from alertrouter.store import Database
-from alertrouter.store.engine import insert_intents
+from alertrouter.store.incidents import insert_intents
 from alertrouter.store.tables import ChannelStateRow, DeliveryAttemptRow, DeliveryRow, OutboxRow
 from support.fakes.dingtalk import FakeDingTalk
 

@@ -22,7 +22,7 @@ from alertrouter.engine.types import Intent
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.ruleset.schema import Ruleset
 from alertrouter.store import Database
-from alertrouter.store.engine import insert_intents
+from alertrouter.store.incidents import insert_intents
 from alertrouter.store.tables import ChannelStateRow, DeliveryAttemptRow, DeliveryRow, IncidentRow, OutboxRow
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)

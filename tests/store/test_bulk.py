@@ -11,7 +11,7 @@ from sqlalchemy import insert as sa_insert
 from sqlalchemy import select, text
 
 from alertrouter.store import Database, bulk
-from alertrouter.store.alerts import alerts_t, episodes_t, events_t
+from alertrouter.store.handles import alerts_t, episodes_t, events_t
 from support.integrity import dangling_history
 from support.rows import T0, alert
 

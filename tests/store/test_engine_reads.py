@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 
 from alertrouter.engine.types import LiveAlert
 from alertrouter.store import Database, bulk
-from alertrouter.store.alerts import alerts_t
-from alertrouter.store.engine import load_live_alerts
+from alertrouter.store.handles import alerts_t
+from alertrouter.store.incidents import load_live_alerts
 from support.rows import T0, alert
 
 

@@ -1,12 +1,13 @@
-"""Reads and writes of the engine: live alerts, incident records, decisions, outbox, the leader lease."""
+"""What the engine reads and writes: live alerts, incident records, what each receiver was told, the
+outbox of intended messages, alert decisions and quarantine."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import ColumnElement, Table, or_, select, update
+from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.engine.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
@@ -14,15 +15,13 @@ from alertrouter.model import AlertStatus
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
 from alertrouter.store import bulk
-from alertrouter.store.alerts import _insert, alerts_t
 from alertrouter.store.db import is_outage
-from alertrouter.store.tables import IncidentRow, LeaseRow, NotifyStateRow, OutboxRow, SilenceRow
+from alertrouter.store.handles import alerts_t, incidents_t, notify_t, outbox_t
+from alertrouter.store.tables import IncidentRow, NotifyStateRow, SilenceRow
 
 __all__ = [
     "clear_acknowledgements",
-    "hold_lease",
     "insert_intents",
-    "lease_held_by_other",
     "load_incidents",
     "load_live_alerts",
     "load_silences",
@@ -33,38 +32,7 @@ __all__ = [
     "unreadable_alerts",
 ]
 
-incidents_t = cast(Table, IncidentRow.__table__)
-notify_t = cast(Table, NotifyStateRow.__table__)
-outbox_t = cast(Table, OutboxRow.__table__)
-leases_t = cast(Table, LeaseRow.__table__)
 QUARANTINED = Decision.QUARANTINED.value
-
-
-async def lease_held_by_other(session: AsyncSession, *, name: str, holder: str, now: datetime) -> bool:
-    """A plain read: whether someone else holds an unexpired lease (so this replica need not work)."""
-    row = (
-        await session.execute(select(leases_t.c.holder, leases_t.c.expires_at).where(leases_t.c.name == name))
-    ).first()
-    return row is not None and row.holder != holder and row.expires_at > now
-
-
-async def hold_lease(session: AsyncSession, *, name: str, holder: str, now: datetime, until: datetime) -> bool:
-    """Take or renew a lease; True if `holder` has it until `until`. The row stays locked (on PostgreSQL)
-    until the caller's transaction ends, so the work done under it commits only while it is held."""
-    await session.execute(
-        _insert(session, leases_t)
-        .values(name=name, holder=holder, expires_at=until)
-        .on_conflict_do_nothing(index_elements=["name"])  # type: ignore[attr-defined]
-    )
-    row = (
-        await session.execute(
-            select(leases_t.c.holder, leases_t.c.expires_at).where(leases_t.c.name == name).with_for_update()
-        )
-    ).one()
-    if row.holder != holder and row.expires_at > now:
-        return False
-    await session.execute(update(leases_t).where(leases_t.c.name == name).values(holder=holder, expires_at=until))
-    return True
 
 
 async def load_live_alerts(
