@@ -1,4 +1,5 @@
-"""Write-behind of alert refreshes, expiry of alerts whose `endsAt` passed, and raw-log retention."""
+"""The maintenance loop: flush the write-behind refreshes, expire alerts whose `endsAt` passed, and
+apply the raw log's retention (`retention.py`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from alertrouter import retention
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.loops import LoopHealth
 from alertrouter.model import utcnow
@@ -17,7 +19,6 @@ from alertrouter.store import alerts as store
 __all__ = ["Maintenance"]
 
 log = logging.getLogger(__name__)
-PRUNE_CHUNK = 1000  # raw events deleted per transaction
 LOOP = "maintenance"  # its name in LoopHealth and the loop metrics
 
 
@@ -71,9 +72,7 @@ class Maintenance:
                 self._on_expired(len(expired))
         if self._last_prune is None or now - self._last_prune >= timedelta(hours=1):
             before = now - self._retention
-            pruned = await self._db.in_batches(
-                lambda session, n: store.prune_raw_events(session, before, limit=n), PRUNE_CHUNK
-            )
+            pruned = await retention.prune_raw_log(self._db, before=before)
             self._last_prune = now
             if pruned:
                 log.info("pruned %d raw events older than the retention", pruned)

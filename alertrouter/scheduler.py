@@ -21,8 +21,8 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter import retention
 from alertrouter.digest.period import DAYS, due_period
 from alertrouter.digest.send import DigestRunner, DigestTarget
 from alertrouter.loops import LoopHealth
@@ -32,11 +32,9 @@ from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import Pipeline
 from alertrouter.settings import Settings
-from alertrouter.store import STORE_ERRORS, Database, bulk, describe_error
-from alertrouter.store.actions import prune_revoked_sessions, prune_used_tokens
-from alertrouter.store.handles import events_t
+from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.leases import hold_lease, new_holder, release_lease
-from alertrouter.store.runs import claim_run, finish_run, prune_history
+from alertrouter.store.runs import claim_run, finish_run
 
 __all__ = ["LEASE", "Scheduler", "build_scheduler"]
 
@@ -45,7 +43,6 @@ log = logging.getLogger(__name__)
 LEASE = "scheduler"
 HOUSEKEEPING = "housekeeping"
 STOP_GRACE = timedelta(seconds=10)
-EVENTS_CHUNK = 5000  # history events pruned per transaction
 LOOP = "scheduler"  # its name in LoopHealth and the loop metrics
 
 
@@ -193,7 +190,7 @@ class Scheduler:
         self._count(target.job, outcome.result)
 
     async def housekeeping(self) -> None:
-        """Leader only, once per hour whatever the replicas: used link tokens and old history pruned."""
+        """Leader only, once per hour whatever the replicas: the history's retention (`retention.py`)."""
         if not await self.lead():
             return
         now = self._clock()
@@ -212,17 +209,10 @@ class Scheduler:
         if not claimed:
             self._count(HOUSEKEEPING, "claimed")
             return
-        # The events, the biggest history, in batches of their own (a backlog after a shorter retention).
-        at, before = events_t.c.at, now - self._retention
-
-        async def prune_events(session: AsyncSession, n: int) -> int:
-            return len(await bulk.delete_oldest(session, at, before, limit=n))
-
-        events = await self._db.in_batches(prune_events, EVENTS_CHUNK)
+        before = now - self._retention
+        events = await retention.prune_events(self._db, before=before)
         async with self._db.write() as session:
-            pruned = {"alert_events": events, **await prune_history(session, before=before)}
-            pruned["used_tokens"] = await prune_used_tokens(session, now=now)
-            pruned["revoked_sessions"] = await prune_revoked_sessions(session, now=now)
+            pruned = {"alert_events": events, **await retention.prune_rest(session, before=before, now=now)}
             await finish_run(
                 session, job=HOUSEKEEPING, period=period, holder=self.holder, now=now, status="done", detail=pruned
             )

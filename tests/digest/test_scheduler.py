@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-import alertrouter.scheduler as scheduler_module
+from alertrouter import retention
 from alertrouter.digest.period import next_send
 from alertrouter.digest.send import DigestRunner
 from alertrouter.metrics import Metrics
@@ -219,7 +219,7 @@ async def test_housekeeping_prunes_old_history_only(db: Database, tmp_path: Path
 async def test_housekeeping_prunes_a_large_event_backlog_in_chunks(
     db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scheduler_module, "EVENTS_CHUNK", 2)
+    monkeypatch.setattr(retention, "EVENTS_CHUNK", 2)
     now = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
     old, recent = now - timedelta(days=91), now - timedelta(days=1)
     async with db.write() as session:

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select
 
 import alertrouter.ingest.writer as writer_module
-import alertrouter.maintenance as maintenance_module
+from alertrouter import retention
 from alertrouter.ingest.batch import IngestBatch
 from alertrouter.ingest.payloads import parse_api_v2, parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
@@ -262,7 +262,7 @@ async def test_raw_events_pruned_after_retention(db: Database) -> None:
 async def test_a_large_raw_backlog_is_pruned_in_short_transactions(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(maintenance_module, "PRUNE_CHUNK", 3)
+    monkeypatch.setattr(retention, "RAW_CHUNK", 3)
     clock = Clock()
     touches = TouchBuffer()
     ingestor = Ingestor(db, touches, clock=clock)
