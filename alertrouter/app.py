@@ -28,7 +28,7 @@ from alertrouter.maintenance import Maintenance
 from alertrouter.metrics import Metrics
 from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
-from alertrouter.ruleset.build import build_pipeline, unconfigured_channels
+from alertrouter.ruleset.build import compile_rules, unconfigured_channels
 from alertrouter.runtime import Runtime
 from alertrouter.scheduler import build_scheduler
 from alertrouter.settings import Settings
@@ -75,7 +75,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         )
     engine = EngineRunner(
         db,
-        build_pipeline(ruleset),
+        compile_rules(ruleset),
         metrics,
         interval=settings.engine_interval,
         on_intents=delivery.nudge if delivery is not None else None,

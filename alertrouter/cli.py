@@ -21,10 +21,11 @@ from alertrouter.digest.cli import add_digest_parser
 from alertrouter.durations import parse_duration
 from alertrouter.logs import configure_logging
 from alertrouter.pipeline.route import match_routes, render_tree
+from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render import Templates
 from alertrouter.render_samples import render_sample
 from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
-from alertrouter.ruleset.build import Pipeline, build_pipeline, unconfigured_channels
+from alertrouter.ruleset.build import compile_rules, unconfigured_channels
 from alertrouter.settings import Settings, get_settings
 from alertrouter.simulate import SimulationError, Step, simulate
 from alertrouter.store.migrate import head_revision, upgrade
@@ -151,9 +152,9 @@ def cmd_db(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pipeline(path: Path | None) -> Pipeline | None:
+def _pipeline(path: Path | None) -> CompiledRules | None:
     ruleset = _load_rules(path or get_settings().config)
-    return None if ruleset is None else build_pipeline(ruleset)
+    return None if ruleset is None else compile_rules(ruleset)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

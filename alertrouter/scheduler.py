@@ -28,9 +28,9 @@ from alertrouter.digest.send import DigestRunner, DigestTarget
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
+from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
-from alertrouter.ruleset.build import Pipeline
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.leases import hold_lease, new_holder, release_lease
@@ -226,7 +226,7 @@ def build_scheduler(
     settings: Settings,
     ruleset: Ruleset,
     db: Database,
-    pipeline: Pipeline,
+    pipeline: CompiledRules,
     metrics: Metrics,
     loops: LoopHealth | None = None,
 ) -> Scheduler | None:

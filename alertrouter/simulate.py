@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from alertrouter.engine.runner import EngineRunner
-from alertrouter.engine.types import EvalResult
 from alertrouter.ingest.batch import IngestBatch
 from alertrouter.ingest.payloads import PayloadError, parse_api_v2, parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.maintenance import Maintenance
 from alertrouter.model import utcnow
-from alertrouter.ruleset.build import Pipeline
+from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.types import EvalResult
 from alertrouter.store import Database
 from alertrouter.store.migrate import upgrade
 
@@ -112,7 +112,9 @@ def message_text(message: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def simulate(pipeline: Pipeline, steps: Sequence[Step], *, run_for: timedelta = timedelta(minutes=10)) -> Outcome:
+async def simulate(
+    pipeline: CompiledRules, steps: Sequence[Step], *, run_for: timedelta = timedelta(minutes=10)
+) -> Outcome:
     if not steps:
         raise SimulationError("no payloads given")
     with tempfile.TemporaryDirectory(prefix="alertrouter-simulate-") as tmp:
@@ -125,7 +127,7 @@ async def simulate(pipeline: Pipeline, steps: Sequence[Step], *, run_for: timede
             await db.dispose()
 
 
-async def _run(db: Database, pipeline: Pipeline, steps: Sequence[Step], run_for: timedelta) -> Outcome:
+async def _run(db: Database, pipeline: CompiledRules, steps: Sequence[Step], run_for: timedelta) -> Outcome:
     times = [s.at or payload_time(s.body) for s in steps]
     start = next((t for t in times if t is not None), None) or utcnow()
     clock = _Clock(start)

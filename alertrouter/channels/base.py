@@ -81,7 +81,7 @@ class Mentions:
 class Notification:
     """What one delivery says, before a channel renders it.
 
-    `items` are the engine's outbox snapshots (see `engine.incident.message_snapshot`): one, or several
+    `items` are the engine's outbox snapshots (see `pipeline.incident.message_snapshot`): one, or several
     when coalesced, worst severity first. `link` points at the incident page (for coalesced messages,
     at the notifications list). `recipients`: phone numbers for SMS, addresses for email.
     `ack_link` / `silence_link`: signed, expiring, single-use links that acknowledge the incident or

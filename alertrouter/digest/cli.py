@@ -17,7 +17,7 @@ from alertrouter.logs import configure_logging
 from alertrouter.model import utcnow
 from alertrouter.render import Templates
 from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
-from alertrouter.ruleset.build import build_pipeline
+from alertrouter.ruleset.build import compile_rules
 from alertrouter.settings import Settings, get_settings
 from alertrouter.store import Database
 from alertrouter.store.migrate import upgrade
@@ -109,7 +109,7 @@ async def _run(args: argparse.Namespace, settings: Settings, ruleset: Ruleset) -
     db = Database(settings.database_url)
     try:
         runner = DigestRunner(
-            db, ruleset, build_pipeline(ruleset), templates=Templates(settings.templates_dir), holder="cli"
+            db, ruleset, compile_rules(ruleset), templates=Templates(settings.templates_dir), holder="cli"
         )
         if args.receiver is not None and args.receiver not in runner.targets:
             known = ", ".join(runner.targets) or "none"

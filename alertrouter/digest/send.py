@@ -30,9 +30,10 @@ from alertrouter.digest.render import RenderedDigest, render_digest
 from alertrouter.digest.stats import gather
 from alertrouter.digest.summarize import Labelling, summarize
 from alertrouter.model import utcnow
+from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
-from alertrouter.ruleset.build import Pipeline, unconfigured_channels
+from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.ruleset.schema import DigestConfig, EmailChannelConfig
 from alertrouter.store import Database
 from alertrouter.store.runs import claim_run, finish_run, get_run
@@ -78,7 +79,7 @@ def job_name(receiver: str) -> str:
 
 
 def digest_targets(ruleset: Ruleset) -> list[DigestTarget]:
-    """Every receiver with a `digest:` block (already validated by `build_pipeline`)."""
+    """Every receiver with a `digest:` block (already validated by `compile_rules`)."""
     channels = {c.name: c for c in ruleset.channels}
     unconfigured = unconfigured_channels(ruleset)
     out = []
@@ -112,7 +113,7 @@ class DigestRunner:
         self,
         db: Database,
         ruleset: Ruleset,
-        pipeline: Pipeline,
+        pipeline: CompiledRules,
         *,
         templates: Templates,
         holder: str,

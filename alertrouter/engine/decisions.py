@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from alertrouter.engine.evaluate import Evaluator
-from alertrouter.engine.types import EvalResult, IncidentRecord, LiveAlert
 from alertrouter.model import NAME_MAX, bounded
+from alertrouter.pipeline.evaluate import Evaluator
+from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence
-from alertrouter.ruleset.build import Pipeline
+from alertrouter.pipeline.types import EvalResult, IncidentRecord, LiveAlert
 
 __all__ = ["DecisionChanges", "Poisoned", "decision_changes", "describe", "find_culprits"]
 
@@ -85,7 +85,7 @@ def decision_changes(
 
 
 def find_culprits(
-    pipeline: Pipeline,
+    pipeline: CompiledRules,
     alerts: Sequence[LiveAlert],
     records: Mapping[str, IncidentRecord],
     now: datetime,

@@ -18,13 +18,13 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.engine.decisions import DecisionChanges, Poisoned, decision_changes, describe, find_culprits
-from alertrouter.engine.evaluate import Evaluator
-from alertrouter.engine.types import Decision, EvalResult, LiveAlert
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import AlertStatus, utcnow
+from alertrouter.pipeline.evaluate import Evaluator
+from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence
-from alertrouter.ruleset.build import Pipeline
+from alertrouter.pipeline.types import Decision, EvalResult, LiveAlert
 from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage, leases
 from alertrouter.store import incidents as store
 from alertrouter.store.alerts import insert_events
@@ -50,7 +50,7 @@ class EngineRunner:
     def __init__(
         self,
         db: Database,
-        pipeline: Pipeline,
+        pipeline: CompiledRules,
         metrics: Metrics | None = None,
         *,
         clock: Callable[[], datetime] = utcnow,

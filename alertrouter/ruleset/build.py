@@ -7,7 +7,6 @@ refuse) are reported with the file and path of the item that holds them, like sc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 
 from alertrouter.labels import MatcherError, matchers_from_legacy
@@ -15,6 +14,7 @@ from alertrouter.pipeline.aggregate import AggregationRule, RollupRule
 from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.pipeline.route import UNLIMITED, Route
+from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem
 from alertrouter.ruleset.schema import (
     ALL_SEVERITIES,
@@ -25,22 +25,9 @@ from alertrouter.ruleset.schema import (
     Ruleset,
 )
 
-__all__ = ["DEFAULT_RECEIVER", "Pipeline", "build_pipeline", "unconfigured_channels"]
+__all__ = ["DEFAULT_RECEIVER", "compile_rules", "unconfigured_channels"]
 
 DEFAULT_RECEIVER = "default"
-
-
-@dataclass(frozen=True, slots=True)
-class Pipeline:
-    """Everything the engine needs from the rules, as the stages' own types."""
-
-    nodes: NodeIdentity
-    inhibit_rules: tuple[InhibitRule, ...]
-    aggregation: tuple[AggregationRule, ...]
-    route: Route
-    receivers: tuple[str, ...]
-    severity_label: str
-    severities: tuple[str, ...]
 
 
 class _Problems:
@@ -196,7 +183,7 @@ def unconfigured_channels(ruleset: Ruleset) -> dict[str, list[str]]:
     return {c.name: missing for c in ruleset.channels if (missing := c.missing_credentials())}
 
 
-def build_pipeline(ruleset: Ruleset) -> Pipeline:
+def compile_rules(ruleset: Ruleset) -> CompiledRules:
     problems = _Problems(ruleset)
     _check_channels(ruleset, problems)
     _check_digests(ruleset, problems)
@@ -224,7 +211,7 @@ def build_pipeline(ruleset: Ruleset) -> Pipeline:
     inhibit = [_inhibit_rule(i, cfg, problems) for i, cfg in enumerate(ruleset.inhibit_rules)]
     if problems.items:
         raise ConfigError(problems.items)
-    return Pipeline(
+    return CompiledRules(
         nodes=NodeIdentity(
             sources=tuple(g.node_labels),
             label=g.node_label,

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from alertrouter.ruleset.build import build_pipeline
+from alertrouter.ruleset.build import compile_rules
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem, format_loc
 from alertrouter.ruleset.interpolate import interpolate
 from alertrouter.ruleset.schema import SECRET_FIELDS, RuleFile, Ruleset
@@ -148,5 +148,5 @@ def load_ruleset(path: Path, env: Mapping[str, str] | None = None) -> Ruleset:
             "origins": origins,
         }
     )
-    build_pipeline(ruleset)  # cross-references and the route tree: raises ConfigError naming file and path
+    compile_rules(ruleset)  # cross-references and the route tree: raises ConfigError naming file and path
     return ruleset

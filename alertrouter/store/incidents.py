@@ -10,10 +10,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.engine.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.model import AlertStatus
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
+from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.store import bulk
 from alertrouter.store.db import is_outage
 from alertrouter.store.handles import alerts_t, incidents_t, notify_t, outbox_t

@@ -28,18 +28,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
-from alertrouter.engine.evaluate import Evaluator  # noqa: E402
-from alertrouter.engine.types import LiveAlert, next_records  # noqa: E402
 from alertrouter.labels import fingerprint, parse_matchers  # noqa: E402
+from alertrouter.pipeline.evaluate import Evaluator  # noqa: E402
 from alertrouter.pipeline.inhibit import InhibitRule  # noqa: E402
-from alertrouter.ruleset.build import Pipeline  # noqa: E402
+from alertrouter.pipeline.rules import CompiledRules  # noqa: E402
+from alertrouter.pipeline.types import LiveAlert, next_records  # noqa: E402
 from support.scenario import Scenario, gpu_labels, node_down_labels, shipped_pipeline  # noqa: E402
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 RESULTS = REPO / "tests" / "bench" / "results"
 
 
-def with_rules(pipeline: Pipeline, count: int) -> Pipeline:
+def with_rules(pipeline: CompiledRules, count: int) -> CompiledRules:
     """The shipped pipeline plus `count` synthetic inhibit rules, each for its own alertname pair."""
     extra = tuple(
         InhibitRule(
@@ -50,7 +50,7 @@ def with_rules(pipeline: Pipeline, count: int) -> Pipeline:
         )
         for i in range(count)
     )
-    return Pipeline(
+    return CompiledRules(
         nodes=pipeline.nodes,
         inhibit_rules=pipeline.inhibit_rules + extra,
         aggregation=pipeline.aggregation,

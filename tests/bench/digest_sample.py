@@ -29,7 +29,7 @@ from alertrouter.digest.period import week_bounds, zone
 from alertrouter.digest.send import DigestRunner
 from alertrouter.render import Templates
 from alertrouter.ruleset import load_ruleset
-from alertrouter.ruleset.build import build_pipeline
+from alertrouter.ruleset.build import compile_rules
 from alertrouter.store import Database
 from alertrouter.store.actions import acknowledge_incident
 from alertrouter.store.migrate import upgrade
@@ -119,7 +119,7 @@ async def build(out: Path, db_path: Path) -> None:
     await asyncio.to_thread(upgrade, url)
     db = Database(url, sqlite_synchronous="NORMAL")
     ruleset = load_ruleset(REPO / "rules", {})
-    pipeline = build_pipeline(ruleset)
+    pipeline = compile_rules(ruleset)
     tz = zone(TZ)
     start, end = week_bounds(WEEK, tz)
     driver = WeekDriver(db, pipeline, start - timedelta(hours=1))

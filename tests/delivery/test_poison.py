@@ -22,9 +22,9 @@ from alertrouter.channels.base import Notification
 from alertrouter.channels.registry import build_channels
 from alertrouter.delivery.policy import MAX_UNEXPECTED
 from alertrouter.delivery.worker import DeliveryWorker
-from alertrouter.engine.types import Intent
 from alertrouter.metrics import Metrics
 from alertrouter.pipeline.throttle import NotifyReason
+from alertrouter.pipeline.types import Intent
 from alertrouter.render import Templates
 from alertrouter.ruleset.schema import Ruleset
 from alertrouter.store import Database

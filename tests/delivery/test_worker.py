@@ -18,8 +18,8 @@ from alertrouter.auth.signing import Signer, TokenError
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
-from alertrouter.engine.types import Intent
 from alertrouter.pipeline.throttle import NotifyReason
+from alertrouter.pipeline.types import Intent
 from alertrouter.ruleset.schema import Ruleset
 from alertrouter.store import Database
 from alertrouter.store.incidents import insert_intents

@@ -15,7 +15,7 @@ from alertrouter.digest.period import zone
 from alertrouter.digest.send import DigestRunner, digest_targets
 from alertrouter.render import Templates
 from alertrouter.ruleset import load_ruleset
-from alertrouter.ruleset.build import build_pipeline
+from alertrouter.ruleset.build import compile_rules
 from alertrouter.store import Database
 from alertrouter.store.actions import acknowledge_incident
 from alertrouter.store.tables import AlertEventRow, IncidentRow, OutboxRow
@@ -49,7 +49,7 @@ LATER = gpu("node-08", 0)
 
 async def seed(db: Database) -> DigestRunner:
     ruleset = load_ruleset(REPO / "rules", {})
-    pipeline = build_pipeline(ruleset)
+    pipeline = compile_rules(ruleset)
     week = WeekDriver(db, pipeline, t("2026-11-10T02:00"))
 
     async def fire(at: str, *labels: dict[str, str]) -> None:

@@ -18,7 +18,7 @@ from alertrouter.digest.send import DigestRunner
 from alertrouter.metrics import Metrics
 from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset, load_ruleset
-from alertrouter.ruleset.build import build_pipeline
+from alertrouter.ruleset.build import compile_rules
 from alertrouter.scheduler import Scheduler
 from alertrouter.store import Database
 from alertrouter.store.tables import (
@@ -72,7 +72,7 @@ def scheduler(db: Database, ruleset: Ruleset, holder: str, now: datetime, metric
     def clock() -> datetime:
         return now
 
-    digests = DigestRunner(db, ruleset, build_pipeline(ruleset), templates=Templates(), holder=holder, clock=clock)
+    digests = DigestRunner(db, ruleset, compile_rules(ruleset), templates=Templates(), holder=holder, clock=clock)
     return Scheduler(db, digests, metrics=metrics, holder=holder, clock=clock)
 
 

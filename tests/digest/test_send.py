@@ -14,7 +14,7 @@ from sqlalchemy import select
 from alertrouter.digest.send import DigestRunner
 from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset, load_ruleset
-from alertrouter.ruleset.build import build_pipeline
+from alertrouter.ruleset.build import compile_rules
 from alertrouter.store import Database
 from alertrouter.store.tables import ScheduledRunRow
 from support.fakes.smtp import FakeSmtp
@@ -39,7 +39,7 @@ channels:
 
 
 def runner(db: Database, ruleset: Ruleset, holder: str, now: datetime = NOW) -> DigestRunner:
-    return DigestRunner(db, ruleset, build_pipeline(ruleset), templates=Templates(), holder=holder, clock=lambda: now)
+    return DigestRunner(db, ruleset, compile_rules(ruleset), templates=Templates(), holder=holder, clock=lambda: now)
 
 
 @pytest.fixture

@@ -13,13 +13,13 @@ from typing import Any
 from sqlalchemy import select, text
 
 from alertrouter.engine.runner import EngineRunner
-from alertrouter.engine.types import Decision
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.pipeline.nodes import NodeIdentity
+from alertrouter.pipeline.types import Decision
 from alertrouter.store import Database, queries
 from alertrouter.store.tables import AlertRow, OutboxRow
 from support.scenario import shipped_pipeline

@@ -12,10 +12,10 @@ from sqlalchemy import func, select
 
 import alertrouter.engine.runner as runner_module
 from alertrouter.engine.runner import EngineRunner
-from alertrouter.engine.types import EvalResult
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
+from alertrouter.pipeline.types import EvalResult
 from alertrouter.store import Database
 from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, NotifyStateRow, OutboxRow
 from support.counting import Commits

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from alertrouter.engine.types import Decision
 from alertrouter.pipeline.throttle import NotifyReason
+from alertrouter.pipeline.types import Decision
 from support.scenario import Scenario, gpu_labels, node_down_labels
 
 S = timedelta(seconds=1)

@@ -1,4 +1,4 @@
-"""Builders for outbox snapshots and notifications shaped like `engine.incident.message_snapshot` writes them."""
+"""Builders for outbox snapshots and notifications shaped like `pipeline.incident.message_snapshot` writes them."""
 
 from __future__ import annotations
 

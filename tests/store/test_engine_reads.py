@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from alertrouter.engine.types import LiveAlert
+from alertrouter.pipeline.types import LiveAlert
 from alertrouter.store import Database, bulk
 from alertrouter.store.handles import alerts_t
 from alertrouter.store.incidents import load_live_alerts

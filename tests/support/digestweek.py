@@ -18,7 +18,7 @@ from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.ruleset.build import Pipeline
+from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.store import Database
 
 __all__ = ["ManualClock", "WeekDriver", "iso"]
@@ -37,7 +37,9 @@ class ManualClock:
 
 
 class WeekDriver:
-    def __init__(self, db: Database, pipeline: Pipeline, start: datetime, *, step: timedelta = timedelta(seconds=10)):
+    def __init__(
+        self, db: Database, pipeline: CompiledRules, start: datetime, *, step: timedelta = timedelta(seconds=10)
+    ):
         self.clock = ManualClock(start)
         self.ingestor = Ingestor(db, TouchBuffer(), clock=self.clock)
         self.engine = EngineRunner(db, pipeline, clock=self.clock, holder="digest-week")

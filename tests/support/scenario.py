@@ -7,18 +7,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from alertrouter.engine.evaluate import Evaluator
-from alertrouter.engine.types import EvalResult, IncidentRecord, Intent, LiveAlert, next_records
 from alertrouter.labels import fingerprint
+from alertrouter.pipeline.evaluate import Evaluator
+from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.types import EvalResult, IncidentRecord, Intent, LiveAlert, next_records
 from alertrouter.ruleset import load_ruleset
-from alertrouter.ruleset.build import Pipeline, build_pipeline
+from alertrouter.ruleset.build import compile_rules
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 
 
-def shipped_pipeline() -> Pipeline:
-    return build_pipeline(load_ruleset(REPO / "rules", {}))
+def shipped_pipeline() -> CompiledRules:
+    return compile_rules(load_ruleset(REPO / "rules", {}))
 
 
 def gpu_labels(
@@ -42,7 +43,7 @@ def node_down_labels(node: str, **extra: str) -> dict[str, str]:
 
 @dataclass
 class Scenario:
-    pipeline: Pipeline = field(default_factory=shipped_pipeline)
+    pipeline: CompiledRules = field(default_factory=shipped_pipeline)
     now: datetime = T0
     alerts: dict[str, LiveAlert] = field(default_factory=dict)
     records: dict[str, IncidentRecord] = field(default_factory=dict)

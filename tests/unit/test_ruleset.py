@@ -102,9 +102,9 @@ def test_config_hash_follows_content(tmp_path: Path) -> None:
 
 
 def test_shipped_rules_build_the_whole_pipeline() -> None:
-    from alertrouter.ruleset.build import build_pipeline
+    from alertrouter.ruleset.build import compile_rules
 
-    pipeline = build_pipeline(load_ruleset(REPO / "rules", {}))
+    pipeline = compile_rules(load_ruleset(REPO / "rules", {}))
     assert pipeline.inhibit_rules[0].name == "node-down-mutes-node"
     assert [a.name for a in pipeline.aggregation] == ["gpu-by-node", "node"]
     assert pipeline.route.receiver == "weekly-digest"
@@ -153,7 +153,7 @@ def test_root_route_rules(tmp_path: Path) -> None:
 
 
 def test_rollup_off_and_shorthands(tmp_path: Path) -> None:
-    from alertrouter.ruleset.build import build_pipeline
+    from alertrouter.ruleset.build import compile_rules
 
     write(
         tmp_path,
@@ -162,7 +162,7 @@ def test_rollup_off_and_shorthands(tmp_path: Path) -> None:
         "route: {receiver: r, repeat_interval: 1h, max_repeats: 3, routes: [{receiver: r, max_repeats: unlimited}]}\n"
         "receivers: [{name: r}]\n",
     )
-    pipeline = build_pipeline(load_ruleset(tmp_path, {}))
+    pipeline = compile_rules(load_ruleset(tmp_path, {}))
     assert pipeline.aggregation[0].rollup is None
     hour = timedelta(hours=1)
     assert pipeline.route.repeat_interval == {"critical": hour, "warning": hour, "info": hour, "default": hour}

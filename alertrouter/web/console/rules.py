@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from alertrouter.channels.registry import secret_values
 from alertrouter.ruleset import Ruleset
-from alertrouter.ruleset.build import build_pipeline
+from alertrouter.ruleset.build import compile_rules
 from alertrouter.simulate import SimulationError, Step, simulate
 from alertrouter.web.console.pages import ConsoleDep, PageError, check_csrf, read_form
 
@@ -76,7 +76,7 @@ async def run_simulation(console: ConsoleDep) -> HTMLResponse:
     except json.JSONDecodeError as exc:
         return _page(console, status=400, payload=payload, error=f"invalid JSON: {exc.msg} (line {exc.lineno})")
     try:
-        outcome = await simulate(build_pipeline(console.runtime.ruleset), [Step("pasted payload", payload.encode())])
+        outcome = await simulate(compile_rules(console.runtime.ruleset), [Step("pasted payload", payload.encode())])
     except SimulationError as exc:
         return _page(console, status=400, payload=payload, error=str(exc))
     return _page(console, payload=payload, outcome=outcome.as_json())

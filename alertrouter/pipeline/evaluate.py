@@ -12,23 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from alertrouter.engine.incident import (
-    MAX_ALERTS_IN_MESSAGE,
-    IncidentGroup,
-    message_snapshot,
-    next_incident_state,
-    summary_dict,
-    worst_severity,
-)
-from alertrouter.engine.types import (
-    AlertDecision,
-    Decision,
-    EvalResult,
-    IncidentRecord,
-    IncidentState,
-    Intent,
-    LiveAlert,
-)
 from alertrouter.model import AlertView
 from alertrouter.pipeline.aggregate import (
     AggregationRule,
@@ -41,11 +24,28 @@ from alertrouter.pipeline.aggregate import (
     storm_members,
     summarize,
 )
+from alertrouter.pipeline.incident import (
+    MAX_ALERTS_IN_MESSAGE,
+    IncidentGroup,
+    message_snapshot,
+    next_incident_state,
+    summary_dict,
+    worst_severity,
+)
 from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.route import RouteMatch, match_routes, severity_interval
+from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence, Silencer
 from alertrouter.pipeline.throttle import ThrottlePolicy, needs_update, next_state
-from alertrouter.ruleset.build import Pipeline
+from alertrouter.pipeline.types import (
+    AlertDecision,
+    Decision,
+    EvalResult,
+    IncidentRecord,
+    IncidentState,
+    Intent,
+    LiveAlert,
+)
 
 __all__ = ["Evaluator"]
 
@@ -63,7 +63,7 @@ class Evaluator:
     """Keeps the inhibitor (it is incremental) and each alert's placement between passes; the
     incidents, decisions and notifications are recomputed every pass."""
 
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, pipeline: CompiledRules) -> None:
         self.pipeline = pipeline
         self._inhibitor = Inhibitor(pipeline.inhibit_rules)
         self._views: dict[str, AlertView] = {}

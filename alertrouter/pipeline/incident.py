@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from alertrouter.engine.types import IncidentRecord, IncidentState
 from alertrouter.model import AlertView
 from alertrouter.pipeline import aggregate
 from alertrouter.pipeline.aggregate import AggregationRule, IncidentSummary
-from alertrouter.ruleset.build import Pipeline
+from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.types import IncidentRecord, IncidentState
 
 __all__ = [
     "MAX_ALERTS_IN_MESSAGE",
@@ -39,7 +39,7 @@ class IncidentGroup:
     parent: str | None = None
 
 
-def worst_severity(alerts: Iterable[AlertView], pipeline: Pipeline) -> str:
+def worst_severity(alerts: Iterable[AlertView], pipeline: CompiledRules) -> str:
     return aggregate.worst_severity(alerts, severity_label=pipeline.severity_label, severities=pipeline.severities)
 
 

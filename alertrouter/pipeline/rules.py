@@ -1,0 +1,26 @@
+"""The rules compiled for the pipeline: each stage's own types, nothing of the YAML."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alertrouter.pipeline.aggregate import AggregationRule
+from alertrouter.pipeline.inhibit import InhibitRule
+from alertrouter.pipeline.nodes import NodeIdentity
+from alertrouter.pipeline.route import Route
+
+__all__ = ["CompiledRules"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRules:
+    """Everything the engine needs from the rules, as the stages' own types (`ruleset.build.compile_rules`
+    makes it from a validated `Ruleset`)."""
+
+    nodes: NodeIdentity
+    inhibit_rules: tuple[InhibitRule, ...]
+    aggregation: tuple[AggregationRule, ...]
+    route: Route
+    receivers: tuple[str, ...]
+    severity_label: str
+    severities: tuple[str, ...]
