@@ -34,7 +34,7 @@ from alertrouter.scheduler import build_scheduler
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import api, console, incidents, notifications, ops, writes
+from alertrouter.web import alerts, console, health, incidents, notifications, writes
 
 __all__ = ["build_runtime", "create_app"]
 
@@ -169,10 +169,10 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
     for error in STORE_ERRORS:
         app.add_exception_handler(error, store_unavailable)
     app.include_router(ingest_routes.router)
-    app.include_router(api.router)
+    app.include_router(alerts.router)
     app.include_router(incidents.router)
     app.include_router(notifications.router)
-    app.include_router(ops.router)
+    app.include_router(health.router)
     app.include_router(writes.router)
     console.install(app)
     return app

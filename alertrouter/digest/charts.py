@@ -17,7 +17,7 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from alertrouter.digest.model import Count, DayCount, Noise
+from alertrouter.digest.types import Count, DayCount, Noise
 
 __all__ = ["CHART_WIDTH", "SEVERITY_COLORS", "Chart", "draw_charts"]
 

@@ -24,11 +24,11 @@ from zoneinfo import ZoneInfo
 from alertrouter.channels.base import ChannelError
 from alertrouter.channels.email import InlineImage, build_email, smtp_send
 from alertrouter.digest.charts import draw_charts
-from alertrouter.digest.model import DigestStats
 from alertrouter.digest.period import Schedule, parse_schedule, week_bounds, zone
-from alertrouter.digest.render import RenderedDigest, render_digest
 from alertrouter.digest.stats import gather
 from alertrouter.digest.summarize import Labelling, summarize
+from alertrouter.digest.types import DigestStats
+from alertrouter.digest.view import RenderedDigest, render_digest
 from alertrouter.model import utcnow
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render import Templates

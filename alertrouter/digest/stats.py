@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.digest.model import EpisodeRow, IncidentFact, WeekRows
+from alertrouter.digest.types import EpisodeRow, IncidentFact, WeekRows
 from alertrouter.store.tables import (
     AlertEpisodeRow,
     AlertEventRow,

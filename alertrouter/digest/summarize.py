@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from alertrouter.digest.model import (
+from alertrouter.digest.types import (
     AckStats,
     Count,
     DayCount,

@@ -32,7 +32,7 @@ __all__ = [
     "severity_rank",
     "storm_headline",
     "storm_members",
-    "summarize",
+    "summarize_incident",
     "worst_severity",
 ]
 
@@ -143,7 +143,7 @@ def common_labels(label_sets: Iterable[Mapping[str, str]]) -> dict[str, str]:
     return common
 
 
-def summarize(
+def summarize_incident(
     rule: AggregationRule,
     key: str,
     alerts: Sequence[AlertView],

@@ -22,7 +22,7 @@ from alertrouter.pipeline.aggregate import (
     rollup_key,
     storm_headline,
     storm_members,
-    summarize,
+    summarize_incident,
 )
 from alertrouter.pipeline.incident import (
     MAX_ALERTS_IN_MESSAGE,
@@ -163,7 +163,9 @@ class Evaluator:
         those (resolved, or all muted) is still described by all of its alerts, but reports nothing firing."""
         p = self.pipeline
         described = group.eligible or group.held or group.alerts
-        summary = summarize(group.rule, group.key, described, severity_label=p.severity_label, severities=p.severities)
+        summary = summarize_incident(
+            group.rule, group.key, described, severity_label=p.severity_label, severities=p.severities
+        )
         if described is not group.eligible:
             summary = replace(summary, firing=frozenset())
         return summary
@@ -292,7 +294,9 @@ class Evaluator:
         # them; a cluster message does not, so it would otherwise undercount the storm it announces).
         p = self.pipeline
         member_summaries = [
-            summarize(rule, m.key, m.eligible + m.held, severity_label=p.severity_label, severities=p.severities)
+            summarize_incident(
+                rule, m.key, m.eligible + m.held, severity_label=p.severity_label, severities=p.severities
+            )
             for m in members
         ]
         opening = [v for m in members for v in (m.eligible + m.held)]

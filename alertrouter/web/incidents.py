@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 
 from alertrouter.store import queries
-from alertrouter.web.api import AuthorizedRuntime
+from alertrouter.web.alerts import AuthorizedRuntime
 from alertrouter.web.ids import IncidentId
 from alertrouter.web.schemas import (
     AlertRead,

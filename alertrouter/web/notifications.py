@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict
 
 from alertrouter.store import delivery as store
-from alertrouter.web.api import AuthorizedRuntime
+from alertrouter.web.alerts import AuthorizedRuntime
 from alertrouter.web.ids import NotificationId, OptionalIncidentQuery
 
 __all__ = ["router"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from alertrouter.cli import main
+from alertrouter.cli.main import main
 from alertrouter.store.migrate import upgrade
 from support.fakes.smtp import FakeSmtp
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from alertrouter.digest.model import DigestStats
 from alertrouter.digest.period import zone
 from alertrouter.digest.send import DigestRunner, digest_targets
+from alertrouter.digest.types import DigestStats
 from alertrouter.render import Templates
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules

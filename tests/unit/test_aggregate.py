@@ -18,7 +18,7 @@ from alertrouter.pipeline.aggregate import (
     severity_rank,
     storm_headline,
     storm_members,
-    summarize,
+    summarize_incident,
 )
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
@@ -54,7 +54,7 @@ def test_incident_key_is_per_alertname_and_node() -> None:
 
 def test_one_node_six_hot_gpus_is_one_summary() -> None:
     alerts = [gpu("gpu-node-07", i, "critical" if i == 3 else "warning") for i in (0, 1, 3, 4, 6, 7)]
-    s = summarize(GPU_RULE, incident_key(GPU_RULE, alerts[0].labels), alerts)
+    s = summarize_incident(GPU_RULE, incident_key(GPU_RULE, alerts[0].labels), alerts)
     assert s.units == ("0", "1", "3", "4", "6", "7")
     assert (s.units_total, s.alerts, s.severity) == (8, 6, "critical")
     assert s.headline == "gpu-node-07: GPUHighTemp on 6/8 GPUs"
@@ -64,7 +64,7 @@ def test_one_node_six_hot_gpus_is_one_summary() -> None:
 
 def test_units_sort_numerically() -> None:
     alerts = [gpu("n", i) for i in (10, 2, 1)]
-    assert summarize(GPU_RULE, "k", alerts).units == ("1", "2", "10")
+    assert summarize_incident(GPU_RULE, "k", alerts).units == ("1", "2", "10")
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,10 @@ def test_rollup_key_and_storm_headline() -> None:
     labels = gpu("n1", 0).labels
     assert rollup_key(GPU_RULE, labels) == 'gpu-by-node/cluster{alertname="GPUHighTemp",region="north"}'
     assert rollup_key(DEFAULT_RULE, labels) is None
-    members = [summarize(GPU_RULE, f"k{n}", [gpu(f"n{n}", i, rack="r12") for i in range(n % 8 + 1)]) for n in range(37)]
+    members = [
+        summarize_incident(GPU_RULE, f"k{n}", [gpu(f"n{n}", i, rack="r12") for i in range(n % 8 + 1)])
+        for n in range(37)
+    ]
     expected_gpus = sum(n % 8 + 1 for n in range(37))
     headline = storm_headline("GPUHighTemp", members, ("region", "rack", "cluster"))
     assert headline == f"GPUHighTemp on 37 nodes in region north, rack r12: {expected_gpus} GPUs"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from alertrouter.cli import main
+from alertrouter.cli.main import main
 from alertrouter.ruleset import ConfigError, load_ruleset
 from alertrouter.ruleset.build import unconfigured_channels
 from support.fakes.dingtalk import FakeDingTalk

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from alertrouter.cli import main
+from alertrouter.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 

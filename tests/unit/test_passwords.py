@@ -62,7 +62,7 @@ def test_settings_refuse_bad_credentials_without_echoing_them() -> None:
 
 
 def test_hash_password_command_reads_stdin() -> None:
-    cli = [sys.executable, "-m", "alertrouter.cli", "hash-password", "--iterations", "1000"]
+    cli = [sys.executable, "-m", "alertrouter.cli.main", "hash-password", "--iterations", "1000"]
     done = subprocess.run(cli, input="s3cret-pass\n", capture_output=True, text=True, check=True)
     encoded = done.stdout.strip()
     assert verify_password("s3cret-pass", encoded)

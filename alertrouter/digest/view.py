@@ -15,7 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from alertrouter.digest.charts import SEVERITY_COLORS, Chart
-from alertrouter.digest.model import Count, DigestStats
+from alertrouter.digest.types import Count, DigestStats
 from alertrouter.render import LABEL_CAP, Templates, clean
 
 __all__ = ["RenderedDigest", "format_duration", "render_digest"]

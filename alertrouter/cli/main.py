@@ -16,8 +16,9 @@ from pydantic import ValidationError
 
 from alertrouter import __version__
 from alertrouter.app import create_app
+from alertrouter.cli.digest import add_digest_parser
+from alertrouter.cli.passwords import add_hash_password_parser
 from alertrouter.delivery.sendtest import send_test
-from alertrouter.digest.cli import add_digest_parser
 from alertrouter.durations import parse_duration
 from alertrouter.logs import configure_logging
 from alertrouter.pipeline.route import match_routes, render_tree
@@ -29,7 +30,6 @@ from alertrouter.ruleset.build import compile_rules, unconfigured_channels
 from alertrouter.settings import Settings, get_settings
 from alertrouter.simulate import SimulationError, Step, simulate
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web.cli import add_hash_password_parser
 
 __all__ = ["main"]
 
