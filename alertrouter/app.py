@@ -13,13 +13,12 @@ from fastapi.responses import JSONResponse
 
 from alertrouter import __version__
 from alertrouter.auth.keys import load_signers
-from alertrouter.auth.webhook import Authenticator
 from alertrouter.channels.registry import build_channels, secret_values
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.heap import settle_heap
-from alertrouter.ingest import routes as ingest_routes
+from alertrouter.ingest.activity import IngestActivity
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.logs import redact_secrets
@@ -34,14 +33,16 @@ from alertrouter.scheduler import build_scheduler
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import alerts, console, health, incidents, notifications, writes
+from alertrouter.web import alerts, console, health, incidents, notifications, receive, writes
 
 __all__ = ["build_runtime", "create_app"]
 
 log = logging.getLogger(__name__)
 
 
-def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
+async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
+    """Every long-lived part, each given what it needs when it is built (the signing key may live in
+    the store, hence async). Nothing is started here."""
     db = Database(
         settings.database_url,
         sqlite_synchronous=settings.sqlite_synchronous,
@@ -49,6 +50,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         busy_timeout=max(0.1, settings.store_timeout.total_seconds() * 0.8),
     )
     touches = TouchBuffer()
+    activity = IngestActivity()
     metrics = Metrics()
     loops = LoopHealth(metrics)
     metrics.config_hash.labels(hash=ruleset.config_hash).set(1)
@@ -60,6 +62,8 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         on_expired=metrics.expired.inc,
         loops=loops,
     )
+    secret_key = settings.secret_key.get_secret_value() if settings.secret_key is not None else None
+    signers = await load_signers(db, secret_key)
     http = httpx.AsyncClient(timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=100))
     channels = build_channels(ruleset, client=http, renderer=Templates(settings.templates_dir))
     delivery = None
@@ -71,6 +75,7 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
             metrics=metrics,
             interval=settings.delivery_interval.total_seconds(),
             concurrency=settings.delivery_concurrency,
+            actions=ActionLinks(signers.link, settings.link_ttl, settings.link_silence),
             loops=loops,
         )
     engine = EngineRunner(
@@ -79,10 +84,10 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         metrics,
         interval=settings.engine_interval,
         on_intents=delivery.nudge if delivery is not None else None,
+        ingest_quiet=activity.quiet_for,
         loops=loops,
     )
-    ingestor = Ingestor(db, touches, on_inserted=engine.inserted)
-    engine.ingest_quiet = ingestor.quiet_for
+    ingestor = Ingestor(db, touches, activity=activity, on_committed=engine.committed)
     return Runtime(
         settings=settings,
         ruleset=ruleset,
@@ -91,12 +96,13 @@ def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         maintenance=maintenance,
         engine=engine,
         metrics=metrics,
-        auth=Authenticator(settings),
+        auth=settings.webhook_authenticator(),
         head_revision=head_revision(),
         channels=channels,
         delivery=delivery,
         http=http,
         loops=loops,
+        signers=signers,
         scheduler=build_scheduler(settings, ruleset, db, engine.pipeline, metrics, loops),
     )
 
@@ -111,11 +117,8 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         if settings.auto_migrate:
             await asyncio.to_thread(upgrade, settings.database_url)
         redact_secrets(secret_values(ruleset))
-        runtime = build_runtime(settings, ruleset)
+        runtime = await build_runtime(settings, ruleset)
         app.state.runtime = runtime
-        runtime.signers = await load_signers(runtime.db, settings)
-        if runtime.delivery is not None:
-            runtime.delivery.actions = ActionLinks(runtime.signers.link, settings.link_ttl, settings.link_silence)
         runtime.maintenance.start()
         runtime.engine.start()
         if runtime.delivery is not None:
@@ -163,12 +166,12 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         return JSONResponse(
             {"error": "store unavailable, retry later"},
             status_code=503,
-            headers={"Retry-After": ingest_routes.RETRY_AFTER_SECONDS},
+            headers={"Retry-After": receive.RETRY_AFTER_SECONDS},
         )
 
     for error in STORE_ERRORS:
         app.add_exception_handler(error, store_unavailable)
-    app.include_router(ingest_routes.router)
+    app.include_router(receive.router)
     app.include_router(alerts.router)
     app.include_router(incidents.router)
     app.include_router(notifications.router)

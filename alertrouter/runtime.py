@@ -40,7 +40,7 @@ class Runtime:
     delivery: DeliveryWorker | None
     http: httpx.AsyncClient
     loops: LoopHealth
-    signers: Signers | None = None  # set by the app's startup (the key may live in the store)
+    signers: Signers  # links in messages and console sessions
     scheduler: Scheduler | None = None  # weekly digests and housekeeping, when ALERTROUTER_SCHEDULER
 
 

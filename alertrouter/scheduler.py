@@ -23,7 +23,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from alertrouter import retention
-from alertrouter.digest.period import DAYS, due_period
+from alertrouter.digest.period import due_period
 from alertrouter.digest.send import DigestRunner, DigestTarget
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
@@ -31,6 +31,7 @@ from alertrouter.model import utcnow
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
+from alertrouter.ruleset.schedule import DAYS
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.leases import hold_lease, new_holder, release_lease

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from alertrouter.auth.links import LINK_PURPOSE, SESSION_PURPOSE
 from alertrouter.auth.signing import Signer, new_secret
 from alertrouter.model import utcnow
-from alertrouter.settings import Settings
 from alertrouter.store import Database
 from alertrouter.store.actions import get_or_create_secret
 
@@ -23,9 +22,10 @@ class Signers:
     session: Signer  # console login cookies
 
 
-async def load_signers(db: Database, settings: Settings) -> Signers:
-    if settings.secret_key is not None:
-        secret = settings.secret_key.get_secret_value()
+async def load_signers(db: Database, secret_key: str | None) -> Signers:
+    """Signers keyed by `secret_key` (ALERTROUTER_SECRET_KEY), or by the key kept in the store."""
+    if secret_key is not None:
+        secret = secret_key
     else:
         async with db.write() as session:
             secret = await get_or_create_secret(session, name=SECRET_NAME, make=new_secret, now=utcnow())

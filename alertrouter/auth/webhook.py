@@ -6,20 +6,16 @@ import base64
 import binascii
 import hmac
 
-from alertrouter.settings import Settings
-
 __all__ = ["Authenticator"]
 
 
 class Authenticator:
-    def __init__(self, settings: Settings) -> None:
-        self._bearer = settings.bearer_token.get_secret_value().encode() if settings.bearer_token else None
-        self._basic: tuple[bytes, bytes] | None = None
-        if settings.basic_username is not None and settings.basic_password is not None:
-            self._basic = (
-                settings.basic_username.encode(),
-                settings.basic_password.get_secret_value().encode(),
-            )
+    """`bearer`: the token Alertmanager sends as `Authorization: Bearer`; `basic`: (user, password).
+    Neither: every request is let in (the loopback default)."""
+
+    def __init__(self, *, bearer: str | None = None, basic: tuple[str, str] | None = None) -> None:
+        self._bearer = bearer.encode() if bearer is not None else None
+        self._basic = (basic[0].encode(), basic[1].encode()) if basic is not None else None
 
     @property
     def enabled(self) -> bool:

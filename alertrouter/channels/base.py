@@ -15,7 +15,6 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 __all__ = [
-    "SMS_FIELDS",
     "Channel",
     "ChannelError",
     "Mentions",
@@ -145,24 +144,6 @@ def truncate_utf8(text: str, limit: int, ellipsis: str = "…") -> str:
     if room <= 0:
         return data[:limit].decode("utf-8", errors="ignore")
     return data[:room].decode("utf-8", errors="ignore") + ellipsis
-
-
-# Fields an SMS template variable may take (`params: {name: headline}` in a channel's config).
-SMS_FIELDS = (
-    "severity",
-    "status",
-    "headline",
-    "alertname",
-    "node",
-    "region",
-    "count",
-    "gpus",
-    "since",
-    "summary",
-    "link",
-    "receiver",
-    "incidents",
-)
 
 
 def notification_fields(n: Notification) -> dict[str, str]:

@@ -11,13 +11,14 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
-from alertrouter.digest.period import due_period, parse_week, shift_week, week_of, zone
+from alertrouter.digest.period import due_period, parse_week, shift_week, week_of
 from alertrouter.digest.send import DigestRunner, DigestTarget
 from alertrouter.logs import configure_logging
 from alertrouter.model import utcnow
 from alertrouter.render import Templates
 from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
 from alertrouter.ruleset.build import compile_rules
+from alertrouter.ruleset.schedule import zone
 from alertrouter.settings import Settings, get_settings
 from alertrouter.store import Database
 from alertrouter.store.migrate import upgrade

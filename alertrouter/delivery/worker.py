@@ -61,6 +61,7 @@ class DeliveryWorker:
         clock: Callable[[], datetime] = utcnow,
         holder: str | None = None,
         rng: random.Random | None = None,
+        actions: ActionLinks | None = None,
         loops: LoopHealth | None = None,
     ) -> None:
         self._db = db
@@ -74,7 +75,7 @@ class DeliveryWorker:
         self._logged: dict[str, None] = {}  # signatures of unexpected errors logged with their traceback
         self._metrics = metrics
         self._base = (external_url or ruleset.global_.external_url or "").rstrip("/")
-        self.actions: ActionLinks | None = None  # set at startup (the key may live in the store); None: no links
+        self.actions = actions  # signed acknowledge/silence links in messages; None: no links
         self._interval = interval
         self._slots = asyncio.Semaphore(concurrency)
         self._clock = clock

@@ -8,56 +8,23 @@ schedule's weekday and time (default Monday 09:00), when W is over.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
+
+from alertrouter.ruleset.schedule import Schedule
 
 __all__ = [
-    "DAYS",
-    "Schedule",
     "due_period",
     "format_week",
     "next_send",
-    "parse_schedule",
     "parse_week",
     "send_time",
     "shift_week",
     "week_bounds",
     "week_of",
-    "zone",
 ]
 
-DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
-_SCHEDULE = re.compile(r"^([a-z]{3})\s+([01]?\d|2[0-3]):([0-5]\d)$")
-
-
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    """When in the following week a week's digest goes out: `weekday` 0 = Monday."""
-
-    weekday: int = 0
-    hour: int = 9
-    minute: int = 0
-
-    def __str__(self) -> str:
-        return f"{DAYS[self.weekday]} {self.hour:02d}:{self.minute:02d}"
-
-
-def parse_schedule(text: str) -> Schedule:
-    """`mon 09:00` (day name, 24-hour local time); ValueError with the accepted form otherwise."""
-    m = _SCHEDULE.match(text.strip().lower())
-    if m is None or m.group(1) not in DAYS:
-        raise ValueError(f"schedule {text!r}: expected a day and a time, e.g. 'mon 09:00' (days: {', '.join(DAYS)})")
-    return Schedule(DAYS.index(m.group(1)), int(m.group(2)), int(m.group(3)))
-
-
-def zone(name: str) -> ZoneInfo:
-    """The IANA zone `name`; ValueError (not ZoneInfoNotFoundError) for an unknown one."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r} (IANA names, e.g. Asia/Shanghai, Europe/Berlin, UTC)") from None
 
 
 def parse_week(text: str) -> tuple[int, int]:

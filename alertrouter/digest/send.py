@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 from alertrouter.channels.base import ChannelError
 from alertrouter.channels.email import InlineImage, build_email, smtp_send
 from alertrouter.digest.charts import draw_charts
-from alertrouter.digest.period import Schedule, parse_schedule, week_bounds, zone
+from alertrouter.digest.period import week_bounds
 from alertrouter.digest.stats import gather
 from alertrouter.digest.summarize import Labelling, summarize
 from alertrouter.digest.types import DigestStats
@@ -34,6 +34,7 @@ from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
+from alertrouter.ruleset.schedule import Schedule, parse_schedule, zone
 from alertrouter.ruleset.schema import DigestConfig, EmailChannelConfig
 from alertrouter.store import Database
 from alertrouter.store.runs import claim_run, finish_run, get_run

@@ -58,6 +58,7 @@ class EngineRunner:
         lease_ttl: timedelta = timedelta(seconds=15),
         holder: str | None = None,
         on_intents: Callable[[], None] | None = None,
+        ingest_quiet: Callable[[], float] | None = None,
         loops: LoopHealth | None = None,
     ) -> None:
         self._db = db
@@ -86,7 +87,7 @@ class EngineRunner:
         self._task: asyncio.Task[None] | None = None
         self.wake_at: datetime | None = None
         # Seconds since this process's ingest last stored a payload (0 while it is storing one).
-        self.ingest_quiet: Callable[[], float] | None = None
+        self.ingest_quiet = ingest_quiet
 
     def live_alerts(self) -> dict[str, LiveAlert]:
         """The alerts the last pass looked at (a copy)."""
@@ -101,6 +102,12 @@ class EngineRunner:
             firing = row["status"] == AlertStatus.FIRING.value
             live = LiveAlert(row["fingerprint"], row["labels"], firing, row["starts_at"], row["fired_at"])
             self._inserted[live.fingerprint] = (live, row["updated_at"])
+
+    def committed(self, inserted: Sequence[Mapping[str, Any]]) -> None:
+        """This process's ingest committed a change, with these new alert rows: hand them over and look soon."""
+        if inserted:
+            self.inserted(inserted)
+        self.nudge()
 
     def nudge(self, *, force: bool = False) -> None:
         """Something was stored: run a pass soon rather than at the next tick. `force` for changes the

@@ -1,3 +1,4 @@
-"""The HTTP edge where alerts arrive: Alertmanager webhooks and the Alertmanager API v2 shape."""
+"""The ingest stage: payloads checked at one boundary, planned against the stored state and committed
+before the HTTP edge (`alertrouter.web.receive`) answers."""
 
 from __future__ import annotations

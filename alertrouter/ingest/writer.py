@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
@@ -15,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.ingest.activity import IngestActivity
 from alertrouter.ingest.batch import IngestBatch, IngestResult
 from alertrouter.ingest.plan import Plan, plan_alerts
 from alertrouter.ingest.touches import TouchBuffer
@@ -65,7 +65,8 @@ class Ingestor:
         known_fingerprints: int = 65536,
         max_group_alerts: int = 2000,
         writers: int | None = None,
-        on_inserted: Callable[[Sequence[Mapping[str, Any]]], None] | None = None,
+        activity: IngestActivity | None = None,
+        on_committed: Callable[[Sequence[Mapping[str, Any]]], None] | None = None,
         group_wait: float | None = None,
     ) -> None:
         self._db = db
@@ -79,9 +80,9 @@ class Ingestor:
         self._max_writers = writers if writers is not None else (1 if db.is_sqlite else 4)
         self._pending: deque[tuple[IngestBatch, asyncio.Future[IngestResult]]] = deque()
         self._writers: set[asyncio.Task[None]] = set()
-        self._on_inserted = on_inserted  # told the alert rows each commit inserted (the engine's handoff)
-        self._in_flight = 0
-        self._last_active = -math.inf
+        # Told after each commit that wrote something, with the alert rows it inserted (the engine's handoff).
+        self._on_committed = on_committed
+        self.activity = activity or IngestActivity()
         self._recent_groups: deque[tuple[float, int]] = deque(maxlen=RECENT_GROUPS)  # (when, payloads)
         self._arrived = asyncio.Event()
         # Only for a single writer: PostgreSQL's concurrent writers already overlap their commits.
@@ -108,15 +109,11 @@ class Ingestor:
 
     def quiet_for(self) -> float:
         """Seconds since a payload was last being stored here; 0 while one is."""
-        return 0.0 if self._in_flight else time.monotonic() - self._last_active
+        return self.activity.quiet_for()
 
     async def ingest(self, batch: IngestBatch) -> IngestResult:
-        self._in_flight += 1
-        try:
+        with self.activity.storing():
             return await self._ingest(batch)
-        finally:
-            self._in_flight -= 1
-            self._last_active = time.monotonic()
 
     async def _ingest(self, batch: IngestBatch) -> IngestResult:
         if batch.always_logged and self._seen_recently(batch.digest):
@@ -229,8 +226,8 @@ class Ingestor:
                     self._remember(batch.digest)
             self._know(batches)
             self._touches.add(plan.seen, plan.extended)
-            if plan.new_alerts and self._on_inserted is not None:
-                self._on_inserted(list(plan.new_alerts.values()))
+            if self._on_committed is not None and any(r.written for r in results):
+                self._on_committed(list(plan.new_alerts.values()))
             return results
         raise RuntimeError("gave up after repeated concurrent inserts of the same alerts")
 

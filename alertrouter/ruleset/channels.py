@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from alertrouter.channels.base import SMS_FIELDS
 from alertrouter.ruleset.base import Duration, Section
 
 __all__ = [
     "SECRET_FIELDS",
+    "SMS_FIELDS",
     "AliyunSmsConfig",
     "ChannelConfig",
     "DingTalkChannelConfig",
@@ -24,6 +24,23 @@ __all__ = [
     "TencentSmsConfig",
     "WeComChannelConfig",
 ]
+
+# Fields an SMS template variable may take (`params: {name: headline}` in a channel's config).
+SMS_FIELDS = (
+    "severity",
+    "status",
+    "headline",
+    "alertname",
+    "node",
+    "region",
+    "count",
+    "gpus",
+    "since",
+    "summary",
+    "link",
+    "receiver",
+    "incidents",
+)
 
 
 class RateLimitConfig(Section):

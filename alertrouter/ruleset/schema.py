@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from alertrouter.digest.period import parse_schedule, zone
 from alertrouter.labels import Matcher, MatcherError, parse_matchers
 from alertrouter.ruleset.base import Duration, Section
 from alertrouter.ruleset.channels import (
@@ -24,6 +23,7 @@ from alertrouter.ruleset.channels import (
     TencentSmsConfig,
     WeComChannelConfig,
 )
+from alertrouter.ruleset.schedule import parse_schedule, zone
 
 __all__ = [
     "ALL_SEVERITIES",

@@ -26,7 +26,6 @@ from fastapi import Depends, HTTPException, Request
 
 from alertrouter.auth.passwords import hash_password, parse_pairs, verify_password
 from alertrouter.auth.signing import Signer, TokenError
-from alertrouter.auth.webhook import Authenticator
 from alertrouter.model import utcnow
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.settings import Settings
@@ -73,7 +72,7 @@ class Access:
         self.users = parse_pairs(users, what="user", check=lambda _: None) if users else {}
         pairs = parse_pairs(tokens, what="token", check=lambda _: None) if tokens else {}
         self._tokens = {name: token.encode() for name, token in pairs.items()}
-        self.webhook = Authenticator(settings)
+        self.webhook = settings.webhook_authenticator()
         self.read_only = settings.console_read_only
         self.anonymous_read = settings.console_anonymous_read
         self.session_ttl = settings.session_ttl
@@ -184,7 +183,7 @@ async def identify(request: Request, runtime: Runtime) -> Principal | None:
         return known
     access = access_for(request)
     principal = access.from_header(request.headers.get("authorization"))
-    if principal is None and runtime.signers is not None:
+    if principal is None:
         principal = access.from_cookie(request.cookies.get(SESSION_COOKIE), runtime.signers.session, utcnow())
         if principal is not None:
             async with runtime.db.read() as session:

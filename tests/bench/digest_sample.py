@@ -25,11 +25,12 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from alertrouter.digest.period import week_bounds, zone
+from alertrouter.digest.period import week_bounds
 from alertrouter.digest.send import DigestRunner
 from alertrouter.render import Templates
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules
+from alertrouter.ruleset.schedule import zone
 from alertrouter.store import Database
 from alertrouter.store.actions import acknowledge_incident
 from alertrouter.store.migrate import upgrade

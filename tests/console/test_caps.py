@@ -57,8 +57,7 @@ async def seed_hostile(app: App) -> tuple[int, str, int]:
 async def test_a_hostile_alert_keeps_every_console_page_small(app: App) -> None:
     incident, fingerprint, count = await seed_hostile(app)
     await app.login()
-    signer = app.runtime.signers.link if app.runtime.signers else None
-    assert signer is not None
+    signer = app.runtime.signers.link
     token_url = action_link(signer, "http://ar", Action.ACK, incident, now=utcnow(), ttl=ONE_HOUR)
     pages = ["/incidents", "/incidents?status=all", f"/incidents/{incident}", token_url.removeprefix("http://ar")]
     for path in pages:

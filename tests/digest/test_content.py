@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from alertrouter.digest.period import zone
 from alertrouter.digest.send import DigestRunner, digest_targets
 from alertrouter.digest.types import DigestStats
 from alertrouter.render import Templates
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules
+from alertrouter.ruleset.schedule import zone
 from alertrouter.store import Database
 from alertrouter.store.actions import acknowledge_incident
 from alertrouter.store.tables import AlertEventRow, IncidentRow, OutboxRow

@@ -8,17 +8,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from alertrouter.digest.period import (
-    Schedule,
     due_period,
     next_send,
-    parse_schedule,
     parse_week,
     send_time,
     shift_week,
     week_bounds,
     week_of,
-    zone,
 )
+from alertrouter.ruleset.schedule import Schedule, parse_schedule, zone
 
 
 def utc(text: str) -> datetime:

@@ -157,7 +157,7 @@ async def test_alerts_handed_over_by_ingest_are_decided_as_if_read_back(db: Data
     # that reads everything from the store. The handoff must change nothing but the work done.
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
-    ingestor = Ingestor(db, TouchBuffer(), clock=clock, on_inserted=runner.inserted)
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock, on_committed=runner.committed)
     await runner.run_once()  # the first pass reads everything; the handoff serves the later ones
     clock.now += 5 * S
     fleet = [gpu_labels(f"gpu-node-{n:02d}", g, region="north") for n in range(3) for g in range(8)]

@@ -476,3 +476,22 @@ async def test_a_payload_failing_for_its_own_reason_fails_alone_in_a_group_commi
     assert not is_outage(results[15])
     assert await count(db, AlertRow) == 30
     assert await count(db, RawEventRow) == 30
+
+
+async def test_the_engine_is_told_once_per_commit_that_wrote_and_only_then(db: Database) -> None:
+    # The writer is the one party that tells the engine: with the new alert rows of each commit that
+    # wrote something, and not at all for a re-send that changed nothing.
+    told: list[list[str]] = []
+    clock = Clock()
+    ingestor = Ingestor(
+        db, TouchBuffer(), clock=clock, on_committed=lambda rows: told.append([r["fingerprint"] for r in rows])
+    )
+    batch = webhook([gpu_alert(g) for g in range(3)])
+    await ingestor.ingest(batch)
+    assert told == [[a.fingerprint for a in batch.alerts]]
+    clock.now += timedelta(minutes=1)
+    await Ingestor(db, TouchBuffer(), clock=clock, on_committed=lambda rows: told.append(["other"])).ingest(batch)
+    assert len(told) == 1  # nothing changed: no commit worth a pass
+    resolved = webhook([gpu_alert(0, status="resolved", ends="2026-11-21T08:05:00Z")])
+    await ingestor.ingest(resolved)
+    assert told[1:] == [[]]  # a change, but no new alert row to hand over

@@ -25,7 +25,7 @@ _MAX_TOKEN = 2048
 
 def _verify(console: Console, token: str) -> ActionToken:
     signers = console.runtime.signers
-    if signers is None or len(token) > _MAX_TOKEN:
+    if len(token) > _MAX_TOKEN:
         raise PageError(403, "Invalid link", "This link is not valid.")
     try:
         return read_action(signers.link, token, now=console.now)

@@ -38,7 +38,7 @@ async def login(console: OptionalConsoleDep) -> Response:
     form = await read_form(console.request)
     user, password, target = form.get("user", "").strip(), form.get("password", ""), safe_next(form.get("next", "/"))
     signers = console.runtime.signers
-    if not console.access.users or signers is None:
+    if not console.access.users:
         raise PageError(403, "No console users", "No console user is configured (ALERTROUTER_CONSOLE_USERS).")
     if not user or not password or not await console.access.login(user, password):
         return console.page(

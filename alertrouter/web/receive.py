@@ -85,8 +85,6 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
             **{"Retry-After": RETRY_AFTER_SECONDS},
         )
 
-    if result.written:
-        runtime.engine.nudge()
     m.alerts_received.labels(endpoint=endpoint).inc(len(batch.alerts))
     for kind, count in result.transitions.items():
         m.transitions.labels(kind=kind.value).inc(count)

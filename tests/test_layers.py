@@ -1,0 +1,102 @@
+"""The package's import graph: imports run one way, from the entry points down to the pure types.
+
+Read from the source with `ast` (every import, function-local ones too), by unit: a subpackage
+(`alertrouter.store`) or a module at the package root (`alertrouter.labels`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import alertrouter
+
+PACKAGE = Path(alertrouter.__file__).resolve().parent
+
+ENTRY_POINTS = {"cli": set(), "app": {"cli"}, "web": {"app"}, "runtime": {"app", "web"}}
+PURE = {"model", "labels", "durations"}  # the pure types and helpers every layer may use
+ONLY_FROM = {  # a unit -> the only units it may import
+    "pipeline": PURE,
+    "model": set(),
+    "labels": set(),
+    "durations": set(),
+    "store": PURE | {"paths", "pipeline"},
+}
+NEVER = {  # a unit -> units it must not import
+    "channels": {"store", "engine", "delivery", "digest", "ingest", "render"},
+    "ingest": {"engine", "delivery", "channels", "render"},
+    "engine": {"ingest", "delivery", "channels", "render", "settings"},
+    "ruleset": {"channels", "digest", "engine", "delivery", "store", "render"},
+    "auth": {"settings"},
+}
+
+
+def unit_of(module: str) -> str:
+    return module.split(".")[1]
+
+
+def imports() -> dict[str, set[str]]:
+    """unit -> the other units it imports."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if len(parts) == 2 and parts[1] == "__init__":
+            continue
+        source = unit_of(".".join(parts))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] if node.module != "alertrouter" else [f"alertrouter.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith("alertrouter.") and (target := unit_of(name)) != source:
+                    graph[source].add(target)
+    return graph
+
+
+GRAPH = imports()
+
+
+def test_the_graph_is_read() -> None:
+    # The checks below would pass on an empty graph: make sure it holds what every reader knows is there.
+    assert {"store", "pipeline"} <= GRAPH["engine"]
+    assert "runtime" in GRAPH["app"]
+
+
+def test_units_import_each_other_in_one_direction_only() -> None:
+    cycles = []
+
+    def visit(unit: str, path: list[str]) -> None:
+        for target in sorted(GRAPH.get(unit, ())):
+            if target in path:
+                cycles.append(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in done:
+                visit(target, [*path, target])
+        done.add(unit)
+
+    done: set[str] = set()
+    for unit in sorted(GRAPH):
+        if unit not in done:
+            visit(unit, [unit])
+    assert cycles == []
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+def test_entry_points_are_imported_only_from_above(entry: str) -> None:
+    importers = {unit for unit, targets in GRAPH.items() if entry in targets}
+    assert importers <= ENTRY_POINTS[entry]
+
+
+@pytest.mark.parametrize("unit", sorted(ONLY_FROM))
+def test_the_lowest_layers_import_only_what_is_below_them(unit: str) -> None:
+    assert GRAPH.get(unit, set()) <= ONLY_FROM[unit]
+
+
+@pytest.mark.parametrize("unit", sorted(NEVER))
+def test_a_layer_never_reaches_up(unit: str) -> None:
+    assert GRAPH.get(unit, set()) & NEVER[unit] == set()
