@@ -14,7 +14,10 @@ __all__ = [
     "AlertState",
     "AlertStatus",
     "AlertView",
+    "DeliveryStatus",
+    "IncidentKind",
     "IncomingAlert",
+    "OutboxStatus",
     "ResolvedBy",
     "Transition",
     "bounded",
@@ -55,6 +58,37 @@ class ResolvedBy(enum.StrEnum):
 
     SOURCE = "source"
     TIMEOUT = "timeout"
+
+
+class IncidentKind(enum.StrEnum):
+    """What an incident stands for: alerts of one kind on one node, or a storm across many nodes."""
+
+    NODE = "node"
+    CLUSTER = "cluster"
+
+
+class OutboxStatus(enum.StrEnum):
+    """A notification for a receiver (an outbox row), on its way to becoming one delivery per channel."""
+
+    PENDING = "pending"  # not yet expanded into deliveries
+    DISPATCHED = "dispatched"  # expanded
+    NO_CHANNELS = "no_channels"  # its receiver has no channel
+    QUARANTINED = "quarantined"  # its expansion raised (`last_error` says why); no pass looks at it again
+
+
+class DeliveryStatus(enum.StrEnum):
+    """One notification for one channel (a delivery row); only `PENDING` and `SENDING` are still open."""
+
+    PENDING = "pending"  # due at `next_attempt_at`
+    SENDING = "sending"  # claimed until `claimed_until`; a crashed worker's claim expires and it is retried
+    SENT = "sent"  # the vendor said ok
+    DEAD = "dead"  # a permanent failure, or given up: a dead letter
+    COALESCED = "coalesced"  # merged into the message `parent_id`
+    FAILED_OVER = "failed_over"  # moved to the fallback channel's delivery `parent_id`
+    SPLIT = "split"  # a combined message that failed unexpectedly; its members are sent alone
+    CAPPED = "capped"  # over the channel's cap of messages per incident
+    UNCONFIGURED = "unconfigured"  # the channel has no credentials in this deployment
+    DISCARDED = "discarded"  # a dead letter a person chose not to send again
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, truncate_utf8, utf8_len
 from alertrouter.durations import format_duration
+from alertrouter.model import IncidentKind
 from alertrouter.paths import data_dir
 from alertrouter.render_context import (
     ANNOTATION_CAP,
@@ -190,7 +191,7 @@ class _Prepared:
         if self.coalesced:
             return len(self.items)
         first = self.items[0]
-        return len(first.members if first.kind == "cluster" else first.alerts)
+        return len(first.members if first.kind == IncidentKind.CLUSTER else first.alerts)
 
     def view(self, k: int | None) -> dict[str, Any]:
         items = self.items

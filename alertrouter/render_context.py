@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from alertrouter.model import IncidentKind
+
 __all__ = [
     "ANNOTATION_CAP",
     "CONTROL_CHARS",
@@ -172,7 +174,7 @@ class ItemContext:
 
     def shown(self, k: int) -> ItemContext:
         """This item listing at most `k` entries of its main list (members for clusters)."""
-        if self.kind == "cluster":
+        if self.kind == IncidentKind.CLUSTER:
             members = self.members[:k]
             return replace(self, members=members, members_more=self.members_more + len(self.members) - len(members))
         alerts = self.alerts[:k]
@@ -228,13 +230,13 @@ def build_item(raw: Mapping[str, Any], *, fallback_severity: str, clock: LocalCl
     raw_alerts = _seq(raw.get("alerts"))
     alerts = tuple(sorted((_alert(as_map(a), clock, ref) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
     resolved = raw.get("status") == "resolved"
-    kind = "cluster" if raw.get("kind") == "cluster" else "node"
+    kind = IncidentKind.CLUSTER if raw.get("kind") == IncidentKind.CLUSTER else IncidentKind.NODE
     severity = clean(raw.get("severity") or fallback_severity, KEY_CAP)
     emoji, color, html_color = severity_style(severity, resolved)
     units_raw = summary.get("units")
     units = tuple(clean(u, LABEL_CAP) for u in _seq(units_raw))
     total = _int(summary.get("units_total"))
-    if kind == "cluster":
+    if kind == IncidentKind.CLUSTER:
         gpus = str(units_raw) if _int(units_raw) else ""
     else:
         gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
@@ -266,7 +268,7 @@ def build_item(raw: Mapping[str, Any], *, fallback_severity: str, clock: LocalCl
         unit_name=clean(summary.get("unit_name") or "GPUs", KEY_CAP),
         units=units[:GRID_MAX],
         units_text=", ".join(units[:GRID_MAX]) + (", …" if len(units) > GRID_MAX else ""),
-        grid="" if kind == "cluster" else _grid(units, total),
+        grid="" if kind == IncidentKind.CLUSTER else _grid(units, total),
         count=count,
         nodes=nodes,
         summary=top[0][0] if top else next((a.summary for a in alerts if a.summary), ""),

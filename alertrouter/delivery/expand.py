@@ -12,6 +12,7 @@ from alertrouter.auth.links import Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Mentions, MessageKind, Notification
 from alertrouter.delivery.plan import message_kind
+from alertrouter.model import DeliveryStatus
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
 
@@ -82,7 +83,7 @@ def delivery_rows(
                     "mentions": {"mobiles": mentions.mobiles, "user_ids": mentions.user_ids, "all": mentions.all},
                     "recipients": recipients,
                 },
-                "status": "unconfigured" if channel.name in unconfigured else "pending",
+                "status": DeliveryStatus.UNCONFIGURED if channel.name in unconfigured else DeliveryStatus.PENDING,
                 "attempts": 0,
                 "created_at": outbox.created_at,
                 "next_attempt_at": now,
@@ -130,7 +131,7 @@ def coalesced_row(members: Sequence[Any], now: datetime) -> dict[str, Any]:
             "recipients": list(recipients),
             "members": [m.id for m in members],
         },
-        "status": "pending",
+        "status": DeliveryStatus.PENDING,
         "attempts": 0,
         "created_at": min(m.created_at for m in members),
         "next_attempt_at": now,
@@ -149,7 +150,7 @@ def failover_row(row: Any, channel: str, now: datetime) -> dict[str, Any]:
         "parent_id": None,
         "channel": channel,
         "message": {**row.message, "failed_over_from": row.channel},
-        "status": "pending",
+        "status": DeliveryStatus.PENDING,
         "attempts": 0,
         "created_at": row.created_at,
         "next_attempt_at": now,

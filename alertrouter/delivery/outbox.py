@@ -10,6 +10,7 @@ from typing import Any
 
 from alertrouter.delivery.expand import delivery_rows
 from alertrouter.delivery.policy import Unexpected
+from alertrouter.model import OutboxStatus
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
 from alertrouter.store import Database
 from alertrouter.store import delivery as store
@@ -52,8 +53,8 @@ async def expand_outbox(
     with_channels = {r.id for r in usable if r.receiver in receivers and receivers[r.receiver].channels}
     without = [r.id for r in usable if r.id not in with_channels]
     async with db.write() as session:
-        won = await store.claim_outbox(session, sorted(with_channels), status="dispatched")
-        await store.claim_outbox(session, without, status="no_channels")
+        won = await store.claim_outbox(session, sorted(with_channels), status=OutboxStatus.DISPATCHED)
+        await store.claim_outbox(session, without, status=OutboxStatus.NO_CHANNELS)
         details = await store.alert_details(session, fingerprints)
         ids = await store.incident_ids(session, [r.incident_key for r in usable])
         for outbox in usable:

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from alertrouter.channels.base import MessageKind
+from alertrouter.model import IncidentKind
 
 __all__ = ["Batch", "backoff", "message_kind", "plan_batches"]
 
@@ -18,7 +19,7 @@ def message_kind(snapshot: Mapping[str, Any]) -> MessageKind:
     """Which template an outbox snapshot is rendered with."""
     if snapshot.get("status") == "resolved":
         return MessageKind.RESOLVED
-    if snapshot.get("kind") == "cluster":
+    if snapshot.get("kind") == IncidentKind.CLUSTER:
         return MessageKind.CLUSTER
     return MessageKind.FIRING if snapshot.get("reason") == "first" else MessageKind.UPDATE
 

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 
 from alertrouter.channels.base import ChannelError
 from alertrouter.delivery.plan import backoff
+from alertrouter.model import DeliveryStatus
 from alertrouter.ruleset.channels import RetryConfig
 
 __all__ = ["MAX_UNEXPECTED", "ChannelEffect", "Outcome", "Unexpected", "after_attempt", "mask", "masked_exception"]
@@ -94,31 +95,35 @@ def after_attempt(
     due again at once, to be sent alone, so the one that fails is found and the others go out.
     """
     if failure is None:
-        return Outcome("sent", "sent", None, None, ChannelEffect.OK)
+        return Outcome("sent", DeliveryStatus.SENT, None, None, ChannelEffect.OK)
     if isinstance(failure, Unexpected):
         reason = str(failure)
         if unexpected >= MAX_UNEXPECTED:
             error = f"dead letter after {unexpected} unexpected failures: {reason}"
-            return Outcome("dead", "dead", now, error, ChannelEffect.POISONED)
+            return Outcome("dead", DeliveryStatus.DEAD, now, error, ChannelEffect.POISONED)
         if now - created_at >= retry.give_up_after:
             return Outcome(
-                "dead", "dead", now, f"gave up after {retry.give_up_after}: {reason}", ChannelEffect.POISONED
+                "dead",
+                DeliveryStatus.DEAD,
+                now,
+                f"gave up after {retry.give_up_after}: {reason}",
+                ChannelEffect.POISONED,
             )
         if combined:
             error = f"a combined message failed, sent alone now: {reason}"
-            return Outcome("error", "pending", now, error, ChannelEffect.POISONED)
+            return Outcome("error", DeliveryStatus.PENDING, now, error, ChannelEffect.POISONED)
         wait = backoff(unexpected, initial=retry.initial, maximum=retry.max, rng=rng)
         error = f"unexpected failure {unexpected} of {MAX_UNEXPECTED}: {reason}"
-        return Outcome("error", "pending", now + wait, error, ChannelEffect.POISONED)
+        return Outcome("error", DeliveryStatus.PENDING, now + wait, error, ChannelEffect.POISONED)
     if failure.rate_limited:
         until = now + max(block, timedelta(seconds=failure.retry_after or 0))
-        return Outcome("rate_limited", "pending", until, failure.message, ChannelEffect.BLOCKED, until)
+        return Outcome("rate_limited", DeliveryStatus.PENDING, until, failure.message, ChannelEffect.BLOCKED, until)
     give_up = failure.permanent or now - created_at >= retry.give_up_after
     delay = backoff(attempts, initial=retry.initial, maximum=retry.max, rng=rng)
     if failure.permanent:
         delay = retry.max  # probe a broken channel rarely: no retry storm against a bad token
     effect = ChannelEffect.BROKEN if failure.permanent else ChannelEffect.FAILING
-    status = "dead" if give_up else "pending"
+    status = DeliveryStatus.DEAD if give_up else DeliveryStatus.PENDING
     return Outcome(status if give_up else "retry", status, now + delay, failure.message, effect, now + delay)
 
 

@@ -9,9 +9,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from alertrouter.channels.base import ChannelError
+from alertrouter.channels.base import ChannelError, MessageKind
 from alertrouter.delivery.policy import ChannelEffect, Outcome, Unexpected, after_attempt
 from alertrouter.metrics import Metrics
+from alertrouter.model import DeliveryStatus
 from alertrouter.ruleset.schema import ChannelConfig
 from alertrouter.store import Database
 from alertrouter.store import delivery as store
@@ -48,7 +49,7 @@ class Recorder:
         message failed unexpectedly and its messages are due again, each to be sent alone)."""
         name, now = config.name, self._clock()
         outcome = self.decide(config, row, failure, attempts=row.attempts + 1, combined=False)
-        members: list[int] = list(row.message.get("members", [])) if row.kind == "coalesced" else []
+        members: list[int] = list(row.message.get("members", [])) if row.kind == MessageKind.COALESCED else []
         split = isinstance(failure, Unexpected) and bool(members)
         if split:
             outcome = Outcome("error", "split", now, f"split, its messages are sent alone: {failure}", outcome.channel)
@@ -88,7 +89,7 @@ class Recorder:
         told: list[tuple[int, Outcome]] = []
         async with self._db.write() as session:
             for row in await store.deliveries_by_id(session, ids):
-                if row.status not in ("pending", "coalesced"):
+                if row.status not in (DeliveryStatus.PENDING, DeliveryStatus.COALESCED):
                     continue
                 outcome = self.decide(config, row, failure, attempts=row.attempts, combined=combined)
                 await store.update_deliveries(
@@ -137,6 +138,6 @@ class Recorder:
             until = outcome.until.isoformat() if outcome.until else "?"
             log.warning("%s: the vendor refused for its rate limit; blocked until %s", name, until)
             return
-        level = logging.ERROR if outcome.status == "dead" else logging.WARNING
+        level = logging.ERROR if outcome.status == DeliveryStatus.DEAD else logging.WARNING
         done = {"dead": "dead", "split": "split"}.get(outcome.status, "will retry")
         log.log(level, "%s: delivery %d %s: %s", name, delivery_id, done, outcome.error)

@@ -26,7 +26,7 @@ from alertrouter.delivery.policy import Unexpected, masked_exception
 from alertrouter.delivery.record import Recorder
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
-from alertrouter.model import utcnow
+from alertrouter.model import DeliveryStatus, utcnow
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.ruleset.schema import ChannelConfig
@@ -153,7 +153,7 @@ class DeliveryWorker:
             self._unexpected(exc, f"expansion of outbox row {outbox_id} (quarantined)")
         if self._metrics is not None:
             for row in done.rows:
-                if row["status"] == "unconfigured":
+                if row["status"] == DeliveryStatus.UNCONFIGURED:
                     self._metrics.notifications.labels(channel=row["channel"], result="unconfigured").inc()
         return len(done.rows)
 
@@ -245,7 +245,11 @@ class DeliveryWorker:
                 recipients, capped = await self._within_cap(session, config, row, now)
                 if capped and not recipients:
                     await store.update_deliveries(
-                        session, [row.id], only_status="pending", status="capped", last_error=_capped(capped)
+                        session,
+                        [row.id],
+                        only_status=DeliveryStatus.PENDING,
+                        status=DeliveryStatus.CAPPED,
+                        last_error=_capped(capped),
                     )
                     await session.commit()
                     self._count(name, "capped")
@@ -302,7 +306,9 @@ class DeliveryWorker:
         if len(members) != len(ids):
             return None
         (new_id,) = await store.insert_deliveries(session, [coalesced_row(members, now)])
-        moved = await store.update_deliveries(session, ids, only_status="pending", status="coalesced", parent_id=new_id)
+        moved = await store.update_deliveries(
+            session, ids, only_status=DeliveryStatus.PENDING, status=DeliveryStatus.COALESCED, parent_id=new_id
+        )
         if moved != len(ids):
             return None
         self._count(members[0].channel, "coalesced", len(ids))
@@ -337,7 +343,11 @@ class DeliveryWorker:
             new_ids = await store.insert_deliveries(session, copies)
             for r, new_id in zip(rows, new_ids, strict=True):
                 await store.update_deliveries(
-                    session, [r.id], only_status="pending", status="failed_over", parent_id=new_id
+                    session,
+                    [r.id],
+                    only_status=DeliveryStatus.PENDING,
+                    status=DeliveryStatus.FAILED_OVER,
+                    parent_id=new_id,
                 )
             await session.commit()
         log.warning("%s unavailable: %d critical messages moved to %s", config.name, len(rows), config.failover)
@@ -348,10 +358,10 @@ class DeliveryWorker:
         """Deliveries for a channel no longer in the rules (removed, or its credentials emptied)."""
         async with self._db.write() as session:
             rows = await store.due_deliveries(session, channel=name, now=now, limit=BATCH)
-            status = "unconfigured" if name in self.configs else "dead"
+            status = DeliveryStatus.UNCONFIGURED if name in self.configs else DeliveryStatus.DEAD
             error = "the channel has no credentials" if name in self.configs else "the channel is no longer configured"
             await store.update_deliveries(
-                session, [r.id for r in rows], only_status="pending", status=status, last_error=error
+                session, [r.id for r in rows], only_status=DeliveryStatus.PENDING, status=status, last_error=error
             )
             await session.commit()
         if rows:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from alertrouter.model import AlertView
+from alertrouter.model import AlertView, IncidentKind
 from alertrouter.pipeline.aggregate import (
     AggregationRule,
     IncidentSummary,
@@ -230,7 +230,7 @@ class Evaluator:
         state = next_incident_state(
             record,
             key=group.key,
-            kind="node",
+            kind=IncidentKind.NODE,
             rule=group.rule.name,
             firing=group.firing > 0,
             eligible=bool(group.eligible),
@@ -316,7 +316,7 @@ class Evaluator:
         state = next_incident_state(
             record,
             key=key,
-            kind="cluster",
+            kind=IncidentKind.CLUSTER,
             rule=rule.name,
             firing=any(m.firing for m in members),
             eligible=bool(firing),

@@ -12,6 +12,7 @@ from typing import Any, cast
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.model import DeliveryStatus
 from alertrouter.store.handles import deliveries_t, incidents_t, insert_for, revoked_t, secrets_t, silences_t, tokens_t
 from alertrouter.store.tables import (
     IncidentRow,
@@ -169,8 +170,10 @@ async def retry_delivery(session: AsyncSession, *, delivery_id: int, now: dateti
     """Send a dead letter again: back to pending, due now, with a fresh attempt budget."""
     result = await session.execute(
         update(deliveries_t)
-        .where(deliveries_t.c.id == delivery_id, deliveries_t.c.status == "dead")
-        .values(status="pending", next_attempt_at=now, attempts=0, unexpected_failures=0, claimed_until=None)
+        .where(deliveries_t.c.id == delivery_id, deliveries_t.c.status == DeliveryStatus.DEAD)
+        .values(
+            status=DeliveryStatus.PENDING, next_attempt_at=now, attempts=0, unexpected_failures=0, claimed_until=None
+        )
     )
     return bool(cast(Any, result).rowcount)
 
@@ -179,7 +182,7 @@ async def discard_delivery(session: AsyncSession, *, delivery_id: int) -> bool:
     """Give up on a dead letter for good (it stays in the history as `discarded`)."""
     result = await session.execute(
         update(deliveries_t)
-        .where(deliveries_t.c.id == delivery_id, deliveries_t.c.status == "dead")
-        .values(status="discarded")
+        .where(deliveries_t.c.id == delivery_id, deliveries_t.c.status == DeliveryStatus.DEAD)
+        .values(status=DeliveryStatus.DISCARDED)
     )
     return bool(cast(Any, result).rowcount)

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Row, case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.model import IncidentKind
 from alertrouter.store.handles import attempts_t, deliveries_t
 from alertrouter.store.tables import (
     AlertEventRow,
@@ -81,7 +82,7 @@ async def list_incidents(
     conditions = _incident_conditions(f)
     total = int(await session.scalar(select(func.count()).select_from(IncidentRow).where(*conditions)) or 0)
     firing_first = case((IncidentRow.status == "firing", 0), else_=1)
-    storms_first = case((IncidentRow.kind == "cluster", 0), else_=1)
+    storms_first = case((IncidentRow.kind == IncidentKind.CLUSTER, 0), else_=1)
     stmt = (
         select(IncidentRow)
         .where(*conditions)

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Row, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.model import DeliveryStatus, OutboxStatus
 from alertrouter.store.handles import (
     alerts_t,
     attempts_t,
@@ -52,7 +53,7 @@ __all__ = [
 
 
 async def pending_outbox(session: AsyncSession, *, limit: int) -> Sequence[Row[Any]]:
-    stmt = select(outbox_t).where(outbox_t.c.status == "pending").order_by(outbox_t.c.id).limit(limit)
+    stmt = select(outbox_t).where(outbox_t.c.status == OutboxStatus.PENDING).order_by(outbox_t.c.id).limit(limit)
     return (await session.execute(stmt)).all()
 
 
@@ -62,7 +63,7 @@ async def claim_outbox(session: AsyncSession, ids: Sequence[int], *, status: str
         return set()
     stmt = (
         update(outbox_t)
-        .where(outbox_t.c.id.in_(ids), outbox_t.c.status == "pending")
+        .where(outbox_t.c.id.in_(ids), outbox_t.c.status == OutboxStatus.PENDING)
         .values(status=status)
         .returning(outbox_t.c.id)
     )
@@ -73,7 +74,7 @@ async def quarantine_outbox(session: AsyncSession, errors: Mapping[int, str]) ->
     """Outbox rows whose expansion raised: marked with their error, never expanded again."""
     for outbox_id, error in errors.items():
         await session.execute(
-            update(outbox_t).where(outbox_t.c.id == outbox_id).values(status="quarantined", last_error=error)
+            update(outbox_t).where(outbox_t.c.id == outbox_id).values(status=OutboxStatus.QUARANTINED, last_error=error)
         )
 
 
@@ -124,7 +125,9 @@ async def insert_deliveries(session: AsyncSession, rows: Sequence[Mapping[str, A
 async def recover_stale(session: AsyncSession, *, now: datetime) -> int:
     """Deliveries claimed by a worker that died mid-send go back to pending; their attempt is `lost`
     (it may or may not have reached the vendor: the one message that can arrive twice)."""
-    stale = select(deliveries_t.c.id).where(deliveries_t.c.status == "sending", deliveries_t.c.claimed_until < now)
+    stale = select(deliveries_t.c.id).where(
+        deliveries_t.c.status == DeliveryStatus.SENDING, deliveries_t.c.claimed_until < now
+    )
     ids = [r[0] for r in (await session.execute(stale)).all()]
     if not ids:
         return 0
@@ -135,8 +138,8 @@ async def recover_stale(session: AsyncSession, *, now: datetime) -> int:
     )
     result = await session.execute(
         update(deliveries_t)
-        .where(deliveries_t.c.id.in_(ids), deliveries_t.c.status == "sending")
-        .values(status="pending", claimed_until=None, next_attempt_at=now)
+        .where(deliveries_t.c.id.in_(ids), deliveries_t.c.status == DeliveryStatus.SENDING)
+        .values(status=DeliveryStatus.PENDING, claimed_until=None, next_attempt_at=now)
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
@@ -144,7 +147,7 @@ async def recover_stale(session: AsyncSession, *, now: datetime) -> int:
 async def due_channels(session: AsyncSession, *, now: datetime) -> list[str]:
     stmt = (
         select(deliveries_t.c.channel)
-        .where(deliveries_t.c.status == "pending", deliveries_t.c.next_attempt_at <= now)
+        .where(deliveries_t.c.status == DeliveryStatus.PENDING, deliveries_t.c.next_attempt_at <= now)
         .distinct()
     )
     return sorted(r[0] for r in (await session.execute(stmt)).all())
@@ -213,7 +216,9 @@ async def due_deliveries(
 ) -> Sequence[Row[Any]]:
     """Due deliveries of a channel (all pending ones when `now` is None), worst severity first, then
     oldest; only those up to `critical_rank` when given (for failover)."""
-    stmt = select(deliveries_t).where(deliveries_t.c.channel == channel, deliveries_t.c.status == "pending")
+    stmt = select(deliveries_t).where(
+        deliveries_t.c.channel == channel, deliveries_t.c.status == DeliveryStatus.PENDING
+    )
     if now is not None:
         stmt = stmt.where(deliveries_t.c.next_attempt_at <= now)
     if critical_rank is not None:
@@ -227,7 +232,7 @@ async def failing_deliveries(session: AsyncSession, *, channel: str) -> int:
     unexpected failure (what keeps the channel unhealthy, see `delivery.policy`)."""
     stmt = select(func.count()).where(
         deliveries_t.c.channel == channel,
-        deliveries_t.c.status.in_(("pending", "sending")),
+        deliveries_t.c.status.in_((DeliveryStatus.PENDING, DeliveryStatus.SENDING)),
         deliveries_t.c.unexpected_failures > 0,
     )
     return int((await session.execute(stmt)).scalar_one())
@@ -258,8 +263,8 @@ async def start_attempt(
     worker claimed it first."""
     result = await session.execute(
         update(deliveries_t)
-        .where(deliveries_t.c.id == delivery_id, deliveries_t.c.status == "pending")
-        .values(status="sending", claimed_until=claimed_until, attempts=deliveries_t.c.attempts + 1)
+        .where(deliveries_t.c.id == delivery_id, deliveries_t.c.status == DeliveryStatus.PENDING)
+        .values(status=DeliveryStatus.SENDING, claimed_until=claimed_until, attempts=deliveries_t.c.attempts + 1)
     )
     if not result.rowcount:  # type: ignore[attr-defined]
         return None

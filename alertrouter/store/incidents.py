@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.model import AlertStatus
+from alertrouter.model import AlertStatus, OutboxStatus
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
 from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
@@ -198,7 +198,7 @@ async def insert_intents(session: AsyncSession, intents: Sequence[Intent], now: 
             "reason": i.reason.value,
             "created_at": now,
             "message": dict(i.message),
-            "status": "pending",
+            "status": OutboxStatus.PENDING,
             "attempts": 0,
             "next_attempt_at": now,
         }

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.pipeline.types import Decision
 from alertrouter.store.tables import (
     AlertEpisodeRow,
     AlertEventRow,
@@ -90,7 +91,7 @@ async def count_alerts_by_status(session: AsyncSession) -> dict[str, int]:
 
 async def count_quarantined_alerts(session: AsyncSession) -> int:
     """Alerts the engine leaves out after their processing failed on its own (decision `quarantined`)."""
-    stmt = select(func.count()).select_from(AlertRow).where(AlertRow.decision == "quarantined")
+    stmt = select(func.count()).select_from(AlertRow).where(AlertRow.decision == Decision.QUARANTINED)
     return int(await session.scalar(stmt) or 0)
 
 

@@ -15,13 +15,14 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, and_, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.model import DeliveryStatus, OutboxStatus
 from alertrouter.store.handles import deliveries_t, insert_for, outbox_t, runs_t
 from alertrouter.store.tables import ScheduledRunRow
 
 __all__ = ["claim_run", "finish_run", "get_run", "prune_history"]
 
 
-_OPEN_DELIVERY = ("pending", "sending")  # anything else is finished history
+_OPEN_DELIVERY = (DeliveryStatus.PENDING, DeliveryStatus.SENDING)  # anything else is finished history
 
 
 def _rowcount(result: Any) -> int:
@@ -115,7 +116,7 @@ async def prune_history(session: AsyncSession, *, before: datetime) -> dict[str,
             delete(deliveries_t).where(deliveries_t.c.created_at < before, deliveries_t.c.status.notin_(_OPEN_DELIVERY))
         ),
         "outbox": await session.execute(
-            delete(outbox_t).where(outbox_t.c.created_at < before, outbox_t.c.status != "pending")
+            delete(outbox_t).where(outbox_t.c.created_at < before, outbox_t.c.status != OutboxStatus.PENDING)
         ),
         "scheduled_runs": await session.execute(
             delete(runs_t).where(runs_t.c.started_at < before, runs_t.c.status != "running")

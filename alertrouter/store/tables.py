@@ -11,6 +11,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from alertrouter.model import OutboxStatus
+
 __all__ = [
     "AlertEpisodeRow",
     "AlertEventRow",
@@ -209,7 +211,7 @@ class OutboxRow(Base):
     reason: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime]
     message: Mapped[dict[str, Any]]
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[str] = mapped_column(String(16), default=OutboxStatus.PENDING.value)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime]
     last_error: Mapped[str | None] = mapped_column(Text)

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from alertrouter.model import AlertStatus, utcnow
+from alertrouter.model import AlertStatus, DeliveryStatus, OutboxStatus, utcnow
 from alertrouter.runtime import RuntimeDep
 from alertrouter.store import STORE_ERRORS, queries
 from alertrouter.store import delivery as delivery_store
@@ -49,9 +49,9 @@ async def metrics(runtime: RuntimeDep) -> Response:
     try:
         async with runtime.db.read() as session:
             counts = await queries.count_alerts_by_status(session)
-            dead = await delivery_store.count_by_channel(session, status="dead")
+            dead = await delivery_store.count_by_channel(session, status=DeliveryStatus.DEAD)
             states = await delivery_store.channel_states(session)
-            quarantined = await delivery_store.count_outbox(session, status="quarantined")
+            quarantined = await delivery_store.count_outbox(session, status=OutboxStatus.QUARANTINED)
             quarantined_alerts = await queries.count_quarantined_alerts(session)
         m.quarantined.labels(kind="delivery").set(quarantined)  # outbox rows whose expansion raised
         m.quarantined.labels(kind="alert").set(quarantined_alerts)  # alerts the engine leaves out

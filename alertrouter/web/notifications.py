@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict
 
+from alertrouter.model import DeliveryStatus, OutboxStatus
 from alertrouter.store import delivery as store
 from alertrouter.web.alerts import AuthorizedRuntime
 from alertrouter.web.ids import NotificationId, OptionalIncidentQuery
@@ -17,7 +18,7 @@ __all__ = ["router"]
 
 router = APIRouter(tags=["notifications"])
 
-_STATUSES = "^(pending|sending|sent|dead|coalesced|split|failed_over|capped|unconfigured|discarded)$"
+_STATUSES = f"^({'|'.join(DeliveryStatus)})$"
 
 
 class _Read(BaseModel):
@@ -134,7 +135,7 @@ async def quarantined_outbox(
     """Outbox rows the delivery loop could not turn into deliveries (their expansion raised), newest
     first, each with its error; they are never tried again (`alertrouter_quarantined{kind="delivery"}`)."""
     async with runtime.db.read() as session:
-        rows, total = await store.list_outbox(session, status="quarantined", limit=limit)
+        rows, total = await store.list_outbox(session, status=OutboxStatus.QUARANTINED, limit=limit)
     return OutboxList(outbox=[OutboxRead.model_validate(r) for r in rows], total=total)
 
 
@@ -146,8 +147,8 @@ async def list_channels(runtime: AuthorizedRuntime) -> list[ChannelRead]:
     reason (see `alertrouter.delivery.policy`), until a later send succeeds with none failing."""
     async with runtime.db.read() as session:
         states = await store.channel_states(session)
-        pending = await store.count_by_channel(session, status="pending")
-        dead = await store.count_by_channel(session, status="dead")
+        pending = await store.count_by_channel(session, status=DeliveryStatus.PENDING)
+        dead = await store.count_by_channel(session, status=DeliveryStatus.DEAD)
     out = []
     unconfigured = set(runtime.delivery.unconfigured) if runtime.delivery else set()
     for cfg in runtime.ruleset.channels:

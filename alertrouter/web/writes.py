@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from alertrouter.durations import parse_duration
-from alertrouter.model import utcnow
+from alertrouter.model import DeliveryStatus, utcnow
 from alertrouter.runtime import RuntimeDep
 from alertrouter.store import actions
 from alertrouter.store import console as store
@@ -141,4 +141,4 @@ async def dead_letter(
         if exists is None:
             raise HTTPException(404, f"no delivery {delivery_id}")
         raise HTTPException(409, f"delivery {delivery_id} is {exists}, not a dead letter")
-    return {"id": delivery_id, "status": "pending" if action == "retry" else "discarded"}
+    return {"id": delivery_id, "status": DeliveryStatus.PENDING if action == "retry" else DeliveryStatus.DISCARDED}

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from alertrouter.model import DeliveryStatus
 from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.ruleset.channels import RateLimitConfig
 from alertrouter.store import console as store
@@ -27,8 +28,8 @@ async def channels_page(console: ConsoleDep) -> HTMLResponse:
     rows: list[dict[str, Any]] = []
     async with runtime.db.read() as session:
         states = await delivery.channel_states(session)
-        pending = await delivery.count_by_channel(session, status="pending")
-        dead_counts = await delivery.count_by_channel(session, status="dead")
+        pending = await delivery.count_by_channel(session, status=DeliveryStatus.PENDING)
+        dead_counts = await delivery.count_by_channel(session, status=DeliveryStatus.DEAD)
         for cfg in runtime.ruleset.channels:
             limit: RateLimitConfig | None = getattr(cfg, "rate_limit", None)
             per = limit.per if limit else timedelta(minutes=1)
@@ -54,7 +55,7 @@ async def channels_page(console: ConsoleDep) -> HTMLResponse:
                     "dead": dead_counts.get(cfg.name, 0),
                 }
             )
-        dead, dead_total = await delivery.list_deliveries(session, status="dead", limit=100)
+        dead, dead_total = await delivery.list_deliveries(session, status=DeliveryStatus.DEAD, limit=100)
         attempts = await store.attempts_for(session, [d.id for d in dead])
     return console.page(
         "channels", title="Channels", channels=rows, dead=dead, dead_total=dead_total, attempts=attempts

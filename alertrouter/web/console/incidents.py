@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from alertrouter.model import IncidentKind
 from alertrouter.store import console as store
 from alertrouter.store import queries
 from alertrouter.store.delivery import incident_ids
@@ -32,7 +33,7 @@ def _row(row: IncidentRow, console_now: Any) -> dict[str, Any]:
     return {
         "row": row,
         "state": views.incident_state(row),
-        "grid": views.gpu_grid(row.summary or {}) if row.kind == "node" else [],
+        "grid": views.gpu_grid(row.summary or {}) if row.kind == IncidentKind.NODE else [],
         "age": views.incident_age(row, console_now),
     }
 
@@ -113,7 +114,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         incident=row,
         state=views.incident_state(row),
         age=views.incident_age(row, console.now),
-        grid=views.gpu_grid(row.summary or {}) if row.kind == "node" else [],
+        grid=views.gpu_grid(row.summary or {}) if row.kind == IncidentKind.NODE else [],
         alerts=alerts,
         alert_names={a.fingerprint: a for a in alerts},
         members=[_row(m, console.now) for m in members],
