@@ -19,11 +19,11 @@ from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.heap import settle_heap
 from alertrouter.ingest.activity import IngestActivity
+from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.logs import redact_secrets
 from alertrouter.loops import LoopHealth
-from alertrouter.maintenance import Maintenance
 from alertrouter.metrics import Metrics
 from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset

@@ -13,9 +13,9 @@ from alertrouter.auth.webhook import Authenticator
 from alertrouter.channels.base import Channel
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.engine.runner import EngineRunner
+from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.loops import LoopHealth
-from alertrouter.maintenance import Maintenance
 from alertrouter.metrics import Metrics
 from alertrouter.ruleset import Ruleset
 from alertrouter.scheduler import Scheduler

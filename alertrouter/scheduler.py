@@ -22,7 +22,6 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from alertrouter import retention
 from alertrouter.digest.period import due_period
 from alertrouter.digest.send import DigestRunner, DigestTarget
 from alertrouter.loops import LoopHealth
@@ -33,7 +32,7 @@ from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.schedule import DAYS
 from alertrouter.settings import Settings
-from alertrouter.store import STORE_ERRORS, Database, describe_error
+from alertrouter.store import STORE_ERRORS, Database, describe_error, retention
 from alertrouter.store.leases import hold_lease, new_holder, release_lease
 from alertrouter.store.runs import claim_run, finish_run
 
@@ -191,7 +190,7 @@ class Scheduler:
         self._count(target.job, outcome.result)
 
     async def housekeeping(self) -> None:
-        """Leader only, once per hour whatever the replicas: the history's retention (`retention.py`)."""
+        """Leader only, once per hour whatever the replicas: the history's retention (`store/retention.py`)."""
         if not await self.lead():
             return
         now = self._clock()

@@ -17,10 +17,10 @@ from typing import Any
 
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.batch import IngestBatch
+from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.payloads import PayloadError, parse_api_v2, parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.maintenance import Maintenance
 from alertrouter.model import utcnow
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.types import EvalResult

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from alertrouter import retention
 from alertrouter.digest.period import next_send
 from alertrouter.digest.send import DigestRunner
 from alertrouter.metrics import Metrics
@@ -20,7 +19,7 @@ from alertrouter.render import Templates
 from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.scheduler import Scheduler
-from alertrouter.store import Database
+from alertrouter.store import Database, retention
 from alertrouter.store.tables import (
     AlertEventRow,
     AlertRow,

@@ -15,14 +15,13 @@ import pytest
 from sqlalchemy import func, select
 
 import alertrouter.ingest.writer as writer_module
-from alertrouter import retention
 from alertrouter.ingest.batch import IngestBatch
+from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.payloads import parse_api_v2, parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.maintenance import Maintenance
 from alertrouter.model import Transition
-from alertrouter.store import Database, is_outage, queries
+from alertrouter.store import Database, is_outage, queries, retention
 from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
 from support.counting import Commits, Sessions
 from support.integrity import dangling_history

@@ -1,5 +1,5 @@
 """The maintenance loop: flush the write-behind refreshes, expire alerts whose `endsAt` passed, and
-apply the raw log's retention (`retention.py`)."""
+apply the raw log's retention (`store/retention.py`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from alertrouter import retention
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.loops import LoopHealth
 from alertrouter.model import utcnow
-from alertrouter.store import STORE_ERRORS, Database
+from alertrouter.store import STORE_ERRORS, Database, retention
 from alertrouter.store import alerts as store
 
 __all__ = ["Maintenance"]
