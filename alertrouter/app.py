@@ -25,7 +25,7 @@ from alertrouter.ingest.writer import Ingestor
 from alertrouter.logs import redact_secrets
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
 from alertrouter.runtime import Runtime

@@ -28,7 +28,7 @@ from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.pipeline.rules import CompiledRules
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.schedule import DAYS
 from alertrouter.settings import Settings

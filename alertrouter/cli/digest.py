@@ -15,7 +15,7 @@ from alertrouter.digest.period import due_period, parse_week, shift_week, week_o
 from alertrouter.digest.send import DigestRunner, DigestTarget
 from alertrouter.logs import configure_logging
 from alertrouter.model import utcnow
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.ruleset.schedule import zone

@@ -23,8 +23,8 @@ from alertrouter.durations import parse_duration
 from alertrouter.logs import configure_logging
 from alertrouter.pipeline.route import match_routes, render_tree
 from alertrouter.pipeline.rules import CompiledRules
-from alertrouter.render import Templates
-from alertrouter.render_samples import render_sample
+from alertrouter.render.samples import render_sample
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
 from alertrouter.settings import Settings, get_settings

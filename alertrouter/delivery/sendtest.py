@@ -9,7 +9,7 @@ import httpx
 from alertrouter.channels.base import ChannelError, Mentions, MessageKind, Notification
 from alertrouter.channels.registry import build_channel
 from alertrouter.model import utcnow
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
 

@@ -31,7 +31,7 @@ from alertrouter.digest.types import DigestStats
 from alertrouter.digest.view import RenderedDigest, render_digest
 from alertrouter.model import utcnow
 from alertrouter.pipeline.rules import CompiledRules
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.ruleset.schedule import Schedule, parse_schedule, zone

@@ -16,7 +16,8 @@ from zoneinfo import ZoneInfo
 
 from alertrouter.digest.charts import SEVERITY_COLORS, Chart
 from alertrouter.digest.types import Count, DigestStats
-from alertrouter.render import LABEL_CAP, Templates, clean
+from alertrouter.render.context import LABEL_CAP, clean
+from alertrouter.render.templates import Templates
 
 __all__ = ["RenderedDigest", "format_duration", "render_digest"]
 

@@ -27,7 +27,7 @@ from sqlalchemy import select
 
 from alertrouter.digest.period import week_bounds
 from alertrouter.digest.send import DigestRunner
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.ruleset.schedule import zone

@@ -21,7 +21,7 @@ from alertrouter.channels.dingtalk import ACK_TITLE, BUTTON_TITLE, MAX_BODY_BYTE
 from alertrouter.channels.email import EmailChannel
 from alertrouter.channels.feishu import FeishuChannel
 from alertrouter.channels.wecom import MARKDOWN_MAX_BYTES, TEXT_MAX_BYTES, WeComChannel
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset.schema import (
     DingTalkChannelConfig,
     EmailChannelConfig,

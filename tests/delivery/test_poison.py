@@ -25,7 +25,7 @@ from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.metrics import Metrics
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Intent
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset.schema import Ruleset
 from alertrouter.store import Database
 from alertrouter.store.incidents import insert_intents

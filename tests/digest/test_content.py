@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from alertrouter.digest.send import DigestRunner, digest_targets
 from alertrouter.digest.types import DigestStats
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.ruleset.schedule import zone

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from alertrouter.digest.period import next_send
 from alertrouter.digest.send import DigestRunner
 from alertrouter.metrics import Metrics
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.scheduler import Scheduler

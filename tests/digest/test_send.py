@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from alertrouter.digest.send import DigestRunner
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.store import Database

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 OPENED = "2026-11-21T10:00:00+00:00"

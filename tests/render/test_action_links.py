@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification, utf8_len
-from alertrouter.render import Templates
-from alertrouter.render_samples import render_sample, sample_notifications
+from alertrouter.render.samples import render_sample, sample_notifications
+from alertrouter.render.templates import Templates
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 BASE = "https://alerts.example.org"

@@ -1,4 +1,4 @@
-"""alertrouter.render.Templates: overrides, strictness, the sandbox, titles, time zones, mentions, links, samples."""
+"""Templates (alertrouter.render.templates): overrides, strictness, the sandbox, titles, time zones, mentions, links."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from jinja2 import UndefinedError
 from jinja2.exceptions import SecurityError
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, utf8_len
-from alertrouter.render import Templates
-from alertrouter.render_samples import render_sample, sample_notifications
+from alertrouter.render.context import unit_cells
+from alertrouter.render.samples import render_sample, sample_notifications
+from alertrouter.render.templates import Templates
+from alertrouter.web.console import views
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 NodeFactory = Callable[..., dict[str, Any]]
@@ -194,3 +196,23 @@ def test_render_sample(templates: Templates) -> None:
 def test_render_sample_unknown_name_lists_available(templates: Templates) -> None:
     with pytest.raises(ValueError, match=r"available: .*dingtalk/firing\.md"):
         render_sample(templates, "pager/firing.md")
+
+
+@pytest.mark.parametrize(
+    ("units", "total", "grid"),
+    [
+        (["0", "1", "7"], 8, "■■□□□□□■"),
+        ([], 8, "□□□□□□□□"),
+        (["²"], 8, ""),  # str.isdigit() is true, int() refuses it: no grid, no exception
+        (["٣"], 8, ""),  # an Arabic-Indic digit: int() would take it, but it is no GPU index an exporter sends
+        (["8"], 8, ""),
+        (["0"], 17, ""),
+        (["0"], True, ""),
+        ("01", 8, ""),
+    ],
+)
+def test_the_gpu_grid_is_drawn_only_for_small_ascii_indexes(units: object, total: object, grid: str) -> None:
+    cells = unit_cells(units, total)
+    assert "".join("■" if lit else "□" for lit in cells) == grid
+    console = views.gpu_grid({"units": units, "units_total": total})
+    assert [c.firing for c in console] == list(cells)  # the console draws the same grid as chat

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from alertrouter.render_context import age_text
+from alertrouter.render.context import age_text, parse_time, unit_cells
 from alertrouter.store.tables import IncidentRow, SilenceRow
 
 __all__ = [
@@ -32,8 +32,6 @@ __all__ = [
 VALUE_CAP = 1000
 NAME_CAP = 200  # label names
 LABELS_SHOWN = 40
-
-GRID_MAX = 16  # nodes with more units than this get a count, not a grid
 
 DECISION_TEXT = {
     "notify": "notified",
@@ -67,15 +65,8 @@ def incident_state(row: IncidentRow) -> str:
 
 
 def gpu_grid(summary: Mapping[str, Any]) -> list[Cell]:
-    """One cell per unit of the node, lit when it alerts; empty when units are not small indexes."""
-    total = summary.get("units_total")
-    units = summary.get("units")
-    if not isinstance(total, int) or not 0 < total <= GRID_MAX or not isinstance(units, list):
-        return []
-    if not all(isinstance(u, str) and u.isdigit() and int(u) < total for u in units):
-        return []
-    lit = {int(u) for u in units}
-    return [Cell(str(i), i in lit) for i in range(total)]
+    """One cell per unit of the node, lit when it alerts (`render.context.unit_cells`, as in chat)."""
+    return [Cell(str(i), lit) for i, lit in enumerate(unit_cells(summary.get("units"), summary.get("units_total")))]
 
 
 def duration_text(delta: timedelta | None) -> str:
@@ -91,17 +82,11 @@ def incident_age(row: IncidentRow, now: datetime) -> str:
 
 
 def when(value: datetime | str | None) -> str:
-    """An absolute UTC time, to the second."""
-    if value is None or value == "":
-        return ""
-    if isinstance(value, str):
-        try:
-            t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return value
-    else:
-        t = value
-    return t.strftime("%Y-%m-%d %H:%M:%S UTC")
+    """An absolute UTC time, to the second; a text that is not a time is shown as it is."""
+    t = parse_time(value)
+    if t is None:
+        return value if isinstance(value, str) else ""
+    return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def short_time(value: datetime | str | None) -> str:

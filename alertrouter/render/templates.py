@@ -1,7 +1,7 @@
 """Renders notifications with the Jinja2 templates in `templates/<channel>/<kind>.<fmt>.j2`.
 
 Label and annotation values are data: they reach templates only as context values, are cleaned and
-capped in Python first (`alertrouter.render_context`), and every `{{ }}` output is escaped for the
+capped in Python first (`alertrouter.render.context`), and every `{{ }}` output is escaped for the
 format (HTML for `.html.j2`, a markdown escaper for `.md.j2`, mention/control stripping for `.txt.j2`),
 so a label cannot add a link, a heading, a `<font>` tag or a mention. All environments are sandboxed
 with `StrictUndefined`.
@@ -27,14 +27,11 @@ from alertrouter.channels.base import Mentions, MessageKind, Notification, trunc
 from alertrouter.durations import format_duration
 from alertrouter.model import IncidentKind
 from alertrouter.paths import data_dir
-from alertrouter.render_context import (
-    ANNOTATION_CAP,
+from alertrouter.render.context import (
     CONTROL_CHARS,
     HEADLINE_CAP,
     KEY_CAP,
-    LABEL_CAP,
     MAX_LISTED,
-    AlertContext,
     ItemContext,
     LocalClock,
     as_map,
@@ -43,17 +40,7 @@ from alertrouter.render_context import (
     severity_style,
 )
 
-__all__ = [
-    "ANNOTATION_CAP",
-    "LABEL_CAP",
-    "TITLE_LIMIT",
-    "AlertContext",
-    "ItemContext",
-    "Templates",
-    "clean",
-    "escape_chat_text",
-    "escape_markdown",
-]
+__all__ = ["TITLE_LIMIT", "Templates", "escape_chat_text", "escape_markdown"]
 
 TITLE_LIMIT = 128  # bytes
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification
-from alertrouter.render import Templates
+from alertrouter.render.templates import Templates
 
 __all__ = ["render_sample", "sample_notifications"]
 

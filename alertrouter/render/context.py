@@ -2,7 +2,7 @@
 
 Snapshots are data from the engine (and, through labels and annotations, from whoever fires alerts):
 every key may be missing or of the wrong type, and every value is cleaned and capped here, before any
-template sees it. Escaping for the output format is `alertrouter.render`'s business.
+template sees it. Escaping for the output format is `alertrouter.render.templates`'s business.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ __all__ = [
     "as_map",
     "build_item",
     "clean",
+    "parse_time",
     "severity_style",
+    "unit_cells",
 ]
 
 LABEL_CAP = 256  # characters of a label value (and of a cluster member headline)
@@ -85,7 +87,9 @@ def _first(labels: Mapping[str, str], names: Sequence[str]) -> str:
     return next((labels[n] for n in names if labels.get(n)), "")
 
 
-def _time(value: object) -> datetime | None:
+def parse_time(value: object) -> datetime | None:
+    """A datetime or an ISO-8601 text (`Z` or an offset) as an aware datetime (naive ones are UTC, as
+    the store keeps them); None for anything else."""
     if isinstance(value, datetime):
         t = value
     elif isinstance(value, str) and value:
@@ -95,8 +99,12 @@ def _time(value: object) -> datetime | None:
             return None
     else:
         return None
-    t = t if t.tzinfo else t.replace(tzinfo=UTC)
-    return t if t.year > 1 else None  # Alertmanager's zero time
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def _time(value: object) -> datetime | None:
+    t = parse_time(value)
+    return t if t is not None and t.year > 1 else None  # Alertmanager's zero time: not set
 
 
 def age_text(delta: timedelta) -> str:
@@ -111,12 +119,28 @@ def age_text(delta: timedelta) -> str:
     return f"{s // 86400}d {s % 86400 // 3600}h"
 
 
+def _index(unit: object) -> int | None:
+    # ASCII digits only: "²" and other Unicode digits pass str.isdigit() but int() refuses them.
+    return int(unit) if isinstance(unit, str) and unit.isascii() and unit.isdigit() and len(unit) < 9 else None
+
+
+def unit_cells(units: object, total: object) -> tuple[bool, ...]:
+    """Which of a node's `total` units alert, index by index (the GPU grid of chat messages and of the
+    console); empty unless `units` are all indexes below a `total` of at most GRID_MAX."""
+    if not isinstance(total, int) or isinstance(total, bool) or not 0 < total <= GRID_MAX:
+        return ()
+    if not isinstance(units, list | tuple):
+        return ()
+    indexes = [_index(u) for u in units]
+    if any(i is None or i >= total for i in indexes):
+        return ()
+    lit = set(indexes)
+    return tuple(i in lit for i in range(total))
+
+
 def _grid(units: Sequence[str], total: int) -> str:
-    """`■■■□■□■□`: which of a node's units alert; empty when units are not indexes below `total`."""
-    if not 0 < total <= GRID_MAX or not all(u.isdigit() and int(u) < total for u in units):
-        return ""
-    lit = {int(u) for u in units}
-    return "".join("■" if i in lit else "□" for i in range(total))
+    """`■■■□■□■□`, or "" where `unit_cells` has no grid."""
+    return "".join("■" if lit else "□" for lit in unit_cells(units, total))
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +242,8 @@ def _alert(raw: Mapping[str, Any], clock: LocalClock, ref: datetime) -> AlertCon
 
 
 def _alert_order(a: AlertContext) -> tuple[bool, int, str, str]:
-    return (not a.firing, int(a.unit) if a.unit.isdigit() and len(a.unit) < 9 else 1 << 30, a.unit, a.alertname)
+    index = _index(a.unit)
+    return (not a.firing, 1 << 30 if index is None else index, a.unit, a.alertname)
 
 
 def build_item(raw: Mapping[str, Any], *, fallback_severity: str, clock: LocalClock, now: datetime) -> ItemContext:
