@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -14,6 +15,19 @@ from support import pg
 from support.need import need
 
 BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_restored() -> Iterator[None]:
+    """Every test leaves the root logger as it found it. A command run in-process (`main([...])`)
+    calls `configure_logging`, which replaces the root handlers with one writing to the test's
+    captured stderr; that stream is closed when the test ends, and a later test's log record (an SMTP
+    sink's thread saying "connection lost") would meet it as a logging error."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")

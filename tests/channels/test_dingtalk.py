@@ -6,7 +6,6 @@ import base64
 import hashlib
 import hmac
 import json
-import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -19,6 +18,7 @@ from alertrouter.channels.base import Channel, ChannelError, Mentions, Notificat
 from alertrouter.channels.dingtalk import BUTTON_TITLE, MAX_BODY_BYTES, DingTalkChannel, dingtalk_sign
 from alertrouter.ruleset.schema import DingTalkChannelConfig
 from support.channels import ManualClock, notification
+from support.contract import HTTP_FAULTS, ChannelContract, Fault, assert_no_secret_leaks, assert_transient
 from support.fakes.dingtalk import BAD_REQUEST, FakeDingTalk
 
 TOKEN = "dt-token-5b1f9e0c7a"
@@ -88,6 +88,26 @@ def channel_for(
     clock = kw.pop("clock", time.time)
     return DingTalkChannel(
         make_config(robot.url, **kw), client=client, renderer=renderer or StubRenderer(), clock=clock
+    )
+
+
+WRONG_SECRET = "SECnot-the-robots-secret-9f"
+DELETED_TOKEN = "dt-token-deleted-robot"
+
+
+def contract(client: httpx.AsyncClient) -> ChannelContract[FakeDingTalk]:
+    """The shared checks' view of this channel: a signing robot, and two set up wrong."""
+    return ChannelContract(
+        vendor=lambda: FakeDingTalk({TOKEN: SECRET}),
+        channel=lambda robot, timeout: channel_for(robot, client, timeout=timeout),
+        delivered=lambda robot: len(robot.accepted),
+        notification=sample(),
+        secrets=(TOKEN, SECRET, WRONG_SECRET, DELETED_TOKEN),
+        mistakes={
+            "wrong secret": lambda robot: channel_for(robot, client, secret=WRONG_SECRET),
+            "deleted robot": lambda robot: channel_for(robot, client, token=DELETED_TOKEN),
+        },
+        wire_secrets=lambda robot: {r.query["sign"] for r in robot.received if "sign" in r.query},
     )
 
 
@@ -314,35 +334,9 @@ async def test_the_21st_message_in_a_minute_is_rate_limited(robot: FakeDingTalk,
     assert len(robot.messages(PLAIN)) == 20
 
 
-@pytest.mark.parametrize(("fault", "code"), [("500", "http-500"), ("503", "http-503"), ("reset", "connection")])
-async def test_server_errors_and_resets_are_transient(
-    robot: FakeDingTalk, client: httpx.AsyncClient, fault: str, code: str
-) -> None:
-    channel = channel_for(robot, client)
-    robot.fail_next(fault)
-
-    with pytest.raises(ChannelError) as caught:
-        await channel.send(sample())
-
-    assert not caught.value.permanent
-    assert not caught.value.rate_limited
-    assert caught.value.code == code
-    await channel.send(sample())  # and the next attempt goes through
-    assert len(robot.accepted) == 1
-
-
-async def test_timeout_is_transient(robot: FakeDingTalk, client: httpx.AsyncClient) -> None:
-    robot.hang = 3.0
-    robot.fail_next("timeout")
-    channel = channel_for(robot, client, timeout="200ms")
-
-    started = time.monotonic()
-    with pytest.raises(ChannelError) as caught:
-        await channel.send(sample())
-
-    assert time.monotonic() - started < 2.0
-    assert not caught.value.permanent
-    assert caught.value.code == "timeout"
+@pytest.mark.parametrize("fault", HTTP_FAULTS, ids=str)
+async def test_faults_are_transient(client: httpx.AsyncClient, fault: Fault) -> None:
+    await assert_transient(contract(client), fault)
 
 
 ANSWERS = [
@@ -388,36 +382,11 @@ async def test_answers_map_to_outcomes(status: int, answer: dict[str, Any] | byt
 
 
 async def test_no_secret_reaches_an_error_or_a_log_record(
-    robot: FakeDingTalk, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG)
-    caplog.set_level(logging.DEBUG, logger="httpx")
-    caplog.set_level(logging.DEBUG, logger="httpcore")
-    robot.hang = 3.0
-    errors: list[ChannelError] = []
-    channel = channel_for(robot, client, timeout="200ms")
-    wrong = channel_for(robot, client, secret="SECnot-the-robots-secret-9f")
-    for fault in ("500", "reset", "timeout", None, None):
-        if fault:
-            robot.fail_next(fault)
-        try:
-            await channel.send(sample())
-        except ChannelError as exc:
-            errors.append(exc)
-    for sender in (wrong, channel_for(robot, client, token="dt-token-deleted-robot")):
-        try:
-            await sender.send(sample())
-        except ChannelError as exc:
-            errors.append(exc)
+    seen = await assert_no_secret_leaks(contract(client), caplog)
 
-    assert len(errors) == 5
-    signs = {r.query["sign"] for r in robot.received}
-    secrets = {TOKEN, SECRET, "SECnot-the-robots-secret-9f", "dt-token-deleted-robot"}
-    secrets |= signs | {quote_plus(s) for s in signs}
-    texts = [str(e) for e in errors] + [e.message for e in errors] + [r.getMessage() for r in caplog.records]
-    assert any("robot/send?access_token=***" in t for t in texts)  # httpx did log the URL, redacted
-    leaks = [t for t in texts for s in secrets if s in t]
-    assert leaks == []
+    assert any("robot/send?access_token=***" in line for line in seen.logs)  # httpx did log the URL, redacted
 
 
 # -- the fake itself --------------------------------------------------------------------------------

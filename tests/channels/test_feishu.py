@@ -6,7 +6,6 @@ import base64
 import hashlib
 import hmac
 import json
-import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -18,6 +17,7 @@ from alertrouter.channels.base import Channel, ChannelError, Mentions, Notificat
 from alertrouter.channels.feishu import MAX_BODY_BYTES, FeishuChannel, feishu_sign
 from alertrouter.ruleset.schema import FeishuChannelConfig
 from support.channels import ManualClock, notification
+from support.contract import HTTP_FAULTS, ChannelContract, Fault, assert_no_secret_leaks, assert_transient
 from support.fakes.feishu import HOOK_PATH, TOO_LARGE, FakeFeishu
 
 HOOK = "3f2a9b1c-7d4e-4f60-8a2b-feishu-hook-19"
@@ -79,6 +79,26 @@ def channel_for(
     return FeishuChannel(config, client=client, renderer=renderer or StubRenderer(), clock=clock)
 
 
+WRONG_SECRET = "not-the-secret-4411"
+DELETED_HOOK = "deleted-hook-0000"
+
+
+def contract(client: httpx.AsyncClient) -> ChannelContract[FakeFeishu]:
+    """The shared checks' view of this channel: a signing bot, and two set up wrong."""
+    return ChannelContract(
+        vendor=lambda: FakeFeishu({HOOK: SECRET}),
+        channel=lambda bot, timeout: channel_for(bot.url, client, timeout=timeout),
+        delivered=lambda bot: len(bot.accepted),
+        notification=sample(),
+        secrets=(HOOK, SECRET, WRONG_SECRET, DELETED_HOOK),
+        mistakes={
+            "wrong secret": lambda bot: channel_for(bot.url, client, secret=WRONG_SECRET),
+            "deleted hook": lambda bot: channel_for(bot.url, client, hook=DELETED_HOOK),
+        },
+        wire_secrets=lambda bot: {r.json()["sign"] for r in bot.received if "sign" in r.json()},
+    )
+
+
 @pytest.mark.parametrize(("secret", "timestamp_s"), [(SECRET, 1700000000), ("s", 0), ("密钥", 1763719230)])
 def test_sign_is_hmac_sha256_keyed_by_timestamp_and_secret_over_nothing(secret: str, timestamp_s: int) -> None:
     digest = hmac.new(f"{timestamp_s}\n{secret}".encode(), b"", hashlib.sha256).digest()
@@ -131,7 +151,7 @@ async def test_wrong_secret_is_permanent(bot: FakeFeishu, client: httpx.AsyncCli
 
 async def test_unknown_hook_is_permanent(bot: FakeFeishu, client: httpx.AsyncClient) -> None:
     with pytest.raises(ChannelError) as caught:
-        await channel_for(bot.url, client, hook="deleted-hook-0000").send(sample())
+        await channel_for(bot.url, client, hook=DELETED_HOOK).send(sample())
 
     assert caught.value.permanent
     assert caught.value.code == "19001"
@@ -161,28 +181,9 @@ async def test_huge_text_keeps_the_body_under_the_limit(bot: FakeFeishu, client:
     assert len(json.loads(request.body)["content"]["text"].encode()) <= 20_000
 
 
-@pytest.mark.parametrize(("fault", "code"), [("500", "http-500"), ("503", "http-503"), ("reset", "connection")])
-async def test_server_errors_and_resets_are_transient(
-    bot: FakeFeishu, client: httpx.AsyncClient, fault: str, code: str
-) -> None:
-    bot.fail_next(fault)
-
-    with pytest.raises(ChannelError) as caught:
-        await channel_for(bot.url, client).send(sample())
-
-    assert not caught.value.permanent
-    assert caught.value.code == code
-
-
-async def test_timeout_is_transient(bot: FakeFeishu, client: httpx.AsyncClient) -> None:
-    bot.hang = 3.0
-    bot.fail_next("timeout")
-
-    with pytest.raises(ChannelError) as caught:
-        await channel_for(bot.url, client, timeout="200ms").send(sample())
-
-    assert not caught.value.permanent
-    assert caught.value.code == "timeout"
+@pytest.mark.parametrize("fault", HTTP_FAULTS, ids=str)
+async def test_faults_are_transient(client: httpx.AsyncClient, fault: Fault) -> None:
+    await assert_transient(contract(client), fault)
 
 
 ANSWERS = [
@@ -214,35 +215,11 @@ async def test_answers_map_to_outcomes(status: int, answer: dict[str, Any], expe
 
 
 async def test_no_hook_or_secret_reaches_an_error_or_a_log_record(
-    bot: FakeFeishu, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG)
-    caplog.set_level(logging.DEBUG, logger="httpx")
-    caplog.set_level(logging.DEBUG, logger="httpcore")
-    bot.hang = 3.0
-    errors: list[ChannelError] = []
-    runs: list[tuple[str, str, str | None]] = [
-        (HOOK, SECRET, "500"),
-        (HOOK, SECRET, "reset"),
-        (HOOK, SECRET, "timeout"),
-        (HOOK, SECRET, None),
-        (HOOK, "not-the-secret-4411", None),
-        ("deleted-hook-0000", SECRET, None),
-    ]
-    for hook, secret, fault in runs:
-        if fault:
-            bot.fail_next(fault)
-        try:
-            await channel_for(bot.url, client, hook=hook, secret=secret, timeout="200ms").send(sample())
-        except ChannelError as exc:
-            errors.append(exc)
+    seen = await assert_no_secret_leaks(contract(client), caplog)
 
-    assert len(errors) == 5
-    signs = {json.loads(r.body)["sign"] for r in bot.received}
-    secrets = {HOOK, SECRET, "not-the-secret-4411", "deleted-hook-0000"} | signs
-    texts = [e.message for e in errors] + [str(e) for e in errors] + [r.getMessage() for r in caplog.records]
-    assert any("/bot/v2/hook/***" in t for t in texts)  # httpx logged the URL, redacted
-    assert [t for t in texts for s in secrets if s in t] == []
+    assert any("/bot/v2/hook/***" in line for line in seen.logs)  # httpx logged the URL, redacted
 
 
 # -- the fake itself --------------------------------------------------------------------------------

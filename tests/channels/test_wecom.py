@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -13,6 +12,7 @@ from alertrouter.channels.base import Channel, ChannelError, Mentions, Notificat
 from alertrouter.channels.wecom import MARKDOWN_MAX_BYTES, TEXT_MAX_BYTES, WeComChannel
 from alertrouter.ruleset.schema import WeComChannelConfig
 from support.channels import ManualClock, notification
+from support.contract import HTTP_FAULTS, ChannelContract, Fault, assert_no_secret_leaks, assert_transient
 from support.fakes.wecom import FakeWeCom
 
 KEY = "6a1f9c3e-0b7d-4e2a-9c5f-wecom-key-81"
@@ -63,6 +63,21 @@ def channel_for(
         {"name": "gpu-oncall", "type": "wecom", "url": f"{url}/cgi-bin/webhook/send", "key": key} | extra
     )
     return WeComChannel(config, client=client, renderer=renderer or StubRenderer())
+
+
+DELETED_KEY = "deleted-robot-key-0000"
+
+
+def contract(client: httpx.AsyncClient) -> ChannelContract[FakeWeCom]:
+    """The shared checks' view of this channel: a robot, and one whose key was deleted."""
+    return ChannelContract(
+        vendor=lambda: FakeWeCom({KEY}),
+        channel=lambda robot, timeout: channel_for(robot.url, client, timeout=timeout),
+        delivered=lambda robot: len(robot.accepted),
+        notification=sample(),
+        secrets=(KEY, DELETED_KEY),
+        mistakes={"deleted robot": lambda robot: channel_for(robot.url, client, key=DELETED_KEY)},
+    )
 
 
 async def test_markdown_mentions_user_ids_inside_the_content(robot: FakeWeCom, client: httpx.AsyncClient) -> None:
@@ -144,7 +159,7 @@ async def test_content_stays_within_the_msgtype_limit(
 
 
 async def test_unknown_key_is_permanent(robot: FakeWeCom, client: httpx.AsyncClient) -> None:
-    channel = channel_for(robot.url, client, key="deleted-robot-key-0000")
+    channel = channel_for(robot.url, client, key=DELETED_KEY)
 
     with pytest.raises(ChannelError) as caught:
         await channel.send(sample())
@@ -168,29 +183,9 @@ async def test_the_21st_message_in_a_minute_is_rate_limited(robot: FakeWeCom, cl
     await channel_for(robot.url, client, key=OTHER_KEY).send(sample())  # another robot is not blocked
 
 
-@pytest.mark.parametrize(("fault", "code"), [("500", "http-500"), ("502", "http-502"), ("reset", "connection")])
-async def test_server_errors_and_resets_are_transient(
-    robot: FakeWeCom, client: httpx.AsyncClient, fault: str, code: str
-) -> None:
-    robot.fail_next(fault)
-
-    with pytest.raises(ChannelError) as caught:
-        await channel_for(robot.url, client).send(sample())
-
-    assert not caught.value.permanent
-    assert not caught.value.rate_limited
-    assert caught.value.code == code
-
-
-async def test_timeout_is_transient(robot: FakeWeCom, client: httpx.AsyncClient) -> None:
-    robot.hang = 3.0
-    robot.fail_next("timeout")
-
-    with pytest.raises(ChannelError) as caught:
-        await channel_for(robot.url, client, timeout="200ms").send(sample())
-
-    assert not caught.value.permanent
-    assert caught.value.code == "timeout"
+@pytest.mark.parametrize("fault", HTTP_FAULTS, ids=str)
+async def test_faults_are_transient(client: httpx.AsyncClient, fault: Fault) -> None:
+    await assert_transient(contract(client), fault)
 
 
 ANSWERS = [
@@ -218,25 +213,11 @@ async def test_answers_map_to_outcomes(answer: dict[str, Any], expected: str | N
 
 
 async def test_no_key_reaches_an_error_or_a_log_record(
-    robot: FakeWeCom, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG)
-    caplog.set_level(logging.DEBUG, logger="httpx")
-    caplog.set_level(logging.DEBUG, logger="httpcore")
-    robot.hang = 3.0
-    errors: list[ChannelError] = []
-    for key, fault in [(KEY, "500"), (KEY, "reset"), (KEY, "timeout"), (KEY, None), ("deleted-robot-key-0000", None)]:
-        if fault:
-            robot.fail_next(fault)
-        try:
-            await channel_for(robot.url, client, key=key, timeout="200ms").send(sample())
-        except ChannelError as exc:
-            errors.append(exc)
+    seen = await assert_no_secret_leaks(contract(client), caplog)
 
-    assert len(errors) == 4
-    texts = [e.message for e in errors] + [str(e) for e in errors] + [r.getMessage() for r in caplog.records]
-    assert any("webhook/send?key=***" in t for t in texts)  # httpx logged the URL, redacted
-    assert [t for t in texts if KEY in t or "deleted-robot-key-0000" in t] == []
+    assert any("webhook/send?key=***" in line for line in seen.logs)  # httpx logged the URL, redacted
 
 
 # -- the fake itself --------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Messages arrive parsed as `email.message.EmailMessage`s in `messages` (their envelopes in
 `envelopes`). Faults are scripted: `fail_next("451 4.3.0 Try again later")` answers the next DATA
-with that reply, `refuse(address)` answers RCPT TO for that address with a 550. TLS uses a throwaway
+with that reply, `fail_next("reset")` resets the connection there instead and `fail_next("timeout")`
+holds it `hang` seconds (longer than the client waits), the words `FakeVendor` uses for the same
+faults; `refuse(address)` answers RCPT TO for that address with a 550. TLS uses a throwaway
 self-signed certificate made by `self_signed_cert()` (with the `openssl` command), valid for
 127.0.0.1 and localhost; `client_context()` is an SSL context that trusts it. With `users` and no
 TLS, aiosmtpd warns that AUTH without TLS is unsafe (a UserWarning): tests of that case filter it.
@@ -10,9 +12,11 @@ TLS, aiosmtpd warns that AUTH without TLS is unsafe (a UserWarning): tests of th
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 from collections import deque
@@ -101,6 +105,15 @@ class _Handler:
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         with self.sink.lock:
             scripted = self.sink.script.popleft() if self.sink.script else None
+        if scripted == "reset":  # after AUTH and the whole message: the worst moment to lose the line
+            assert server.transport is not None
+            sock = server.transport.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            server.transport.abort()
+            return "421 4.4.2 connection reset"  # written to nobody: the transport is gone
+        if scripted == "timeout":
+            await asyncio.sleep(self.sink.hang)
+            return "451 4.4.2 timed out"
         if scripted is not None:
             return scripted
         data = envelope.original_content or b""
@@ -131,11 +144,13 @@ class FakeSmtp:
         self.failed_logins = 0
         self.refused: dict[str, str] = {}
         self.script: deque[str] = deque()
+        self.hang = 30.0
         self.lock = threading.Lock()
         self._controller: Controller | None = None
 
     def fail_next(self, *replies: str) -> None:
-        """The next DATA commands are answered with these replies, e.g. "451 4.3.0 Try again later"."""
+        """The next DATA commands are answered with these replies, e.g. "451 4.3.0 Try again later", or
+        meet a fault: "reset" (the connection reset), "timeout" (no answer for `hang` seconds)."""
         with self.lock:
             self.script.extend(replies)
 

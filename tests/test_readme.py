@@ -7,7 +7,7 @@ from pathlib import Path
 
 from alertrouter.settings import Settings
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 
 
