@@ -21,7 +21,7 @@ from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.payloads import PayloadError, parse_api_v2, parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.model import utcnow
+from alertrouter.model import MessageSnapshot, utcnow
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.types import EvalResult
 from alertrouter.store import Database
@@ -99,16 +99,17 @@ def payload_time(body: bytes) -> datetime | None:
     return max(times) if times else None
 
 
-def message_text(message: dict[str, Any]) -> str:
+def message_text(message: MessageSnapshot) -> str:
     """A plain rendering of an outbox message (the chat templates render the same snapshot)."""
-    status = "RESOLVED" if message.get("status") == "resolved" else str(message.get("severity") or "alert").upper()
-    lines = [f"[{status}] {message.get('headline', '')}"]
-    summary = message.get("summary") or {}
-    for member in summary.get("members", [])[:10]:
+    status = "RESOLVED" if message.resolved else (message.severity or "alert").upper()
+    lines = [f"[{status}] {message.headline}"]
+    members = message.summary.get("members")
+    members = members if isinstance(members, list) else []
+    for member in members[:10]:
         lines.append(f"  - {member}")
-    if len(summary.get("members", [])) > 10:
-        lines.append(f"  ... +{len(summary['members']) - 10} more nodes")
-    lines.append(f"  incident: {message.get('incident')}  reason: {message.get('reason')}")
+    if len(members) > 10:
+        lines.append(f"  ... +{len(members) - 10} more nodes")
+    lines.append(f"  incident: {message.incident}  reason: {message.reason}")
     return "\n".join(lines)
 
 
@@ -166,8 +167,8 @@ async def _pass(engine: EngineRunner, clock: _Clock, outcome: Outcome) -> EvalRe
                 "receiver": intent.receiver,
                 "incident": intent.incident,
                 "reason": intent.reason.value,
-                "headline": intent.message.get("headline"),
-                "text": message_text(dict(intent.message)),
+                "headline": intent.message.headline,
+                "text": message_text(intent.message),
             }
         )
     return result

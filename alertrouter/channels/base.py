@@ -8,11 +8,12 @@ limits, coalescing and the record of attempts belong to the delivery loop, not t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
+
+from alertrouter.model import MessageSnapshot
 
 __all__ = [
     "Channel",
@@ -91,7 +92,7 @@ class Notification:
     kind: MessageKind
     receiver: str
     severity: str
-    items: tuple[Mapping[str, Any], ...]
+    items: tuple[MessageSnapshot, ...]
     link: str | None = None
     mentions: Mentions = field(default_factory=Mentions)
     recipients: tuple[str, ...] = ()
@@ -102,7 +103,7 @@ class Notification:
     silence_for: timedelta | None = None
 
     @property
-    def first(self) -> Mapping[str, Any]:
+    def first(self) -> MessageSnapshot:
         return self.items[0]
 
 
@@ -149,27 +150,26 @@ def truncate_utf8(text: str, limit: int, ellipsis: str = "…") -> str:
 def notification_fields(n: Notification) -> dict[str, str]:
     """The plain values of a notification that short formats (SMS variables) are built from."""
     first = n.first
-    labels: Mapping[str, str] = first.get("labels", {})
-    summary: Mapping[str, Any] = first.get("summary", {})
-    units = summary.get("units") or []
-    total = summary.get("units_total")
-    gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
-    opened = str(first.get("opened_at", ""))
-    since = opened[11:16] if len(opened) >= 16 else opened  # HH:MM of the ISO timestamp (UTC)
-    annotations_summary = ""
-    for alert in first.get("alerts", []):
-        text = alert.get("annotations", {}).get("summary") if isinstance(alert, Mapping) else None
-        if text:
-            annotations_summary = str(text)
-            break
+    labels, summary = first.labels, first.summary
+    units, total = summary.get("units"), summary.get("units_total")
+    if isinstance(units, int):  # a storm's summary counts its GPUs
+        gpus = str(units) if units else ""
+    elif isinstance(units, list) and units:
+        gpus = f"{len(units)}/{total}" if isinstance(total, int) and total else str(len(units))
+    else:
+        gpus = ""
+    since = first.opened_at.astimezone(UTC).strftime("%H:%M") if first.opened_at else ""  # (UTC)
+    notes = (a.annotations or {} for a in first.alerts)
+    annotations_summary = next((n["summary"] for n in notes if n.get("summary")), "")
+    count = summary.get("firing", summary.get("alerts", len(first.alerts)))
     return {
         "severity": n.severity,
-        "status": str(first.get("status", "")),
-        "headline": str(first.get("headline", "")),
+        "status": first.status.value,
+        "headline": first.headline,
         "alertname": labels.get("alertname", ""),
         "node": labels.get("node", ""),
         "region": labels.get("region", ""),
-        "count": str(summary.get("firing", summary.get("alerts", len(first.get("alerts", []))))),
+        "count": str(count),
         "gpus": gpus,
         "since": since,
         "summary": annotations_summary,

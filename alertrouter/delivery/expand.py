@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
+
+from sqlalchemy import Row
 
 from alertrouter.auth.links import Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Mentions, MessageKind, Notification
 from alertrouter.delivery.plan import message_kind
-from alertrouter.model import DeliveryStatus
+from alertrouter.model import DeliveryStatus, MessageSnapshot
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
 
@@ -30,25 +32,23 @@ MAX_ANNOTATION = 2048  # characters kept per annotation in a stored message; tem
 _ANNOTATIONS = ("summary", "description", "runbook_url", "dashboard")
 
 
-def enrich(snapshot: Mapping[str, Any], details: Mapping[str, tuple[dict[str, str], datetime]]) -> dict[str, Any]:
+def enrich(snapshot: MessageSnapshot, details: Mapping[str, tuple[dict[str, str], datetime]]) -> MessageSnapshot:
     """The engine's snapshot plus what a message shows and the engine does not load: each alert's
     annotations (summary, description, runbook) and start time."""
     alerts = []
-    for alert in snapshot.get("alerts", []):
-        found = details.get(alert.get("fingerprint", ""))
+    for alert in snapshot.alerts:
+        found = details.get(alert.fingerprint)
         if found is not None:
             annotations, starts_at = found
-            alert = {
-                **alert,
-                "annotations": {k: v[:MAX_ANNOTATION] for k, v in annotations.items() if k in _ANNOTATIONS},
-                "starts_at": starts_at.isoformat(),
-            }
+            notes = {k: v[:MAX_ANNOTATION] for k, v in annotations.items() if k in _ANNOTATIONS}
+            alert = replace(alert, annotations=notes, starts_at=starts_at)
         alerts.append(alert)
-    return {**snapshot, "alerts": alerts}
+    return replace(snapshot, alerts=tuple(alerts))
 
 
 def delivery_rows(
-    outbox: Any,
+    outbox: Row[Any],
+    message: MessageSnapshot,
     receiver: ReceiverConfig,
     channels: Mapping[str, ChannelConfig],
     *,
@@ -58,8 +58,9 @@ def delivery_rows(
     unconfigured: Sequence[str],
     now: datetime,
 ) -> list[dict[str, Any]]:
-    """The deliveries of one outbox row: one per channel its receiver names."""
-    snapshot = enrich(outbox.message, details)
+    """The deliveries of one outbox row (whose `message` is read as `message`): one per channel its
+    receiver names."""
+    snapshot = enrich(message, details)
     rows = []
     for ref in receiver.channels:
         channel = channels.get(ref.channel)
@@ -76,10 +77,10 @@ def delivery_rows(
                 "receiver": outbox.receiver,
                 "channel": channel.name,
                 "kind": message_kind(snapshot).value,
-                "severity": str(snapshot.get("severity", "")),
-                "severity_rank": severity_rank(str(snapshot.get("severity", "")), severities),
+                "severity": snapshot.severity,
+                "severity_rank": severity_rank(snapshot.severity, severities),
                 "message": {
-                    "items": [snapshot],
+                    "items": [snapshot.to_json()],
                     "mentions": {"mobiles": mentions.mobiles, "user_ids": mentions.user_ids, "all": mentions.all},
                     "recipients": recipients,
                 },
@@ -197,7 +198,7 @@ def notification_of(
         kind=kind,
         receiver=row.receiver,
         severity=row.severity,
-        items=tuple(row.message.get("items", [])),
+        items=tuple(MessageSnapshot.from_json(item) for item in row.message.get("items", [])),
         link=base_url + path if base_url else None,
         mentions=Mentions(
             mobiles=tuple(mentions.get("mobiles", [])),

@@ -10,7 +10,7 @@ from typing import Any
 
 from alertrouter.delivery.expand import delivery_rows
 from alertrouter.delivery.policy import Unexpected
-from alertrouter.model import OutboxStatus
+from alertrouter.model import MessageSnapshot, OutboxStatus
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
 from alertrouter.store import Database
 from alertrouter.store import delivery as store
@@ -43,12 +43,13 @@ async def expand_outbox(
     done = Expansion()
     if not pending:
         return done
-    fingerprints: list[str] = []
+    snapshots: dict[int, MessageSnapshot] = {}
     for outbox in pending:
         try:
-            fingerprints += [str(a.get("fingerprint", "")) for a in outbox.message.get("alerts", [])]
+            snapshots[outbox.id] = MessageSnapshot.from_json(outbox.message)
         except Exception as exc:  # a malformed row is quarantined, the others go on
             done.quarantined[outbox.id] = exc
+    fingerprints = [a.fingerprint for snapshot in snapshots.values() for a in snapshot.alerts]
     usable = [r for r in pending if r.id not in done.quarantined]
     with_channels = {r.id for r in usable if r.receiver in receivers and receivers[r.receiver].channels}
     without = [r.id for r in usable if r.id not in with_channels]
@@ -63,6 +64,7 @@ async def expand_outbox(
             try:
                 rows = delivery_rows(
                     outbox,
+                    snapshots[outbox.id],
                     receivers[outbox.receiver],
                     channels,
                     severities=severities,

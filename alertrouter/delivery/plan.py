@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from alertrouter.channels.base import MessageKind
-from alertrouter.model import IncidentKind
+from alertrouter.model import IncidentKind, MessageSnapshot
+from alertrouter.pipeline.throttle import NotifyReason
 
 __all__ = ["Batch", "backoff", "message_kind", "plan_batches"]
 
 
-def message_kind(snapshot: Mapping[str, Any]) -> MessageKind:
+def message_kind(snapshot: MessageSnapshot) -> MessageKind:
     """Which template an outbox snapshot is rendered with."""
-    if snapshot.get("status") == "resolved":
+    if snapshot.resolved:
         return MessageKind.RESOLVED
-    if snapshot.get("kind") == IncidentKind.CLUSTER:
+    if snapshot.kind is IncidentKind.CLUSTER:
         return MessageKind.CLUSTER
-    return MessageKind.FIRING if snapshot.get("reason") == "first" else MessageKind.UPDATE
+    return MessageKind.FIRING if snapshot.reason == NotifyReason.FIRST else MessageKind.UPDATE
 
 
 def backoff(attempts: int, *, initial: timedelta, maximum: timedelta, rng: random.Random | None = None) -> timedelta:

@@ -8,7 +8,8 @@ import httpx
 
 from alertrouter.channels.base import ChannelError, Mentions, MessageKind, Notification
 from alertrouter.channels.registry import build_channel
-from alertrouter.model import utcnow
+from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot, utcnow
+from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
@@ -27,19 +28,18 @@ def test_notification(
     receiver: str, *, link: str | None, mentions: Mentions, recipients: tuple[str, ...]
 ) -> Notification:
     now = utcnow()
-    item = {
-        "incident": "alertrouter/send-test",
-        "kind": "node",
-        "reason": "first",
-        "status": "firing",
-        "severity": "info",
-        "headline": f"alertrouter test message for receiver {receiver}",
-        "labels": {"alertname": "AlertrouterSendTest", "receiver": receiver},
-        "summary": {"alerts": 1, "firing": 1},
-        "alerts": [],
-        "opened_at": now.isoformat(),
-        "at": now.isoformat(),
-    }
+    item = MessageSnapshot(
+        incident="alertrouter/send-test",
+        kind=IncidentKind.NODE,
+        reason=NotifyReason.FIRST,
+        status=AlertStatus.FIRING,
+        severity="info",
+        headline=f"alertrouter test message for receiver {receiver}",
+        labels={"alertname": "AlertrouterSendTest", "receiver": receiver},
+        summary={"alerts": 1, "firing": 1},
+        opened_at=now,
+        at=now,
+    )
     return Notification(
         kind=MessageKind.FIRING,
         receiver=receiver,

@@ -7,10 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from alertrouter.model import AlertView
+from alertrouter.model import AlertItem, AlertStatus, AlertView, IncidentKind, MessageSnapshot
 from alertrouter.pipeline import aggregate
 from alertrouter.pipeline.aggregate import AggregationRule, IncidentSummary
 from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import IncidentRecord, IncidentState
 
 __all__ = [
@@ -101,23 +102,23 @@ def next_incident_state(
 
 
 def message_snapshot(
-    state: IncidentState, reason: object, group: IncidentGroup | None, now: datetime
-) -> dict[str, object]:
+    state: IncidentState, reason: NotifyReason, group: IncidentGroup | None, now: datetime
+) -> MessageSnapshot:
     """A snapshot of what to say, frozen at decision time; channels render it later."""
-    alerts = []
+    alerts: tuple[AlertItem, ...] = ()
     if group is not None:
-        for view in sorted(group.eligible or group.alerts, key=lambda v: v.fingerprint)[:MAX_ALERTS_IN_MESSAGE]:
-            alerts.append({"fingerprint": view.fingerprint, "labels": dict(view.labels), "firing": view.firing})
-    return {
-        "incident": state.key,
-        "kind": state.kind,
-        "reason": str(reason),
-        "status": "firing" if state.firing else "resolved",
-        "severity": state.severity,
-        "headline": state.headline,
-        "labels": dict(state.labels),
-        "summary": dict(state.summary),
-        "alerts": alerts,
-        "opened_at": state.opened_at.isoformat(),
-        "at": now.isoformat(),
-    }
+        shown = sorted(group.eligible or group.alerts, key=lambda v: v.fingerprint)[:MAX_ALERTS_IN_MESSAGE]
+        alerts = tuple(AlertItem(v.fingerprint, dict(v.labels), v.firing) for v in shown)
+    return MessageSnapshot(
+        incident=state.key,
+        kind=IncidentKind(state.kind),
+        reason=reason.value,
+        status=AlertStatus.FIRING if state.firing else AlertStatus.RESOLVED,
+        severity=state.severity,
+        headline=state.headline,
+        labels=dict(state.labels),
+        summary=dict(state.summary),
+        alerts=alerts,
+        opened_at=state.opened_at,
+        at=now,
+    )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from alertrouter.model import MessageSnapshot
 from alertrouter.pipeline.throttle import NotifyReason, NotifyState
 
 __all__ = [
@@ -111,7 +112,7 @@ class Intent:
     incident: str
     receiver: str
     reason: NotifyReason
-    message: Mapping[str, Any]
+    message: MessageSnapshot
 
 
 @dataclass(slots=True)

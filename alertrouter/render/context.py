@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from alertrouter.model import IncidentKind
+from alertrouter.model import AlertItem, IncidentKind, MessageSnapshot
 
 __all__ = [
     "ANNOTATION_CAP",
@@ -29,7 +29,6 @@ __all__ = [
     "ItemContext",
     "LocalClock",
     "age_text",
-    "as_map",
     "build_item",
     "clean",
     "parse_time",
@@ -66,7 +65,7 @@ def clean(value: object, cap: int) -> str:
     return text if len(text) <= cap else text[: cap - 1] + "…"
 
 
-def as_map(value: object) -> Mapping[str, Any]:
+def _as_map(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
@@ -79,7 +78,7 @@ def _int(value: object, default: int = 0) -> int:
 
 
 def _labels(value: object) -> dict[str, str]:
-    items = list(as_map(value).items())[:MAX_LABELS]
+    items = list(_as_map(value).items())[:MAX_LABELS]
     return {clean(k, KEY_CAP): clean(v, LABEL_CAP) for k, v in items}
 
 
@@ -225,15 +224,15 @@ class LocalClock:
         return t.astimezone(self.tz).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def _alert(raw: Mapping[str, Any], clock: LocalClock, ref: datetime) -> AlertContext:
-    labels = _labels(raw.get("labels"))
-    notes = as_map(raw.get("annotations"))
-    started = _time(raw.get("starts_at"))
+def _alert(raw: AlertItem, clock: LocalClock, ref: datetime) -> AlertContext:
+    labels = _labels(raw.labels)
+    notes = raw.annotations or {}
+    started = _time(raw.starts_at)
     return AlertContext(
         alertname=labels.get("alertname", ""),
         unit=_first(labels, _UNIT_LABELS),
         node=_first(labels, _NODE_LABELS),
-        firing=raw.get("firing") is not False,
+        firing=raw.firing,
         summary=clean(notes.get("summary"), ANNOTATION_CAP),
         description=clean(notes.get("description"), ANNOTATION_CAP),
         since=clock.local(started, ref) if started else "",
@@ -246,17 +245,18 @@ def _alert_order(a: AlertContext) -> tuple[bool, int, str, str]:
     return (not a.firing, 1 << 30 if index is None else index, a.unit, a.alertname)
 
 
-def build_item(raw: Mapping[str, Any], *, fallback_severity: str, clock: LocalClock, now: datetime) -> ItemContext:
-    """The template context of one outbox snapshot; every key may be missing."""
-    labels = _labels(raw.get("labels"))
-    summary = as_map(raw.get("summary"))
-    ref = _time(raw.get("at")) or now
-    opened = _time(raw.get("opened_at"))
-    raw_alerts = _seq(raw.get("alerts"))
-    alerts = tuple(sorted((_alert(as_map(a), clock, ref) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
-    resolved = raw.get("status") == "resolved"
-    kind = IncidentKind.CLUSTER if raw.get("kind") == IncidentKind.CLUSTER else IncidentKind.NODE
-    severity = clean(raw.get("severity") or fallback_severity, KEY_CAP)
+def build_item(raw: MessageSnapshot, *, fallback_severity: str, clock: LocalClock, now: datetime) -> ItemContext:
+    """The template context of one outbox snapshot: its label values, texts and summary are data from
+    whoever fired the alerts, cleaned and capped here; any of the summary's keys may be missing."""
+    labels = _labels(raw.labels)
+    summary = raw.summary
+    ref = _time(raw.at) or now
+    opened = _time(raw.opened_at)
+    raw_alerts = raw.alerts
+    alerts = tuple(sorted((_alert(a, clock, ref) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
+    resolved = raw.resolved
+    kind = raw.kind
+    severity = clean(raw.severity or fallback_severity, KEY_CAP)
     emoji, color, html_color = severity_style(severity, resolved)
     units_raw = summary.get("units")
     units = tuple(clean(u, LABEL_CAP) for u in _seq(units_raw))
@@ -272,10 +272,10 @@ def build_item(raw: Mapping[str, Any], *, fallback_severity: str, clock: LocalCl
     top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
     scope = [f"{name} {labels[name]}" for name in ("region", "rack", "cluster") if labels.get(name)]
     return ItemContext(
-        incident=clean(raw.get("incident"), KEY_CAP),
+        incident=clean(raw.incident, KEY_CAP),
         kind=kind,
-        reason=clean(raw.get("reason"), KEY_CAP),
-        reason_text=_REASONS.get(str(raw.get("reason")), clean(raw.get("reason"), KEY_CAP)),
+        reason=clean(raw.reason, KEY_CAP),
+        reason_text=_REASONS.get(raw.reason, clean(raw.reason, KEY_CAP)),
         status="resolved" if resolved else "firing",
         resolved=resolved,
         severity=severity,
@@ -283,7 +283,7 @@ def build_item(raw: Mapping[str, Any], *, fallback_severity: str, clock: LocalCl
         emoji=emoji,
         color=color,
         html_color=html_color,
-        headline=clean(raw.get("headline") or summary.get("headline") or labels.get("alertname"), HEADLINE_CAP),
+        headline=clean(raw.headline or summary.get("headline") or labels.get("alertname"), HEADLINE_CAP),
         alertname=labels.get("alertname", "") or (alerts[0].alertname if alerts else ""),
         node=_first(labels, _NODE_LABELS),
         region=labels.get("region", ""),

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification
+from alertrouter.model import AlertItem, AlertStatus, IncidentKind, MessageSnapshot
 from alertrouter.render.templates import Templates
 
 __all__ = ["render_sample", "sample_notifications"]
@@ -52,40 +52,49 @@ def _with_actions(n: Notification, incident_id: int) -> Notification:
 
 def _sample_item(
     node: str, name: str, severity: str, gpus: Sequence[int], reason: str = "first", ago: int = 12
-) -> dict[str, Any]:
+) -> MessageSnapshot:
     firing = reason != "resolved"
-    opened = (_SAMPLE_NOW - timedelta(minutes=ago)).isoformat()
+    opened = _SAMPLE_NOW - timedelta(minutes=ago)
     region = "华北" if node.endswith("19") else "north"
     labels = {"alertname": name, "node": node, "region": region, "rack": "r12", "severity": severity}
     head = f"{node}: {name} on {len(gpus)}/8 GPUs"
     note = "GPU {} at {}°C" if name == "GPUHighTemp" else "GPU {}: " + name
-    alerts = [
-        {"fingerprint": f"{node}/{name}/{g}", "labels": {**labels, "gpu": str(g)}, "firing": firing}
-        | {"annotations": {"summary": note.format(g, 88 + g)}, "starts_at": opened}
+    alerts = tuple(
+        AlertItem(f"{node}/{name}/{g}", {**labels, "gpu": str(g)}, firing, {"summary": note.format(g, 88 + g)}, opened)
         for g in gpus
-    ]
+    )
     n = len(gpus)
     summary = {"headline": head, "units": [str(g) for g in gpus], "units_total": 8, "unit_name": "GPUs", "alerts": n}
     summary |= {"firing": n * firing, "eligible": n * firing, "muted": 0}
-    return {"incident": f"gpu-by-node/{name}/{node}", "kind": "node", "reason": reason, "severity": severity} | {
-        "status": "firing" if firing else "resolved",
-        "headline": head,
-        "labels": labels,
-        "summary": summary,
-        "alerts": alerts,
-        "opened_at": opened,
-        "at": _SAMPLE_NOW.isoformat(),
-    }
+    return MessageSnapshot(
+        incident=f"gpu-by-node/{name}/{node}",
+        kind=IncidentKind.NODE,
+        reason=reason,
+        status=AlertStatus.FIRING if firing else AlertStatus.RESOLVED,
+        severity=severity,
+        headline=head,
+        labels=labels,
+        summary=summary,
+        alerts=alerts,
+        opened_at=opened,
+        at=_SAMPLE_NOW,
+    )
 
 
 def sample_notifications() -> dict[str, Notification]:
     """One realistic notification per message kind, at a fixed time; firing ones with action links."""
     nodes = [_sample_item(f"gpu-node-{i:02d}", "GPUHighTemp", "critical", range(6 if i < 26 else 5)) for i in range(37)]
     head = "GPUHighTemp on 37 nodes in region north: 211 GPUs"
-    summary = {"headline": head, "nodes": 37, "units": 211, "members": [n["headline"] for n in nodes], "alerts": 211}
-    cluster = nodes[0] | {"incident": "cluster/gpu-by-node/GPUHighTemp/north", "kind": "cluster", "headline": head}
-    cluster |= {"labels": {"alertname": "GPUHighTemp", "region": "north", "severity": "critical"}, "summary": summary}
-    cluster["alerts"] = [a for n in nodes for a in n["alerts"]][:50]
+    summary = {"headline": head, "nodes": 37, "units": 211, "members": [n.headline for n in nodes], "alerts": 211}
+    cluster = replace(
+        nodes[0],
+        incident="cluster/gpu-by-node/GPUHighTemp/north",
+        kind=IncidentKind.CLUSTER,
+        headline=head,
+        labels={"alertname": "GPUHighTemp", "region": "north", "severity": "critical"},
+        summary=summary,
+        alerts=tuple(a for n in nodes for a in n.alerts)[:50],
+    )
     coalesced = [
         _sample_item("gpu-node-07", "GPUHighTemp", "critical", [0, 1, 2, 3, 5, 7]),
         _sample_item("gpu-node-11", "GPUFallenOffBus", "critical", [4], ago=3),
@@ -98,7 +107,7 @@ def sample_notifications() -> dict[str, Notification]:
     incident, storm, listing = (f"{_SAMPLE_URL}/{p}" for p in ("incidents/1042", "incidents/1043", "notifications"))
     grown = _sample_item("gpu-node-07", "GPUHighTemp", "critical", [0, 1, 2, 3, 4, 5, 7], "grew")
     cooled = _sample_item("gpu-node-07", "GPUHighTemp", "critical", [0, 1, 2, 3, 5, 7], "resolved", 25)
-    kinds: list[tuple[MessageKind, list[dict[str, Any]], str, Mentions]] = [
+    kinds: list[tuple[MessageKind, list[MessageSnapshot], str, Mentions]] = [
         (MessageKind.FIRING, [coalesced[0]], incident, at),
         (MessageKind.UPDATE, [grown], incident, Mentions()),
         (MessageKind.RESOLVED, [cooled], incident, Mentions()),
@@ -107,7 +116,7 @@ def sample_notifications() -> dict[str, Notification]:
     ]
     samples = {
         kind.value: Notification(
-            kind, "oncall-core", items[0]["severity"], tuple(items), link, at_, created_at=_SAMPLE_NOW
+            kind, "oncall-core", items[0].severity, tuple(items), link, at_, created_at=_SAMPLE_NOW
         )
         for kind, items, link, at_ in kinds
     }

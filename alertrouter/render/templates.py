@@ -25,7 +25,7 @@ from markupsafe import Markup
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, truncate_utf8, utf8_len
 from alertrouter.durations import format_duration
-from alertrouter.model import IncidentKind
+from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot
 from alertrouter.paths import data_dir
 from alertrouter.render.context import (
     CONTROL_CHARS,
@@ -34,7 +34,6 @@ from alertrouter.render.context import (
     MAX_LISTED,
     ItemContext,
     LocalClock,
-    as_map,
     build_item,
     clean,
     severity_style,
@@ -43,6 +42,8 @@ from alertrouter.render.context import (
 __all__ = ["TITLE_LIMIT", "Templates", "escape_chat_text", "escape_markdown"]
 
 TITLE_LIMIT = 128  # bytes
+# What a notification without items (none is made so; a template must still render) is about.
+_NOTHING = MessageSnapshot("", IncidentKind.NODE, "", AlertStatus.FIRING, "", "")
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 _SWAP = str.maketrans({"<": "＜", ">": "＞", "@": "＠", "[": "［", "]": "］"})
@@ -253,8 +254,8 @@ class Templates:
 
     def _items(self, n: Notification) -> tuple[ItemContext, ...]:
         now = n.created_at or datetime.now(UTC)
-        raws = n.items[:MAX_LISTED] or ({},)
-        return tuple(build_item(as_map(r), fallback_severity=n.severity, clock=self._clock, now=now) for r in raws)
+        raws = n.items[:MAX_LISTED] or (_NOTHING,)
+        return tuple(build_item(r, fallback_severity=n.severity, clock=self._clock, now=now) for r in raws)
 
     def _prepare(self, channel: str, fmt: str, n: Notification) -> _Prepared:
         items = self._items(n)

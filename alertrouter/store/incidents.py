@@ -197,7 +197,7 @@ async def insert_intents(session: AsyncSession, intents: Sequence[Intent], now: 
             "receiver": i.receiver,
             "reason": i.reason.value,
             "created_at": now,
-            "message": dict(i.message),
+            "message": i.message.to_json(),
             "status": OutboxStatus.PENDING,
             "attempts": 0,
             "next_attempt_at": now,

@@ -21,6 +21,7 @@ from alertrouter.channels.dingtalk import ACK_TITLE, BUTTON_TITLE, MAX_BODY_BYTE
 from alertrouter.channels.email import EmailChannel
 from alertrouter.channels.feishu import FeishuChannel
 from alertrouter.channels.wecom import MARKDOWN_MAX_BYTES, TEXT_MAX_BYTES, WeComChannel
+from alertrouter.model import MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset.schema import (
     DingTalkChannelConfig,
@@ -62,7 +63,7 @@ def huge(**changes: Any) -> Notification:
         for i in range(2000)
     ]
     item = {**ITEM, "alerts": alerts, "summary": {**ITEM["summary"], "alerts": 2000, "firing": 2000}}
-    return linked(items=(item,), **changes)
+    return linked(items=(MessageSnapshot.from_json(item),), **changes)
 
 
 def assert_verifies(url: str, action: Action) -> None:
@@ -110,7 +111,7 @@ async def test_dingtalk_action_card_has_acknowledge_silence_and_details_buttons(
     assert_verifies(silence, Action.SILENCE)
     assert details == n.link
     assert card["btnOrientation"] in ("0", "1")
-    assert n.first["headline"] in card["text"]
+    assert n.first.headline in card["text"]
     assert ACTION_PATH not in card["text"]  # the buttons carry them; the text does not repeat them
 
 
@@ -259,7 +260,7 @@ async def test_feishu_text_has_the_links_on_their_own_lines(client: httpx.AsyncC
 
 async def test_email_html_has_escaped_values_and_link_buttons() -> None:
     hostile = '<script>alert("x")</script> & <b>bold</b>'
-    n = linked(items=({**ITEM, "headline": hostile},), recipients=("oncall@example.com",))
+    n = linked(items=(MessageSnapshot.from_json({**ITEM, "headline": hostile}),), recipients=("oncall@example.com",))
     with FakeSmtp() as sink:
         config = EmailChannelConfig.model_validate(
             {"name": "mail", "type": "email", "host": sink.host, "port": sink.port, "security": "none"}

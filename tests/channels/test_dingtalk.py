@@ -50,11 +50,11 @@ class StubRenderer:
         self.limits.append(limit_bytes)
         text = self.text
         if text is None:
-            text = f"### {notification.first['headline']}\n\n- region: north\n\n[details]({notification.link})"
+            text = f"### {notification.first.headline}\n\n- region: north\n\n[details]({notification.link})"
         return text if limit_bytes is None else truncate_utf8(text, limit_bytes)
 
     def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
-        title = f"[{notification.severity}] {notification.first['headline']}"
+        title = f"[{notification.severity}] {notification.first.headline}"
         return title if limit_bytes is None else truncate_utf8(title, limit_bytes)
 
 

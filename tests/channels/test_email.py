@@ -18,6 +18,7 @@ import pytest
 
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.channels.email import EmailChannel, InlineImage, build_email, smtp_error
+from alertrouter.model import MessageSnapshot
 from alertrouter.ruleset.schema import EmailChannelConfig
 from support.channels import ITEM, notification
 from support.contract import (
@@ -55,13 +56,13 @@ class EscapingRenderer:
         item = notification.first
         if fmt == "html":
             rows = "".join(
-                f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in item["labels"].items()
+                f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in item.labels.items()
             )
-            return f"<h1>{html.escape(item['headline'])}</h1><table>{rows}</table>"
-        return f"{item['headline']}\n{notification.link}\n"
+            return f"<h1>{html.escape(item.headline)}</h1><table>{rows}</table>"
+        return f"{item.headline}\n{notification.link}\n"
 
     def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
-        return f"[{notification.severity.upper()}] {notification.first['headline']}"
+        return f"[{notification.severity.upper()}] {notification.first.headline}"
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +231,7 @@ async def test_send(sink_factory: Any, security: Security, login: bool) -> None:
 
 async def test_hostile_values_stay_escaped(plain: FakeSmtp) -> None:
     hostile = {**ITEM, "headline": HOSTILE, "labels": {**ITEM["labels"], "node": HOSTILE}}
-    await channel(config(plain)).send(dataclasses.replace(SAMPLE, items=(hostile,)))
+    await channel(config(plain)).send(dataclasses.replace(SAMPLE, items=(MessageSnapshot.from_json(hostile),)))
     html_part = plain.messages[0].get_body(preferencelist=("html",))
     assert isinstance(html_part, EmailMessage)
     body = html_part.get_content()

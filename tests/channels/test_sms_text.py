@@ -9,7 +9,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from alertrouter.channels.base import ChannelError, Notification
+from alertrouter.channels.base import ChannelError, Notification, notification_fields
 from alertrouter.channels.sms import (
     CUT_MARKER,
     TEXT_LIMIT_BYTES,
@@ -21,6 +21,7 @@ from alertrouter.channels.sms import (
     sms_params,
     sms_text,
 )
+from alertrouter.model import MessageSnapshot
 from alertrouter.ruleset.schema import SmsChannelConfig
 from support.channels import ITEM, notification
 
@@ -28,7 +29,7 @@ SAMPLE = notification(recipients=("+8613800000000",))
 
 
 def with_headline(headline: str) -> Notification:
-    return dataclasses.replace(SAMPLE, items=({**ITEM, "headline": headline},))
+    return dataclasses.replace(SAMPLE, items=(MessageSnapshot.from_json({**ITEM, "headline": headline}),))
 
 
 class TextRenderer:
@@ -179,3 +180,11 @@ async def test_no_recipients_is_permanent() -> None:
             await channel.send(dataclasses.replace(SAMPLE, recipients=(" ",)))
     assert caught.value.permanent
     assert caught.value.code == "no-recipients"
+
+
+def test_a_storm_s_sms_fields_count_its_gpus() -> None:
+    # A cluster message's summary counts its GPUs as a number, not a list of units: the SMS fields
+    # once took len() of it and every SMS about a storm failed with a TypeError.
+    storm = {**ITEM, "kind": "cluster", "summary": {"nodes": 40, "units": 320, "members": [], "alerts": 320}}
+    fields = notification_fields(dataclasses.replace(SAMPLE, items=(MessageSnapshot.from_json(storm),)))
+    assert (fields["gpus"], fields["count"]) == ("320", "320")

@@ -33,11 +33,11 @@ class StubRenderer:
 
     def render(self, channel: str, fmt: str, notification: Notification, *, limit_bytes: int | None = None) -> str:
         self.calls.append((channel, fmt, limit_bytes))
-        text = self.text if self.text is not None else f"## {notification.first['headline']} ({fmt})"
+        text = self.text if self.text is not None else f"## {notification.first.headline} ({fmt})"
         return text if limit_bytes is None else truncate_utf8(text, limit_bytes)
 
     def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
-        return str(notification.first["headline"])
+        return str(notification.first.headline)
 
 
 @pytest.fixture

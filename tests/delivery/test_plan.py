@@ -9,6 +9,7 @@ import pytest
 
 from alertrouter.channels.base import MessageKind
 from alertrouter.delivery.plan import Batch, backoff, message_kind, plan_batches
+from alertrouter.model import MessageSnapshot
 from alertrouter.pipeline.aggregate import severity_rank
 
 
@@ -24,7 +25,7 @@ from alertrouter.pipeline.aggregate import severity_rank
     ],
 )
 def test_message_kind(snapshot: dict[str, str], kind: MessageKind) -> None:
-    assert message_kind(snapshot) is kind
+    assert message_kind(MessageSnapshot.from_json(snapshot)) is kind
 
 
 def test_severity_rank_puts_unknown_last() -> None:

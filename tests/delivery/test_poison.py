@@ -23,6 +23,7 @@ from alertrouter.channels.registry import build_channels
 from alertrouter.delivery.policy import MAX_UNEXPECTED
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.metrics import Metrics
+from alertrouter.model import MessageSnapshot
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Intent
 from alertrouter.render.templates import Templates
@@ -55,7 +56,7 @@ class GridRenderer:
 
     def _grid(self, notification: Notification) -> None:
         for item in notification.items:
-            gpu = item.get("labels", {}).get("gpu", "")
+            gpu = item.labels.get("gpu", "")
             if gpu.isdigit():
                 try:
                     int(gpu)
@@ -99,11 +100,11 @@ def intent(n: int, *, gpu: str = "3", severity: str = "critical", receiver: str 
         f"rule/GPUHighTemp/{node}",
         receiver,
         NotifyReason("first"),
-        {
+        MessageSnapshot.from_json({
             "incident": f"rule/GPUHighTemp/{node}", "kind": "node", "reason": "first", "status": "firing",
             "severity": severity, "headline": f"{node}: GPUHighTemp on 1/8 GPUs", "labels": labels,
             "summary": {}, "alerts": [], "opened_at": T0.isoformat(), "at": T0.isoformat(),
-        },
+        }),
     )  # fmt: skip
 
 
@@ -302,14 +303,16 @@ async def test_an_outbox_row_whose_expansion_raises_is_quarantined(
 ) -> None:
     clock = Clock()
     w = worker(db, rules(robot), client, clock, GridRenderer())
-    bad = intent(1)
-    bad.message["alerts"] = [7]  # not an alert: reading its fingerprint raises
-    await add(db, [bad, intent(2)])
+    await add(db, [intent(1), intent(2)])
+    async with db.write() as s:  # a damaged row: an alert that is not one
+        damaged = {**intent(1).message.to_json(), "alerts": [7]}
+        await s.execute(update(OutboxRow).where(OutboxRow.incident_key.endswith("gpu-node-01")).values(message=damaged))
+        await s.commit()
     await w.run_once()
     assert nodes(robot, CORE) == [["gpu-node-02"]]
     outbox = {r.incident_key[-11:]: r for r in await rows(db, OutboxRow)}
     assert outbox["gpu-node-01"].status == "quarantined"
-    assert outbox["gpu-node-01"].last_error == "expansion failed: AttributeError: 'int' object has no attribute 'get'"
+    assert outbox["gpu-node-01"].last_error == "expansion failed: MessageError: alerts[0]: expected an object, got int"
     assert outbox["gpu-node-02"].status == "dispatched"
     await add(db, [intent(3)], at=clock.now)
     clock.now += timedelta(seconds=1)

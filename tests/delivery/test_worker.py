@@ -18,6 +18,7 @@ from alertrouter.auth.signing import Signer, TokenError
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
+from alertrouter.model import MessageSnapshot
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Intent
 from alertrouter.ruleset.schema import Ruleset
@@ -99,19 +100,21 @@ def intent(n: int, receiver: str = "oncall", severity: str = "critical", reason:
         f"rule/GPUHighTemp/gpu-node-{n:02d}",
         receiver,
         NotifyReason(reason),
-        {
-            "incident": f"rule/GPUHighTemp/gpu-node-{n:02d}",
-            "kind": "node",
-            "reason": reason,
-            "status": "resolved" if reason == "resolved" else "firing",
-            "severity": severity,
-            "headline": f"gpu-node-{n:02d}: GPUHighTemp on 1/8 GPUs",
-            "labels": {"alertname": "GPUHighTemp", "node": f"gpu-node-{n:02d}", "severity": severity},
-            "summary": {},
-            "alerts": [],
-            "opened_at": T0.isoformat(),
-            "at": T0.isoformat(),
-        },
+        MessageSnapshot.from_json(
+            {
+                "incident": f"rule/GPUHighTemp/gpu-node-{n:02d}",
+                "kind": "node",
+                "reason": reason,
+                "status": "resolved" if reason == "resolved" else "firing",
+                "severity": severity,
+                "headline": f"gpu-node-{n:02d}: GPUHighTemp on 1/8 GPUs",
+                "labels": {"alertname": "GPUHighTemp", "node": f"gpu-node-{n:02d}", "severity": severity},
+                "summary": {},
+                "alerts": [],
+                "opened_at": T0.isoformat(),
+                "at": T0.isoformat(),
+            }
+        ),
     )
 
 
@@ -138,7 +141,7 @@ def worker(
 
 
 def headlines(channel: ScriptedChannel) -> list[list[str]]:
-    return [[i["headline"] for i in n.items] for n in channel.sent]
+    return [[i.headline for i in n.items] for n in channel.sent]
 
 
 async def test_outbox_becomes_one_delivery_per_channel_and_is_sent_once(db: Database) -> None:
@@ -231,7 +234,7 @@ async def test_short_budget_coalesces_highest_severity_first(db: Database) -> No
     await w.run_once()
     (merged,) = robot.sent[3:]  # budget 2 for 4 pending: one coalesced message
     assert merged.kind.value == "coalesced"
-    assert [i["severity"] for i in merged.items] == ["critical", "warning", "warning", "warning"]
+    assert [i.severity for i in merged.items] == ["critical", "warning", "warning", "warning"]
     rows = await deliveries(db)
     parent = rows[-1]
     assert parent.kind == "coalesced"
@@ -274,8 +277,8 @@ async def test_vendor_block_holds_the_backlog_then_sends_it_coalesced(db: Databa
     await w.run_once()
     (merged,) = robot.sent
     assert merged.kind.value == "coalesced"
-    assert sorted(i["headline"][:11] for i in merged.items) == ["gpu-node-01", "gpu-node-02", "gpu-node-03"]
-    assert merged.items[-1]["severity"] == "warning"
+    assert sorted(i.headline[:11] for i in merged.items) == ["gpu-node-01", "gpu-node-02", "gpu-node-03"]
+    assert merged.items[-1].severity == "warning"
 
 
 async def test_critical_fails_over_while_blocked(db: Database) -> None:
@@ -290,7 +293,7 @@ async def test_critical_fails_over_while_blocked(db: Database) -> None:
     await w.run_once()
     clock.now += S
     await w.run_once()
-    assert sorted(h for n in backup.sent for h in [n.items[0]["headline"][:11]]) == ["gpu-node-01", "gpu-node-03"]
+    assert sorted(h for n in backup.sent for h in [n.items[0].headline[:11]]) == ["gpu-node-01", "gpu-node-03"]
     rows = await deliveries(db)
     assert sorted((r.channel, r.status) for r in rows) == [
         ("backup", "sent"),

@@ -27,7 +27,7 @@ def test_one_node_eight_hot_gpus_is_one_incident_one_message() -> None:
     (msg,) = messages
     assert msg.receiver == "ops-north"  # warning + region north
     assert msg.reason is NotifyReason.FIRST
-    assert msg.message["headline"] == "gpu-node-07: GPUHighTemp on 8/8 GPUs"
+    assert msg.message.headline == "gpu-node-07: GPUHighTemp on 8/8 GPUs"
     assert sc.last is not None
     assert len(sc.last.incidents) == 1
     assert Counter(d.decision for d in sc.last.decisions.values()) == {Decision.AGGREGATED: 8}
@@ -38,12 +38,12 @@ def test_six_of_eight_and_growth_is_one_update_after_group_interval() -> None:
     for gpu in range(6):
         sc.fire(gpu_labels("gpu-node-07", gpu))
     sc.run(MIN)
-    assert [m.message["headline"] for m in sc.messages()] == ["gpu-node-07: GPUHighTemp on 6/8 GPUs"]
+    assert [m.message.headline for m in sc.messages()] == ["gpu-node-07: GPUHighTemp on 6/8 GPUs"]
     sc.fire(gpu_labels("gpu-node-07", 6))
     sc.run(MIN)
     sc.fire(gpu_labels("gpu-node-07", 7))
     sc.run(5 * MIN)
-    headlines = [m.message["headline"] for m in sc.messages()]
+    headlines = [m.message.headline for m in sc.messages()]
     assert headlines == ["gpu-node-07: GPUHighTemp on 6/8 GPUs", "gpu-node-07: GPUHighTemp on 8/8 GPUs"]
     assert sc.messages()[1].reason is NotifyReason.GREW
 
@@ -69,9 +69,9 @@ def test_rack_power_loss_gpu_first_then_node_down_is_one_cluster_message() -> No
     )
     assert gpu_decisions == {Decision.INHIBITED: 320}
     # nothing about GPUs was ever sent, and the 40 NodeDowns became one cluster message per receiver
-    assert all("GPU" not in str(m.message["headline"]) for m in sc.messages())
+    assert all("GPU" not in str(m.message.headline) for m in sc.messages())
     firsts = [m for m in sc.messages() if m.reason is NotifyReason.FIRST]
-    assert [m.message["headline"] for m in firsts] == ["NodeDown on 40 nodes in region north, rack r12"]
+    assert [m.message.headline for m in firsts] == ["NodeDown on 40 nodes in region north, rack r12"]
     assert firsts[0].receiver == "critical-north"
 
 
@@ -86,7 +86,7 @@ def test_restart_while_node_down_sends_no_gpu_pages() -> None:
     sc.run(30 * MIN)
     after = sc.messages()[before:]
     assert after, "NodeDown repeats every 10 minutes"
-    assert all(m.message["headline"] == "gpu-node-07: NodeDown" for m in after)
+    assert all(m.message.headline == "gpu-node-07: NodeDown" for m in after)
 
 
 def test_source_resolves_targets_still_firing_are_told_once() -> None:
@@ -96,10 +96,10 @@ def test_source_resolves_targets_still_firing_are_told_once() -> None:
         sc.fire(labels)
     sc.fire(node_down_labels("gpu-node-07", region="north"))
     sc.run(2 * MIN)
-    assert all("GPU" not in str(m.message["headline"]) for m in sc.messages())
+    assert all("GPU" not in str(m.message.headline) for m in sc.messages())
     sc.resolve(node_down_labels("gpu-node-07", region="north"))
     sc.run(10 * MIN)
-    gpu_msgs = [m for m in sc.messages() if "GPUHighTemp" in str(m.message["headline"])]
+    gpu_msgs = [m for m in sc.messages() if "GPUHighTemp" in str(m.message.headline)]
     assert [(m.reason, m.receiver) for m in gpu_msgs] == [(NotifyReason.FIRST, "ops-north")]
 
 
@@ -158,13 +158,11 @@ def test_storm_rolls_up_and_late_nodes_join_quietly() -> None:
         sc.fire(gpu_labels(f"gpu-node-{n:03d}", 0, region="north", rack="r12"))
         sc.now += 5 * S
     sc.run(MIN)
-    assert [m.message["headline"] for m in sc.messages()] == [
-        "GPUHighTemp on 6 nodes in region north, rack r12: 6 GPUs"
-    ]
+    assert [m.message.headline for m in sc.messages()] == ["GPUHighTemp on 6 nodes in region north, rack r12: 6 GPUs"]
     for n in range(6, 37):
         sc.fire(gpu_labels(f"gpu-node-{n:03d}", 1, region="north", rack="r12"))
     sc.run(10 * MIN)
-    headlines = [m.message["headline"] for m in sc.messages()]
+    headlines = [m.message.headline for m in sc.messages()]
     assert headlines[-1] == "GPUHighTemp on 37 nodes in region north, rack r12: 37 GPUs"
     assert all("gpu-node" not in h for h in headlines)  # no node incident spoke on its own
     assert sc.last is not None
@@ -176,7 +174,7 @@ def test_five_nodes_are_not_a_storm() -> None:
     for n in range(5):
         sc.fire(gpu_labels(f"gpu-node-{n:03d}", 0, region="north"))
     sc.run(MIN)
-    assert sorted(m.message["headline"] for m in sc.messages()) == [
+    assert sorted(m.message.headline for m in sc.messages()) == [
         f"gpu-node-{n:03d}: GPUHighTemp on 1/8 GPUs" for n in range(5)
     ]
 

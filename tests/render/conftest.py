@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification
+from alertrouter.model import MessageSnapshot
 from alertrouter.render.templates import Templates
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
@@ -87,7 +88,8 @@ def cluster_item(
 
 
 def notification(kind: MessageKind, items: Sequence[dict[str, Any]], link: str | None = LINK) -> Notification:
-    return Notification(kind=kind, receiver="oncall", severity=items[0]["severity"], items=tuple(items), link=link)
+    snapshots = tuple(MessageSnapshot.from_json(i) for i in items)  # as the delivery loop reads the stored rows
+    return Notification(kind=kind, receiver="oncall", severity=items[0]["severity"], items=snapshots, link=link)
 
 
 @pytest.fixture

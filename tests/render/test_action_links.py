@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification, utf8_len
+from alertrouter.model import MessageSnapshot
 from alertrouter.render.samples import render_sample, sample_notifications
 from alertrouter.render.templates import Templates
 
@@ -34,7 +35,9 @@ def with_links(n: Notification, **changes: Any) -> Notification:
 def firing(make_node: NodeFactory, make_cluster: NodeFactory) -> Callable[[str], Notification]:
     def make(kind: str) -> Notification:
         item = make_cluster(members=["gpu-node-01: hot"]) if kind == "cluster" else make_node()
-        n = Notification(MessageKind(kind), "oncall", "critical", (item,), link=f"{BASE}/incidents/77")
+        n = Notification(
+            MessageKind(kind), "oncall", "critical", (MessageSnapshot.from_json(item),), link=f"{BASE}/incidents/77"
+        )
         return with_links(n)
 
     return make
@@ -98,7 +101,9 @@ def test_fitting_cuts_entries_not_links(
 ) -> None:
     for item in (huge_node(make_node), make_cluster(members=[f"gpu-node-{i:04d}: hot" for i in range(1000)])):
         kind = MessageKind.CLUSTER if item["kind"] == "cluster" else MessageKind.FIRING
-        n = with_links(Notification(kind, "oncall", "critical", (item,), link=f"{BASE}/incidents/77"))
+        n = with_links(
+            Notification(kind, "oncall", "critical", (MessageSnapshot.from_json(item),), link=f"{BASE}/incidents/77")
+        )
         out = templates.render(channel, fmt, n, limit_bytes=limit)
         assert utf8_len(out) <= limit
         assert re.search(r"\+\d+ more", out)
@@ -114,7 +119,11 @@ def test_last_resort_cut_keeps_the_links_and_cuts_the_text_above(
     """A headline and location so long that even no listed alert fits: the head is cut, not the links."""
     long = "节点" * 300
     item = make_node(headline=long, node=long, labels={"region": long, "rack": long})
-    n = with_links(Notification(MessageKind.FIRING, "oncall", "critical", (item,), link=f"{BASE}/incidents/77"))
+    n = with_links(
+        Notification(
+            MessageKind.FIRING, "oncall", "critical", (MessageSnapshot.from_json(item),), link=f"{BASE}/incidents/77"
+        )
+    )
     limit = 1200
     assert utf8_len(templates.render(channel, fmt, n, limit_bytes=None)) > 2 * limit
     out = templates.render(channel, fmt, n, limit_bytes=limit)
@@ -126,7 +135,9 @@ def test_last_resort_cut_keeps_the_links_and_cuts_the_text_above(
 
 
 def test_last_resort_without_room_for_the_links_is_a_plain_cut(templates: Templates, make_node: NodeFactory) -> None:
-    n = with_links(Notification(MessageKind.FIRING, "oncall", "critical", (make_node(),), link=None))
+    n = with_links(
+        Notification(MessageKind.FIRING, "oncall", "critical", (MessageSnapshot.from_json(make_node()),), link=None)
+    )
     out = templates.render("wecom", "txt", n, limit_bytes=100)
     assert utf8_len(out) <= 100
     assert out.startswith("[CRITICAL]")

@@ -11,6 +11,7 @@ from jinja2 import UndefinedError
 from jinja2.exceptions import SecurityError
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, utf8_len
+from alertrouter.model import MessageSnapshot
 from alertrouter.render.context import unit_cells
 from alertrouter.render.samples import render_sample, sample_notifications
 from alertrouter.render.templates import Templates
@@ -38,15 +39,15 @@ def firing(make_node: NodeFactory, make_notification: NoteFactory) -> Notificati
 
 def test_user_dir_overrides_one_file(tmp_path: Path, firing: Notification) -> None:
     t = user_templates(tmp_path, "dingtalk/firing.md.j2", "OURS {{ incident.node }}")
-    assert t.render("dingtalk", "md", firing) == f"OURS {firing.items[0]['labels']['node']}"
-    assert firing.items[0]["headline"] in t.render("wecom", "md", firing)  # the other files stay built-in
+    assert t.render("dingtalk", "md", firing) == f"OURS {firing.items[0].labels['node']}"
+    assert firing.items[0].headline in t.render("wecom", "md", firing)  # the other files stay built-in
 
 
 def test_user_template_can_use_builtin_macros(tmp_path: Path, firing: Notification) -> None:
     source = '{% import "dingtalk/_macros.md.j2" as m %}MINE\n{{ m.facts(incident) }}'
     out = user_templates(tmp_path, "dingtalk/firing.md.j2", source).render("dingtalk", "md", firing)
     assert out.startswith("MINE")
-    assert firing.items[0]["labels"]["node"] in out
+    assert firing.items[0].labels["node"] in out
 
 
 @pytest.mark.parametrize("source", ["{{ no_such_variable }}", "{{ incident.no_such_field }}", "{{ items[99] }}"])
@@ -80,7 +81,7 @@ def test_template_names_cannot_leave_the_tree(templates: Templates, firing: Noti
 
 
 def test_title_names_severity_and_headline(templates: Templates, firing: Notification) -> None:
-    assert templates.title(firing) == f"[CRITICAL] {firing.items[0]['headline']}"
+    assert templates.title(firing) == f"[CRITICAL] {firing.items[0].headline}"
 
 
 def test_title_of_resolved(templates: Templates, make_node: NodeFactory, make_notification: NoteFactory) -> None:
@@ -140,7 +141,7 @@ def test_mentions_use_each_vendors_syntax(
     templates: Templates, make_node: NodeFactory, make_notification: NoteFactory
 ) -> None:
     at = Mentions(mobiles=("13912345678", "<@all>"), user_ids=("li.lei", "x> [y](http://e)"), all=True)
-    n = Notification(MessageKind.FIRING, "r", "critical", (make_node(),), mentions=at)
+    n = Notification(MessageKind.FIRING, "r", "critical", (MessageSnapshot.from_json(make_node()),), mentions=at)
     dingtalk = templates.render("dingtalk", "md", n)
     assert "@13912345678" in dingtalk
     assert "@li.lei" in dingtalk
@@ -185,11 +186,11 @@ def test_one_sample_per_kind() -> None:
     assert set(samples) == {k.value for k in MessageKind}
     assert all(n.kind.value == name for name, n in samples.items())
     assert len(samples["coalesced"].items) == 12
-    assert samples["cluster"].items[0]["headline"] == "GPUHighTemp on 37 nodes in region north: 211 GPUs"
+    assert samples["cluster"].items[0].headline == "GPUHighTemp on 37 nodes in region north: 211 GPUs"
 
 
 def test_render_sample(templates: Templates) -> None:
-    headline = sample_notifications()["firing"].items[0]["headline"]
+    headline = sample_notifications()["firing"].items[0].headline
     assert headline in render_sample(templates, "dingtalk/firing.md")
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification, utf8_len
+from alertrouter.model import MessageSnapshot
 from alertrouter.render.samples import sample_notifications
 from alertrouter.render.templates import Templates
 
@@ -67,8 +68,8 @@ def test_every_template_renders_every_sample(
     first = n.items[0]
     assert n.link
     assert n.link in out
-    assert first["headline"] in out
-    label = "RESOLVED" if first["status"] == "resolved" else first["severity"].upper()
+    assert first.headline in out
+    label = "RESOLVED" if first.resolved else first.severity.upper()
     assert label in out
     if kind == "coalesced":
         assert str(len(n.items)) in out
@@ -79,7 +80,12 @@ def test_every_template_renders_every_sample(
 
 @pytest.mark.parametrize(("channel", "kind", "fmt"), FILES, ids=IDS)
 def test_missing_snapshot_keys_still_render(templates: Templates, channel: str, kind: str, fmt: str) -> None:
-    bare = Notification(kind=MessageKind(kind), receiver="r", severity="warning", items=({"headline": "bare"},))
+    bare = Notification(
+        kind=MessageKind(kind),
+        receiver="r",
+        severity="warning",
+        items=(MessageSnapshot.from_json({"headline": "bare"}),),
+    )
     assert "bare" in templates.render(channel, fmt, bare)
 
 
@@ -113,7 +119,13 @@ def hostile_notification(kind: str, make_node: NodeFactory, make_cluster: NodeFa
     )
     cluster = make_cluster(members=[EVIL, "# heading", HUGE, CONTROL], headline=f"# heading {EVIL}", region=EVIL)
     items = {"cluster": [cluster], "coalesced": [node, cluster]}.get(kind, [node])
-    return Notification(MessageKind(kind), receiver=EVIL, severity="critical", items=tuple(items), link=None)
+    return Notification(
+        MessageKind(kind),
+        receiver=EVIL,
+        severity="critical",
+        items=tuple(MessageSnapshot.from_json(i) for i in items),
+        link=None,
+    )
 
 
 @pytest.mark.parametrize(("channel", "kind", "fmt"), FILES, ids=IDS)

@@ -6,8 +6,9 @@ from dataclasses import replace
 from typing import Any
 
 from alertrouter.channels.base import MessageKind, Notification
+from alertrouter.model import MessageSnapshot
 
-# One node incident as the engine's `message_snapshot` writes it.
+# One node incident as the engine's `message_snapshot` stores it in the outbox (`to_json()`).
 ITEM: dict[str, Any] = {
     "incident": "gpu-by-node/GPUHighTemp/gpu-node-07",
     "kind": "node",
@@ -29,7 +30,7 @@ def notification(**changes: Any) -> Notification:
         kind=MessageKind.FIRING,
         receiver="oncall",
         severity="critical",
-        items=(ITEM,),
+        items=(MessageSnapshot.from_json(ITEM),),
         link="http://alertrouter.example/incidents/12",
     )
     return replace(base, **changes)

@@ -14,6 +14,7 @@ from alertrouter.ruleset.channels import RateLimitConfig
 from alertrouter.store import console as store
 from alertrouter.store import delivery
 from alertrouter.web import operations
+from alertrouter.web.console import views
 from alertrouter.web.console.pages import ConsoleDeliveryId, ConsoleDep, read_form
 
 __all__ = ["router"]
@@ -58,7 +59,13 @@ async def channels_page(console: ConsoleDep) -> HTMLResponse:
         dead, dead_total = await delivery.list_deliveries(session, status=DeliveryStatus.DEAD, limit=100)
         attempts = await store.attempts_for(session, [d.id for d in dead])
     return console.page(
-        "channels", title="Channels", channels=rows, dead=dead, dead_total=dead_total, attempts=attempts
+        "channels",
+        title="Channels",
+        channels=rows,
+        dead=dead,
+        dead_total=dead_total,
+        attempts=attempts,
+        headlines={d.id: views.delivery_headline(d.message) for d in dead},
     )
 
 

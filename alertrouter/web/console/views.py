@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from alertrouter.model import MessageError, MessageSnapshot
 from alertrouter.render.context import age_text, parse_time, unit_cells
 from alertrouter.store.tables import IncidentRow, SilenceRow
 
@@ -17,6 +18,7 @@ __all__ = [
     "VALUE_CAP",
     "Cell",
     "cap_text",
+    "delivery_headline",
     "duration_text",
     "gpu_grid",
     "incident_age",
@@ -92,6 +94,17 @@ def when(value: datetime | str | None) -> str:
 def short_time(value: datetime | str | None) -> str:
     text = when(value)
     return text[5:16] if text and text[0].isdigit() else text
+
+
+def delivery_headline(message: object) -> str:
+    """What a delivery was about: its first item's headline; "" for a message that cannot be read."""
+    items = message.get("items") if isinstance(message, Mapping) else None
+    if not isinstance(items, list) or not items:
+        return ""
+    try:
+        return MessageSnapshot.from_json(items[0]).headline
+    except MessageError:
+        return ""
 
 
 def silence_state(row: SilenceRow, now: datetime) -> str:
