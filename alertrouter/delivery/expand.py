@@ -8,8 +8,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row
-
 from alertrouter.auth.links import Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Mentions, MessageKind, Notification
@@ -17,6 +15,7 @@ from alertrouter.delivery.plan import message_kind
 from alertrouter.model import DeliveryStatus, MessageSnapshot
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
+from alertrouter.store.tables import DeliveryRow, OutboxRow
 
 __all__ = [
     "MAX_ANNOTATION",
@@ -47,7 +46,7 @@ def enrich(snapshot: MessageSnapshot, details: Mapping[str, tuple[dict[str, str]
 
 
 def delivery_rows(
-    outbox: Row[Any],
+    outbox: OutboxRow,
     message: MessageSnapshot,
     receiver: ReceiverConfig,
     channels: Mapping[str, ChannelConfig],
@@ -98,7 +97,7 @@ def delivery_rows(
     return rows
 
 
-def coalesced_row(members: Sequence[Any], now: datetime) -> dict[str, Any]:
+def coalesced_row(members: Sequence[DeliveryRow], now: datetime) -> dict[str, Any]:
     """One delivery standing for several of one channel: their items worst severity first, mentions
     and recipients merged (first seen first), created when the oldest was (for the latency metric)."""
     ordered = sorted(members, key=lambda m: m.severity_rank)  # stable: oldest first within a severity
@@ -145,7 +144,7 @@ def coalesced_row(members: Sequence[Any], now: datetime) -> dict[str, Any]:
 _KEPT_ON_FAILOVER = ("outbox_id", "incident_key", "incident_id", "receiver", "kind", "severity", "severity_rank")
 
 
-def failover_row(row: Any, channel: str, now: datetime) -> dict[str, Any]:
+def failover_row(row: DeliveryRow, channel: str, now: datetime) -> dict[str, Any]:
     """A copy of a pending delivery for the failover channel, marked so it is never moved again."""
     return {c: getattr(row, c) for c in _KEPT_ON_FAILOVER} | {
         "parent_id": None,
@@ -176,7 +175,7 @@ class ActionLinks:
 
 
 def notification_of(
-    row: Any, recipients: Sequence[str], *, base_url: str, now: datetime, actions: ActionLinks | None = None
+    row: DeliveryRow, recipients: Sequence[str], *, base_url: str, now: datetime, actions: ActionLinks | None = None
 ) -> Notification:
     """What a channel is given for a delivery row; the link leads to the incident (or, for a
     coalesced message, to the firing incidents), when alertrouter's external URL is known.

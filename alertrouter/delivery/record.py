@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from alertrouter.channels.base import ChannelError, MessageKind
 from alertrouter.delivery.policy import ChannelEffect, Outcome, Unexpected, after_attempt
 from alertrouter.metrics import Metrics
@@ -16,6 +18,7 @@ from alertrouter.model import DeliveryStatus
 from alertrouter.ruleset.schema import ChannelConfig
 from alertrouter.store import Database
 from alertrouter.store import delivery as store
+from alertrouter.store.tables import DeliveryRow
 
 __all__ = ["Recorder"]
 
@@ -33,7 +36,9 @@ class Recorder:
         self._clock = clock
         self._rng = rng
 
-    def decide(self, config: ChannelConfig, row: Any, failure: Failure, *, attempts: int, combined: bool) -> Outcome:
+    def decide(
+        self, config: ChannelConfig, row: DeliveryRow, failure: Failure, *, attempts: int, combined: bool
+    ) -> Outcome:
         block = config.rate_limit.block if config.rate_limit else timedelta(minutes=10)
         unexpected = row.unexpected_failures + (1 if isinstance(failure, Unexpected) else 0)
         return after_attempt(
@@ -42,7 +47,7 @@ class Recorder:
         )  # fmt: skip
 
     async def attempt(
-        self, config: ChannelConfig, row: Any, attempt: int, failure: Failure, recipients: Sequence[str],
+        self, config: ChannelConfig, row: DeliveryRow, attempt: int, failure: Failure, recipients: Sequence[str],
         capped: str | None, seconds: float,
     ) -> str:  # fmt: skip
         """Record one attempt; its result (sent, retry, dead, rate_limited, error, or split: a combined
@@ -104,7 +109,7 @@ class Recorder:
         for delivery_id, outcome in told:
             self._tell(config.name, delivery_id, failure, outcome)
 
-    async def _channel(self, session: Any, config: ChannelConfig, outcome: Outcome, now: datetime) -> None:
+    async def _channel(self, session: AsyncSession, config: ChannelConfig, outcome: Outcome, now: datetime) -> None:
         """The channel's state after an attempt (the health rule is in `delivery.policy`)."""
         name, effect = config.name, outcome.channel
         if effect is ChannelEffect.OK:

@@ -15,7 +15,8 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.channels.base import Channel, ChannelError
 from alertrouter.channels.registry import secret_values
@@ -33,6 +34,7 @@ from alertrouter.ruleset.schema import ChannelConfig
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store import delivery as store
 from alertrouter.store.leases import new_holder
+from alertrouter.store.tables import ChannelStateRow, DeliveryRow
 
 __all__ = ["DeliveryWorker"]
 
@@ -186,7 +188,7 @@ class DeliveryWorker:
                 await store.release_channel(session, name=name, holder=self.holder)
                 await session.commit()
 
-    async def _work(self, config: ChannelConfig, channel: Channel, state: Any, now: datetime) -> None:
+    async def _work(self, config: ChannelConfig, channel: Channel, state: ChannelStateRow, now: datetime) -> None:
         name = config.name
         blocked = state.blocked_until is not None and state.blocked_until > now
         failing = state.retry_at is not None and state.retry_at > now
@@ -300,7 +302,7 @@ class DeliveryWorker:
         return failure
 
     # -- helpers -------------------------------------------------------------------------------
-    async def _coalesce(self, session: Any, ids: Sequence[int], now: datetime) -> int | None:
+    async def _coalesce(self, session: AsyncSession, ids: Sequence[int], now: datetime) -> int | None:
         """One delivery standing for several; the members point at it and are done when it is."""
         members = await store.deliveries_by_id(session, ids)
         if len(members) != len(ids):
@@ -315,7 +317,7 @@ class DeliveryWorker:
         return new_id
 
     async def _within_cap(
-        self, session: Any, config: ChannelConfig, row: Any, now: datetime
+        self, session: AsyncSession, config: ChannelConfig, row: DeliveryRow, now: datetime
     ) -> tuple[list[str], list[str]]:
         """(recipients to send to, recipients over their daily cap): an SMS storm cannot drain the quota."""
         recipients = list(row.message.get("recipients", []))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Row, and_, func, or_, select, update
+from sqlalchemy import Row, Select, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import DeliveryStatus, OutboxStatus
@@ -20,6 +20,7 @@ from alertrouter.store.handles import (
     outbox_t,
     sends_t,
 )
+from alertrouter.store.tables import ChannelStateRow, DeliveryRow, OutboxRow
 
 __all__ = [
     "alert_details",
@@ -52,9 +53,18 @@ __all__ = [
 ]
 
 
-async def pending_outbox(session: AsyncSession, *, limit: int) -> Sequence[Row[Any]]:
-    stmt = select(outbox_t).where(outbox_t.c.status == OutboxStatus.PENDING).order_by(outbox_t.c.id).limit(limit)
-    return (await session.execute(stmt)).all()
+_Row = TypeVar("_Row")
+
+
+def _fresh(stmt: Select[_Row]) -> Select[_Row]:
+    """Rows read as mapped objects, current even when the session already holds them: the writes here
+    are UPDATE statements, which do not refresh objects a session loaded before them."""
+    return stmt.execution_options(populate_existing=True)
+
+
+async def pending_outbox(session: AsyncSession, *, limit: int) -> Sequence[OutboxRow]:
+    stmt = select(OutboxRow).where(OutboxRow.status == OutboxStatus.PENDING).order_by(OutboxRow.id).limit(limit)
+    return (await session.scalars(_fresh(stmt))).all()
 
 
 async def claim_outbox(session: AsyncSession, ids: Sequence[int], *, status: str) -> set[int]:
@@ -198,11 +208,11 @@ async def channel_failed(
     await session.execute(update(channels_t).where(channels_t.c.name == name).values(**values))
 
 
-async def channel_states(session: AsyncSession, names: Sequence[str] | None = None) -> dict[str, Row[Any]]:
-    stmt = select(channels_t)
+async def channel_states(session: AsyncSession, names: Sequence[str] | None = None) -> dict[str, ChannelStateRow]:
+    stmt = select(ChannelStateRow)
     if names is not None:
-        stmt = stmt.where(channels_t.c.name.in_(names))
-    return {r.name: r for r in (await session.execute(stmt)).all()}
+        stmt = stmt.where(ChannelStateRow.name.in_(names))
+    return {r.name: r for r in (await session.scalars(_fresh(stmt))).all()}
 
 
 async def attempts_since(session: AsyncSession, *, channel: str, since: datetime) -> int:
@@ -213,18 +223,17 @@ async def attempts_since(session: AsyncSession, *, channel: str, since: datetime
 
 async def due_deliveries(
     session: AsyncSession, *, channel: str, now: datetime | None, limit: int, critical_rank: int | None = None
-) -> Sequence[Row[Any]]:
+) -> Sequence[DeliveryRow]:
     """Due deliveries of a channel (all pending ones when `now` is None), worst severity first, then
     oldest; only those up to `critical_rank` when given (for failover)."""
-    stmt = select(deliveries_t).where(
-        deliveries_t.c.channel == channel, deliveries_t.c.status == DeliveryStatus.PENDING
-    )
+    d = DeliveryRow
+    stmt = select(d).where(d.channel == channel, d.status == DeliveryStatus.PENDING)
     if now is not None:
-        stmt = stmt.where(deliveries_t.c.next_attempt_at <= now)
+        stmt = stmt.where(d.next_attempt_at <= now)
     if critical_rank is not None:
-        stmt = stmt.where(deliveries_t.c.severity_rank <= critical_rank)
-    stmt = stmt.order_by(deliveries_t.c.severity_rank, deliveries_t.c.created_at, deliveries_t.c.id).limit(limit)
-    return (await session.execute(stmt)).all()
+        stmt = stmt.where(d.severity_rank <= critical_rank)
+    stmt = stmt.order_by(d.severity_rank, d.created_at, d.id).limit(limit)
+    return (await session.scalars(_fresh(stmt))).all()
 
 
 async def failing_deliveries(session: AsyncSession, *, channel: str) -> int:
@@ -238,9 +247,9 @@ async def failing_deliveries(session: AsyncSession, *, channel: str) -> int:
     return int((await session.execute(stmt)).scalar_one())
 
 
-async def deliveries_by_id(session: AsyncSession, ids: Sequence[int]) -> Sequence[Row[Any]]:
-    stmt = select(deliveries_t).where(deliveries_t.c.id.in_(ids))
-    rows = {r.id: r for r in (await session.execute(stmt)).all()}
+async def deliveries_by_id(session: AsyncSession, ids: Sequence[int]) -> list[DeliveryRow]:
+    stmt = select(DeliveryRow).where(DeliveryRow.id.in_(ids))
+    rows = {r.id: r for r in (await session.scalars(_fresh(stmt))).all()}
     return [rows[i] for i in ids if i in rows]
 
 
