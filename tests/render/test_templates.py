@@ -24,7 +24,7 @@ REQUIRED = [("dingtalk", "md"), ("wecom", "md"), ("wecom", "txt"), ("feishu", "t
 REQUIRED += [("email", "html"), ("email", "txt")]
 
 
-NOT_MESSAGES = {"digest", "console"}  # tested in tests/digest and tests/console
+NOT_MESSAGES = {"digest", "console"}  # tested in tests/digest and tests/web/console
 
 
 def template_files() -> list[tuple[str, str, str]]:

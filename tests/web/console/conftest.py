@@ -19,7 +19,7 @@ from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 WEBHOOK_TOKEN = "hook-token-5d1f-0123"
 API_TOKEN = "ci-token-0123456789abcdef"
 PASSWORD = "correct horse battery"
