@@ -41,8 +41,9 @@ MAX_LABELS = 64  # labels kept per alert
 MAX_LISTED = 500  # alerts / members / items turned into context; the rest count in "+N more"
 GRID_MAX = 16  # a GPU grid is drawn for nodes with at most this many units
 
-# Control, bidi and zero-width characters: never shown, whatever the format.
-CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]+")
+# Control, bidi and zero-width characters, and lone surrogates (which cannot be encoded as UTF-8 at all):
+# never shown, whatever the format.
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]+")
 _UNIT_LABELS = ("gpu", "GPU", "gpu_index", "minor_number", "device")
 _NODE_LABELS = ("node", "hostname", "Hostname", "kubernetes_node", "instance")
 _REASONS = {"first": "new", "grew": "more alerts joined", "repeat": "still firing", "resolved": "resolved"}
@@ -109,11 +110,18 @@ def age_text(delta: timedelta) -> str:
     return f"{s // 86400}d {s % 86400 // 3600}h"
 
 
+def _index(unit: str) -> int | None:
+    """A unit label as a GPU index: ASCII digits only. `str.isdigit()` is also true for `²` or `①`,
+    which `int()` refuses (a `gpu="²"` label once made every message of its incident fail)."""
+    return int(unit) if unit.isascii() and unit.isdigit() else None
+
+
 def _grid(units: Sequence[str], total: int) -> str:
     """`■■■□■□■□`: which of a node's units alert; empty when units are not indexes below `total`."""
-    if not 0 < total <= GRID_MAX or not all(u.isdigit() and int(u) < total for u in units):
+    indexes = [_index(u) for u in units]
+    if not 0 < total <= GRID_MAX or not all(i is not None and i < total for i in indexes):
         return ""
-    lit = {int(u) for u in units}
+    lit = set(indexes)
     return "".join("■" if i in lit else "□" for i in range(total))
 
 
@@ -190,13 +198,21 @@ class LocalClock:
 
     tz: ZoneInfo
 
+    def _zoned(self, t: datetime) -> datetime:
+        """`t` in the zone; as written when the zone would take it past year 9999 (an alert may say it
+        started at 9999-12-31T23:00:00Z)."""
+        try:
+            return t.astimezone(self.tz)
+        except OverflowError:
+            return t
+
     def local(self, t: datetime, ref: datetime) -> str:
-        lt, lref = t.astimezone(self.tz), ref.astimezone(self.tz)
+        lt, lref = self._zoned(t), self._zoned(ref)
         fmt = "%H:%M %Z" if lt.date() == lref.date() else "%m-%d %H:%M %Z"
         return lt.strftime(fmt)
 
     def full(self, t: datetime) -> str:
-        return t.astimezone(self.tz).strftime("%Y-%m-%d %H:%M %Z")
+        return self._zoned(t).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def _alert(raw: Mapping[str, Any], clock: LocalClock, ref: datetime) -> AlertContext:
@@ -216,7 +232,8 @@ def _alert(raw: Mapping[str, Any], clock: LocalClock, ref: datetime) -> AlertCon
 
 
 def _alert_order(a: AlertContext) -> tuple[bool, int, str, str]:
-    return (not a.firing, int(a.unit) if a.unit.isdigit() and len(a.unit) < 9 else 1 << 30, a.unit, a.alertname)
+    index = _index(a.unit) if len(a.unit) < 9 else None
+    return (not a.firing, 1 << 30 if index is None else index, a.unit, a.alertname)
 
 
 def build_item(raw: Mapping[str, Any], *, fallback_severity: str, clock: LocalClock, now: datetime) -> ItemContext:

@@ -97,7 +97,7 @@ def _char(c: str) -> str:
     category = unicodedata.category(c)
     if category == "Zs":
         return " "
-    if category in ("Cc", "Cf"):  # controls; zero-width, BOM, bidi overrides
+    if category in ("Cc", "Cf", "Cs"):  # controls; zero-width, BOM, bidi overrides; lone surrogates
         return ""
     return c
 
