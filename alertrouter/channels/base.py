@@ -172,7 +172,10 @@ def notification_fields(n: Notification) -> dict[str, str]:
     summary: Mapping[str, Any] = first.get("summary", {})
     units = summary.get("units") or []
     total = summary.get("units_total")
-    gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
+    if isinstance(units, int):  # a cluster (storm) incident counts its units rather than listing them
+        gpus = str(units)
+    else:
+        gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
     opened = str(first.get("opened_at", ""))
     since = opened[11:16] if len(opened) >= 16 else opened  # HH:MM of the ISO timestamp (UTC)
     annotations_summary = ""
