@@ -63,6 +63,7 @@ __all__ = [
     "escape_markdown",
     "escape_sms_text",
     "escape_text",
+    "plain_title",
 ]
 
 TITLE_LIMIT = 128  # bytes
@@ -111,6 +112,15 @@ def escape_sms_text(text: str) -> str:
     """SMS text: no URL a phone would make tappable, in the ASCII defanged form (`http[:]//x[.]y`), as a
     look-alike character would switch the whole message to UCS-2 and double its cost."""
     return neutralise_links(CONTROL_CHARS.sub(" ", text), ascii_only=True)
+
+
+def plain_title(text: str) -> str:
+    """Label-derived text of a title: DingTalk's `title` (the chat list and the notification preview)
+    and the email `Subject`. Neither renders markdown, so backslash escapes would show; both are read by
+    a person who may take `@13800000000` for a ping or `<img ...>` for markup, and tap what a client
+    linked. So: one line without control characters, the look-alikes of `escape_markdown` for
+    `<` `>` `@` `[` `]`, and URLs neutralised."""
+    return neutralise_links(CONTROL_CHARS.sub(" ", text).translate(_SWAP))
 
 
 def _finalizer(escape: Callable[[str], str]) -> Callable[[Any], Any]:
@@ -215,13 +225,14 @@ def _counts_text(counts: Sequence[tuple[str, int]]) -> str:
     return ", ".join(f"{n} {name}" for name, n in counts)
 
 
-def _title(n: Notification, items: Sequence[ItemContext]) -> str:
-    """`[CRITICAL] headline`, `[RESOLVED] headline`, `12 notifications: 3 critical, 9 warning`."""
+def _title(n: Notification, items: Sequence[ItemContext], text: Callable[[str], str] = str) -> str:
+    """`[CRITICAL] headline`, `[RESOLVED] headline`, `12 notifications: 3 critical, 9 warning`; `text`
+    is applied to what came from labels (severities, the headline), not to the product's brackets."""
     if n.kind is MessageKind.COALESCED:
         total = len(n.items)
-        return f"{total} notification{'s' if total != 1 else ''}: {_counts_text(_severity_counts(items))}"
-    label = "RESOLVED" if n.kind is MessageKind.RESOLVED else items[0].severity_label
-    return f"[{label}] {items[0].headline or items[0].incident}"
+        return f"{total} notification{'s' if total != 1 else ''}: {text(_counts_text(_severity_counts(items)))}"
+    label = "RESOLVED" if n.kind is MessageKind.RESOLVED else text(items[0].severity_label)
+    return f"[{label}] {text(items[0].headline or items[0].incident)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,8 +319,9 @@ class Templates:
         return _cut_keeping(fill(0), limit_bytes, (prepared.top["ack_link"], prepared.top["silence_link"]))
 
     def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
+        """DingTalk's title and the email subject: one line of plain text (see `plain_title`)."""
         limit = TITLE_LIMIT if limit_bytes is None else limit_bytes
-        return truncate_utf8(_title(notification, self._items(notification)), limit)
+        return truncate_utf8(_title(notification, self._items(notification), plain_title), limit)
 
     def _items(self, n: Notification) -> tuple[ItemContext, ...]:
         now = n.created_at or datetime.now(UTC)

@@ -1,6 +1,6 @@
-"""Issue 18's small holes, one test each: what a label or annotation value becomes in markdown (bare URLs,
-`_`, `~~`, `|`, entities), in chat text, in SMS text and in email; and that the links the product itself
-writes are untouched by any of it."""
+"""Issue 18's small holes, one test each: what a label or annotation value becomes in the DingTalk title,
+in markdown (bare URLs, `_`, `~~`, `|`, entities), in chat text, in SMS text and in email; and that the
+links the product itself writes are untouched by any of it."""
 
 from __future__ import annotations
 
@@ -43,6 +43,53 @@ def firing(make_node: NodeFactory, make_notification: NoteFactory, **node: Any) 
 
 def without_product_links(text: str) -> str:
     return text.replace(LINK, "")
+
+
+# --- the DingTalk title (also the email subject) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "gone", "kept"),
+    [
+        ("<img src=x onerror=alert(1)>", ["<img", ">"], "img src=x onerror=alert(1)"),
+        ("[x](http://evil.example/p)", ["[x]", "](", "://", "evil.example"], "evil"),
+        ("@13800000000 please", ["@13800000000"], "13800000000 please"),
+        ('<@all> <at user_id="all">x</at>', ["<@all>", "<at", "@"], "all"),
+        ("see www.evil.example", ["www.", "evil.example"], "see www"),
+    ],
+)
+def test_title_neutralises_label_text(
+    templates: Templates,
+    make_node: NodeFactory,
+    make_notification: NoteFactory,
+    value: str,
+    gone: list[str],
+    kept: str,
+) -> None:
+    title = templates.title(firing(make_node, make_notification, headline=f"gpu-node-07 {value}"))
+    assert title.startswith("[CRITICAL] gpu-node-07 ")  # the product's own brackets stay
+    for bad in gone:
+        assert bad not in title.removeprefix("[CRITICAL]"), bad
+    assert kept in title.replace("＜", "<").replace("＞", ">").replace("＠", "@"), "still readable"
+
+
+def test_title_neutralises_a_severity_taken_from_a_label(
+    templates: Templates, make_node: NodeFactory, make_notification: NoteFactory
+) -> None:
+    title = templates.title(firing(make_node, make_notification, severity="[x](http://evil.example)"))
+    assert "](" not in title
+    assert "://" not in title
+    assert title.startswith("[")
+
+
+def test_coalesced_title_neutralises_severities(
+    templates: Templates, make_node: NodeFactory, make_notification: NoteFactory
+) -> None:
+    items = [make_node(severity="<@all>"), make_node(severity="www.evil.example")]
+    title = templates.title(make_notification(MessageKind.COALESCED, items))
+    assert title.startswith("2 notifications: 1 ")
+    assert "<@" not in title
+    assert "www." not in title
 
 
 # --- bare URLs in chat markdown -------------------------------------------------------------------
