@@ -8,6 +8,7 @@ limits, coalescing and the record of attempts belong to the delivery loop, not t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -22,6 +23,7 @@ __all__ = [
     "MessageKind",
     "Notification",
     "Renderer",
+    "neutralise_links",
     "notification_fields",
     "truncate_utf8",
     "utf8_len",
@@ -130,6 +132,31 @@ class Channel(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+# The host part of what a client would make a link of: after a scheme's `://`, after `www.`, or a dotted
+# name ending in letters that a path, query or fragment follows, maybe after a port (`evil.com/x`,
+# `evil.com:8080/x`). Each alternative starts only where a name starts and backtracks only within it, so
+# a long value costs one pass.
+_LINK_HOSTS = re.compile(
+    r"(?<=://)[^\s/?#\\]++|www\.[^\s/?#\\]*+|(?<![\w.-])[\w.-]*\.[^\W\d_]{2,}+(?=[/?#]|:\d+[/?#])",
+    re.IGNORECASE,
+)
+
+
+def neutralise_links(text: str, *, ascii_only: bool = False) -> str:
+    """`text` with nothing a client would make a link of, still readable: `http://evil.example/x`
+    becomes `http∶//evil․example/x` (a ratio sign and one-dot leaders, which no linkifier takes for
+    `:` and `.`), `www.evil.example` and `evil.example/x` lose their dots the same way, and a markdown
+    link `[x](y)` becomes `[x] (y)`. `ascii_only` (SMS, where one non-GSM character doubles the cost)
+    writes `http[:]//evil[.]example/x`, the usual defanged form, instead.
+
+    A dotted name without a scheme, `www.` or a path (`gpu-node-07.example.com`, `10.0.0.7:9100`) is
+    left alone: it is how nodes and instances are named, and people copy it into a shell.
+    """
+    colon, dot = ("[:]", "[.]") if ascii_only else ("\u2236", "\u2024")
+    text = _LINK_HOSTS.sub(lambda m: m.group().replace(".", dot), text)
+    return text.replace("://", colon + "//").replace("](", "] (")
 
 
 def utf8_len(text: str) -> int:

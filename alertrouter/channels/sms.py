@@ -18,7 +18,15 @@ from typing import Protocol
 
 import httpx
 
-from alertrouter.channels.base import ChannelError, Notification, Renderer, notification_fields, truncate_utf8, utf8_len
+from alertrouter.channels.base import (
+    ChannelError,
+    Notification,
+    Renderer,
+    neutralise_links,
+    notification_fields,
+    truncate_utf8,
+    utf8_len,
+)
 from alertrouter.channels.http import protect_logs, redact
 from alertrouter.channels.sms_aliyun import AliyunSms
 from alertrouter.channels.sms_generic import GenericSms
@@ -97,7 +105,7 @@ def _char(c: str) -> str:
     category = unicodedata.category(c)
     if category == "Zs":
         return " "
-    if category in ("Cc", "Cf"):  # controls; zero-width, BOM, bidi overrides
+    if category in ("Cc", "Cf", "Cs"):  # controls; zero-width, BOM, bidi overrides; lone surrogates
         return ""
     return c
 
@@ -137,9 +145,18 @@ def fit_param(value: str, max_length: int) -> str:
 
 
 def sms_params(notification: Notification, params: Mapping[str, str], max_length: int) -> dict[str, str]:
-    """Vendor template variable -> value, in the order of `params` (variable -> field of `SMS_FIELDS`)."""
+    """Vendor template variable -> value, in the order of `params` (variable -> field of `SMS_FIELDS`).
+
+    Every field but `link` (the product's own) may come from labels: a URL or markdown link in it is
+    neutralised in the ASCII form (`http[:]//x[.]y`, see `neutralise_links`), so that a phone does not
+    make it tappable and the message stays GSM-7. Vendors refuse variables holding links, too.
+    """
     fields = notification_fields(notification)
-    return {variable: fit_param(fields.get(source, ""), max_length) for variable, source in params.items()}
+    return {
+        variable: fit_param(value if source == "link" else neutralise_links(value, ascii_only=True), max_length)
+        for variable, source in params.items()
+        for value in (fields.get(source, ""),)
+    }
 
 
 def sms_text(renderer: Renderer, notification: Notification, *, limit_bytes: int = TEXT_LIMIT_BYTES) -> str:

@@ -44,8 +44,9 @@ MAX_LABELS = 64  # labels kept per alert
 MAX_LISTED = 500  # alerts / members / items turned into context; the rest count in "+N more"
 GRID_MAX = 16  # a GPU grid is drawn for nodes with at most this many units
 
-# Control, bidi and zero-width characters: never shown, whatever the format.
-CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]+")
+# Control, bidi and zero-width characters, and lone surrogates (which cannot be encoded as UTF-8 at all):
+# never shown, whatever the format.
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]+")
 _UNIT_LABELS = ("gpu", "GPU", "gpu_index", "minor_number", "device")
 _NODE_LABELS = ("node", "hostname", "Hostname", "kubernetes_node", "instance")
 _REASONS = {"first": "new", "grew": "more alerts joined", "repeat": "still firing", "resolved": "resolved"}
@@ -215,13 +216,21 @@ class LocalClock:
 
     tz: ZoneInfo
 
+    def _zoned(self, t: datetime) -> datetime:
+        """`t` in the zone; as written when the zone would take it past year 9999 (an alert may say it
+        started at 9999-12-31T23:00:00Z)."""
+        try:
+            return t.astimezone(self.tz)
+        except OverflowError:
+            return t
+
     def local(self, t: datetime, ref: datetime) -> str:
-        lt, lref = t.astimezone(self.tz), ref.astimezone(self.tz)
+        lt, lref = self._zoned(t), self._zoned(ref)
         fmt = "%H:%M %Z" if lt.date() == lref.date() else "%m-%d %H:%M %Z"
         return lt.strftime(fmt)
 
     def full(self, t: datetime) -> str:
-        return t.astimezone(self.tz).strftime("%Y-%m-%d %H:%M %Z")
+        return self._zoned(t).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def _alert(raw: AlertItem, clock: LocalClock, ref: datetime) -> AlertContext:

@@ -1,10 +1,12 @@
 """Renders notifications with the Jinja2 templates in `templates/<channel>/<kind>.<fmt>.j2`.
 
 Label and annotation values are data: they reach templates only as context values, are cleaned and
-capped in Python first (`alertrouter.render.context`), and every `{{ }}` output is escaped for the
-format (HTML for `.html.j2`, a markdown escaper for `.md.j2`, mention/control stripping for `.txt.j2`),
-so a label cannot add a link, a heading, a `<font>` tag or a mention. All environments are sandboxed
-with `StrictUndefined`.
+capped in Python first (`alertrouter.render.context`), and every `{{ }}` output is escaped for where
+it is shown (see `_style_for`): HTML escaping for `.html.j2`, a markdown escaper for `.md.j2`, mention
+syntax neutralised in chat robots' `.txt.j2`; and in every format a URL in a value is made one no client
+links (`neutralise_links`). So a label cannot add a link, a heading, a table, a `<font>` tag or a
+mention. The links the product writes (incident, acknowledge, silence) are checked and percent-encoded
+here and reach templates already safe. All environments are sandboxed with `StrictUndefined`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from jinja2 import BaseLoader, ChoiceLoader, FileSystemLoader, StrictUndefined, 
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
-from alertrouter.channels.base import Mentions, MessageKind, Notification, truncate_utf8, utf8_len
+from alertrouter.channels.base import (
+    Mentions,
+    MessageKind,
+    Notification,
+    neutralise_links,
+    truncate_utf8,
+    utf8_len,
+)
 from alertrouter.durations import format_duration
 from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot
 from alertrouter.paths import data_dir
@@ -39,7 +48,15 @@ from alertrouter.render.context import (
     severity_style,
 )
 
-__all__ = ["TITLE_LIMIT", "Templates", "escape_chat_text", "escape_markdown"]
+__all__ = [
+    "TITLE_LIMIT",
+    "Templates",
+    "escape_chat_text",
+    "escape_markdown",
+    "escape_sms_text",
+    "escape_text",
+    "plain_title",
+]
 
 TITLE_LIMIT = 128  # bytes
 # What a notification without items (none is made so; a template must still render) is about.
@@ -48,26 +65,56 @@ _NOTHING = MessageSnapshot("", IncidentKind.NODE, "", AlertStatus.FIRING, "", ""
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 _SWAP = str.maketrans({"<": "＜", ">": "＞", "@": "＠", "[": "［", "]": "］"})
 _CHAT_SWAP = str.maketrans({"<": "＜", ">": "＞", "@": "＠"})
-_MD_INLINE = re.compile(r"([\\`*])")
+_MD_INLINE = re.compile(r"([\\`*_~|&])")
 _MD_BLOCK = re.compile(r"^(\s*)([#+=-])(?=[\s#=-]|$)")
 _MD_LIST = re.compile(r"^(\s*\d+)([.)])(?=\s|$)")
 _MOBILE = re.compile(r"^\+?[0-9][0-9-]{4,19}$")
 _USER_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 _BLANK_LINES = re.compile(r"\n\s*\n(?:\s*\n)+")
-_PLAIN_CHANNELS = frozenset({"sms", "email"})  # no mention syntax to neutralise in their plain text
+_TEXT_CHANNELS = {"sms": "sms", "email": "text"}  # plain text without mention syntax to neutralise
 
 
 def escape_markdown(text: str) -> str:
-    """Neutralises markdown in `text` whatever the renderer: links, HTML/`<font>`, `<@all>`, `@mobile`
-    by full-width look-alikes (DingTalk and WeCom do not document backslash escapes); emphasis, code
-    and line-start headings/lists by CommonMark backslash escapes."""
-    text = _MD_INLINE.sub(r"\\\1", CONTROL_CHARS.sub(" ", text).translate(_SWAP))
+    """Neutralises markdown in `text` whatever the renderer (DingTalk and WeCom markdown).
+
+    What a label could use to mislead or ping is replaced by look-alikes, because DingTalk and WeCom do
+    not document backslash escapes: `<` `>` (HTML, `<font>`, `<@all>`, autolinks), `@` (`@mobile`),
+    `[` `]` (links, images), and URLs (`neutralise_links`: `http∶//evil․example`, `www․x`, `x․com/y`,
+    which renderers and clients would otherwise link by themselves). What can only change the look is
+    backslash-escaped as CommonMark says: `*` `_` (emphasis), `` ` `` (code), `~` (strikethrough `~~`),
+    `|` (tables), `&` (an entity such as `&#46;` is decoded after escaping ran, and would give back a
+    `.` or `:`), and line-start headings, quotes and lists.
+    """
+    text = neutralise_links(CONTROL_CHARS.sub(" ", text).translate(_SWAP))
+    text = _MD_INLINE.sub(r"\\\1", text)
     return _MD_LIST.sub(r"\1\\\2", _MD_BLOCK.sub(r"\1\\\2", text))
 
 
 def escape_chat_text(text: str) -> str:
-    """Plain text for chat robots: no `<at ...>` (Feishu), `<@id>` or `@mobile` mention syntax."""
-    return CONTROL_CHARS.sub(" ", text).translate(_CHAT_SWAP)
+    """Plain text for chat robots (WeCom and Feishu text, which their clients scan for links and Feishu for
+    `[x](y)`): no `<at ...>` (Feishu), `<@id>` or `@mobile` mention syntax, no URL or markdown link."""
+    return neutralise_links(CONTROL_CHARS.sub(" ", text).translate(_CHAT_SWAP))
+
+
+def escape_text(text: str) -> str:
+    """Plain text nobody scans for mentions (the email's text part): shown as written, `<` and `@`
+    included, but with no URL a mail reader would link (`neutralise_links`)."""
+    return neutralise_links(CONTROL_CHARS.sub(" ", text))
+
+
+def escape_sms_text(text: str) -> str:
+    """SMS text: no URL a phone would make tappable, in the ASCII defanged form (`http[:]//x[.]y`), as a
+    look-alike character would switch the whole message to UCS-2 and double its cost."""
+    return neutralise_links(CONTROL_CHARS.sub(" ", text), ascii_only=True)
+
+
+def plain_title(text: str) -> str:
+    """Label-derived text of a title: DingTalk's `title` (the chat list and the notification preview)
+    and the email `Subject`. Neither renders markdown, so backslash escapes would show; both are read by
+    a person who may take `@13800000000` for a ping or `<img ...>` for markup, and tap what a client
+    linked. So: one line without control characters, the look-alikes of `escape_markdown` for
+    `<` `>` `@` `[` `]`, and URLs neutralised."""
+    return neutralise_links(CONTROL_CHARS.sub(" ", text).translate(_SWAP))
 
 
 def _finalizer(escape: Callable[[str], str]) -> Callable[[Any], Any]:
@@ -82,14 +129,22 @@ def _finalizer(escape: Callable[[str], str]) -> Callable[[Any], Any]:
 
 
 def _html_finalize(value: Any) -> Any:
-    return value if hasattr(value, "__html__") else CONTROL_CHARS.sub(" ", str(value))
+    """HTML: markupsafe escapes what this returns; mail readers link URLs in text, so those are neutralised."""
+    return value if hasattr(value, "__html__") else escape_text(str(value))
+
+
+_ESCAPES: dict[str, Callable[[str], str]] = {
+    "markdown": escape_markdown,
+    "chat-text": escape_chat_text,
+    "text": escape_text,
+    "sms": escape_sms_text,
+}
 
 
 def _environment(loader: BaseLoader, style: str) -> ImmutableSandboxedEnvironment:
     """Every environment autoescapes (so macros return Markup and are not escaped twice); markdown and
     text escape through `finalize`, HTML through markupsafe."""
-    escapes: dict[str, Callable[[str], str]] = {"markdown": escape_markdown, "chat-text": escape_chat_text}
-    escape = escapes.get(style, lambda text: CONTROL_CHARS.sub(" ", text)) if style != "html" else None
+    escape = _ESCAPES[style] if style != "html" else None
     env = ImmutableSandboxedEnvironment(
         loader=loader,
         undefined=StrictUndefined,
@@ -104,8 +159,8 @@ def _environment(loader: BaseLoader, style: str) -> ImmutableSandboxedEnvironmen
 
 
 def _style_for(channel: str, fmt: str) -> str:
-    """Which escaping a template gets: html, markdown, chat-text (mentions neutralised) or text."""
-    return {"html": "html", "md": "markdown"}.get(fmt) or ("text" if channel in _PLAIN_CHANNELS else "chat-text")
+    """Which escaping a template gets: html, markdown, chat-text (mentions neutralised), text or sms."""
+    return {"html": "html", "md": "markdown"}.get(fmt) or _TEXT_CHANNELS.get(channel, "chat-text")
 
 
 def _safe_link(value: object) -> str:
@@ -114,6 +169,14 @@ def _safe_link(value: object) -> str:
     if urlsplit(url).scheme.lower() not in ("http", "https") or CONTROL_CHARS.search(url):
         return ""
     return quote(url, safe=":/?#&=%+,;~-._!$")
+
+
+def _product_link(value: object, style: str) -> Markup:
+    """A link the product made (incident, acknowledge, silence), as templates get it: already safe, so
+    the escaping meant for label values (`_` in a token, `://`) never touches it. HTML-escaped for HTML
+    (`&` in a query); elsewhere `_safe_link` left nothing markdown or a chat client could read as syntax."""
+    url = _safe_link(value)
+    return Markup.escape(url) if style == "html" else Markup(url)  # noqa: S704 - percent-encoded by _safe_link
 
 
 def _cut_keeping(text: str, limit: int, anchors: Sequence[str]) -> str:
@@ -156,13 +219,14 @@ def _counts_text(counts: Sequence[tuple[str, int]]) -> str:
     return ", ".join(f"{n} {name}" for name, n in counts)
 
 
-def _title(n: Notification, items: Sequence[ItemContext]) -> str:
-    """`[CRITICAL] headline`, `[RESOLVED] headline`, `12 notifications: 3 critical, 9 warning`."""
+def _title(n: Notification, items: Sequence[ItemContext], text: Callable[[str], str] = str) -> str:
+    """`[CRITICAL] headline`, `[RESOLVED] headline`, `12 notifications: 3 critical, 9 warning`; `text`
+    is applied to what came from labels (severities, the headline), not to the product's brackets."""
     if n.kind is MessageKind.COALESCED:
         total = len(n.items)
-        return f"{total} notification{'s' if total != 1 else ''}: {_counts_text(_severity_counts(items))}"
-    label = "RESOLVED" if n.kind is MessageKind.RESOLVED else items[0].severity_label
-    return f"[{label}] {items[0].headline or items[0].incident}"
+        return f"{total} notification{'s' if total != 1 else ''}: {text(_counts_text(_severity_counts(items)))}"
+    label = "RESOLVED" if n.kind is MessageKind.RESOLVED else text(items[0].severity_label)
+    return f"[{label}] {text(items[0].headline or items[0].incident)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,8 +313,9 @@ class Templates:
         return _cut_keeping(fill(0), limit_bytes, (prepared.top["ack_link"], prepared.top["silence_link"]))
 
     def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
+        """DingTalk's title and the email subject: one line of plain text (see `plain_title`)."""
         limit = TITLE_LIMIT if limit_bytes is None else limit_bytes
-        return truncate_utf8(_title(notification, self._items(notification)), limit)
+        return truncate_utf8(_title(notification, self._items(notification), plain_title), limit)
 
     def _items(self, n: Notification) -> tuple[ItemContext, ...]:
         now = n.created_at or datetime.now(UTC)
@@ -259,6 +324,7 @@ class Templates:
 
     def _prepare(self, channel: str, fmt: str, n: Notification) -> _Prepared:
         items = self._items(n)
+        style = _style_for(channel, fmt)
         counts = _severity_counts(items)
         resolved = n.kind is MessageKind.RESOLVED or all(i.resolved for i in items)
         emoji, color, html_color = severity_style(n.severity, resolved)
@@ -271,9 +337,9 @@ class Templates:
             "emoji": emoji,
             "color": color,
             "html_color": html_color,
-            "link": _safe_link(n.link),
-            "ack_link": _safe_link(n.ack_link),
-            "silence_link": _safe_link(n.silence_link),
+            "link": _product_link(n.link, style),
+            "ack_link": _product_link(n.ack_link, style),
+            "silence_link": _product_link(n.silence_link, style),
             "silence_for": format_duration(n.silence_for) if n.silence_for else "",
             "title": truncate_utf8(_title(n, items), HEADLINE_CAP),
             "mention": _mention(channel, fmt, n.mentions),

@@ -1,0 +1,55 @@
+"""SMS template variables from label values (issue 18): no link or markdown link a label brought, in a form
+that stays GSM-7; the product's own link whole; and storm (cluster) incidents, whose summary counts units
+rather than listing them, have variables at all."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from alertrouter.channels.sms import gsm7_compatible, sms_params
+from alertrouter.model import MessageSnapshot
+from alertrouter.ruleset.channels import SMS_FIELDS
+from support.channels import ITEM, notification
+
+LINK = "http://alertrouter.example/incidents/12"
+EVIL = "[x](http://evil.example/p) www.evil.example evil.example/login"
+
+
+def with_values(**changes: object) -> dict[str, str]:
+    item = {**ITEM, **changes}
+    params = {f"v_{f}": f for f in SMS_FIELDS}
+    return sms_params(
+        dataclasses.replace(notification(), items=(MessageSnapshot.from_json(item),), link=LINK), params, 200
+    )
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"headline": EVIL},
+        {"labels": {"alertname": EVIL, "node": EVIL, "region": EVIL}},
+        {"alerts": [{"fingerprint": "f", "labels": {}, "annotations": {"summary": EVIL}}]},
+    ],  # `status` is no text of the sender's: MessageSnapshot reads it as firing or resolved
+)
+def test_variables_carry_no_link_from_labels(changes: dict[str, object]) -> None:
+    got = with_values(**changes)
+    assert got["v_link"] == LINK
+    for name, value in got.items():
+        if name == "v_link":
+            continue
+        assert "](" not in value, name
+        assert "://" not in value, name
+        assert "www." not in value, name
+        assert "evil.example" not in value, name
+        assert gsm7_compatible(value), name
+    assert any("evil[.]example" in v for v in got.values()), "still readable, in the usual defanged form"
+
+
+def test_storm_incident_has_variables() -> None:
+    """A cluster snapshot's `summary.units` is a count (211), not a list of indexes."""
+    head = "GPUHighTemp on 37 nodes"
+    got = with_values(kind="cluster", headline=head, summary={"headline": head, "nodes": 37, "units": 211})
+    assert got["v_gpus"] == "211"
+    assert got["v_headline"] == "GPUHighTemp on 37 nodes"
