@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from alertrouter.model import DeliveryStatus
+from alertrouter.model import DeliveryStatus, OutboxStatus
 from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.ruleset.channels import RateLimitConfig
 from alertrouter.store import console as store
@@ -57,6 +57,7 @@ async def channels_page(console: ConsoleDep) -> HTMLResponse:
                 }
             )
         dead, dead_total = await delivery.list_deliveries(session, status=DeliveryStatus.DEAD, limit=100)
+        quarantined, quarantined_total = await delivery.list_outbox(session, status=OutboxStatus.QUARANTINED, limit=100)
         attempts = await store.attempts_for(session, [d.id for d in dead])
     return console.page(
         "channels",
@@ -66,6 +67,8 @@ async def channels_page(console: ConsoleDep) -> HTMLResponse:
         dead_total=dead_total,
         attempts=attempts,
         headlines={d.id: views.delivery_headline(d.message) for d in dead},
+        quarantined=quarantined,
+        quarantined_total=quarantined_total,
     )
 
 

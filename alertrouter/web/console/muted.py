@@ -1,4 +1,4 @@
-"""Console page: firing alerts kept quiet (inhibited, held, silenced), with what mutes each and the rule."""
+"""Console page: firing alerts kept quiet (inhibited, held, silenced, quarantined), with what mutes each and why."""
 
 from __future__ import annotations
 

@@ -8,6 +8,21 @@ from alertrouter.model import utcnow
 from alertrouter.runtime import Runtime
 from alertrouter.store.tables import DeliveryAttemptRow, DeliveryRow
 
+# One node incident's message as the engine stores it (`MessageSnapshot.to_json()`).
+ITEM = {
+    "incident": "gpu-by-node/GPUHighTemp/gpu-node-07",
+    "kind": "node",
+    "reason": "first",
+    "status": "firing",
+    "severity": "critical",
+    "headline": "gpu-node-07: GPUHighTemp on 3/8 GPUs",
+    "labels": {"alertname": "GPUHighTemp", "node": "gpu-node-07", "region": "north"},
+    "summary": {"units": ["0", "3", "5"], "units_total": 8, "alerts": 3, "firing": 3},
+    "alerts": [],
+    "opened_at": "2026-11-21T10:00:00+00:00",
+    "at": "2026-11-21T10:00:30+00:00",
+}
+
 
 async def add_delivery(
     runtime: Runtime,
@@ -29,7 +44,7 @@ async def add_delivery(
             kind="firing",
             severity="critical",
             severity_rank=0,
-            message={"headline": "gpu-node-07: GPUHighTemp on 3/8 GPUs"},
+            message={"items": [ITEM], "mentions": {}, "recipients": []},  # the delivery loop's envelope
             status=status,
             attempts=len(errors),
             unexpected_failures=unexpected_failures,

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import re
 
+from alertrouter.model import utcnow
 from alertrouter.ruleset import load_ruleset
+from alertrouter.store.incidents import quarantine_alerts
+from alertrouter.store.tables import OutboxRow
 from support.scenario import gpu_labels, node_down_labels
 
 from .conftest import REPO, TOKEN, App, running
@@ -90,6 +93,19 @@ async def test_muted_page_names_the_source_and_rule(app: App) -> None:
     assert "NodeDown on gpu-node-07" in table
 
 
+async def test_muted_page_shows_a_quarantined_alert_and_why(app: App) -> None:
+    await app.seed(NORTH)
+    fingerprint = (await app.client.get("/api/v1/alerts", headers=TOKEN)).json()["alerts"][0]["fingerprint"]
+    async with app.runtime.db.write() as session:
+        await quarantine_alerts(session, {fingerprint: "ValueError: <b>no grid</b> for '²'"}, utcnow())
+        await session.commit()
+    await app.login()
+    table = (await app.client.get("/alerts/muted")).text.split('id="muted"')[1]
+    row = table.split(f'data-fingerprint="{fingerprint}"')[1].split("</tr>")[0]
+    assert "quarantined" in row
+    assert "ValueError: &lt;b&gt;no grid&lt;/b&gt; for &#39;²&#39;" in row
+
+
 async def test_silences_page_creates_shows_effect_and_expires(app: App) -> None:
     await app.seed(NORTH)
     csrf = await app.login()
@@ -134,6 +150,30 @@ async def test_channels_page_shows_budget_and_dead_letters(app: App) -> None:
     assert r.status_code == 303
     assert f'data-delivery="{dead}"' not in (await app.client.get("/channels")).text
     assert (await app.client.post(f"/deliveries/{dead}/retry", data={"csrf": csrf})).status_code == 409
+
+
+async def test_channels_page_shows_quarantined_messages_and_dead_letters_by_headline(app: App) -> None:
+    await app.seed(NORTH)
+    incident = await app.incident_id("gpu-node-07")
+    dead = await add_delivery(app.runtime, incident_id=incident)
+    now = utcnow()
+    why = "expansion failed: MessageError: alerts[0]: expected an object, got int"
+    async with app.runtime.db.write() as session:
+        row = OutboxRow(
+            incident_key="gpu-by-node/GPUHighTemp/gpu-node-09", receiver="oncall-core", reason="first",
+            created_at=now, message={"alerts": [7]}, status="quarantined", attempts=0, next_attempt_at=now,
+            last_error=why,
+        )  # fmt: skip
+        session.add(row)
+        await session.commit()
+    await app.login()
+    html = (await app.client.get("/channels")).text
+    dead_row = html.split(f'data-delivery="{dead}"')[1].split("</tr>")[0]
+    assert "gpu-node-07: GPUHighTemp on 3/8 GPUs" in dead_row  # the message's headline, not its incident key
+    quarantined = html.split('id="quarantined"')[1].split(f'data-outbox="{row.id}"')[1].split("</tr>")[0]
+    assert "gpu-by-node/GPUHighTemp/gpu-node-09" in quarantined
+    assert why in quarantined
+    assert "Quarantined messages (1)" in html
 
 
 async def test_rules_page_masks_secrets_and_simulates(database_url: str) -> None:
