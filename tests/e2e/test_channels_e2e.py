@@ -448,3 +448,34 @@ def test_a_short_budget_coalesces_the_backlog_into_one_message_per_channel(
         assert f">{headline}</td>" in html
     assert f'<a href="{EXTERNAL}/incidents?status=firing"' in html
     assert_sms_fits_and_secret_free(vendors, router)
+
+
+def test_a_gateway_s_rate_limit_blocks_it_and_its_backlog_goes_out_coalesced(
+    sqlite_store: Store, start_router: Callable[..., Router], vendors: Vendors, tmp_path: Path
+) -> None:
+    router = start(start_router, sqlite_store, tmp_path, rules(vendors, rate="{messages: 20, per: 1m, block: 4s}"))
+    since = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
+    vendors.gateway.fail_next("429")  # the gateway's answer for a number over its rate
+    post(router, [fallen_off_the_bus(labels(n, 0, alertname="GPUXidError"), since) for n in (31, 32, 33)])
+
+    # the other channels are not held back by the gateway's block: three messages each
+    wait_for(lambda: vendors.counts() == (3, 3, 1, 3), what="three messages, and one for the gateway", timeout=30)
+    rows = by_channel(settled(router))
+    assert [(r["kind"], r["status"]) for r in rows["sms-aliyun"]] == [("firing", "sent")] * 3
+    (parent,) = [r for r in rows["sms-gateway"] if r["kind"] == "coalesced"]
+    assert (parent["status"], parent["attempts"]) == ("sent", 1)
+    members = sorted((r for r in rows["sms-gateway"] if r is not parent), key=lambda r: -r["attempts"])
+    assert [(r["status"], r["attempts"], r["parent_id"]) for r in members] == [
+        ("coalesced", 1, parent["id"]),  # refused, then held with the others until the block ended
+        ("coalesced", 0, parent["id"]),
+        ("coalesced", 0, parent["id"]),
+    ]
+    assert members[0]["last_error"] == "sms gateway: HTTP 429"
+
+    (body,) = vendors.gateway_bodies()
+    assert body["params"]["incidents"] == "3"
+    assert body["text"].startswith("[CRITICAL] 3 notifications (3 critical), worst: gpu-node-3")
+    assert router.metric("alertrouter_channel_rate_limited_total", channel="sms-gateway", by="vendor") == 1
+    assert len(vendors.gateway.received) == 2
+    assert len(vendors.refused()) == 1  # the 429; every other request passed every check of its fake
+    assert_sms_fits_and_secret_free(vendors, router)
