@@ -33,7 +33,7 @@ from alertrouter.scheduler import build_scheduler
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import alerts, console, health, incidents, notifications, receive, writes
+from alertrouter.web import alerts, console, health, incidents, nodes, notifications, receive, writes
 
 __all__ = ["build_runtime", "create_app"]
 
@@ -174,6 +174,7 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
     app.include_router(receive.router)
     app.include_router(alerts.router)
     app.include_router(incidents.router)
+    app.include_router(nodes.router)
     app.include_router(notifications.router)
     app.include_router(health.router)
     app.include_router(writes.router)

@@ -54,6 +54,7 @@ class Scheduler:
         *,
         metrics: Metrics | None = None,
         history_retention: timedelta = timedelta(days=90),
+        learned_alias_ttl: timedelta = timedelta(days=7),
         clock: Callable[[], datetime] = utcnow,
         holder: str | None = None,
         tick: timedelta = timedelta(minutes=1),
@@ -65,6 +66,7 @@ class Scheduler:
         self.digests = digests
         self._metrics = metrics
         self._retention = history_retention
+        self._alias_ttl = learned_alias_ttl
         self._clock = clock
         self.holder = holder or new_holder()
         self._tick = tick
@@ -212,7 +214,8 @@ class Scheduler:
         before = now - self._retention
         events = await retention.prune_events(self._db, before=before)
         async with self._db.write() as session:
-            pruned = {"alert_events": events, **await retention.prune_rest(session, before=before, now=now)}
+            rest = await retention.prune_rest(session, before=before, now=now, aliases_before=now - self._alias_ttl)
+            pruned = {"alert_events": events, **rest}
             await finish_run(
                 session, job=HOUSEKEEPING, period=period, holder=self.holder, now=now, status="done", detail=pruned
             )
@@ -236,5 +239,11 @@ def build_scheduler(
     holder = new_holder()
     digests = DigestRunner(db, ruleset, pipeline, templates=Templates(settings.templates_dir), holder=holder)
     return Scheduler(
-        db, digests, metrics=metrics, history_retention=settings.history_retention, holder=holder, loops=loops
+        db,
+        digests,
+        metrics=metrics,
+        history_retention=settings.history_retention,
+        learned_alias_ttl=pipeline.nodes.learned_ttl,
+        holder=holder,
+        loops=loops,
     )

@@ -4,7 +4,7 @@ alone made a pass fail (to be quarantined)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -46,14 +46,17 @@ def decision_changes(
     previous: Mapping[str, tuple[str | None, dict[str, Any] | None]],
     alerts: Mapping[str, LiveAlert],
     node_of: Callable[[str], str | None],
+    rekeyed: Collection[str] = (),
 ) -> DecisionChanges:
     """The decisions that differ from those stored (`previous`), as rows and trail events: built before
-    the write transaction (in a storm they are thousands), remembered only once it has committed."""
+    the write transaction (in a storm they are thousands), remembered only once it has committed.
+    `rekeyed`: alerts whose node a learned alias renamed, written even when their decision is the same
+    (the row's `node` and `incident_key` are what the console filters on)."""
     changes = DecisionChanges()
     for fp, decision in result.decisions.items():
         detail = decision.detail()
         stored = (decision.decision.value, detail)
-        if previous.get(fp) == stored:
+        if previous.get(fp) == stored and fp not in rekeyed:
             continue
         changes.stored[fp] = stored
         node = node_of(fp)

@@ -21,12 +21,14 @@ from alertrouter.engine.decisions import DecisionChanges, Poisoned, decision_cha
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import AlertStatus, utcnow
+from alertrouter.pipeline import aliases
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.types import Decision, EvalResult, LiveAlert
 from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage, leases
 from alertrouter.store import incidents as store
+from alertrouter.store import nodes as node_store
 from alertrouter.store.alerts import insert_events
 from alertrouter.store.leases import new_holder
 
@@ -77,6 +79,11 @@ class EngineRunner:
         self._inserted: dict[str, tuple[LiveAlert, datetime]] = {}
         self._watermark: datetime | None = None
         self._silences: list[Silence] = []
+        # Learned node aliases as stored (None: read them at the next pass), the claims of the live
+        # alerts, and when the next alias in force expires (a pass is due then, to re-key its alerts).
+        self._book: dict[str, aliases.LearnedAlias] | None = None
+        self._sightings: dict[str, aliases.Sighting] = {}
+        self._alias_expiry: datetime | None = None
         self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -123,6 +130,9 @@ class EngineRunner:
         self._inserted.clear()
         self._watermark = None
         self._silences = []
+        self._book = None
+        self._sightings.clear()
+        self._alias_expiry = None
         self._last = None
         self._lease_renewed = None
         self._evaluator = Evaluator(self.pipeline)
@@ -179,7 +189,12 @@ class EngineRunner:
             if self._idle(changed, now) and silences == self._silences:
                 return await self._keep_lease(now)
             self._silences = silences
+            if self._book is None:  # first pass, or the lease was just taken: what the leader learned
+                self._book = await node_store.load_node_aliases(session)
+            nodes = self.pipeline.nodes
             for live, updated_at, decision, detail in changed:
+                if (seen := aliases.sighting(nodes, live)) is not None:
+                    self._sightings[live.fingerprint] = seen
                 self._alerts[live.fingerprint] = live
                 self._updated[live.fingerprint] = updated_at
                 self._decisions.setdefault(live.fingerprint, (decision, detail))
@@ -187,18 +202,39 @@ class EngineRunner:
                     self._watermark = updated_at
             self._evict(now)
             records = await store.load_incidents(session, resolved_since=now - RECENT)
+        # Learn from the live alerts' claims, and evaluate with what is in force after that: an alert
+        # stored before the alias was learned is re-keyed in the very pass that learns it.
+        book = self._book
+        ttl = self.pipeline.nodes.learned_ttl
+        learnt = aliases.learn(book, self._sightings.values(), now=now, refresh=aliases.refresh_every(ttl))
+        merged = {**book, **{a.address: a for a in learnt}}
+        learned = aliases.active(merged, now=now, ttl=ttl)
+        for alias in learnt:
+            if alias.changed_at == now:
+                log.warning(
+                    "address %s now names node %s (was %s): claimed by %s %s",
+                    alias.address,
+                    alias.node,
+                    alias.previous_node,
+                    alias.alertname,
+                    alias.fingerprint,
+                )
         # Pure CPU work: in a worker thread, so the event loop keeps answering webhooks during a big pass.
         alerts = list(self._alerts.values())
         try:
-            result = await asyncio.to_thread(self._evaluator.evaluate, alerts, records, now=now, silences=silences)
+            result = await asyncio.to_thread(
+                self._evaluator.evaluate, alerts, records, now=now, silences=silences, learned=learned
+            )
         except Exception as exc:
             culprits = await asyncio.to_thread(find_culprits, self.pipeline, alerts, records, now, silences)
             if culprits:
                 raise Poisoned(culprits) from exc
             raise
         changes = self._decision_changes(result, now)
-        if not await self._under_lease(now, lambda session: self._persist(session, result, now)):
+        if not await self._under_lease(now, lambda session: self._persist(session, result, learnt, now)):
             return None
+        self._book = merged
+        self._alias_expiry = aliases.next_expiry(merged, now=now, ttl=ttl)
         await self._write_decisions(changes)
         if self._metrics is not None:
             for rule, count in changes.inhibited.items():
@@ -209,6 +245,8 @@ class EngineRunner:
             log.info("engine lease taken by %s", self.holder)
             self._leader = True
         self.wake_at = result.wake_at
+        if self._alias_expiry is not None and (self.wake_at is None or self._alias_expiry < self.wake_at):
+            self.wake_at = self._alias_expiry
         self._observe(result, time.perf_counter() - started)
         if result.intents and self._on_intents is not None:
             self._on_intents()  # committed: the delivery loop can take them now
@@ -228,6 +266,8 @@ class EngineRunner:
         """Nothing to decide: no alert changed since what we hold, no timer is due, and no one asked for
         a full pass (`nudge(force=True)`)."""
         if self._last is None or self._force or (self.wake_at is not None and now >= self.wake_at):
+            return False
+        if self._alias_expiry is not None and now >= self._alias_expiry:
             return False
         return not changed
 
@@ -265,15 +305,28 @@ class EngineRunner:
         for fp in [fp for fp, a in self._alerts.items() if not a.firing and self._updated[fp] < now - RECENT]:
             del self._alerts[fp], self._updated[fp]
             self._decisions.pop(fp, None)
+            self._sightings.pop(fp, None)
 
     def _decision_changes(self, result: EvalResult, now: datetime) -> DecisionChanges:
-        return decision_changes(result, now, previous=self._decisions, alerts=self._alerts, node_of=self._node_of)
+        return decision_changes(
+            result,
+            now,
+            previous=self._decisions,
+            alerts=self._alerts,
+            node_of=self._node_of,
+            rekeyed=self._evaluator.rekeyed,
+        )
 
     def _node_of(self, fingerprint: str) -> str | None:
         return self._evaluator.label_of(fingerprint, self.pipeline.nodes.label)
 
-    async def _persist(self, session: AsyncSession, result: EvalResult, now: datetime) -> None:
-        """What must commit under the lease: incidents, what each receiver was told, the outbox."""
+    async def _persist(
+        self, session: AsyncSession, result: EvalResult, learnt: Sequence[aliases.LearnedAlias], now: datetime
+    ) -> None:
+        """What must commit under the lease: learned aliases, incidents (those whose alerts moved to a
+        learned name first), what each receiver was told, the outbox."""
+        await node_store.save_node_aliases(session, learnt)
+        await store.move_incidents(session, result.moved, now)
         await store.save_incidents(session, result.incidents.values(), now)
         await store.clear_acknowledgements(session, [s.key for s in result.incidents.values() if s.opened_at == now])
         reasons = {(i.incident, i.receiver): i.reason.value for i in result.intents}

@@ -65,33 +65,60 @@ class Evaluator:
 
     def __init__(self, pipeline: CompiledRules) -> None:
         self.pipeline = pipeline
+        self._nodes = pipeline.nodes
         self._inhibitor = Inhibitor(pipeline.inhibit_rules)
         self._views: dict[str, AlertView] = {}
         self._placements: dict[str, _Placement] = {}
+        self._addresses: dict[str, str] = {}  # fingerprint -> the IP address that names its node
+        self.rekeyed: set[str] = set()  # alerts whose node the last pass renamed
 
-    def _sync(self, alerts: Iterable[LiveAlert]) -> dict[str, AlertView]:
-        nodes = self.pipeline.nodes
+    def _learn(self, learned: Mapping[str, str]) -> set[str]:
+        """Take a new learned-alias map; the fingerprints whose node it may rename."""
+        before = self._nodes.learned
+        if learned == before:
+            return set()
+        changed = {a for a in before.keys() | learned.keys() if before.get(a) != learned.get(a)}
+        self._nodes = replace(self.pipeline.nodes, learned=dict(learned))
+        return {fp for fp, address in self._addresses.items() if address in changed}
+
+    def _sync(self, alerts: Iterable[LiveAlert], stale: set[str]) -> tuple[dict[str, AlertView], dict[str, str]]:
+        """The views of this pass, and the node incidents alerts left for another key (old -> new)."""
+        nodes = self._nodes
         views: dict[str, AlertView] = {}
+        moves: dict[str, str] = {}
+        self.rekeyed = set()
         for a in alerts:
-            old = self._views.get(a.fingerprint)
-            if old is not None and old.firing == a.firing and old.first_seen == a.fired_at:
-                views[a.fingerprint] = old
+            fp = a.fingerprint
+            old = self._views.get(fp)
+            relabel = fp in stale
+            if old is not None and not relabel and old.firing == a.firing and old.first_seen == a.fired_at:
+                views[fp] = old
                 continue
-            # The labels of a fingerprint never change: a view made again keeps its enrichment.
-            labels = old.labels if old is not None else nodes.enrich(a.labels)
-            view = AlertView(a.fingerprint, labels, a.firing, a.starts_at, a.fired_at)
-            views[a.fingerprint] = view
-            self._inhibitor.update(view)
+            # The labels of a fingerprint never change: a view made again keeps its enrichment, unless
+            # a learned alias renamed its node.
+            labels = old.labels if old is not None and not relabel else nodes.enrich(a.labels)
+            view = AlertView(fp, labels, a.firing, a.starts_at, a.fired_at)
+            views[fp] = view
+            self._inhibitor.update(view)  # a view with other labels is placed again
             if old is None:
+                address = nodes.address(a.labels)
+                if address is not None:
+                    self._addresses[fp] = address
+            if old is None or (relabel and labels != old.labels):
                 rule = assign_rule(self.pipeline.aggregation, labels)
-                self._placements[a.fingerprint] = _Placement(
-                    rule, incident_key(rule, labels), self._inhibitor.hold_down(view)
-                )
+                placed = _Placement(rule, incident_key(rule, labels), self._inhibitor.hold_down(view))
+                if old is not None:
+                    self.rekeyed.add(fp)
+                    before = self._placements[fp].key
+                    if before != placed.key:
+                        moves[before] = placed.key
+                self._placements[fp] = placed
         for gone in self._views.keys() - views.keys():
             self._inhibitor.remove(gone)
             del self._placements[gone]
+            self._addresses.pop(gone, None)
         self._views = views
-        return views
+        return views, moves
 
     def label_of(self, fingerprint: str, name: str) -> str | None:
         """A label of an alert as the last pass saw it, enrichment (node, topology) included."""
@@ -105,8 +132,11 @@ class Evaluator:
         *,
         now: datetime,
         silences: Sequence[Silence] = (),
+        learned: Mapping[str, str] | None = None,
     ) -> EvalResult:
-        views = self._sync(alerts)
+        """`learned`: the learned aliases in force (address -> node); None keeps the last ones."""
+        stale = self._learn(learned) if learned is not None else set()
+        views, moves = self._sync(alerts, stale)
         result = EvalResult()
         groups: dict[str, IncidentGroup] = {}
         silencer = Silencer(silences)
@@ -149,6 +179,7 @@ class Evaluator:
                 continue
             group.eligible.append(view)
 
+        incidents = self._moved(moves, groups, incidents, result)
         summaries = {key: self._summary(g) for key, g in groups.items()}
         clusters = self._rollups(groups, summaries, incidents, now)
 
@@ -157,6 +188,32 @@ class Evaluator:
         for ckey, (rule, members) in clusters.items():
             self._cluster(ckey, rule, [groups[m] for m in members], incidents.get(ckey), now, result)
         return result
+
+    @staticmethod
+    def _moved(
+        moves: Mapping[str, str],
+        groups: Mapping[str, IncidentGroup],
+        incidents: Mapping[str, IncidentRecord],
+        result: EvalResult,
+    ) -> Mapping[str, IncidentRecord]:
+        """Node incidents left by all their alerts for another key: merged into it, not told twice.
+
+        `NodeDown 10.0.0.100` becomes `NodeDown gpu-node-100` when the address is learned. The new
+        incident carries on from the old one's record (when it has none of its own), so what a receiver
+        was already told is not sent again as new; the old one resolves quietly (`result.moved`), with
+        no resolved message about an alert that is still firing under its new name.
+        """
+        if not moves:
+            return incidents
+        out = dict(incidents)
+        for old, new in sorted(moves.items()):
+            record = incidents.get(old)
+            if old in groups or record is None or not record.firing:
+                continue
+            result.moved[old] = new
+            if new not in out:
+                out[new] = replace(record, key=new)
+        return out
 
     def _summary(self, group: IncidentGroup) -> IncidentSummary:
         """Counts come from the alerts that count (firing, not muted, not held); an incident with none of

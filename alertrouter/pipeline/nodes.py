@@ -4,14 +4,29 @@ node-exporter says `instance="10.0.0.7:9100"`, dcgm-exporter `instance="10.0.0.7
 `Hostname="gpu-node-07"`; `equal: [instance]` never matches across them. The node key is the first
 present of a configurable list of labels (`instance` losing its port) and is exposed to every later
 stage as a label, so inhibition (`equal: [node]`), aggregation and routing all see the same node.
+
+An address is mapped to a name by `topology.aliases` (written by people) and, below those, by learned
+aliases: an alert that carries both an IP-form `instance` and a name (`node_claim`) says which node
+that address is (see `pipeline.aliases` for how claims are kept, expire and conflict).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
-__all__ = ["NodeIdentity", "strip_port"]
+__all__ = ["NAME_LABELS", "NodeClaim", "NodeIdentity", "address_of", "node_claim", "strip_port"]
+
+# Labels that name a node (never an address) in the exporters' own words: Prometheus relabelling
+# (`node`), node_uname_info (`nodename`), Kubernetes SD (`kubernetes_node`), dcgm-exporter (`hostname`,
+# spelled `Hostname` before 2026).
+NAME_LABELS = ("node", "nodename", "kubernetes_node", "hostname", "Hostname")
+# Values dcgm-exporter puts in `Hostname` that name no node: `localhost` when it talks to a remote
+# nv-hostengine (every node says so), a container id in a plain `docker run`.
+_PLACEHOLDER = re.compile(r"localhost(\.localdomain)?|[0-9a-f]{12}|[0-9a-f]{64}", re.IGNORECASE)
 
 
 def strip_port(instance: str) -> str:
@@ -25,24 +40,91 @@ def strip_port(instance: str) -> str:
     return instance
 
 
+def address_of(value: str) -> str | None:
+    """The IP address of an `instance` (its port dropped), in one spelling (`FE80:0::1` -> `fe80::1`),
+    or None when it is a host name."""
+    try:
+        return str(ipaddress.ip_address(strip_port(value)))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClaim:
+    """What one alert says: the node at `address` is called `node`."""
+
+    address: str
+    node: str
+
+
+def node_claim(labels: Mapping[str, str], names: Sequence[str] = NAME_LABELS) -> NodeClaim | None:
+    """The (address, name) pair an alert teaches, or None.
+
+    The address comes only from an IP-form `instance`; the name from the first of `names` that holds
+    something other than an address or a placeholder (`localhost`, a container id). An alert with a
+    `pod` label teaches nothing: its `instance` is the pod's IP, which is the node's only for pods on
+    the host network, and a pod IP is reused by other pods on other nodes (dcgm-exporter under the GPU
+    Operator is scraped by pod IP while its `Hostname` is the node's name).
+    """
+    instance = labels.get("instance")
+    if not instance or labels.get("pod"):
+        return None
+    address = address_of(instance)
+    if address is None:
+        return None
+    for name in names:
+        value = labels.get(name)
+        if not value or name == "instance":
+            continue
+        if address_of(value) is not None or _PLACEHOLDER.fullmatch(value):
+            continue  # an IP in `Hostname`, `localhost`, a container id: not a node's name
+        return NodeClaim(address, value)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class NodeIdentity:
     """`sources`: labels tried in order. `topology`: node -> labels (rack, region, cluster...) added
     only where the alert lacks them, for nodes whose exporters do not carry those labels.
     `aliases`: other names of a node (e.g. its IP) -> the canonical node name, so a node-exporter
-    alert known only by IP and a dcgm alert known by hostname land on one node."""
+    alert known only by IP and a dcgm alert known by hostname land on one node. `learned`: address ->
+    node learned from alerts (`pipeline.aliases`), consulted after `aliases`, which always win."""
 
     sources: Sequence[str] = ("node", "hostname", "Hostname", "kubernetes_node", "instance")
     label: str = "node"
     topology: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     aliases: Mapping[str, str] = field(default_factory=dict)
+    learned: Mapping[str, str] = field(default_factory=dict)
+    learned_ttl: timedelta = timedelta(days=7)
 
     def node_of(self, labels: Mapping[str, str]) -> str | None:
         for name in self.sources:
             value = labels.get(name)
             if value:
                 key = strip_port(value) if name == "instance" else value
-                return self.aliases.get(key, key)
+                configured = self.aliases.get(key)
+                if configured is not None:
+                    return configured
+                if name == "instance" and self.learned:
+                    address = address_of(value)
+                    learned = self.learned.get(address) if address is not None else None
+                    if learned is not None:
+                        return self.aliases.get(learned, learned)
+                return key
+        return None
+
+    def claim(self, labels: Mapping[str, str]) -> NodeClaim | None:
+        """What the alert teaches, its name taken in the order `sources` names nodes (then the other
+        name labels), so an address learns the name its own alerts are known by."""
+        names = [s for s in self.sources if s != "instance"]
+        return node_claim(labels, [*names, *(n for n in NAME_LABELS if n not in names)])
+
+    def address(self, labels: Mapping[str, str]) -> str | None:
+        """The IP address an alert is known by, when `instance` is what names it."""
+        for name in self.sources:
+            value = labels.get(name)
+            if value:
+                return address_of(value) if name == "instance" else None
         return None
 
     def enrich(self, labels: Mapping[str, str]) -> dict[str, str]:

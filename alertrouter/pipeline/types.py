@@ -122,6 +122,10 @@ class EvalResult:
     intents: list[Intent] = field(default_factory=list)
     notify_states: dict[tuple[str, str], NotifyState] = field(default_factory=dict)
     wake_at: datetime | None = None
+    # Node incidents whose alerts all moved to another key (their node was renamed by a learned alias):
+    # old key -> new key. The old one resolves quietly; the new one carries on from the old one's
+    # record (what receivers were told) when it had none of its own.
+    moved: dict[str, str] = field(default_factory=dict)
 
     def wake(self, at: datetime) -> None:
         """Remember the earliest time a pass may decide differently without any new alert."""
@@ -132,8 +136,10 @@ class EvalResult:
 def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> dict[str, IncidentRecord]:
     """The records the next pass starts from: what a store would hold after persisting `result`."""
     out: dict[str, IncidentRecord] = {}
+    moved_from = {new: old for old, new in result.moved.items()}
     for key, state in result.incidents.items():
-        notify = dict(previous[key].notify) if key in previous else {}
+        before = previous.get(key) or previous.get(moved_from.get(key, ""))
+        notify = dict(before.notify) if before is not None else {}
         for (incident, receiver), sent in result.notify_states.items():
             if incident == key:
                 notify[receiver] = sent

@@ -217,6 +217,7 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
             label=g.node_label,
             topology=ruleset.topology.nodes,
             aliases=ruleset.topology.aliases,
+            learned_ttl=ruleset.topology.learned_alias_ttl,
         ),
         inhibit_rules=tuple(r for r in inhibit if r is not None),
         aggregation=tuple(_aggregation_rule(a) for a in ruleset.aggregation),

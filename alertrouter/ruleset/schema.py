@@ -123,6 +123,11 @@ class TopologyConfig(Section):
 
     nodes: dict[str, dict[str, str]] = Field(default_factory=dict)
     aliases: dict[str, str] = Field(default_factory=dict)
+    learned_alias_ttl: Duration = Field(
+        timedelta(days=7),
+        description="How long an address learned from an alert (IP instance + hostname) stays that node's "
+        "without being seen again; 0s learns nothing. `aliases` always win over learned ones",
+    )
 
 
 class InhibitRuleConfig(Section):

@@ -18,6 +18,7 @@ from alertrouter.store.tables import (
     DeliveryRow,
     IncidentRow,
     LeaseRow,
+    NodeAliasRow,
     NotifyStateRow,
     OutboxRow,
     RawEventRow,
@@ -39,6 +40,7 @@ __all__ = [
     "incidents_t",
     "insert_for",
     "leases_t",
+    "node_aliases_t",
     "notify_t",
     "outbox_t",
     "raw_events_t",
@@ -58,6 +60,7 @@ episodes_t = cast(Table, AlertEpisodeRow.__table__)
 events_t = cast(Table, AlertEventRow.__table__)
 incidents_t = cast(Table, IncidentRow.__table__)
 leases_t = cast(Table, LeaseRow.__table__)
+node_aliases_t = cast(Table, NodeAliasRow.__table__)
 notify_t = cast(Table, NotifyStateRow.__table__)
 outbox_t = cast(Table, OutboxRow.__table__)
 raw_events_t = cast(Table, RawEventRow.__table__)

@@ -25,6 +25,7 @@ __all__ = [
     "load_incidents",
     "load_live_alerts",
     "load_silences",
+    "move_incidents",
     "quarantine_alerts",
     "save_decisions",
     "save_incidents",
@@ -227,4 +228,22 @@ async def clear_acknowledgements(session: AsyncSession, keys: Sequence[str]) -> 
             update(incidents_t)
             .where(incidents_t.c.key.in_(chunk), incidents_t.c.acknowledged_at.is_not(None))
             .values(acknowledged_at=None, acknowledged_by=None)
+        )
+
+
+async def move_incidents(session: AsyncSession, moved: Mapping[str, str], now: datetime) -> None:
+    """Node incidents whose alerts moved to another key (`EvalResult.moved`, old -> new): the old one
+    is resolved without a message, and what each receiver was told moves with the alerts to the new
+    key, unless the new key already has its own (so the next message is a repeat, not a first)."""
+    for old, new in sorted(moved.items()):
+        await session.execute(
+            update(incidents_t)
+            .where(incidents_t.c.key == old, incidents_t.c.status == "firing")
+            .values(status="resolved", resolved_at=now, updated_at=now)
+        )
+        taken = select(notify_t.c.receiver).where(notify_t.c.incident_key == new).scalar_subquery()
+        await session.execute(
+            update(notify_t)
+            .where(notify_t.c.incident_key == old, notify_t.c.receiver.not_in(taken))
+            .values(incident_key=new)
         )

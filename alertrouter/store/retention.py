@@ -16,6 +16,7 @@ from alertrouter.store import Database, bulk
 from alertrouter.store import alerts as store
 from alertrouter.store.actions import prune_revoked_sessions, prune_used_tokens
 from alertrouter.store.handles import events_t
+from alertrouter.store.nodes import prune_node_aliases
 from alertrouter.store.runs import prune_history
 
 __all__ = ["EVENTS_CHUNK", "RAW_CHUNK", "prune_events", "prune_raw_log", "prune_rest"]
@@ -39,10 +40,14 @@ async def prune_events(db: Database, *, before: datetime) -> int:
     return await db.in_batches(step, EVENTS_CHUNK)
 
 
-async def prune_rest(session: AsyncSession, *, before: datetime, now: datetime) -> dict[str, int]:
+async def prune_rest(
+    session: AsyncSession, *, before: datetime, now: datetime, aliases_before: datetime
+) -> dict[str, int]:
     """In the caller's transaction: the rest of the history before `before` (finished deliveries, outbox
-    rows, scheduled runs), and link nonces and session revocations that have expired by `now`."""
+    rows, scheduled runs), link nonces and session revocations that have expired by `now`, and learned
+    node aliases last seen before `aliases_before` (`topology.learned_alias_ttl` ago: ignored already)."""
     pruned = await prune_history(session, before=before)
     pruned["used_tokens"] = await prune_used_tokens(session, now=now)
     pruned["revoked_sessions"] = await prune_revoked_sessions(session, now=now)
+    pruned["node_aliases"] = await prune_node_aliases(session, before=aliases_before)
     return pruned

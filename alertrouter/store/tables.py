@@ -23,6 +23,7 @@ __all__ = [
     "DeliveryRow",
     "IncidentRow",
     "LeaseRow",
+    "NodeAliasRow",
     "NotifyStateRow",
     "OutboxRow",
     "RawEventRow",
@@ -382,3 +383,22 @@ class RevokedSessionRow(Base):
     username: Mapped[str] = mapped_column(String(255))
     revoked_at: Mapped[datetime]
     expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class NodeAliasRow(Base):
+    """An address learned to be a node, from an alert that carried both (`pipeline.aliases`): written
+    by the engine's leader, read by every replica when it takes the lease, and by the API. Rows not
+    seen for `topology.learned_alias_ttl` are ignored, then pruned by housekeeping (`last_seen`)."""
+
+    __tablename__ = "node_aliases"
+
+    address: Mapped[str] = mapped_column(String(64), primary_key=True)
+    node: Mapped[str] = mapped_column(String(255), index=True)
+    first_seen: Mapped[datetime]
+    last_seen: Mapped[datetime] = mapped_column(index=True)
+    learned_from: Mapped[str] = mapped_column(String(255))  # the alertname of the alert last seen claiming it
+    fingerprint: Mapped[str] = mapped_column(String(32))  # and that alert
+    # A conflict (the address claimed by another name, which won as the most recent claim): the name
+    # it had, and when it changed.
+    previous_node: Mapped[str | None] = mapped_column(String(255))
+    changed_at: Mapped[datetime | None]

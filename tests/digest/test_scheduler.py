@@ -25,6 +25,7 @@ from alertrouter.store.tables import (
     AlertRow,
     DeliveryRow,
     LeaseRow,
+    NodeAliasRow,
     OutboxRow,
     RevokedSessionRow,
     ScheduledRunRow,
@@ -188,6 +189,17 @@ async def test_housekeeping_prunes_old_history_only(db: Database, tmp_path: Path
         )
         for sid, expires in (("s-gone", now - timedelta(hours=1)), ("s-live", now + timedelta(hours=1))):
             session.add(RevokedSessionRow(session_id=sid, username="u", revoked_at=old, expires_at=expires))
+        for address, seen in (("10.0.0.7", now - timedelta(days=8)), ("10.0.0.8", now - timedelta(days=6))):
+            session.add(
+                NodeAliasRow(
+                    address=address,
+                    node="n",
+                    first_seen=seen,
+                    last_seen=seen,
+                    learned_from="GPUXidError",
+                    fingerprint="f",
+                )
+            )  # learned_alias_ttl: 7d by default
         await session.commit()
     s = scheduler(db, rules(tmp_path, 25), "a", now)
     await s.housekeeping()
@@ -202,6 +214,7 @@ async def test_housekeeping_prunes_old_history_only(db: Database, tmp_path: Path
     assert await count(DeliveryRow) == 2
     assert await count(UsedTokenRow) == 1
     assert await count(RevokedSessionRow) == 1
+    assert await count(NodeAliasRow) == 1
     async with db.read() as session:
         (run,) = (await session.scalars(select(ScheduledRunRow))).all()
     assert (run.job, run.period, run.status) == ("housekeeping", "2026-11-23T03", "done")
@@ -212,6 +225,7 @@ async def test_housekeeping_prunes_old_history_only(db: Database, tmp_path: Path
         "scheduled_runs": 0,
         "used_tokens": 1,
         "revoked_sessions": 1,
+        "node_aliases": 1,
     }
 
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from alertrouter.labels import fingerprint
+from alertrouter.pipeline import aliases
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.types import EvalResult, IncidentRecord, Intent, LiveAlert, next_records
@@ -41,6 +42,30 @@ def node_down_labels(node: str, **extra: str) -> dict[str, str]:
     return {"alertname": "NodeDown", "instance": f"{node}:9100", "job": "node", "severity": "critical", **extra}
 
 
+def dcgm_labels(ip: str, hostname: str, gpu: int, alertname: str = "GPUXidError", **extra: str) -> dict[str, str]:
+    """A bare-metal dcgm-exporter alert as Prometheus sends it: scraped by IP on :9400, the node's name
+    only in `Hostname`."""
+    return {
+        "alertname": alertname,
+        "instance": f"{ip}:9400",
+        "job": "dcgm-exporter",
+        "Hostname": hostname,
+        "gpu": str(gpu),
+        "UUID": f"GPU-{hostname}-{gpu}",
+        "device": f"nvidia{gpu}",
+        "modelName": "NVIDIA H100 80GB HBM3",
+        "pci_bus_id": f"00000000:{0x18 + gpu:02X}:00.0",
+        "DCGM_FI_DRIVER_VERSION": "550.54.15",
+        "severity": "critical",
+        **extra,
+    }
+
+
+def node_exporter_down_labels(ip: str, **extra: str) -> dict[str, str]:
+    """`up{job="node"} == 0` from node-exporter scraped by IP: no name of the node anywhere."""
+    return {"alertname": "NodeDown", "instance": f"{ip}:9100", "job": "node", "severity": "critical", **extra}
+
+
 @dataclass
 class Scenario:
     pipeline: CompiledRules = field(default_factory=shipped_pipeline)
@@ -49,6 +74,8 @@ class Scenario:
     records: dict[str, IncidentRecord] = field(default_factory=dict)
     sent: list[tuple[datetime, Intent]] = field(default_factory=list)
     last: EvalResult | None = None
+    # Learned aliases, as the engine keeps them in the store (address -> row).
+    book: dict[str, aliases.LearnedAlias] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.evaluator = Evaluator(self.pipeline)
@@ -67,7 +94,15 @@ class Scenario:
         return fp
 
     def step(self) -> EvalResult:
-        self.last = self.evaluator.evaluate(list(self.alerts.values()), self.records, now=self.now)
+        """One engine pass: learn from the live alerts' claims, then evaluate with the aliases in force."""
+        nodes = self.pipeline.nodes
+        seen = [s for a in self.alerts.values() if (s := aliases.sighting(nodes, a)) is not None]
+        refresh = aliases.refresh_every(nodes.learned_ttl)
+        for row in aliases.learn(self.book, seen, now=self.now, refresh=refresh):
+            self.book[row.address] = row
+        learned = aliases.active(self.book, now=self.now, ttl=nodes.learned_ttl)
+        alerts = list(self.alerts.values())
+        self.last = self.evaluator.evaluate(alerts, self.records, now=self.now, learned=learned)
         self.records = next_records(self.records, self.last)
         self.sent.extend((self.now, intent) for intent in self.last.intents)
         return self.last

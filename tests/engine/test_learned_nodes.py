@@ -1,0 +1,172 @@
+"""Learned node aliases on a real store (SQLite and PostgreSQL): the rack case through ingest and the
+engine, persistence across a restart and between replicas, expiry, configured aliases, conflicts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from alertrouter.engine.runner import EngineRunner
+from alertrouter.ingest.payloads import parse_webhook
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
+from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.store import Database
+from alertrouter.store.nodes import prune_node_aliases
+from alertrouter.store.tables import AlertRow, IncidentRow, NodeAliasRow, OutboxRow
+from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
+
+T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
+S = timedelta(seconds=1)
+MIN = timedelta(minutes=1)
+RACK = [(f"10.0.0.{n}", f"gpu-node-{n}") for n in range(100, 140)]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def webhook(alerts: list[dict[str, str]], at: datetime, status: str = "firing") -> bytes:
+    starts = (T0 - MIN).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ends = at.strftime("%Y-%m-%dT%H:%M:%SZ") if status == "resolved" else "0001-01-01T00:00:00Z"
+    items = [{"status": status, "labels": lb, "annotations": {}, "startsAt": starts, "endsAt": ends} for lb in alerts]
+    return json.dumps({"version": "4", "status": status, "receiver": "alertrouter", "alerts": items}).encode()
+
+
+async def send(ingestor: Ingestor, clock: Clock, alerts: list[dict[str, str]], status: str = "firing") -> None:
+    await ingestor.ingest(parse_webhook(webhook(alerts, clock.now, status)).batch)
+
+
+async def rows(db: Database, model: type[Any]) -> list[Any]:
+    async with db.read() as s:
+        return list((await s.scalars(select(model))).all())
+
+
+async def run_for(runner: EngineRunner, clock: Clock, duration: timedelta, every: timedelta = 5 * S) -> None:
+    end = clock.now + duration
+    while clock.now <= end:
+        await runner.run_once()
+        clock.now += every
+
+
+async def node_of(db: Database, alertname: str) -> set[str | None]:
+    return {a.node for a in await rows(db, AlertRow) if a.alertname == alertname}
+
+
+def with_topology(pipeline: CompiledRules, **changes: Any) -> CompiledRules:
+    return dataclasses.replace(pipeline, nodes=dataclasses.replace(pipeline.nodes, **changes))
+
+
+@pytest.mark.parametrize("node_down_first", [False, True], ids=["gpu-first", "nodedown-first"])
+async def test_rack_power_loss_through_the_store_is_one_node_down_message(db: Database, node_down_first: bool) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    gpus = [dcgm_labels(ip, host, g, xid="48") for ip, host in RACK for g in range(8)]
+    downs = [node_exporter_down_labels(ip) for ip, _ in RACK]
+    first, second = (downs, gpus) if node_down_first else (gpus, downs)
+    await send(ingestor, clock, first)
+    await runner.run_once()
+    clock.now += 25 * S
+    await send(ingestor, clock, second)
+    await runner.run_once()  # the pass that learns the names re-keys what was stored before them
+    assert await node_of(db, "NodeDown") == {host for _, host in RACK}
+    await run_for(runner, clock, 3 * MIN)
+    outbox = await rows(db, OutboxRow)
+    assert [(o.reason, o.message["headline"]) for o in outbox] == [("first", "NodeDown on 40 nodes")]
+    assert {a.decision for a in await rows(db, AlertRow) if a.alertname == "GPUXidError"} == {"inhibited"}
+    firing = [i for i in await rows(db, IncidentRow) if i.status == "firing"]
+    assert not [i.key for i in firing if "10.0.0." in i.key]
+    learned = {(r.address, r.node, r.learned_from) for r in await rows(db, NodeAliasRow)}
+    assert learned == {(ip, host, "GPUXidError") for ip, host in RACK}
+
+
+async def test_learned_aliases_survive_a_restart_and_a_lease_takeover(db: Database) -> None:
+    """The GPU alerts that taught the alias are long gone (resolved, out of the engine's memory) when
+    NodeDown comes: the name comes from the store, in a new process and in another replica."""
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    gpu = dcgm_labels("10.0.0.7", "gpu-node-07", 0, alertname="GPUHighTemp", severity="warning")
+    a = EngineRunner(db, shipped_pipeline(), clock=clock, holder="replica-a")
+    await send(ingestor, clock, [gpu])
+    await a.run_once()
+    clock.now += 5 * S
+    await send(ingestor, clock, [gpu], status="resolved")
+    await a.run_once()
+    clock.now += 2 * 60 * MIN  # past the hour resolved alerts stay live
+    restarted = EngineRunner(db, shipped_pipeline(), clock=clock, holder="replica-a")
+    await send(ingestor, clock, [node_exporter_down_labels("10.0.0.7")])
+    await restarted.run_once()
+    assert await node_of(db, "NodeDown") == {"gpu-node-07"}
+    # replica-a dies; replica-b takes over once its lease ran out and reads the aliases from the store
+    clock.now += MIN
+    b = EngineRunner(db, shipped_pipeline(), clock=clock, holder="replica-b")
+    await send(ingestor, clock, [node_exporter_down_labels("10.0.0.7", alertname="NodeFilesystemReadOnly")])
+    assert await b.run_once() is not None
+    assert await node_of(db, "NodeFilesystemReadOnly") == {"gpu-node-07"}
+
+
+async def test_an_alias_not_seen_for_its_ttl_expires_and_is_pruned(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    runner = EngineRunner(db, with_topology(shipped_pipeline(), learned_ttl=90 * MIN), clock=clock)
+    gpu = dcgm_labels("10.0.0.7", "gpu-node-07", 0, alertname="GPUHighTemp", severity="warning")
+    await send(ingestor, clock, [gpu])
+    await runner.run_once()
+    clock.now += 5 * S
+    await send(ingestor, clock, [gpu], status="resolved")
+    await runner.run_once()
+    clock.now += 80 * MIN  # the GPU alert is out of the engine's memory; the alias is still in force
+    await send(ingestor, clock, [node_exporter_down_labels("10.0.0.7")])
+    await runner.run_once()
+    assert await node_of(db, "NodeDown") == {"gpu-node-07"}
+    # no alert has claimed it since: at its expiry a pass re-keys the NodeDown back to its address
+    (alias,) = await rows(db, NodeAliasRow)
+    assert runner.wake_at is not None
+    assert runner.wake_at <= alias.last_seen + 90 * MIN
+    clock.now = alias.last_seen + 90 * MIN
+    await runner.run_once()
+    assert await node_of(db, "NodeDown") == {"10.0.0.7"}
+    clock.now += MIN
+    async with db.write() as s:  # housekeeping
+        assert await prune_node_aliases(s, before=clock.now - 90 * MIN) == 1
+        await s.commit()
+    assert await rows(db, NodeAliasRow) == []
+
+
+async def test_configured_aliases_win_over_learned_ones(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    pipeline = with_topology(shipped_pipeline(), aliases={"10.0.0.7": "rack12-slot7"})
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await send(ingestor, clock, [dcgm_labels("10.0.0.7", "gpu-node-07", 0), node_exporter_down_labels("10.0.0.7")])
+    await runner.run_once()
+    assert await node_of(db, "NodeDown") == {"rack12-slot7"}
+    assert [(r.address, r.node) for r in await rows(db, NodeAliasRow)] == [("10.0.0.7", "gpu-node-07")]
+
+
+async def test_a_conflict_goes_to_the_most_recent_claim_and_is_kept(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    await send(ingestor, clock, [dcgm_labels("10.0.0.7", "gpu-node-07", 0)])
+    await runner.run_once()
+    clock.now += 10 * MIN  # the address now belongs to another machine, whose GPU alert fires later
+    await send(ingestor, clock, [dcgm_labels("10.0.0.7", "gpu-node-70", 0), node_exporter_down_labels("10.0.0.7")])
+    await runner.run_once()
+    (alias,) = await rows(db, NodeAliasRow)
+    assert (alias.node, alias.previous_node, alias.changed_at) == ("gpu-node-70", "gpu-node-07", clock.now)
+    assert await node_of(db, "NodeDown") == {"gpu-node-70"}
+    clock.now += 5 * S
+    await runner.run_once()  # and it stays so: no flip back while both alerts fire
+    (again,) = await rows(db, NodeAliasRow)
+    assert (again.node, again.changed_at) == ("gpu-node-70", alias.changed_at)

@@ -1,0 +1,60 @@
+"""`GET /api/v1/nodes` over a running app: what was learned from real exporter labels, and conflicts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from alertrouter.app import create_app
+from alertrouter.ruleset import load_ruleset
+from alertrouter.runtime import Runtime
+from alertrouter.settings import Settings
+from support.scenario import dcgm_labels, node_exporter_down_labels
+
+REPO = Path(__file__).resolve().parents[2]
+AUTH = {"Authorization": "Bearer t0k-0123456789abcdef"}
+
+
+@pytest.fixture
+async def app_client(database_url: str) -> AsyncIterator[tuple[httpx.AsyncClient, Runtime]]:
+    app = create_app(
+        Settings(database_url=database_url, bearer_token="t0k-0123456789abcdef"), load_ruleset(REPO / "rules", {})
+    )
+    transport = httpx.ASGITransport(app=app)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://ar") as c:
+        yield c, app.state.runtime
+
+
+def webhook(alerts: list[dict[str, str]], starts: str) -> str:
+    items = [{"status": "firing", "labels": labels, "startsAt": starts} for labels in alerts]
+    return json.dumps({"version": "4", "status": "firing", "alerts": items})
+
+
+async def test_learned_addresses_and_a_conflict_are_listed(app_client: tuple[httpx.AsyncClient, Runtime]) -> None:
+    client, runtime = app_client
+    assert (await client.get("/api/v1/nodes")).status_code == 401  # read access, like the other reads
+    first = [dcgm_labels("10.0.0.7", "gpu-node-07", 0), dcgm_labels("10.0.0.8", "gpu-node-08", 0)]
+    r = await client.post("/webhook/alertmanager", content=webhook(first, "2026-01-01T00:00:00Z"), headers=AUTH)
+    assert r.status_code == 200
+    await runtime.engine.run_once()
+    # 10.0.0.7 is re-used by another machine; its alerts started later, so its claim wins
+    later = [dcgm_labels("10.0.0.7", "gpu-node-70", 1), node_exporter_down_labels("10.0.0.7")]
+    r = await client.post("/webhook/alertmanager", content=webhook(later, "2026-01-01T01:00:00Z"), headers=AUTH)
+    assert r.status_code == 200
+    await runtime.engine.run_once()
+    body = (await client.get("/api/v1/nodes", headers=AUTH)).json()
+    assert body["total"] == 2
+    assert body["learned_alias_ttl_seconds"] == 7 * 86400
+    listed = {a["address"]: a for a in body["addresses"]}
+    assert [a["node"] for a in body["addresses"]] == ["gpu-node-08", "gpu-node-70"]  # by node
+    seven = listed["10.0.0.7"]
+    assert (seven["node"], seven["previous_node"], seven["state"]) == ("gpu-node-70", "gpu-node-07", "learned")
+    assert seven["changed_at"] is not None
+    assert seven["learned_from"] == "GPUXidError"
+    assert listed["10.0.0.8"]["previous_node"] is None
+    alerts = (await client.get("/api/v1/alerts", headers=AUTH)).json()["alerts"]
+    assert {a["node"] for a in alerts if a["alertname"] == "NodeDown"} == {"gpu-node-70"}
