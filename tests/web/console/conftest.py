@@ -35,12 +35,14 @@ class App:
     client: httpx.AsyncClient
     runtime: Runtime
 
-    async def seed(self, alerts: Sequence[Mapping[str, str]], *, status: str = "firing") -> None:
+    async def seed(
+        self, alerts: Sequence[Mapping[str, str]], *, status: str = "firing", starts: str = "2026-01-01T00:00:00Z"
+    ) -> None:
         body = {
             "version": "4",
             "status": status,
             "alerts": [
-                {"status": status, "labels": dict(labels), "startsAt": "2026-01-01T00:00:00Z"}
+                {"status": status, "labels": dict(labels), "startsAt": starts}
                 | ({"endsAt": "2026-01-01T01:00:00Z"} if status == "resolved" else {})
                 for labels in alerts
             ],

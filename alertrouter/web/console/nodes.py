@@ -1,0 +1,41 @@
+"""Console page: the addresses learned to be nodes, by node, with the alert each was learned from."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import HTMLResponse
+
+from alertrouter.store import console as store
+from alertrouter.store import nodes
+from alertrouter.store.delivery import incident_ids
+from alertrouter.web.console.pages import ConsoleDep
+from alertrouter.web.nodes import node_addresses
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+PAGE_SIZE = 100
+
+
+@router.get("/nodes")
+async def nodes_page(console: ConsoleDep, page: Annotated[int, Query(ge=1, le=10_000)] = 1) -> HTMLResponse:
+    topology = console.runtime.engine.pipeline.nodes
+    async with console.runtime.db.read() as session:
+        rows, total = await nodes.list_node_aliases(session, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+        # the alert each address was learned from, while the store still has it, linked to its incident
+        sources = await store.alerts_by_fingerprint(session, {r.fingerprint for r in rows})
+        ids = await incident_ids(session, {a.incident_key for a in sources.values() if a.incident_key})
+    addresses = node_addresses(list(rows), configured=dict(topology.aliases), ttl=topology.learned_ttl, now=console.now)
+    return console.page(
+        "nodes",
+        title="Nodes",
+        addresses=addresses,
+        sources=sources,
+        incident_ids=ids,
+        total=total,
+        ttl=topology.learned_ttl,
+        page=page,
+        pages=max(1, -(-total // PAGE_SIZE)),
+    )
