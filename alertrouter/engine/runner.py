@@ -183,7 +183,7 @@ class EngineRunner:
                 if not is_outage(exc):
                     await self._find_unreadable(exc, now)
                 raise
-            for live, _, _, _ in changed:
+            for live, *_ in changed:
                 self._inserted.pop(live.fingerprint, None)
             silences = await store.load_silences(session, now=now)
             if self._idle(changed, now) and silences == self._silences:
@@ -192,7 +192,13 @@ class EngineRunner:
             if self._book is None:  # first pass, or the lease was just taken: what the leader learned
                 self._book = await node_store.load_node_aliases(session)
             nodes = self.pipeline.nodes
-            for live, updated_at, decision, detail in changed:
+            # The node incident each alert was last decided under, for the alerts this process has not
+            # placed yet: a NodeDown told under its address before a restart, and named by an alias
+            # learned since, moves as it does within a process. A rolled-up alert's key is its storm's.
+            placed_before: dict[str, str] = {}
+            for live, updated_at, decision, detail, key in changed:
+                if key is not None and decision != Decision.ROLLED_UP.value:
+                    placed_before[live.fingerprint] = key
                 if (seen := aliases.sighting(nodes, live)) is not None:
                     self._sightings[live.fingerprint] = seen
                 self._alerts[live.fingerprint] = live
@@ -223,7 +229,13 @@ class EngineRunner:
         alerts = list(self._alerts.values())
         try:
             result = await asyncio.to_thread(
-                self._evaluator.evaluate, alerts, records, now=now, silences=silences, learned=learned
+                self._evaluator.evaluate,
+                alerts,
+                records,
+                now=now,
+                silences=silences,
+                learned=learned,
+                placed_before=placed_before,
             )
         except Exception as exc:
             culprits = await asyncio.to_thread(find_culprits, self.pipeline, alerts, records, now, silences)
@@ -260,9 +272,7 @@ class EngineRunner:
         if bad:
             raise Poisoned(bad) from exc
 
-    def _idle(
-        self, changed: list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]], now: datetime
-    ) -> bool:
+    def _idle(self, changed: list[store.LoadedAlert], now: datetime) -> bool:
         """Nothing to decide: no alert changed since what we hold, no timer is due, and no one asked for
         a full pass (`nudge(force=True)`)."""
         if self._last is None or self._force or (self.wake_at is not None and now >= self.wake_at):

@@ -81,7 +81,9 @@ class Evaluator:
         self._nodes = replace(self.pipeline.nodes, learned=dict(learned))
         return {fp for fp, address in self._addresses.items() if address in changed}
 
-    def _sync(self, alerts: Iterable[LiveAlert], stale: set[str]) -> tuple[dict[str, AlertView], dict[str, str]]:
+    def _sync(
+        self, alerts: Iterable[LiveAlert], stale: set[str], placed_before: Mapping[str, str]
+    ) -> tuple[dict[str, AlertView], dict[str, str]]:
         """The views of this pass, and the node incidents alerts left for another key (old -> new)."""
         nodes = self._nodes
         views: dict[str, AlertView] = {}
@@ -109,9 +111,11 @@ class Evaluator:
                 placed = _Placement(rule, incident_key(rule, labels), self._inhibitor.hold_down(view))
                 if old is not None:
                     self.rekeyed.add(fp)
-                    before = self._placements[fp].key
-                    if before != placed.key:
-                        moves[before] = placed.key
+                    before: str | None = self._placements[fp].key
+                else:  # placed by another process (before a restart or a lease takeover), if at all
+                    before = placed_before.get(fp)
+                if before is not None and before != placed.key:
+                    moves[before] = placed.key
                 self._placements[fp] = placed
         for gone in self._views.keys() - views.keys():
             self._inhibitor.remove(gone)
@@ -133,10 +137,15 @@ class Evaluator:
         now: datetime,
         silences: Sequence[Silence] = (),
         learned: Mapping[str, str] | None = None,
+        placed_before: Mapping[str, str] | None = None,
     ) -> EvalResult:
-        """`learned`: the learned aliases in force (address -> node); None keeps the last ones."""
+        """`learned`: the learned aliases in force (address -> node); None keeps the last ones.
+        `placed_before`: the node incident each alert was last decided under, as stored (fingerprint ->
+        key), consulted for alerts this evaluator has not placed yet. A new process places an alert
+        under the name learned meanwhile at once; its stored key still says it left the address, and
+        the move is made as when a pass re-keys it (`_moved`)."""
         stale = self._learn(learned) if learned is not None else set()
-        views, moves = self._sync(alerts, stale)
+        views, moves = self._sync(alerts, stale, placed_before or {})
         result = EvalResult()
         groups: dict[str, IncidentGroup] = {}
         silencer = Silencer(silences)

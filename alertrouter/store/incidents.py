@@ -20,6 +20,7 @@ from alertrouter.store.handles import alerts_t, incidents_t, notify_t, outbox_t
 from alertrouter.store.tables import IncidentRow, NotifyStateRow, SilenceRow
 
 __all__ = [
+    "LoadedAlert",
     "clear_acknowledgements",
     "insert_intents",
     "load_incidents",
@@ -34,6 +35,8 @@ __all__ = [
 ]
 
 QUARANTINED = Decision.QUARANTINED.value
+# A live alert as stored: its `updated_at`, and its last decision, decision detail and incident key.
+LoadedAlert = tuple[LiveAlert, datetime, str | None, dict[str, Any] | None, str | None]
 
 
 async def load_live_alerts(
@@ -43,9 +46,9 @@ async def load_live_alerts(
     resolved_since: datetime,
     known: Mapping[str, datetime] | None = None,
     inserted: Mapping[str, tuple[LiveAlert, datetime]] | None = None,
-) -> list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]]:
+) -> list[LoadedAlert]:
     """Firing alerts and recently resolved ones (all of them, or only those changed since a watermark),
-    with their `updated_at` and the decision stored last.
+    with their `updated_at`, and the decision and incident key stored last.
 
     With `known` (fingerprint -> the `updated_at` the caller holds), rows the caller already holds
     unchanged are left out, found by a first read of two columns: after a burst, the overlap window
@@ -56,9 +59,17 @@ async def load_live_alerts(
     """
     c = alerts_t.c
     stmt = select(
-        c.fingerprint, c.labels, c.status, c.starts_at, c.fired_at, c.updated_at, c.decision, c.decision_detail
+        c.fingerprint,
+        c.labels,
+        c.status,
+        c.starts_at,
+        c.fired_at,
+        c.updated_at,
+        c.decision,
+        c.decision_detail,
+        c.incident_key,
     ).where(_not_quarantined)
-    out: list[tuple[LiveAlert, datetime, str | None, dict[str, Any] | None]] = []
+    out: list[LoadedAlert] = []
     if changed_since is None:
         rows = list(await session.execute(stmt.where(_live(resolved_since))))
     elif known is None:
@@ -74,16 +85,16 @@ async def load_live_alerts(
                 continue
             mine = handed.get(fp)
             if mine is not None and mine[1] == updated_at:
-                out.append((mine[0], updated_at, None, None))
+                out.append((mine[0], updated_at, None, None, None))
             else:
                 wanted.append(fp)
         wanted.sort()
         rows = []
         for chunk in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
             rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
-    for fp, labels, status, starts_at, fired_at, updated_at, decision, detail in rows:
+    for fp, labels, status, starts_at, fired_at, updated_at, decision, detail, key in rows:
         live = LiveAlert(fp, labels, status == AlertStatus.FIRING.value, starts_at, fired_at)
-        out.append((live, updated_at, decision, detail))
+        out.append((live, updated_at, decision, detail, key))
     return out
 
 

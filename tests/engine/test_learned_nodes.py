@@ -18,12 +18,13 @@ from alertrouter.ingest.writer import Ingestor
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.store import Database
 from alertrouter.store.nodes import prune_node_aliases
-from alertrouter.store.tables import AlertRow, IncidentRow, NodeAliasRow, OutboxRow
+from alertrouter.store.tables import AlertRow, IncidentRow, NodeAliasRow, NotifyStateRow, OutboxRow
 from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 S = timedelta(seconds=1)
 MIN = timedelta(minutes=1)
+BY_IP, BY_NAME = 'node{alertname="NodeDown",node="10.0.0.7"}', 'node{alertname="NodeDown",node="gpu-node-07"}'
 RACK = [(f"10.0.0.{n}", f"gpu-node-{n}") for n in range(100, 140)]
 
 
@@ -170,3 +171,50 @@ async def test_a_conflict_goes_to_the_most_recent_claim_and_is_kept(db: Database
     await runner.run_once()  # and it stays so: no flip back while both alerts fire
     (again,) = await rows(db, NodeAliasRow)
     assert (again.node, again.changed_at) == ("gpu-node-70", alias.changed_at)
+
+
+@pytest.mark.parametrize("successor", ["replica-a", "replica-b"], ids=["restart", "takeover"])
+async def test_a_node_down_decided_by_ip_before_a_restart_moves_to_the_name_learned_after(
+    db: Database, successor: str
+) -> None:
+    """NodeDown was decided (and told) under its address; the engine restarts, or another replica takes
+    the lease, before the GPU alert that names the node arrives. The new process places NodeDown under
+    the name at once, so no pass sees it leave the address: the stored incident key says it did."""
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    first = EngineRunner(db, shipped_pipeline(), clock=clock, holder="replica-a")
+    await send(ingestor, clock, [node_exporter_down_labels("10.0.0.7")])
+    await run_for(first, clock, 2 * MIN)
+    (told,) = await rows(db, OutboxRow)
+    assert (told.reason, told.incident_key) == ("first", BY_IP)
+    clock.now += MIN  # replica-a is gone; its lease has run out
+    after = EngineRunner(db, shipped_pipeline(), clock=clock, holder=successor)
+    await send(ingestor, clock, [dcgm_labels("10.0.0.7", "gpu-node-07", 0)])
+    await run_for(after, clock, 2 * MIN)
+    assert await node_of(db, "NodeDown") == {"gpu-node-07"}
+    incidents = {i.key: i.status for i in await rows(db, IncidentRow)}
+    assert incidents[BY_IP] == "resolved"  # not left firing with no alert
+    assert incidents[BY_NAME] == "firing"
+    # the move is quiet and carries on from what was told: no resolved message for the address, no
+    # second first message under the name
+    assert [(o.reason, o.incident_key) for o in await rows(db, OutboxRow)] == [("first", BY_IP)]
+
+
+async def test_a_restart_during_a_storm_moves_nothing(db: Database) -> None:
+    """Rolled-up alerts are stored under their storm's key, not their node's: a new process must not
+    take that for a move (it would hand the storm's record of what was told to one of its nodes)."""
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    await send(ingestor, clock, [node_exporter_down_labels(ip) for ip, _ in RACK])
+    await send(ingestor, clock, [dcgm_labels(ip, host, 0) for ip, host in RACK])
+    await run_for(EngineRunner(db, shipped_pipeline(), clock=clock, holder="replica-a"), clock, 3 * MIN)
+    assert {a.decision for a in await rows(db, AlertRow) if a.alertname == "NodeDown"} == {"rolled_up"}
+    statuses = {i.key: i.status for i in await rows(db, IncidentRow)}
+    told = sorted((n.incident_key, n.receiver, n.last_sent_at) for n in await rows(db, NotifyStateRow))
+    assert [key for key, _, _ in told] == ['node/cluster{alertname="NodeDown",region=""}']
+    sent = [(o.reason, o.incident_key) for o in await rows(db, OutboxRow)]
+    clock.now += MIN
+    await run_for(EngineRunner(db, shipped_pipeline(), clock=clock, holder="replica-a"), clock, 2 * MIN)
+    assert {i.key: i.status for i in await rows(db, IncidentRow)} == statuses
+    assert sorted((n.incident_key, n.receiver, n.last_sent_at) for n in await rows(db, NotifyStateRow)) == told
+    assert [(o.reason, o.incident_key) for o in await rows(db, OutboxRow)] == sent

@@ -18,7 +18,7 @@ async def changed(db: Database, known: Mapping[str, datetime] | None) -> list[st
         rows = await load_live_alerts(
             s, changed_since=T0 - timedelta(seconds=30), resolved_since=T0 - timedelta(hours=1), known=known
         )
-    return sorted(live.fingerprint for live, _, _, _ in rows)
+    return sorted(live.fingerprint for live, *_ in rows)
 
 
 async def test_alerts_held_unchanged_are_left_out(db: Database) -> None:
@@ -60,5 +60,5 @@ async def test_alerts_this_process_inserted_are_taken_from_the_handoff_while_unc
             known={},
             inserted=handed,
         )
-    got = {live.fingerprint: (live.labels["alertname"], decision) for live, _, decision, _ in rows}
+    got = {live.fingerprint: (live.labels["alertname"], decision) for live, _, decision, *_ in rows}
     assert got == {a: ("FromHandoff", None), b: ("GPUHighTemp", None)}
