@@ -14,7 +14,7 @@ import logging
 import re
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from email.message import EmailMessage
 from email.utils import parseaddr
@@ -30,6 +30,7 @@ from alertrouter.digest.summarize import Labelling, summarize
 from alertrouter.digest.types import DigestStats
 from alertrouter.digest.view import RenderedDigest, render_digest
 from alertrouter.model import utcnow
+from alertrouter.pipeline import aliases
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
@@ -37,6 +38,7 @@ from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.ruleset.schedule import Schedule, parse_schedule, zone
 from alertrouter.ruleset.schema import DigestConfig, EmailChannelConfig
 from alertrouter.store import Database
+from alertrouter.store.nodes import load_node_aliases
 from alertrouter.store.runs import claim_run, finish_run, get_run
 
 __all__ = ["MAX_ATTEMPTS", "DigestRunner", "DigestTarget", "RunOutcome", "digest_targets", "job_name"]
@@ -127,20 +129,28 @@ class DigestRunner:
         self._clock = clock
         self._ssl_context = ssl_context
         self.targets = {t.receiver: t for t in digest_targets(ruleset)}
-        g = ruleset.global_
-        self._labelling = Labelling(
-            enrich=pipeline.nodes.enrich,
+        self._nodes = pipeline.nodes
+        self._global = ruleset.global_
+
+    def _labelling(self, learned: dict[str, str]) -> Labelling:
+        g = self._global
+        return Labelling(
+            enrich=replace(self._nodes, learned=learned).enrich,
             node_label=g.node_label,
             severity_label=g.severity_label,
             severities=g.severities,
         )
 
     async def stats(self, target: DigestTarget | None, period: str, tz: ZoneInfo) -> DigestStats:
+        """Nodes are named as the engine names them now: with the learned aliases in force (a NodeDown
+        scraped by IP counts for its node, not for its address)."""
         start, end = week_bounds(period, tz)
         async with self._db.read() as session:
             rows = await gather(session, start=start, end=end)
+            book = await load_node_aliases(session)
+        learned = aliases.active(book, now=self._clock(), ttl=self._nodes.learned_ttl)
         receiver = target.receiver if target is not None else None
-        return summarize(rows, period=period, tz=tz, labelling=self._labelling, receiver=receiver)
+        return summarize(rows, period=period, tz=tz, labelling=self._labelling(learned), receiver=receiver)
 
     async def build(
         self, target: DigestTarget | None, period: str, *, tz: ZoneInfo | None = None, inline: bool = False
