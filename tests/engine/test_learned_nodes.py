@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
@@ -19,21 +18,13 @@ from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.store import Database
 from alertrouter.store.nodes import prune_node_aliases
 from alertrouter.store.tables import AlertRow, IncidentRow, NodeAliasRow, NotifyStateRow, OutboxRow
+from support.passes import T0, Clock, rows, run_for
 from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
 
-T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 S = timedelta(seconds=1)
 MIN = timedelta(minutes=1)
 BY_IP, BY_NAME = 'node{alertname="NodeDown",node="10.0.0.7"}', 'node{alertname="NodeDown",node="gpu-node-07"}'
 RACK = [(f"10.0.0.{n}", f"gpu-node-{n}") for n in range(100, 140)]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def webhook(alerts: list[dict[str, str]], at: datetime, status: str = "firing") -> bytes:
@@ -45,18 +36,6 @@ def webhook(alerts: list[dict[str, str]], at: datetime, status: str = "firing") 
 
 async def send(ingestor: Ingestor, clock: Clock, alerts: list[dict[str, str]], status: str = "firing") -> None:
     await ingestor.ingest(parse_webhook(webhook(alerts, clock.now, status)).batch)
-
-
-async def rows(db: Database, model: type[Any]) -> list[Any]:
-    async with db.read() as s:
-        return list((await s.scalars(select(model))).all())
-
-
-async def run_for(runner: EngineRunner, clock: Clock, duration: timedelta, every: timedelta = 5 * S) -> None:
-    end = clock.now + duration
-    while clock.now <= end:
-        await runner.run_once()
-        clock.now += every
 
 
 async def node_of(db: Database, alertname: str) -> set[str | None]:

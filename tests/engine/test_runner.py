@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, select
@@ -19,18 +18,10 @@ from alertrouter.pipeline.types import EvalResult
 from alertrouter.store import Database
 from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, NotifyStateRow, OutboxRow
 from support.counting import Commits
+from support.passes import Clock, rows, run_for
 from support.scenario import gpu_labels, node_down_labels, shipped_pipeline
 
-T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 S = timedelta(seconds=1)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def webhook(alerts: list[dict[str, str]], status: str = "firing") -> bytes:
@@ -51,18 +42,6 @@ def webhook(alerts: list[dict[str, str]], status: str = "firing") -> bytes:
         ],
     }
     return json.dumps(body).encode()
-
-
-async def rows(db: Database, model: type[Any]) -> list[Any]:
-    async with db.read() as s:
-        return list((await s.scalars(select(model))).all())
-
-
-async def run_for(runner: EngineRunner, clock: Clock, duration: timedelta, every: timedelta = 5 * S) -> None:
-    end = clock.now + duration
-    while clock.now <= end:
-        await runner.run_once()
-        clock.now += every
 
 
 async def test_node_incident_decisions_and_outbox_are_stored(db: Database) -> None:

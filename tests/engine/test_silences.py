@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from engine.test_runner import T0, Clock, S, rows, run_for, webhook
+from engine.test_runner import S, webhook
 from sqlalchemy import select, update
 
 from alertrouter.engine.runner import EngineRunner
@@ -16,6 +16,7 @@ from alertrouter.labels import parse_matchers
 from alertrouter.pipeline.silence import Silence, Silencer
 from alertrouter.store import Database, actions
 from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, OutboxRow
+from support.passes import T0, Clock, rows, run_for
 from support.scenario import gpu_labels, shipped_pipeline
 
 H = timedelta(hours=1)

@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
-import pytest
 
-from alertrouter.app import create_app
-from alertrouter.ruleset import load_ruleset
 from alertrouter.runtime import Runtime
-from alertrouter.settings import Settings
 from support.scenario import dcgm_labels, node_exporter_down_labels
 
-REPO = Path(__file__).resolve().parents[2]
-AUTH = {"Authorization": "Bearer t0k-0123456789abcdef"}
-
-
-@pytest.fixture
-async def app_client(database_url: str) -> AsyncIterator[tuple[httpx.AsyncClient, Runtime]]:
-    app = create_app(
-        Settings(database_url=database_url, bearer_token="t0k-0123456789abcdef"), load_ruleset(REPO / "rules", {})
-    )
-    transport = httpx.ASGITransport(app=app)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://ar") as c:
-        yield c, app.state.runtime
+from .conftest import AUTH
 
 
 def webhook(alerts: list[dict[str, str]], starts: str) -> str:
