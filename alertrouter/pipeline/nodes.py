@@ -90,7 +90,7 @@ class NodeIdentity:
     alert known only by IP and a dcgm alert known by hostname land on one node. `learned`: address ->
     node learned from alerts (`pipeline.aliases`), consulted after `aliases`, which always win."""
 
-    sources: Sequence[str] = ("node", "hostname", "Hostname", "kubernetes_node", "instance")
+    sources: Sequence[str] = ("node", "hostname", "Hostname", "nodename", "kubernetes_node", "instance")
     label: str = "node"
     topology: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     aliases: Mapping[str, str] = field(default_factory=dict)

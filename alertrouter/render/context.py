@@ -48,7 +48,7 @@ GRID_MAX = 16  # a GPU grid is drawn for nodes with at most this many units
 # never shown, whatever the format.
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]+")
 _UNIT_LABELS = ("gpu", "GPU", "gpu_index", "minor_number", "device")
-_NODE_LABELS = ("node", "hostname", "Hostname", "kubernetes_node", "instance")
+_NODE_LABELS = ("node", "hostname", "Hostname", "nodename", "kubernetes_node", "instance")
 _REASONS = {"first": "new", "grew": "more alerts joined", "repeat": "still firing", "resolved": "resolved"}
 _STYLES = {  # severity -> (emoji, WeCom font colour, HTML colour)
     "critical": ("🔴", "warning", "#c62828"),

@@ -55,7 +55,7 @@ __all__ = [
     "WeComChannelConfig",
 ]
 
-_DEFAULT_NODE_LABELS = ["node", "hostname", "Hostname", "kubernetes_node", "instance"]
+_DEFAULT_NODE_LABELS = ["node", "hostname", "Hostname", "nodename", "kubernetes_node", "instance"]
 
 
 def _matchers(value: Any) -> Any:

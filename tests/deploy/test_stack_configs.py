@@ -51,6 +51,8 @@ URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:(?P<password>.*)@
 AGGREGATION = re.compile(
     r"\b(sum|avg|min|max|count|group|stddev|stdvar|topk|bottomk|quantile|count_values)\s*(\(|by\b|without\b)"
 )
+# `group_left (labels) <operand>`: a join that only adds labels to the alerting series.
+GROUP_LEFT = re.compile(r"group_left\s*\([^)]*\)\s*")
 # Keys that would hold a credential inline in Alertmanager or Prometheus configs.
 INLINE_CREDENTIAL_KEYS = {"credentials", "password", "bearer_token", "client_secret"}
 
@@ -379,7 +381,50 @@ def test_rule_has_severity_annotations_and_keeps_node_labels(rule: dict[str, Any
     assert rule["labels"]["severity"] in SEVERITIES
     assert rule["annotations"]["summary"].strip()
     assert rule["annotations"]["description"].strip()
-    assert not AGGREGATION.search(rule["expr"]), "aggregation drops instance/hostname/gpu"
+    assert not AGGREGATION.search(alerting_side(rule["expr"])), "aggregation drops instance/hostname/gpu"
+
+
+def alerting_side(expr: str) -> str:
+    """`expr` without the info side of its `group_left` joins (`... group_left (nodename) topk by
+    (instance) (1, ... node_uname_info ...)`): an aggregation there only picks the one info series
+    whose labels are added, and the alerting series keep theirs. Any other joined side stays checked."""
+    out, rest = "", expr
+    while (found := GROUP_LEFT.search(rest)) is not None:
+        out += rest[: found.start()]
+        operand, rest = _operand(rest[found.end() :])
+        assert "_info" in operand, f"only *_info metrics may be joined in: {operand}"
+    return out + rest
+
+
+def _operand(text: str) -> tuple[str, str]:
+    """The operand at the start of `text` (a name, `by (...)`/`without (...)`, and a balanced
+    parenthesised argument list), and what follows it."""
+    head = re.match(r"\w+(\s*(by|without)\s*\([^)]*\))?\s*", text)
+    end = head.end() if head else 0
+    if end < len(text) and text[end] == "(":
+        depth = 0
+        for i in range(end, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                return text[: i + 1], text[i + 1 :]
+    return text[:end], text[end:]
+
+
+@pytest.mark.parametrize(
+    ("expr", "flagged"),
+    [
+        ('up{job="node"} == 0', False),
+        ("(up == 0) * on (instance) group_left (nodename) topk by (instance) (1, max(node_uname_info))", False),
+        ("sum by (instance) (up) == 0", True),  # the alerting side aggregates
+        ("(up == 0) * on (instance) group_left (x) max by (instance) (up)", None),  # not an info metric
+    ],
+)
+def test_only_info_joins_may_aggregate(expr: str, flagged: bool | None) -> None:
+    if flagged is None:
+        with pytest.raises(AssertionError, match="only \\*_info"):
+            alerting_side(expr)
+    else:
+        assert bool(AGGREGATION.search(alerting_side(expr))) is flagged
 
 
 # --- (b) the real tools --------------------------------------------------------------------------

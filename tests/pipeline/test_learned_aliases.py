@@ -86,3 +86,18 @@ def test_learning_off_keeps_addresses() -> None:
     sc.run(2 * MIN)
     assert sc.book == {}
     assert any("GPU" in m.message.headline for m in sc.messages())
+
+
+def test_node_down_named_at_the_source_needs_no_learning() -> None:
+    """The shipped NodeDown rule carries node-exporter's `nodename` (node_uname_info): with learning
+    off and no `node` relabelling, the rack's GPU alerts are still muted by their node's NodeDown."""
+    shipped = Scenario().pipeline
+    sc = Scenario(pipeline=replace(shipped, nodes=replace(shipped.nodes, learned_ttl=timedelta(0))))
+    fire_gpus(sc)
+    for ip, name in RACK:
+        sc.fire(node_exporter_down_labels(ip, nodename=name))
+    sc.run(15 * MIN)
+    assert sc.book == {}
+    assert [m.message.headline for m in sc.messages() if "GPU" in m.message.headline] == []
+    firsts = [m.message.headline for m in sc.messages() if m.reason is NotifyReason.FIRST]
+    assert firsts == ["NodeDown on 40 nodes"]
