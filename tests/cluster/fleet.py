@@ -1,0 +1,272 @@
+"""A simulated GPU fleet: one loopback HTTP server serving every node's node-exporter and dcgm-exporter.
+
+Node `i` (1-based) is `gpu-node-{i:02d}` at the simulated address `10.0.0.{i}`. Its exporters are served
+by one threaded server on one port, at distinct paths:
+
+    /nodes/{i}/node-exporter/metrics     node_uname_info{nodename=...}, memory, filesystems
+    /nodes/{i}/dcgm-exporter/metrics     DCGM_FI_DEV_* per GPU, with dcgm-exporter's label set
+
+Prometheus scrapes `127.0.0.1:<port>` with `__metrics_path__` set per target; the scrape config gives each
+target the `instance` it would have in a real fleet (`10.0.0.7:9100`, `10.0.0.7:9400`), see `box.py`.
+
+Metric names, HELP texts and labels are dcgm-exporter's and node-exporter's own (dcgm-exporter 3.x default
+counters; `DCGM_FI_DEV_XID_ERRORS` is the last XID code, not a count). Half the nodes spell the host label
+`Hostname` (dcgm-exporter before May 2026), the other half `hostname`, as fleets in the middle of an upgrade
+do. A node that goes dark answers 503 on both paths, so Prometheus records `up == 0` for both targets and
+the node's series go stale, as when a rack loses power.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Fleet", "Gpu", "Node"]
+
+MODEL = "NVIDIA H100 80GB HBM3"
+DRIVER = "535.129.03"
+FB_TOTAL_MIB = 81559  # what DCGM reports as FB_USED + FB_FREE on an H100 80GB
+PCI_BUS = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")  # HGX H100 board, as in e2e.harness
+GIB = 1024**3
+
+# (name, type, HELP) in dcgm-exporter's default-counters.csv order.
+_DCGM = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."),
+)
+
+
+@dataclass
+class Gpu:
+    """What a test may change on one GPU; the defaults are a healthy, moderately busy H100."""
+
+    temp: float = 45.0
+    xid: int = 0
+    fb_used: int = 24000
+    util: float = 40.0
+    power: float = 310.0
+
+    def values(self, started: float) -> dict[str, float]:
+        return {
+            "DCGM_FI_DEV_SM_CLOCK": 1980,
+            "DCGM_FI_DEV_MEM_CLOCK": 2619,
+            "DCGM_FI_DEV_MEMORY_TEMP": self.temp - 6,
+            "DCGM_FI_DEV_GPU_TEMP": self.temp,
+            "DCGM_FI_DEV_POWER_USAGE": self.power,
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 9.1e9 + started,
+            "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 0,
+            "DCGM_FI_DEV_GPU_UTIL": self.util,
+            "DCGM_FI_DEV_MEM_COPY_UTIL": self.util / 2,
+            "DCGM_FI_DEV_XID_ERRORS": self.xid,
+            "DCGM_FI_DEV_FB_FREE": FB_TOTAL_MIB - self.fb_used,
+            "DCGM_FI_DEV_FB_USED": self.fb_used,
+            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": 180000,
+        }
+
+
+@dataclass
+class Node:
+    index: int
+    gpus: list[Gpu]
+    host_label: str  # "Hostname" or "hostname": the spelling of this node's dcgm-exporter
+    mem_total: int = 2048 * GIB
+    mem_available: int = 1500 * GIB
+    disk_size: int = 3840 * 10**9
+    disk_avail: int = 2900 * 10**9
+    dark: bool = False
+    booted: float = field(default=1_790_000_000.0)
+
+    @property
+    def name(self) -> str:
+        return f"gpu-node-{self.index:02d}"
+
+    @property
+    def ip(self) -> str:
+        return f"10.0.0.{self.index}"
+
+    def dcgm_metrics(self) -> str:
+        lines: list[str] = []
+        per_gpu = [(g, gpu.values(self.booted)) for g, gpu in enumerate(self.gpus)]
+        for metric, kind, help_text in _DCGM:
+            lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} {kind}"]
+            for g, values in per_gpu:
+                labels = {
+                    "gpu": str(g),
+                    "UUID": "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{self.name}/{g}")),
+                    "pci_bus_id": f"00000000:{PCI_BUS[g % len(PCI_BUS)]}:00.0",
+                    "device": f"nvidia{g}",
+                    "modelName": MODEL,
+                    self.host_label: self.name,
+                    "DCGM_FI_DRIVER_VERSION": DRIVER,
+                }
+                lines.append(f"{metric}{_labels(labels)} {_num(values[metric])}")
+        return "\n".join(lines) + "\n"
+
+    def node_metrics(self) -> str:
+        uname = {
+            "domainname": "(none)",
+            "machine": "x86_64",
+            "nodename": self.name,
+            "release": "5.15.0-91-generic",
+            "sysname": "Linux",
+            "version": "#101-Ubuntu SMP Tue Nov 14 13:30:08 UTC 2023",
+        }
+        root = {"device": "/dev/nvme0n1p2", "fstype": "ext4", "mountpoint": "/"}
+        run = {"device": "tmpfs", "fstype": "tmpfs", "mountpoint": "/run"}
+        lines = [
+            "# HELP node_uname_info Labeled system information as provided by the uname system call.",
+            "# TYPE node_uname_info gauge",
+            f"node_uname_info{_labels(uname)} 1",
+            "# HELP node_boot_time_seconds Node boot time, in unixtime.",
+            "# TYPE node_boot_time_seconds gauge",
+            f"node_boot_time_seconds {_num(self.booted)}",
+            "# HELP node_memory_MemAvailable_bytes Memory information field MemAvailable_bytes.",
+            "# TYPE node_memory_MemAvailable_bytes gauge",
+            f"node_memory_MemAvailable_bytes {_num(self.mem_available)}",
+            "# HELP node_memory_MemTotal_bytes Memory information field MemTotal_bytes.",
+            "# TYPE node_memory_MemTotal_bytes gauge",
+            f"node_memory_MemTotal_bytes {_num(self.mem_total)}",
+            "# HELP node_filesystem_avail_bytes Filesystem space available to non-root users in bytes.",
+            "# TYPE node_filesystem_avail_bytes gauge",
+            f"node_filesystem_avail_bytes{_labels(root)} {_num(self.disk_avail)}",
+            f"node_filesystem_avail_bytes{_labels(run)} {_num(200 * 2**20)}",
+            "# HELP node_filesystem_size_bytes Filesystem size in bytes.",
+            "# TYPE node_filesystem_size_bytes gauge",
+            f"node_filesystem_size_bytes{_labels(root)} {_num(self.disk_size)}",
+            f"node_filesystem_size_bytes{_labels(run)} {_num(205 * 2**20)}",
+            "# HELP node_filesystem_readonly Filesystem read-only status.",
+            "# TYPE node_filesystem_readonly gauge",
+            f"node_filesystem_readonly{_labels(root)} 0",
+            f"node_filesystem_readonly{_labels(run)} 0",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def _labels(labels: dict[str, str]) -> str:
+    def esc(v: str) -> str:
+        return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+    return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in labels.items()) + "}"
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+class Fleet:
+    """`nodes` simulated nodes of `gpus` GPUs each, served from one loopback port once started.
+
+    Change a node under `with fleet.lock:` (or through the helpers), so one scrape never sees half a change.
+    `scrapes` counts answered scrapes per path, for tests that wait for Prometheus to have seen a change.
+    """
+
+    def __init__(self, nodes: int, gpus: int = 8) -> None:
+        self.nodes = [
+            Node(i, [Gpu() for _ in range(gpus)], "Hostname" if i % 2 else "hostname") for i in range(1, nodes + 1)
+        ]
+        self.lock = threading.Lock()
+        self.scrapes: dict[str, int] = {}
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def node(self, index: int) -> Node:
+        return self.nodes[index - 1]
+
+    def set_gpus(self, index: int, gpus: Iterable[int], **values: Any) -> None:
+        """Set fields of `Gpu` (temp=, xid=, fb_used=, util=, power=) on some GPUs of node `index`."""
+        with self.lock:
+            for g in gpus:
+                for name, value in values.items():
+                    if name not in Gpu.__dataclass_fields__:
+                        raise AttributeError(f"Gpu has no field {name!r}")
+                    setattr(self.node(index).gpus[g], name, value)
+
+    def go_dark(self, indexes: Iterable[int]) -> None:
+        """Power off these nodes at once: both their exporters stop answering (503)."""
+        with self.lock:
+            for i in indexes:
+                self.node(i).dark = True
+
+    def power_on(self, indexes: Iterable[int]) -> None:
+        with self.lock:
+            for i in indexes:
+                self.node(i).dark = False
+
+    def targets(self, exporter: str) -> Iterator[tuple[Node, str]]:
+        """(node, metrics path) of every node for "node-exporter" or "dcgm-exporter"."""
+        for node in self.nodes:
+            yield node, f"/nodes/{node.index}/{exporter}/metrics"
+
+    @property
+    def address(self) -> str:
+        assert self._server is not None, "not started"
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}"
+
+    def _render(self, path: str) -> tuple[int, str]:
+        parts = path.strip("/").split("/")
+        if len(parts) != 4 or parts[0] != "nodes" or parts[3] != "metrics" or not parts[1].isdigit():
+            return 404, "not found\n"
+        index, exporter = int(parts[1]), parts[2]
+        if not 1 <= index <= len(self.nodes) or exporter not in ("node-exporter", "dcgm-exporter"):
+            return 404, "not found\n"
+        with self.lock:
+            node = self.node(index)
+            if node.dark:
+                return 503, "node is dark\n"
+            text = node.node_metrics() if exporter == "node-exporter" else node.dcgm_metrics()
+            self.scrapes[path] = self.scrapes.get(path, 0) + 1
+        return 200, text
+
+    def start(self) -> Fleet:
+        fleet = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                status, text = fleet._render(self.path.split("?", 1)[0])
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        server = self._server
+        self._thread = threading.Thread(target=lambda: server.serve_forever(poll_interval=0.05), daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> Fleet:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

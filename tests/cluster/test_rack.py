@@ -1,0 +1,123 @@
+"""A rack loses power, through the whole real chain (tests/cluster/box.py): the fleet's exporters, Prometheus
+with the shipped alerting rules, an Alertmanager HA pair, two alertrouter replicas on one PostgreSQL database
+with the shipped rules/, and the vendors' fakes.
+
+The timeline of rack.py runs once for the module (about a minute of wall clock), then each test checks one
+promise. Expected: one cluster NodeDown message per critical channel (DingTalk core, WeCom, SMS), nothing about the
+dark nodes' GPUs anywhere, the XID 48 delivered on every critical channel, the hot node in one message per
+warning channel (DingTalk ops, email).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from cluster.box import DINGTALK_CORE, DINGTALK_OPS, OPS_EMAIL, PROMETHEUS, ClusterBox
+from cluster.rack import DARK, DARK_NAMES, HOT, NODES, XID48, Rack, run_rack
+from support import pg
+from support.need import need
+from support.procs import ALERTMANAGER
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.alertmanager,
+    pytest.mark.postgres,
+    # the SMTP fake takes AUTH after STARTTLS; aiosmtpd warns about its own settings regardless
+    pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def rack() -> Iterator[Rack]:
+    need(PROMETHEUS is not None, "prometheus is not installed (run: bash .ci/setup)")
+    need(ALERTMANAGER is not None, "prometheus-alertmanager is not installed (run: bash .ci/setup)")
+    problem = pg.available()
+    need(problem is None, problem or "")
+    with ClusterBox(nodes=NODES) as box:
+        try:
+            yield run_rack(box)
+        except BaseException:
+            print(box.log_tails())
+            raise
+
+
+def test_one_cluster_node_down_message_per_critical_channel(rack: Rack) -> None:
+    cluster = rack.incident(kind="cluster", alertname="NodeDown")
+    assert cluster["summary"]["nodes"] == len(DARK)
+    assert rack.delivered(cluster["id"]) == {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
+    # what the vendors received: one NodeDown message each, naming the storm
+    for channel, texts in (("dingtalk", rack.dingtalk(DINGTALK_CORE)), ("wecom", rack.wecom())):
+        told = [t for t in texts if "NodeDown" in t]
+        assert len(told) == 1, f"{channel}: {told}"
+        assert f"NodeDown on {len(DARK)} nodes" in told[0]
+        assert all(name in told[0] for name in DARK_NAMES)
+    assert [p for p in rack.sms() if p["alert"] == "NodeDown"] == [
+        {"severity": "critical", "node": "-", "alert": "NodeDown", "gpus": "-"}
+    ]
+    # every NodeDown is named by node-exporter's nodename and rolled into the cluster incident
+    node_down = [a for a in rack.alerts if a["alertname"] == "NodeDown"]
+    assert sorted(a["node"] for a in node_down) == sorted(DARK_NAMES)
+    assert {a["labels"]["nodename"] for a in node_down} == DARK_NAMES
+    assert {a["decision"] for a in node_down} == {"rolled_up"}
+
+
+def test_no_message_about_the_dark_nodes_gpus(rack: Rack) -> None:
+    xid79 = [a for a in rack.alerts if a["alertname"] == "GPUFallenOffBus"]
+    assert len(xid79) == 8 * len(DARK)
+    assert {a["node"] for a in xid79} == DARK_NAMES
+    # Prometheus resolved them when the node's series went stale; muted by the NodeDown all along
+    assert {a["status"] for a in xid79} == {"resolved"}
+    assert {a["decision"] for a in xid79} == {"inhibited"}
+    dcgm_down = [a for a in rack.alerts if a["alertname"] == "DCGMExporterDown"]
+    assert {a["node"] for a in dcgm_down} == DARK_NAMES
+    assert {a["decision"] for a in dcgm_down} == {"inhibited"}
+    # nothing sent for them, and no vendor received a word about a dark node except in the NodeDown message
+    told = {row["incident_key"] for row in rack.notifications}
+    assert not [key for key in told if "GPUFallenOffBus" in key or "DCGMExporterDown" in key]
+    texts = [*rack.dingtalk(DINGTALK_CORE), *rack.dingtalk(DINGTALK_OPS), *rack.wecom()]
+    texts += [json.dumps(p) for p in rack.sms()] + [str(m) for m in rack.mails()]
+    for text in texts:
+        assert "GPUFallenOffBus" not in text
+        assert "DCGMExporterDown" not in text
+        assert "NodeDown" in text or not any(name in text for name in DARK_NAMES), text
+
+
+def test_xid48_during_the_storm_is_delivered(rack: Rack) -> None:
+    node = f"gpu-node-{XID48[0]:02d}"
+    incident = rack.incident(kind="node", alertname="GPUXidError", node=node)
+    assert rack.delivered(incident["id"]) == {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
+    for texts in (rack.dingtalk(DINGTALK_CORE), rack.wecom()):
+        xid = [t for t in texts if "GPUXidError" in t]
+        assert len(xid) == 1, xid
+        assert node in xid[0]
+        assert "XID 48" in xid[0]
+    assert [p for p in rack.sms() if p["alert"] == "GPUXidError"] == [
+        {"severity": "critical", "node": node, "alert": "GPUXidError", "gpus": "1/8"}
+    ]
+    (alert,) = [a for a in rack.alerts if a["alertname"] == "GPUXidError"]
+    assert alert["labels"]["xid"] == "48"
+    assert alert["labels"]["gpu"] == str(XID48[1])
+    assert alert["decision"] in ("notify", "throttled")  # told, then "already told" until its repeat
+
+
+def test_hot_node_is_one_message_per_warning_channel(rack: Rack) -> None:
+    node = f"gpu-node-{HOT[0]:02d}"
+    incident = rack.incident(kind="node", alertname="GPUHighTemp", node=node)
+    assert incident["summary"]["units"] == [str(g) for g in HOT[1]]
+    assert rack.delivered(incident["id"]) == {"dingtalk-ops": 1, "email-ops": 1}
+    (ops,) = rack.dingtalk(DINGTALK_OPS)
+    assert f"{node}: GPUHighTemp on 6/8 GPUs" in ops
+    (mail,) = rack.mails()
+    assert mail["Subject"].endswith(f"{node}: GPUHighTemp on 6/8 GPUs")
+    assert mail["To"] == OPS_EMAIL
+    hot = [a for a in rack.alerts if a["alertname"] == "GPUHighTemp"]
+    assert len(hot) == len(HOT[1])
+    assert {a["node"] for a in hot} == {node}
+
+
+def test_the_vendors_refused_nothing(rack: Rack) -> None:
+    assert rack.box.vendors.refused() == []
+    assert not [row for row in rack.notifications if row["status"] not in ("sent",)]
