@@ -142,7 +142,7 @@ def storm(nodes: int, rack: int) -> dict[str, object]:
         "messages": len(messages),
         "first_messages": Counter(m.reason.value for m in messages),
         "receivers": Counter(m.receiver for m in messages),
-        "headlines": sorted({str(m.message["headline"]) for m in messages}),
+        "headlines": sorted({m.message.headline for m in messages}),
         "decisions": dict(decisions),
         "wall_s": elapsed,
     }

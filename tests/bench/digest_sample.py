@@ -35,9 +35,12 @@ from alertrouter.store import Database
 from alertrouter.store.actions import acknowledge_incident
 from alertrouter.store.migrate import upgrade
 from alertrouter.store.tables import IncidentRow
-from support.digestweek import WeekDriver
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))  # the documented command runs from the repository root
+
+from support.digestweek import WeekDriver  # noqa: E402
+
 WEEK, TZ = "2026-W47", "Asia/Shanghai"
 NODES, RACK = 1000, 40
 
