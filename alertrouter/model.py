@@ -26,6 +26,7 @@ __all__ = [
     "Transition",
     "bounded",
     "decide_transition",
+    "parse_time",
     "utcnow",
 ]
 
@@ -50,6 +51,21 @@ def bounded(text: str, limit: int) -> str:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def parse_time(value: object) -> datetime | None:
+    """A datetime or an ISO-8601 text (`Z` or an offset) as an aware datetime (naive ones are UTC, as
+    the store keeps them); None for anything else."""
+    if isinstance(value, datetime):
+        t = value
+    elif isinstance(value, str) and value:
+        try:
+            t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    else:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 class AlertStatus(enum.StrEnum):
@@ -240,11 +256,9 @@ def _when(d: Mapping[str, Any], key: str) -> datetime | None:
     text = _get(d, key, str, "an ISO-8601 time", "")
     if not text:
         return None
-    try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise MessageError(f"{key}: expected an ISO-8601 time, got {text[:40]!r}") from None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
+    if (t := parse_time(text)) is None:
+        raise MessageError(f"{key}: expected an ISO-8601 time, got {text[:40]!r}")
+    return t
 
 
 def _object(data: object) -> Mapping[str, Any]:

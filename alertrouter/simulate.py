@@ -21,7 +21,7 @@ from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.payloads import PayloadError, parse_api_v2, parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.model import MessageSnapshot, utcnow
+from alertrouter.model import MessageSnapshot, parse_time, utcnow
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.types import EvalResult
 from alertrouter.store import Database
@@ -89,13 +89,9 @@ def payload_time(body: bytes) -> datetime | None:
             continue
         key = "endsAt" if alert.get("status") == "resolved" else "startsAt"
         value = alert.get(key) or alert.get("startsAt")
-        if isinstance(value, str):
-            try:
-                t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError:
-                continue
-            if t.year > 1:
-                times.append(t)
+        t = parse_time(value) if isinstance(value, str) else None
+        if t is not None and t.year > 1:
+            times.append(t)
     return max(times) if times else None
 
 

@@ -8,7 +8,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import uvicorn
@@ -21,6 +21,7 @@ from alertrouter.cli.passwords import add_hash_password_parser
 from alertrouter.delivery.sendtest import send_test
 from alertrouter.durations import parse_duration
 from alertrouter.logs import configure_logging
+from alertrouter.model import parse_time
 from alertrouter.pipeline.route import match_routes, render_tree
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render.samples import render_sample
@@ -226,11 +227,9 @@ def cmd_routes_show(args: argparse.Namespace) -> int:
 
 
 def _time(value: str) -> datetime:
-    try:
-        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {value!r}") from None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
+    if (t := parse_time(value)) is None:
+        raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {value!r}")
+    return t
 
 
 def _duration(value: str) -> timedelta:

@@ -11,11 +11,11 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from alertrouter.model import AlertItem, IncidentKind, MessageSnapshot
+from alertrouter.model import AlertItem, IncidentKind, MessageSnapshot, parse_time
 
 __all__ = [
     "ANNOTATION_CAP",
@@ -31,7 +31,6 @@ __all__ = [
     "age_text",
     "build_item",
     "clean",
-    "parse_time",
     "severity_style",
     "unit_cells",
 ]
@@ -85,21 +84,6 @@ def _labels(value: object) -> dict[str, str]:
 
 def _first(labels: Mapping[str, str], names: Sequence[str]) -> str:
     return next((labels[n] for n in names if labels.get(n)), "")
-
-
-def parse_time(value: object) -> datetime | None:
-    """A datetime or an ISO-8601 text (`Z` or an offset) as an aware datetime (naive ones are UTC, as
-    the store keeps them); None for anything else."""
-    if isinstance(value, datetime):
-        t = value
-    elif isinstance(value, str) and value:
-        try:
-            t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    else:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 def _time(value: object) -> datetime | None:

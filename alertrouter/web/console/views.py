@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from alertrouter.model import MessageError, MessageSnapshot
-from alertrouter.render.context import age_text, parse_time, unit_cells
+from alertrouter.model import MessageError, MessageSnapshot, parse_time
+from alertrouter.render.context import age_text, unit_cells
 from alertrouter.store.tables import IncidentRow, SilenceRow
 
 __all__ = [
