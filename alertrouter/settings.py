@@ -13,6 +13,7 @@ from alertrouter.auth.passwords import MIN_TOKEN_LENGTH, check_format, check_tok
 from alertrouter.auth.webhook import Authenticator
 from alertrouter.durations import parse_duration
 from alertrouter.paths import default_rules_dir
+from alertrouter.store.urls import async_url
 
 __all__ = ["LOOPBACK", "MIN_SECRET_LENGTH", "Settings", "get_settings"]
 
@@ -35,7 +36,8 @@ class Settings(BaseSettings):
 
     database_url: str = Field(
         "sqlite+aiosqlite:///alertrouter.db",
-        description="SQLAlchemy async URL: sqlite+aiosqlite:///path.db or postgresql+asyncpg://user:pw@host/db",
+        description="sqlite:///path.db or postgresql://user:pw@host/db (postgres://, sslmode= and the +aiosqlite, "
+        "+asyncpg forms too): the async driver is picked",
     )
     host: str | None = Field(None, description="Listen address; loopback when no credential is configured")
     port: int = Field(9095, ge=1, le=65535)
@@ -92,6 +94,11 @@ class Settings(BaseSettings):
         description="How long alert history, finished notifications and scheduled runs are kept (at least 15d: "
         "a digest reads its whole week up to a week after it ended)",
     )
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, value: str) -> str:
+        return async_url(value)
 
     @field_validator("log_level", mode="before")
     @classmethod

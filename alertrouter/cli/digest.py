@@ -21,7 +21,9 @@ from alertrouter.ruleset.build import compile_rules
 from alertrouter.ruleset.schedule import zone
 from alertrouter.settings import Settings, get_settings
 from alertrouter.store import Database
+from alertrouter.store.db import probe
 from alertrouter.store.migrate import upgrade
+from alertrouter.store.urls import masked
 
 __all__ = ["add_digest_parser", "cmd_digest"]
 
@@ -58,7 +60,7 @@ def add_digest_parser(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="--send: resend a week already sent")
     p.add_argument("--timezone", help="--preview without a digest receiver: the week's time zone (default UTC)")
     p.add_argument("--config", type=Path, help="rules directory or file (env ALERTROUTER_CONFIG)")
-    p.add_argument("--database-url", help="SQLAlchemy async URL (env ALERTROUTER_DATABASE_URL)")
+    p.add_argument("--database-url", help="sqlite:///path.db or postgresql://... (env ALERTROUTER_DATABASE_URL)")
     p.set_defaults(func=cmd_digest)
 
 
@@ -105,6 +107,11 @@ def cmd_digest(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, settings: Settings, ruleset: Ruleset) -> int:
+    problem = await probe(settings.database_url)
+    if problem is not None:
+        where = masked(settings.database_url)
+        print(f"the store at ALERTROUTER_DATABASE_URL={where} cannot be used: {problem}", file=sys.stderr)
+        return 2
     if args.send and settings.auto_migrate:
         await asyncio.to_thread(upgrade, settings.database_url)
     db = Database(settings.database_url)

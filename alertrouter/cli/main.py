@@ -30,7 +30,9 @@ from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
 from alertrouter.settings import Settings, get_settings
 from alertrouter.simulate import SimulationError, Step, simulate
+from alertrouter.store.db import probe
 from alertrouter.store.migrate import head_revision, upgrade
+from alertrouter.store.urls import masked
 
 __all__ = ["main"]
 
@@ -42,7 +44,7 @@ alert durably (SQLite by default, PostgreSQL in production), and cuts the noise 
 anyone is paged.
 
 Process settings come from ALERTROUTER_* environment variables (see README), e.g.
-  ALERTROUTER_DATABASE_URL   sqlite+aiosqlite:///alertrouter.db | postgresql+asyncpg://...
+  ALERTROUTER_DATABASE_URL   sqlite:///alertrouter.db | postgresql://user:pw@host/db
   ALERTROUTER_BEARER_TOKEN   credential Alertmanager must send (or ALERTROUTER_BASIC_*)
   ALERTROUTER_CONFIG         rules directory (default: ./rules, else the shipped rules)
 """
@@ -64,8 +66,16 @@ def _settings(args: argparse.Namespace) -> Settings:
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             name = "ALERTROUTER_" + "_".join(str(p) for p in err["loc"]).upper()
-            print(f"settings: {name}: {err['msg']}", file=sys.stderr)
+            print(f"settings: {name}: {err['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def store_answers(settings: Settings) -> bool:
+    """Whether the store of ALERTROUTER_DATABASE_URL answers; if not, one error line saying why."""
+    problem = asyncio.run(probe(settings.database_url))
+    if problem is not None:
+        log.error("the store at ALERTROUTER_DATABASE_URL=%s cannot be used: %s", masked(settings.database_url), problem)
+    return problem is None
 
 
 def _load_rules(path: Path) -> Ruleset | None:
@@ -129,6 +139,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if ruleset is None:
         log.error("refusing to start: the rules in %s are invalid (see above)", settings.config)
         return 1
+    if not store_answers(settings):
+        return 1
     host, warning = settings.listen_host()
     if warning:
         log.warning("%s", warning)
@@ -148,6 +160,8 @@ def cmd_db(args: argparse.Namespace) -> int:
     settings = _settings(args)
     configure_logging(settings.log_level, settings.log_format)
     if args.db_command == "upgrade":
+        if not store_answers(settings):
+            return 1
         upgrade(settings.database_url, args.revision)
         print(f"database at {args.revision} ({head_revision()})")
     return 0
@@ -255,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", type=Path, help="rules directory or file (env ALERTROUTER_CONFIG)")
     serve.add_argument("--host", help="listen address (env ALERTROUTER_HOST)")
     serve.add_argument("--port", type=int, help="listen port (env ALERTROUTER_PORT, default 9095)")
-    serve.add_argument("--database-url", help="SQLAlchemy async URL (env ALERTROUTER_DATABASE_URL)")
+    serve.add_argument("--database-url", help="sqlite:///path.db or postgresql://... (env ALERTROUTER_DATABASE_URL)")
     serve.set_defaults(func=cmd_serve)
 
     check = sub.add_parser(
@@ -271,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="DB_COMMAND")
     up = db_sub.add_parser("upgrade", help="apply migrations up to REVISION (default head)")
     up.add_argument("revision", nargs="?", default="head")
-    up.add_argument("--database-url", help="SQLAlchemy async URL (env ALERTROUTER_DATABASE_URL)")
+    up.add_argument("--database-url", help="sqlite:///path.db or postgresql://... (env ALERTROUTER_DATABASE_URL)")
     db.set_defaults(func=cmd_db)
 
     sim = sub.add_parser(

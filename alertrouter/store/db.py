@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import event, exc
+from sqlalchemy import event, exc, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-__all__ = ["STORE_ERRORS", "Database", "describe_error", "is_outage", "json_dumps"]
+__all__ = ["STORE_ERRORS", "Database", "describe_error", "is_outage", "json_dumps", "probe"]
 
 # What "the store is unavailable" looks like from here; ingest answers 503 on these.
 STORE_ERRORS: tuple[type[Exception], ...] = (
@@ -123,6 +124,41 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+
+
+# and what a URL's options cause: asyncpg refuses an unknown one with TypeError, a bad value with ValueError
+_PROBE_ERRORS: tuple[type[Exception], ...] = (*STORE_ERRORS, ValueError, TypeError)
+
+
+def _missing_folder(url: str) -> Path | None:
+    """The directory a SQLite file would be created in, when it does not exist (SQLite only says
+    "unable to open database file")."""
+    parsed = make_url(url)
+    where = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or not where or where == ":memory:" or where.startswith("file:"):
+        return None
+    folder = Path(where).expanduser().resolve().parent
+    return None if folder.is_dir() else folder
+
+
+async def probe(url: str, *, within: float = 10.0) -> str | None:
+    """None when the store at `url` answers a query; else why not, in one line, for an operator who
+    must fix the setting or start the database (`serve` and `db upgrade` check before they start)."""
+    folder = await asyncio.to_thread(_missing_folder, url)
+    if folder is not None:
+        return f"the directory {folder} of the SQLite file does not exist"
+    db = Database(url, pool_size=1)
+    try:
+        async with asyncio.timeout(within), db.engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+    except TimeoutError:
+        return f"no answer within {within:.0f}s"
+    except _PROBE_ERRORS as error:
+        cause = getattr(error, "orig", None) or error
+        return describe_error(cause)
+    finally:
+        await db.dispose()
+    return None
 
 
 def json_dumps(value: Any) -> str:
