@@ -191,12 +191,78 @@ class Evaluator:
         incidents = self._moved(moves, groups, incidents, result)
         summaries = {key: self._summary(g) for key, g in groups.items()}
         clusters = self._rollups(groups, summaries, incidents, now)
+        ending = self._storms_ending(groups, incidents, clusters)
 
         for key, group in groups.items():
             self._incident(group, summaries[key], incidents.get(key), now, result)
         for ckey, (rule, members) in clusters.items():
             self._cluster(ckey, rule, [groups[m] for m in members], incidents.get(ckey), now, result)
+        for ckey, members in ending.items():
+            self._cluster_ending(incidents[ckey], [groups[m] for m in members], now, result)
         return result
+
+    @staticmethod
+    def _storms_ending(
+        groups: Mapping[str, IncidentGroup],
+        incidents: Mapping[str, IncidentRecord],
+        clusters: Mapping[str, tuple[AggregationRule, list[str]]],
+    ) -> dict[str, list[str]]:
+        """Node incidents stay members of their storm once they joined it, resolved or not: no node tells
+        its own resolve (or anything else) on its own while its storm is open. Returns the storms with no
+        member opening any more (every node resolved, or all muted), and resolved ones whose resolve is
+        not told yet: cluster key -> the node incidents that were its members."""
+        out: dict[str, list[str]] = {}
+        for ckey, record in incidents.items():
+            if record.kind != IncidentKind.CLUSTER:
+                continue
+            members = sorted(k for k in groups if (r := incidents.get(k)) is not None and r.parent == ckey)
+            untold = any(n.firing for n in record.notify.values())
+            over = not (record.firing or untold)
+            for m in members:
+                # after the storm, a node that fires again is a new incident of its own
+                if groups[m].parent is None and not (over and (groups[m].eligible or groups[m].held)):
+                    groups[m].parent = ckey
+            if not over and ckey not in clusters:
+                out[ckey] = members
+        return out
+
+    def _cluster_ending(
+        self, record: IncidentRecord, members: list[IncidentGroup], now: datetime, result: EvalResult
+    ) -> None:
+        """A storm with nothing left to tell: resolved (with its resolved message where the route sends
+        them) when no member fires any more; quiet while members still fire, muted. Like a node
+        incident's resolve, it is described by all its alerts: "NodeDown on 8 nodes", not "on 0"."""
+        rule = next((r for r in self.pipeline.aggregation if r.name == record.rule), None)
+        still = any(m.firing for m in members)
+        headline, labels = record.headline, dict(record.labels)
+        alerts = [v for m in members for v in m.alerts]
+        if rule is not None and rule.rollup is not None and alerts:
+            p = self.pipeline
+            summaries = [
+                summarize_incident(rule, m.key, m.alerts, severity_label=p.severity_label, severities=p.severities)
+                for m in members
+            ]
+            headline = storm_headline(alerts[0].alertname, summaries, rule.rollup.scope_labels, rule.unit_name)
+            labels = {k: v for k, v in common_labels(v.labels for v in alerts).items() if k != p.nodes.label}
+        state = next_incident_state(
+            record,
+            key=record.key,
+            kind=IncidentKind.CLUSTER,
+            rule=record.rule,
+            firing=still,
+            eligible=False,
+            severity=record.severity,
+            headline=headline,
+            labels=labels,
+            summary={**record.summary, "headline": headline, "alerts": 0},
+            parent=None,
+            now=now,
+        )
+        result.incidents[record.key] = state
+        if rule is None:  # its rule is gone from the config: it resolves without a word
+            return
+        routes = self._routes(labels, record.severity)
+        self._notify(state, rule, routes, frozenset(), None, record, now, result, quiet=still)
 
     @staticmethod
     def _moved(

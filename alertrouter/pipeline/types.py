@@ -88,6 +88,15 @@ class IncidentRecord:
     resolved_at: datetime | None = None
     acknowledged: bool = False
     notify: Mapping[str, NotifyState] = field(default_factory=dict)
+    # What it last said, for a cluster incident whose storm is over: no alert describes it any more,
+    # but it still resolves, and its resolved message names the storm it announced.
+    kind: str = "node"
+    rule: str = ""
+    parent: str | None = None
+    severity: str = ""
+    headline: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    summary: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +143,10 @@ class EvalResult:
 
 
 def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> dict[str, IncidentRecord]:
-    """The records the next pass starts from: what a store would hold after persisting `result`."""
-    out: dict[str, IncidentRecord] = {}
+    """The records the next pass starts from: what a store would hold after persisting `result` (the
+    incidents the pass did not touch stay as they were; those it moved to another key are left out: they
+    resolved quietly, and their alerts carry on under the new key)."""
+    out = {k: r for k, r in previous.items() if k not in result.incidents and k not in result.moved}
     moved_from = {new: old for old, new in result.moved.items()}
     for key, state in result.incidents.items():
         before = previous.get(key) or previous.get(moved_from.get(key, ""))
@@ -151,5 +162,12 @@ def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> 
             resolved_at=state.resolved_at,
             acknowledged=state.acknowledged,
             notify=notify,
+            kind=state.kind,
+            rule=state.rule,
+            parent=state.parent,
+            severity=state.severity,
+            headline=state.headline,
+            labels=state.labels,
+            summary=state.summary,
         )
     return out

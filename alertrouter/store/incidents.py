@@ -157,6 +157,13 @@ async def load_incidents(session: AsyncSession, *, resolved_since: datetime) -> 
             resolved_at=r.resolved_at,
             acknowledged=r.acknowledged_at is not None,
             notify=notify.get(r.key, {}),
+            kind=r.kind,
+            rule=r.rule,
+            parent=r.parent_key,
+            severity=r.severity,
+            headline=r.headline,
+            labels=r.labels,
+            summary=r.summary,
         )
         for r in rows
     }

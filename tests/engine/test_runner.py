@@ -225,3 +225,26 @@ async def test_a_pass_waits_for_ingest_only_so_long(db: Database, monkeypatch: p
     finally:
         await runner.stop()
     assert runner.live_alerts() == {}  # the passes ran (on an empty store)
+
+
+async def test_a_storm_that_ends_is_resolved_in_the_store_and_told_once(db: Database) -> None:
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    down = [node_down_labels(f"gpu-node-{n:02d}", region="north", rack="r12") for n in range(8)]
+    await ingestor.ingest(parse_webhook(webhook(down)).batch)
+    await run_for(runner, clock, timedelta(minutes=2))
+    (cluster,) = [i for i in await rows(db, IncidentRow) if i.kind == "cluster"]
+    assert cluster.status == "firing"
+    await ingestor.ingest(parse_webhook(webhook(down, status="resolved")).batch)
+    # a restart in between: the new process knows the storm only from the store
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock, holder=runner.holder)
+    await run_for(runner, clock, timedelta(minutes=10))
+    incidents = await rows(db, IncidentRow)
+    (cluster,) = [i for i in incidents if i.kind == "cluster"]
+    assert (cluster.status, cluster.headline) == ("resolved", "NodeDown on 8 nodes in region north, rack r12")
+    assert cluster.resolved_at is not None
+    nodes = [i for i in incidents if i.kind == "node"]
+    assert {(i.status, i.parent_key) for i in nodes} == {("resolved", cluster.key)}
+    told = sorted((o.receiver, o.reason) for o in await rows(db, OutboxRow))
+    assert told == [("critical-north", "first"), ("critical-north", "resolved")]

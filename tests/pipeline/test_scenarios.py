@@ -192,3 +192,64 @@ def test_resolution_is_told_once_and_the_incident_closes() -> None:
     assert sc.last is not None
     (incident,) = sc.last.incidents.values()
     assert not incident.firing
+
+
+def _rack_storm(sc: Scenario, nodes: list[str]) -> None:
+    for node in nodes:
+        sc.fire(node_down_labels(node, region="north", rack="r12"))
+    sc.run(2 * MIN)
+
+
+def test_a_storm_that_ends_resolves_its_cluster_incident_with_one_message() -> None:
+    sc = Scenario()
+    nodes = [f"gpu-node-{n:03d}" for n in range(8)]
+    _rack_storm(sc, nodes)
+    assert [(m.reason, m.message.headline) for m in sc.messages()] == [
+        (NotifyReason.FIRST, "NodeDown on 8 nodes in region north, rack r12")
+    ]
+    # power is back: the nodes come back one after another over two minutes
+    for node in nodes:
+        sc.resolve(node_down_labels(node, region="north", rack="r12"))
+        sc.run(15 * S)
+    sc.run(10 * MIN)
+    told = [(m.receiver, m.reason, m.message.headline, m.message.status.value) for m in sc.messages()[1:]]
+    assert told == [
+        ("critical-north", NotifyReason.RESOLVED, "NodeDown on 8 nodes in region north, rack r12", "resolved")
+    ]
+    storm = sc.messages()[0].incident
+    assert sc.messages()[1].incident == storm
+    assert sc.last is not None
+    assert not [i for i in sc.last.incidents.values() if i.kind == "cluster" and i.firing]
+    # the nodes never spoke on their own, and stay the storm's members
+    nodes_left = [i for i in sc.last.incidents.values() if i.kind == "node"]
+    assert len(nodes_left) == 8
+    assert {i.parent for i in nodes_left} == {storm}
+    assert not any(i.firing for i in nodes_left)
+
+
+def test_a_storm_is_not_over_while_one_node_is_still_down() -> None:
+    sc = Scenario()
+    nodes = [f"gpu-node-{n:03d}" for n in range(8)]
+    _rack_storm(sc, nodes)
+    for node in nodes[:-1]:
+        sc.resolve(node_down_labels(node, region="north", rack="r12"))
+    sc.run(30 * MIN)
+    assert NotifyReason.RESOLVED not in [m.reason for m in sc.messages()]
+    assert sc.last is not None
+    (cluster,) = [i for i in sc.last.incidents.values() if i.kind == "cluster"]
+    assert cluster.firing
+    sc.resolve(node_down_labels(nodes[-1], region="north", rack="r12"))
+    sc.run(10 * MIN)
+    assert [m.reason for m in sc.messages()][-1] is NotifyReason.RESOLVED
+    assert not [i for i in sc.last.incidents.values() if i.kind == "cluster" and i.firing]
+
+
+def test_an_ended_storm_survives_a_restart_and_still_resolves() -> None:
+    sc = Scenario()
+    nodes = [f"gpu-node-{n:03d}" for n in range(8)]
+    _rack_storm(sc, nodes)
+    for node in nodes:
+        sc.resolve(node_down_labels(node, region="north", rack="r12"))
+    sc.restart()
+    sc.run(10 * MIN)
+    assert [m.reason for m in sc.messages()] == [NotifyReason.FIRST, NotifyReason.RESOLVED]
