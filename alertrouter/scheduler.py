@@ -4,7 +4,8 @@ Every job run first takes or renews the `scheduler` lease, so one replica (the l
 work; then it claims its period in `scheduled_runs`, so even two replicas that both believe they
 lead (a lease that expired mid-run) cannot both send one digest. A tick every minute, first run at
 start, sends any digest whose send time has passed and that is not done: the catch-up after
-downtime (only the latest due week, once), and the retry of a failed or crashed run. APScheduler's
+downtime (only the latest due week, once, and never a week that ended before the store was first used:
+a fresh install sends no empty digest), and the retry of a failed or crashed run. APScheduler's
 own misfire handling is off (`misfire_grace_time=None`, `coalesce=True`): the store, not the
 scheduler's memory, says what was done.
 """
@@ -22,7 +23,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from alertrouter.digest.period import due_period
+from alertrouter.digest.period import due_period, week_bounds
 from alertrouter.digest.send import DigestRunner, DigestTarget
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
@@ -34,7 +35,7 @@ from alertrouter.ruleset.schedule import DAYS
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error, retention
 from alertrouter.store.leases import hold_lease, new_holder, release_lease
-from alertrouter.store.runs import claim_run, finish_run
+from alertrouter.store.runs import claim_run, finish_run, installed_at
 
 __all__ = ["LEASE", "Scheduler", "build_scheduler"]
 
@@ -76,6 +77,8 @@ class Scheduler:
         self._inflight: set[asyncio.Task[Any]] = set()
         self._leader = False
         self.ticked = asyncio.Event()  # set after each tick (tests wait for the catch-up with it)
+        self._installed: datetime | None = None  # when the first scheduler ran on this store
+        self._before_install: set[tuple[str, str]] = set()  # (job, week) skipped and said so
 
     def start(self) -> None:
         """Add the jobs and start; must be called with the event loop running."""
@@ -187,9 +190,24 @@ class Scheduler:
         period = due_period(self._clock(), target.schedule, target.tz)
         if not await self.digests.pending(target, period):
             return
+        installed = await self._installed_at()
+        if week_bounds(period, target.tz)[1] <= installed:
+            # A new install (or a new store) has nothing to say about a week that was over before it
+            # started: the first digest is the first week it saw.
+            if (target.job, period) not in self._before_install:
+                self._before_install.add((target.job, period))
+                log.info("digest %s: week %s ended before this store was first used, not sent", target.receiver, period)
+            return
         log.info("digest %s: week %s is due, running", target.receiver, period)
         outcome = await self.digests.run(target, period)
         self._count(target.job, outcome.result)
+
+    async def _installed_at(self) -> datetime:
+        if self._installed is None:
+            async with self._db.write() as session:
+                self._installed = await installed_at(session, holder=self.holder, now=self._clock())
+                await session.commit()
+        return self._installed
 
     async def housekeeping(self) -> None:
         """Leader only, once per hour whatever the replicas: the history's retention (`store/retention.py`)."""

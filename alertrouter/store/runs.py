@@ -19,7 +19,9 @@ from alertrouter.model import DeliveryStatus, OutboxStatus
 from alertrouter.store.handles import deliveries_t, insert_for, outbox_t, runs_t
 from alertrouter.store.tables import ScheduledRunRow
 
-__all__ = ["claim_run", "finish_run", "get_run", "prune_history"]
+__all__ = ["INSTALLED", "claim_run", "finish_run", "get_run", "installed_at", "prune_history"]
+
+INSTALLED = "installed"  # the job whose one row says when this store's first scheduler started
 
 
 _OPEN_DELIVERY = (DeliveryStatus.PENDING, DeliveryStatus.SENDING)  # anything else is finished history
@@ -107,10 +109,31 @@ async def get_run(session: AsyncSession, *, job: str, period: str) -> ScheduledR
     ).first()
 
 
+async def installed_at(session: AsyncSession, *, holder: str, now: datetime) -> datetime:
+    """When the first scheduler ran on this store: recorded by the first call (`now`), read ever after."""
+    await session.execute(
+        insert_for(session, runs_t)
+        .values(
+            job=INSTALLED,
+            period="-",
+            status="done",
+            holder=holder,
+            claimed_until=now,
+            attempts=1,
+            started_at=now,
+            finished_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["job", "period"])  # type: ignore[attr-defined]
+    )
+    c = runs_t.c
+    at: datetime = (await session.execute(select(c.started_at).where(c.job == INSTALLED, c.period == "-"))).scalar_one()
+    return at
+
+
 async def prune_history(session: AsyncSession, *, before: datetime) -> dict[str, int]:
     """Delete the other history older than `before` (alert events go separately, in batches): finished
     deliveries (their attempts go with them), finished outbox rows and finished scheduled runs.
-    Pending work is never pruned."""
+    Pending work is never pruned, nor the row that says when the store was installed."""
     counts = {
         "deliveries": await session.execute(
             delete(deliveries_t).where(deliveries_t.c.created_at < before, deliveries_t.c.status.notin_(_OPEN_DELIVERY))
@@ -119,7 +142,7 @@ async def prune_history(session: AsyncSession, *, before: datetime) -> dict[str,
             delete(outbox_t).where(outbox_t.c.created_at < before, outbox_t.c.status != OutboxStatus.PENDING)
         ),
         "scheduled_runs": await session.execute(
-            delete(runs_t).where(runs_t.c.started_at < before, runs_t.c.status != "running")
+            delete(runs_t).where(runs_t.c.started_at < before, runs_t.c.status != "running", runs_t.c.job != INSTALLED)
         ),
     }
     return {name: _rowcount(result) for name, result in counts.items()}

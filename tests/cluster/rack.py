@@ -49,7 +49,7 @@ class Rack:
         return [params for _, params in self.box.vendors.aliyun.sent]
 
     def mails(self) -> list[EmailMessage]:
-        """Alert mails to ops (the weekly digest, which a fresh install also sends, is left out)."""
+        """Alert mails to ops (a weekly digest, should the box run across its send time, is left out)."""
         return [m for m in self.box.vendors.smtp.messages if "digest" not in str(m["Subject"]).lower()]
 
     def delivered(self, incident_id: int) -> dict[str, int]:

@@ -93,7 +93,8 @@ async def start_and_tick(s: Scheduler) -> None:
 async def test_missed_digest_is_sent_once_on_start(db: Database, sink: FakeSmtp, tmp_path: Path) -> None:
     ruleset = rules(tmp_path, sink.port)
     metrics = Metrics()
-    down_over = SEND + timedelta(days=1, hours=3)  # the service was down through Monday 09:00
+    await start_and_tick(scheduler(db, ruleset, "first", SEND - timedelta(days=4)))  # in use since Thursday
+    down_over = SEND + timedelta(days=1, hours=3)  # then down through Monday 09:00
     await start_and_tick(scheduler(db, ruleset, "first", down_over, metrics))
     assert len(sink.messages) == 1
     assert "2026-W47" in sink.messages[0]["Subject"]
@@ -104,21 +105,32 @@ async def test_missed_digest_is_sent_once_on_start(db: Database, sink: FakeSmtp,
     await start_and_tick(scheduler(db, ruleset, "second", down_over + timedelta(minutes=2)))  # restarted
     assert len(sink.messages) == 1
     async with db.read() as session:
-        (run,) = (await session.scalars(select(ScheduledRunRow))).all()
+        run = (await session.scalars(select(ScheduledRunRow).where(ScheduledRunRow.job == "digest:digest"))).one()
     assert (run.period, run.status, run.holder) == ("2026-W47", "done", "first")
 
 
-async def test_before_the_send_time_nothing_is_due_but_the_week_before(
+async def test_a_fresh_install_sends_no_digest_of_a_week_it_never_saw(
     db: Database, sink: FakeSmtp, tmp_path: Path
 ) -> None:
-    """Just before Monday 09:00 the due week is W46: a fresh install sends it once, never W47 early."""
+    """Installed on Monday 08:59: W46 and W47 were over before it started and are never sent (not at
+    start, not at 09:00, not after a restart); the first digest is W48's, the first week it saw."""
     ruleset = rules(tmp_path, sink.port)
     await start_and_tick(scheduler(db, ruleset, "a", SEND - timedelta(minutes=1)))
-    assert [m["Subject"].split(":")[0] for m in sink.messages] == ["Weekly alert digest 2026-W46"]
+    await start_and_tick(scheduler(db, ruleset, "a", SEND))
+    await start_and_tick(scheduler(db, ruleset, "b", SEND + timedelta(days=3)))  # restarted
+    assert sink.messages == []
+    await start_and_tick(scheduler(db, ruleset, "b", SEND + timedelta(days=7)))
+    assert [m["Subject"].split(":")[0] for m in sink.messages] == ["Weekly alert digest 2026-W48"]
+
+
+async def installed_before(db: Database, ruleset: Ruleset) -> None:
+    """The store in use since before W47 began (Monday of W46), as the other tests need."""
+    await scheduler(db, ruleset, "installer", SEND - timedelta(days=8))._installed_at()
 
 
 async def test_two_schedulers_racing_send_one_email(db: Database, sink: FakeSmtp, tmp_path: Path) -> None:
     ruleset = rules(tmp_path, sink.port)
+    await installed_before(db, ruleset)
     other = Database(db.url.render_as_string(hide_password=False))
     try:
         a = scheduler(db, ruleset, "a", SEND)
