@@ -135,9 +135,11 @@ def parse_weekdays(value: object) -> DayRange:
     first, last = _split(_text(value, "weekday"))
     begin, end = _weekday(first), _weekday(last)
     if begin > end:
+        head = first if first == "saturday" else f"{first}:saturday"
+        tail = last if last == "sunday" else f"sunday:{last}"
         raise ValueError(
             f"start day {first} is after end day {last}: weekdays run sunday to saturday, so a range cannot "
-            f"wrap round the week; list two ranges, e.g. ['{first}:saturday', 'sunday:{last}']"
+            f"wrap round the week; list two, ['{head}', '{tail}']"
         )
     return DayRange(begin, end)
 

@@ -193,7 +193,7 @@ def test_contains_as_alertmanager(case: str, s: TimeSpec, inside: list[str], out
 )
 def test_time_ranges(start: str, end: str, expected: TimeRange | None) -> None:
     if expected is None:
-        with pytest.raises(ValueError, match="must be before|invalid format"):
+        with pytest.raises(ValueError, match=r"must be before|invalid format"):
             parse_time_range(start, end)
     else:
         assert parse_time_range(start, end) == expected
@@ -294,12 +294,15 @@ def test_active_intervals_mute_outside_all_of_them_naming_them_all() -> None:
     inside, _ = route_mute(intervals, mute=[], active=["business", "maintenance"], at=at("04 Nov 26 10:00 +0000"))
     assert inside is None
     outside, change = route_mute(intervals, mute=[], active=["business", "maintenance"], at=at("04 Nov 26 20:00 +0000"))
-    assert outside is not None and outside.outside_active
+    assert outside is not None
+    assert outside.outside_active
     assert outside.intervals == ("business", "maintenance")
     assert change == datetime(2026, 11, 5, 9, 0, tzinfo=UTC)  # thursday 09:00, when business begins
     # Active but muted too: the mute interval wins.
     muted, _ = route_mute(intervals, mute=["maintenance"], active=["maintenance"], at=at("07 Nov 26 10:00 +0000"))
-    assert muted is not None and muted.intervals == ("maintenance",) and not muted.outside_active
+    assert muted is not None
+    assert muted.intervals == ("maintenance",)
+    assert not muted.outside_active
 
 
 def test_an_interval_without_specs_is_never_active_and_an_empty_list_matches_nothing() -> None:
@@ -411,5 +414,7 @@ def test_next_change(interval: TimeInterval, now: datetime, expected: datetime |
 
 def test_describe_spec_in_the_configs_terms() -> None:
     s = spec(times=[("09:00", "18:00")], weekdays=["monday:friday", "sunday"], months=["1:3"], location="Asia/Shanghai")
-    assert describe_spec(s) == "times 09:00-18:00; weekdays monday:friday, sunday; months january:march; in Asia/Shanghai"
+    assert describe_spec(s) == (
+        "times 09:00-18:00; weekdays monday:friday, sunday; months january:march; in Asia/Shanghai"
+    )
     assert describe_spec(TimeSpec()) == "always; in UTC"
