@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -9,9 +10,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from alertrouter.pipeline.route import match_routes, render_tree
-from alertrouter.pipeline.timeinterval import DayRange, TimeRange
+from alertrouter.pipeline.timeinterval import DayRange, TimeRange, route_mute
 from alertrouter.ruleset import ConfigError, load_ruleset
 from alertrouter.ruleset.build import compile_rules
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
 
 RECEIVERS = """
 receivers:
@@ -191,3 +194,51 @@ def test_route_tree_text_shows_intervals(tmp_path: Path) -> None:
     text = render_tree(compile_rules(load_ruleset(tmp_path, {})).route)
     assert "active_time_intervals: [business-hours]" in text
     assert "mute_time_intervals: [holidays, quarter-end]" in text
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def uncommented(text: str) -> str:
+    """rules/routes.yml with its time interval examples uncommented, as a user would."""
+    lines = text.splitlines()
+    start = lines.index("# time_intervals:")
+    out = []
+    for i, line in enumerate(lines):
+        use = re.match(r"^(\s*)# ((?:mute|active)_time_intervals: \[[\w, -]+\])$", line)
+        if i >= start:
+            line = line.removeprefix("# ")
+        elif use:
+            line = use.group(1) + use.group(2)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_shipped_examples_are_commented_and_valid_once_uncommented(tmp_path: Path) -> None:
+    shipped = compile_rules(load_ruleset(REPO / "rules", {}))
+    assert shipped.time_intervals == {}  # commented: the shipped behaviour does not change
+    for path in (REPO / "rules").glob("*.yml"):
+        (tmp_path / path.name).write_text(path.read_text())
+    (tmp_path / "routes.yml").write_text(uncommented((REPO / "rules" / "routes.yml").read_text()))
+    rules = compile_rules(load_ruleset(tmp_path, {}))
+    assert set(rules.time_intervals) == {"business-hours", "night", "north-maintenance"}
+
+    def mute(labels: dict[str, str], at: datetime) -> tuple[str, ...] | None:
+        (match,) = match_routes(rules.route, labels)
+        found, _ = route_mute(
+            rules.time_intervals, mute=match.mute_time_intervals, active=match.active_time_intervals, at=at
+        )
+        return None if found is None else found.intervals
+
+    tuesday_3am = datetime(2026, 11, 24, 3, 0, tzinfo=SHANGHAI)
+    wednesday_10am = datetime(2026, 11, 25, 10, 0, tzinfo=SHANGHAI)
+    wednesday_11pm = datetime(2026, 11, 25, 23, 0, tzinfo=SHANGHAI)
+    north_warning = {"severity": "warning", "region": "north"}
+    assert mute(north_warning, tuesday_3am) == ("business-hours",)  # outside business hours, first
+    assert mute(north_warning, wednesday_10am) is None
+    assert mute({"severity": "warning", "region": "south"}, wednesday_11pm) == ("business-hours",)
+    assert mute({"severity": "critical", "region": "north"}, tuesday_3am) == ("north-maintenance",)
+    assert mute({"severity": "critical", "region": "north"}, wednesday_10am) is None
+    assert mute({"severity": "critical", "region": "south"}, tuesday_3am) is None
+    assert mute({"severity": "info"}, wednesday_11pm) == ("night",)
+    assert mute({"severity": "info"}, wednesday_10am) is None
