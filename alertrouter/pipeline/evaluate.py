@@ -37,7 +37,7 @@ from alertrouter.pipeline.route import RouteMatch, match_routes, severity_interv
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence, Silencer
 from alertrouter.pipeline.throttle import NotifyState, ThrottlePolicy, needs_update, next_state
-from alertrouter.pipeline.timeinterval import IntervalMute, route_mute
+from alertrouter.pipeline.timeinterval import IntervalClock, IntervalMute
 from alertrouter.pipeline.types import (
     AlertDecision,
     Decision,
@@ -60,6 +60,18 @@ class _Placement:
     hold_down: timedelta | None
 
 
+def _with_mutes(decision: AlertDecision, mutes: Mapping[str, IntervalMute]) -> AlertDecision:
+    """The decision, saying which receivers' routes time intervals mute now, by which, until when."""
+    if not mutes:
+        return decision
+    return replace(
+        decision,
+        muted_by_interval={r: m.intervals for r, m in mutes.items() if not m.outside_active},
+        outside_active={r: m.intervals for r, m in mutes.items() if m.outside_active},
+        mute_ends_at=min((m.until for m in mutes.values() if m.until), default=None),
+    )
+
+
 class Evaluator:
     """Keeps the inhibitor (it is incremental) and each alert's placement between passes; the
     incidents, decisions and notifications are recomputed every pass."""
@@ -72,6 +84,7 @@ class Evaluator:
         self._placements: dict[str, _Placement] = {}
         self._addresses: dict[str, str] = {}  # fingerprint -> the IP address that names its node
         self.rekeyed: set[str] = set()  # alerts whose node the last pass renamed
+        self._intervals = IntervalClock(pipeline.time_intervals)
         # A route's time-interval mute, worked out once per pass: (mute, active) names -> the mute or None.
         self._mutes: dict[tuple[tuple[str, ...], tuple[str, ...]], IntervalMute | None] = {}
 
@@ -279,8 +292,8 @@ class Evaluator:
     def _interval_changes(self, now: datetime, result: EvalResult) -> None:
         """Wake when a time interval starts or ends: what a muted route holds back is sent then, and the
         decisions of the alerts it routes change."""
-        for interval in self.pipeline.time_intervals.values():
-            change = interval.next_change(now)
+        for name in self.pipeline.time_intervals:
+            change = self._intervals.next_change(name, now)
             if change is not None:
                 result.wake(change)
 
@@ -289,11 +302,8 @@ class Evaluator:
             return None
         key = (route.mute_time_intervals, route.active_time_intervals)
         if key not in self._mutes:
-            self._mutes[key], _ = route_mute(
-                self.pipeline.time_intervals,
-                mute=route.mute_time_intervals,
-                active=route.active_time_intervals,
-                at=now,
+            self._mutes[key], _ = self._intervals.route_mute(
+                mute=route.mute_time_intervals, active=route.active_time_intervals, at=now
             )
         return self._mutes[key]
 
@@ -352,19 +362,14 @@ class Evaluator:
                 result,
                 quiet=group.muted > 0 or bool(group.held),
             )
+        if group.parent is not None:
+            mutes = {}  # a rolled-up incident is told by its storm's routes (`_cluster`)
         all_muted = bool(routes) and len(mutes) == len(routes)
         for view in group.eligible:
             decision = self._eligible_decision(
                 group, record, routed_to, next_send, notified=notified, all_muted=all_muted
             )
-            if mutes:  # the trail says which receivers are muted, by which intervals, until when
-                decision = replace(
-                    decision,
-                    muted_by_interval={r: m.intervals for r, m in mutes.items() if not m.outside_active},
-                    outside_active={r: m.intervals for r, m in mutes.items() if m.outside_active},
-                    mute_ends_at=min((m.until for m in mutes.values() if m.until), default=None),
-                )
-            result.decisions[view.fingerprint] = decision
+            result.decisions[view.fingerprint] = _with_mutes(decision, mutes)
 
     @staticmethod
     def _eligible_decision(
@@ -446,6 +451,17 @@ class Evaluator:
         result.incidents[key] = state
         routes = self._routes(labels, severity)
         self._notify(state, rule, routes, firing, None, record, now, result, quiet=False)
+        mutes = {r.receiver: m for r in routes if (m := self._mute(r, now)) is not None}
+        if mutes:  # the storm's message is what its members' alerts wait on
+            all_muted = len(mutes) == len(routes)
+            for member in members:
+                for view in member.eligible:
+                    decision = result.decisions[view.fingerprint]
+                    if all_muted:
+                        decision = AlertDecision(
+                            Decision.MUTED_BY_INTERVAL, key, routed_to=tuple(r.receiver for r in routes)
+                        )
+                    result.decisions[view.fingerprint] = _with_mutes(decision, mutes)
 
     def _notify(
         self,

@@ -31,6 +31,7 @@ __all__ = [
     "MONTHS",
     "WEEKDAYS",
     "DayRange",
+    "IntervalClock",
     "IntervalMute",
     "TimeInterval",
     "TimeRange",
@@ -346,6 +347,39 @@ class IntervalMute:
     until: datetime | None
 
 
+class IntervalClock:
+    """The named intervals, remembering each one's next change: between two changes an interval is
+    constant, so the search (up to a year of days for a rare interval) runs once per change, not once
+    per engine pass."""
+
+    def __init__(self, intervals: Mapping[str, TimeInterval]) -> None:
+        self.intervals = intervals
+        self._known: dict[str, tuple[datetime, datetime | None]] = {}  # name -> (looked at, next change)
+
+    def next_change(self, name: str, at: datetime) -> datetime | None:
+        known = self._known.get(name)
+        if known is not None:
+            since, change = known
+            if since <= at and at < (since + HORIZON / 2 if change is None else change):
+                return change
+        change = self.intervals[name].next_change(at)
+        self._known[name] = (at, change)
+        return change
+
+    def route_mute(
+        self, *, mute: Sequence[str], active: Sequence[str], at: datetime
+    ) -> tuple[IntervalMute | None, datetime | None]:
+        """Alertmanager's TimeActiveStage then TimeMuteStage for one route: (the mute or None, when the
+        answer may change next). Outside every active interval it is muted by all of them; inside, a
+        mute interval in force mutes it with the names of those in force. Names were checked at load."""
+        changes = [c for name in {*mute, *active} if (c := self.next_change(name, at)) is not None]
+        change = min(changes, default=None)
+        if active and not any(self.intervals[name].active(at) for name in active):
+            return IntervalMute(tuple(active), True, change), change
+        muting = tuple(name for name in mute if self.intervals[name].active(at))
+        return (IntervalMute(muting, False, change) if muting else None), change
+
+
 def route_mute(
     intervals: Mapping[str, TimeInterval],
     *,
@@ -353,12 +387,5 @@ def route_mute(
     active: Sequence[str],
     at: datetime,
 ) -> tuple[IntervalMute | None, datetime | None]:
-    """Alertmanager's TimeActiveStage then TimeMuteStage for one route: (the mute or None, when the
-    answer may change next). Outside every active interval it is muted by all of them; inside, a
-    mute interval in force mutes it with the names of those in force. Names were checked at load."""
-    changes = [c for name in {*mute, *active} if (c := intervals[name].next_change(at)) is not None]
-    change = min(changes, default=None)
-    if active and not any(intervals[name].active(at) for name in active):
-        return IntervalMute(tuple(active), True, change), change
-    muting = tuple(name for name in mute if intervals[name].active(at))
-    return (IntervalMute(muting, False, change) if muting else None), change
+    """`IntervalClock.route_mute` once, for a caller that asks about one moment (the CLI)."""
+    return IntervalClock(intervals).route_mute(mute=mute, active=active, at=at)

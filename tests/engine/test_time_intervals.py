@@ -165,3 +165,38 @@ def test_each_receiver_muted_on_its_own_and_the_alert_muted_only_when_all_are(tm
     assert decision.detail()["outside_active_time_intervals"] == {"office": ["business-hours"]}
     assert "muted_by_interval" not in decision.detail()
     assert [(i.receiver, i.reason.value) for i in result.intents] == [("oncall", "first")]
+
+
+STORM = """
+receivers: [{name: default}, {name: ops}]
+time_intervals:
+  - name: always
+    time_intervals: [{times: [{start_time: '00:00', end_time: '24:00'}]}]
+aggregation:
+  - name: gpu-by-node
+    matchers: ['gpu!=""']
+    group_by: [alertname, node]
+    count: {label: gpu, per_group: 8}
+    rollup: {threshold: 3, window: 2m, by: [alertname, region], scope_labels: [region]}
+route:
+  receiver: default
+  routes:
+    - matchers: ['region="north"']
+      receiver: ops
+      mute_time_intervals: [always]
+"""
+
+
+def test_a_storm_on_a_muted_route_is_muted_by_interval_not_rolled_up(tmp_path: Path) -> None:
+    (tmp_path / "rules.yml").write_text(STORM)
+    rules = compile_rules(load_ruleset(tmp_path, {}))
+    alerts = [
+        LiveAlert(f"fp{n}", gpu_labels(f"gpu-node-0{n}", 0, region="north"), True, T0 - M, T0 - M) for n in range(4)
+    ]
+    result = Evaluator(rules).evaluate(alerts, {}, now=T0)
+    assert result.intents == []
+    decisions = {d.decision for d in result.decisions.values()}
+    assert decisions == {Decision.MUTED_BY_INTERVAL}
+    (cluster,) = {d.incident for d in result.decisions.values()}
+    assert result.incidents[cluster].kind == "cluster"
+    assert result.decisions["fp0"].detail()["muted_by_interval"] == {"ops": ["always"]}

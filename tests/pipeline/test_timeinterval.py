@@ -12,6 +12,7 @@ import pytest
 
 from alertrouter.pipeline.timeinterval import (
     DayRange,
+    IntervalClock,
     TimeInterval,
     TimeRange,
     TimeSpec,
@@ -418,3 +419,20 @@ def test_describe_spec_in_the_configs_terms() -> None:
         "times 09:00-18:00; weekdays monday:friday, sunday; months january:march; in Asia/Shanghai"
     )
     assert describe_spec(TimeSpec()) == "always; in UTC"
+
+
+def test_the_interval_clock_remembers_changes_and_answers_as_the_search_does() -> None:
+    intervals = {
+        "shanghai": TimeInterval(
+            "shanghai", (spec(times=[("09:00", "18:00")], weekdays=["monday:friday"], location="Asia/Shanghai"),)
+        ),
+        "berlin-night": TimeInterval(
+            "berlin-night", (spec(times=[("22:00", "24:00"), ("00:00", "06:00")], location="Europe/Berlin"),)
+        ),
+    }
+    clock = IntervalClock(intervals)
+    t = datetime(2026, 3, 26, 0, 0, tzinfo=UTC)  # through Berlin's spring forward on the 29th
+    while t < datetime(2026, 4, 2, tzinfo=UTC):
+        for name, interval in intervals.items():
+            assert clock.next_change(name, t) == interval.next_change(t), (name, t)
+        t += timedelta(minutes=7)
