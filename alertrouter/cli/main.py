@@ -21,9 +21,10 @@ from alertrouter.cli.passwords import add_hash_password_parser
 from alertrouter.delivery.sendtest import send_test
 from alertrouter.durations import parse_duration
 from alertrouter.logs import configure_logging
-from alertrouter.model import parse_time
-from alertrouter.pipeline.route import match_routes, render_tree
+from alertrouter.model import parse_time, utcnow
+from alertrouter.pipeline.route import RouteMatch, match_routes, render_tree
 from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.timeinterval import route_mute
 from alertrouter.render.samples import render_sample
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
@@ -195,7 +196,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     for a in outcome.alerts:
         labels = a["labels"]
         what = " ".join(f"{k}={labels[k]}" for k in ("alertname", "node", "Hostname", "instance", "gpu") if k in labels)
-        why = ", ".join(f"{k}={a[k]}" for k in ("inhibited_by", "inhibit_rule", "held_until", "next_send_at") if k in a)
+        keys = ("inhibited_by", "inhibit_rule", "held_until", "next_send_at", "muted_by_interval", "mute_ends_at")
+        why = ", ".join(f"{k}={a[k]}" for k in keys if k in a)
         print(f"  {a['fingerprint']}  {a['status']:<8} {a['decision']:<10} {what}" + (f"  ({why})" if why else ""))
     print(f"incidents ({len(outcome.incidents)}):")
     for inc in outcome.incidents:
@@ -220,16 +222,46 @@ def cmd_routes_test(args: argparse.Namespace) -> int:
             return 2
         labels[name] = value.strip('"')
     enriched = pipeline.nodes.enrich(labels)
-    receivers = [m.receiver for m in match_routes(pipeline.route, enriched)]
+    matches = match_routes(pipeline.route, enriched)
+    receivers = [m.receiver for m in matches]
     if args.verbose:
-        for match in match_routes(pipeline.route, enriched):
+        for match in matches:
             print(f"{match.receiver}  via {match.path}")
     else:
         print(",".join(receivers))
+    at = args.at or utcnow()
+    for match in matches:  # only routes with time intervals have a line: the list above stays amtool's
+        if (line := _interval_line(pipeline, match, at)) is not None:
+            print(line)
     if args.expect is not None and args.expect.split(",") != receivers:
         print(f"expected {args.expect}, got {','.join(receivers)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _interval_line(pipeline: CompiledRules, match: RouteMatch, at: datetime) -> str | None:
+    """Whether the route's time intervals let it send at `at`, and until when."""
+    if not match.mute_time_intervals and not match.active_time_intervals:
+        return None
+    mute, change = route_mute(
+        pipeline.time_intervals, mute=match.mute_time_intervals, active=match.active_time_intervals, at=at
+    )
+    if mute is None:
+        state = "sends"
+    elif mute.outside_active:
+        state = f"muted: outside active_time_intervals [{', '.join(mute.intervals)}]"
+    else:
+        state = f"muted by mute_time_intervals [{', '.join(mute.intervals)}]"
+    configured = [
+        f"{key} [{', '.join(names)}]"
+        for key, names in (
+            ("mute_time_intervals", match.mute_time_intervals),
+            ("active_time_intervals", match.active_time_intervals),
+        )
+        if names
+    ]
+    until = f" until {change.isoformat()}" if change is not None else ""
+    return f"{match.receiver} via {match.path} at {at.isoformat()}: {state}{until} ({'; '.join(configured)})"
 
 
 def cmd_routes_show(args: argparse.Namespace) -> int:
@@ -315,12 +347,18 @@ def build_parser() -> argparse.ArgumentParser:
         "test",
         help="print the receivers a label set reaches",
         description="Print the receivers the given labels reach, comma-separated, like `amtool config routes test`. "
-        "The node key and topology labels are added first, as the engine does.",
+        "The node key and topology labels are added first, as the engine does. A route with "
+        "mute_time_intervals or active_time_intervals adds a line saying whether it sends now (or --at).",
     )
     test.add_argument("labels", nargs="+", metavar="label=value")
     test.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
     test.add_argument("--expect", help="comma-separated receivers; exit 1 if the result differs")
     test.add_argument("-v", "--verbose", action="store_true", help="print each receiver with the route that chose it")
+    test.add_argument(
+        "--at",
+        type=_time,
+        help="RFC 3339 time at which to say whether each route's time intervals let it send (default: now)",
+    )
     test.set_defaults(func=cmd_routes_test)
     show = routes_sub.add_parser("show", help="print the route tree")
     show.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")

@@ -32,7 +32,7 @@ FLAP_EPISODES = 3  # an alert that fired this often in one week is flapping
 XID_REPEATS = 2  # XID episodes on one node that make it a hardware suspect
 # What kept an alert from a message of its own. `held` (waiting out an inhibition hold-down) is a delay,
 # not a reduction: a held alert ends up inhibited or notified, and is counted there.
-MECHANISMS = ("inhibited", "aggregated", "rolled_up", "throttled", "silenced")
+MECHANISMS = ("inhibited", "aggregated", "rolled_up", "throttled", "silenced", "muted_by_interval")
 _CHANGES = ("firing", "refired", "revived", "resolved", "expired")
 _NONE = "(none)"
 
@@ -87,6 +87,16 @@ def _by_group(items: Iterable[tuple[str, timedelta]], order: Sequence[str]) -> l
     ]
 
 
+def _interval_names(detail: Mapping[str, object]) -> str:
+    """`time interval offhours`: the intervals a muted_by_interval decision names, over its receivers."""
+    names: set[str] = set()
+    for key in ("muted_by_interval", "outside_active_time_intervals"):
+        by_receiver = detail.get(key)
+        if isinstance(by_receiver, dict):
+            names.update(str(n) for listed in by_receiver.values() if isinstance(listed, list) for n in listed)
+    return f"time interval {', '.join(sorted(names))}" if names else ""
+
+
 def _noise(rows: WeekRows) -> Noise:
     alerts: dict[str, set[str]] = defaultdict(set)
     by_rule: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
@@ -96,7 +106,12 @@ def _noise(rows: WeekRows) -> Noise:
             continue
         alerts[decision].add(fp)
         silence = detail.get("silenced_by")
-        rule = detail.get("inhibit_rule") or detail.get("aggregation_rule") or (f"silence {silence}" if silence else "")
+        rule = (
+            detail.get("inhibit_rule")
+            or detail.get("aggregation_rule")
+            or (f"silence {silence}" if silence else "")
+            or _interval_names(detail)
+        )
         by_rule[decision][str(rule) or ("repeat interval" if decision == "throttled" else "-")].add(fp)
     mechanisms = [
         Mechanism(m, len(alerts[m]), _top(Counter({r: len(f) for r, f in by_rule[m].items()}), n=20))

@@ -99,7 +99,7 @@ class Totals:
 
 @dataclass(frozen=True, slots=True)
 class Mechanism:
-    name: str  # inhibited | aggregated | rolled_up | throttled | silenced
+    name: str  # inhibited | aggregated | rolled_up | throttled | silenced | muted_by_interval
     alerts: int  # distinct alerts the mechanism kept from being a message of their own
     rules: list[Count]
 

@@ -25,7 +25,7 @@ from alertrouter.pipeline import aliases
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence
-from alertrouter.pipeline.types import Decision, EvalResult, LiveAlert
+from alertrouter.pipeline.types import QUIET_RESOLVE, Decision, EvalResult, LiveAlert
 from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage, leases
 from alertrouter.store import incidents as store
 from alertrouter.store import nodes as node_store
@@ -339,7 +339,9 @@ class EngineRunner:
         await store.move_incidents(session, result.moved, now)
         await store.save_incidents(session, result.incidents.values(), now)
         await store.clear_acknowledgements(session, [s.key for s in result.incidents.values() if s.opened_at == now])
-        reasons = {(i.incident, i.receiver): i.reason.value for i in result.intents}
+        # A state changed with no message (a resolve while muted by a time interval) keeps that as its reason.
+        reasons = {key: QUIET_RESOLVE for key in result.notify_states}
+        reasons.update({(i.incident, i.receiver): i.reason.value for i in result.intents})
         await store.save_notify_states(session, result.notify_states, reasons)
         await store.insert_intents(session, result.intents, now)
 

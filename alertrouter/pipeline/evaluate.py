@@ -36,7 +36,8 @@ from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.route import RouteMatch, match_routes, severity_interval
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence, Silencer
-from alertrouter.pipeline.throttle import ThrottlePolicy, needs_update, next_state
+from alertrouter.pipeline.throttle import NotifyState, ThrottlePolicy, needs_update, next_state
+from alertrouter.pipeline.timeinterval import IntervalClock, IntervalMute
 from alertrouter.pipeline.types import (
     AlertDecision,
     Decision,
@@ -59,6 +60,18 @@ class _Placement:
     hold_down: timedelta | None
 
 
+def _with_mutes(decision: AlertDecision, mutes: Mapping[str, IntervalMute]) -> AlertDecision:
+    """The decision, saying which receivers' routes time intervals mute now, by which, until when."""
+    if not mutes:
+        return decision
+    return replace(
+        decision,
+        muted_by_interval={r: m.intervals for r, m in mutes.items() if not m.outside_active},
+        outside_active={r: m.intervals for r, m in mutes.items() if m.outside_active},
+        mute_ends_at=min((m.until for m in mutes.values() if m.until), default=None),
+    )
+
+
 class Evaluator:
     """Keeps the inhibitor (it is incremental) and each alert's placement between passes; the
     incidents, decisions and notifications are recomputed every pass."""
@@ -71,6 +84,9 @@ class Evaluator:
         self._placements: dict[str, _Placement] = {}
         self._addresses: dict[str, str] = {}  # fingerprint -> the IP address that names its node
         self.rekeyed: set[str] = set()  # alerts whose node the last pass renamed
+        self._intervals = IntervalClock(pipeline.time_intervals)
+        # A route's time-interval mute, worked out once per pass: (mute, active) names -> the mute or None.
+        self._mutes: dict[tuple[tuple[str, ...], tuple[str, ...]], IntervalMute | None] = {}
 
     def _learn(self, learned: Mapping[str, str]) -> set[str]:
         """Take a new learned-alias map; the fingerprints whose node it may rename."""
@@ -152,6 +168,8 @@ class Evaluator:
         change = silencer.next_change(now)
         if change is not None:
             result.wake(change)
+        self._mutes = {}
+        self._interval_changes(now, result)
 
         # inhibition, hold-down, aggregation
         for view in views.values():
@@ -337,6 +355,24 @@ class Evaluator:
                     groups[m].parent = ckey
         return out
 
+    def _interval_changes(self, now: datetime, result: EvalResult) -> None:
+        """Wake when a time interval starts or ends: what a muted route holds back is sent then, and the
+        decisions of the alerts it routes change."""
+        for name in self.pipeline.time_intervals:
+            change = self._intervals.next_change(name, now)
+            if change is not None:
+                result.wake(change)
+
+    def _mute(self, route: RouteMatch, now: datetime) -> IntervalMute | None:
+        if not route.mute_time_intervals and not route.active_time_intervals:
+            return None
+        key = (route.mute_time_intervals, route.active_time_intervals)
+        if key not in self._mutes:
+            self._mutes[key], _ = self._intervals.route_mute(
+                mute=route.mute_time_intervals, active=route.active_time_intervals, at=now
+            )
+        return self._mutes[key]
+
     def _routes(self, labels: Mapping[str, str], severity: str) -> list[RouteMatch]:
         routed = dict(labels)
         if severity:
@@ -377,6 +413,7 @@ class Evaluator:
         result.incidents[group.key] = state
         routes = self._routes(all_labels, severity)
         routed_to = tuple(r.receiver for r in routes)
+        mutes = {r.receiver: m for r in routes if (m := self._mute(r, now)) is not None}
         next_send: datetime | None = None
         notified = False
         if group.parent is None:
@@ -391,26 +428,43 @@ class Evaluator:
                 result,
                 quiet=group.muted > 0 or bool(group.held),
             )
+        if group.parent is not None:
+            mutes = {}  # a rolled-up incident is told by its storm's routes (`_cluster`)
+        all_muted = bool(routes) and len(mutes) == len(routes)
         for view in group.eligible:
-            if group.parent is not None:
-                decision = AlertDecision(
-                    Decision.ROLLED_UP, group.parent, routed_to=routed_to, aggregation_rule=group.rule.name
-                )
-            elif len(group.eligible) > 1:
-                decision = AlertDecision(
-                    Decision.AGGREGATED,
-                    group.key,
-                    routed_to=routed_to,
-                    next_send_at=next_send,
-                    aggregation_rule=group.rule.name,
-                )
-            elif notified:
-                decision = AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to, next_send_at=next_send)
-            elif record is not None and any(record.notify.get(r) for r in routed_to):
-                decision = AlertDecision(Decision.THROTTLED, group.key, routed_to=routed_to, next_send_at=next_send)
-            else:
-                decision = AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to, next_send_at=next_send)
-            result.decisions[view.fingerprint] = decision
+            decision = self._eligible_decision(
+                group, record, routed_to, next_send, notified=notified, all_muted=all_muted
+            )
+            result.decisions[view.fingerprint] = _with_mutes(decision, mutes)
+
+    @staticmethod
+    def _eligible_decision(
+        group: IncidentGroup,
+        record: IncidentRecord | None,
+        routed_to: tuple[str, ...],
+        next_send: datetime | None,
+        *,
+        notified: bool,
+        all_muted: bool,
+    ) -> AlertDecision:
+        """The decision about a firing alert that counts (neither muted by another alert nor held)."""
+        if group.parent is not None:
+            return AlertDecision(
+                Decision.ROLLED_UP, group.parent, routed_to=routed_to, aggregation_rule=group.rule.name
+            )
+        if all_muted:  # every receiver's route is muted by a time interval: nothing goes out now
+            return AlertDecision(Decision.MUTED_BY_INTERVAL, group.key, routed_to=routed_to)
+        if len(group.eligible) > 1:
+            return AlertDecision(
+                Decision.AGGREGATED,
+                group.key,
+                routed_to=routed_to,
+                next_send_at=next_send,
+                aggregation_rule=group.rule.name,
+            )
+        if not notified and record is not None and any(record.notify.get(r) for r in routed_to):
+            return AlertDecision(Decision.THROTTLED, group.key, routed_to=routed_to, next_send_at=next_send)
+        return AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to, next_send_at=next_send)
 
     def _cluster(
         self,
@@ -463,6 +517,17 @@ class Evaluator:
         result.incidents[key] = state
         routes = self._routes(labels, severity)
         self._notify(state, rule, routes, firing, None, record, now, result, quiet=False)
+        mutes = {r.receiver: m for r in routes if (m := self._mute(r, now)) is not None}
+        if mutes:  # the storm's message is what its members' alerts wait on
+            all_muted = len(mutes) == len(routes)
+            for member in members:
+                for view in member.eligible:
+                    decision = result.decisions[view.fingerprint]
+                    if all_muted:
+                        decision = AlertDecision(
+                            Decision.MUTED_BY_INTERVAL, key, routed_to=tuple(r.receiver for r in routes)
+                        )
+                    result.decisions[view.fingerprint] = _with_mutes(decision, mutes)
 
     def _notify(
         self,
@@ -482,6 +547,12 @@ class Evaluator:
         earliest: datetime | None = None
         for route in routes:
             previous = record.notify.get(route.receiver) if record else None
+            if self._mute(route, now) is not None:
+                # Sends nothing while muted; its notify state stays, so what still fires when the mute
+                # ends is told then. As in Alertmanager, a resolve during the mute is never told.
+                if not firing and not quiet and previous is not None and previous.firing:
+                    result.notify_states[(state.key, route.receiver)] = NotifyState(previous.last_sent_at, frozenset())
+                continue
             if group is not None and group.held_until is not None and (previous is None or not previous.firing):
                 # The first message waits for the incident's alerts in hold-down: "6/8 GPUs", not "1/8" then
                 # "6/8"; a hold-down never lasts longer than its rule says.

@@ -110,6 +110,9 @@ class Route:
     send_resolved: bool | None = None
     max_repeats: int | Unlimited | None = None
     path: str = "route"
+    # Names of time intervals; like Alertmanager, a route's own, never inherited from its parent.
+    mute_time_intervals: tuple[str, ...] = ()
+    active_time_intervals: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.receiver == "":
@@ -120,6 +123,8 @@ class Route:
         if isinstance(self.max_repeats, int) and self.max_repeats < 0:
             raise ValueError(f"{self.path}: max_repeats must not be negative, not {self.max_repeats}")
         object.__setattr__(self, "matchers", tuple(self.matchers))
+        object.__setattr__(self, "mute_time_intervals", tuple(self.mute_time_intervals))
+        object.__setattr__(self, "active_time_intervals", tuple(self.active_time_intervals))
         children = []
         for index, child in enumerate(self.routes):
             where = f"{self.path}.routes[{index}]"
@@ -135,6 +140,8 @@ class RouteMatch:
     receiver: str
     path: str
     policy: RoutePolicy
+    mute_time_intervals: tuple[str, ...] = ()
+    active_time_intervals: tuple[str, ...] = ()
 
 
 def _check_root(root: Route) -> None:
@@ -143,6 +150,8 @@ def _check_root(root: Route) -> None:
         raise ValueError(f"{root.path}: the root route must have a receiver")
     if root.matchers:
         raise ValueError(f"{root.path}: the root route must not have matchers (it matches every alert)")
+    if root.mute_time_intervals or root.active_time_intervals:
+        raise ValueError(f"{root.path}: the root route must not have mute_time_intervals or active_time_intervals")
 
 
 def _overlay(policy: RoutePolicy, route: Route) -> RoutePolicy:
@@ -179,7 +188,15 @@ def _visit(
             if not child.continue_:
                 break
     if not child_matched:
-        out.append(RouteMatch(receiver=receiver, path=route.path, policy=policy))
+        out.append(
+            RouteMatch(
+                receiver=receiver,
+                path=route.path,
+                policy=policy,
+                mute_time_intervals=route.mute_time_intervals,
+                active_time_intervals=route.active_time_intervals,
+            )
+        )
     return True
 
 
@@ -221,6 +238,10 @@ def _describe(route: Route, receiver: str, is_root: bool) -> str:
         parts.append(f"send_resolved: {str(route.send_resolved).lower()}")
     if route.max_repeats is not None:
         parts.append(f"max_repeats: {'unlimited' if route.max_repeats is UNLIMITED else route.max_repeats}")
+    if route.mute_time_intervals:
+        parts.append(f"mute_time_intervals: [{', '.join(route.mute_time_intervals)}]")
+    if route.active_time_intervals:
+        parts.append(f"active_time_intervals: [{', '.join(route.active_time_intervals)}]")
     return "  ".join(parts)
 
 

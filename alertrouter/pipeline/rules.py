@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from alertrouter.pipeline.aggregate import AggregationRule
 from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.pipeline.route import Route
+from alertrouter.pipeline.timeinterval import TimeInterval
 
 __all__ = ["CompiledRules"]
 
@@ -24,3 +26,4 @@ class CompiledRules:
     receivers: tuple[str, ...]
     severity_label: str
     severities: tuple[str, ...]
+    time_intervals: Mapping[str, TimeInterval] = field(default_factory=dict)  # by name, for routes' mutes

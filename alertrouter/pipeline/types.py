@@ -12,6 +12,7 @@ from alertrouter.model import MessageSnapshot
 from alertrouter.pipeline.throttle import NotifyReason, NotifyState
 
 __all__ = [
+    "QUIET_RESOLVE",
     "AlertDecision",
     "Decision",
     "EvalResult",
@@ -31,8 +32,14 @@ class Decision(enum.StrEnum):
     INHIBITED = "inhibited"  # muted by `inhibited_by` under `inhibit_rule`
     SILENCED = "silenced"  # muted by the silence `silenced_by`
     HELD = "held"  # hold-down: waiting until `held_until` for a source that may mute it
+    MUTED_BY_INTERVAL = "muted_by_interval"  # every route it takes is muted now by a time interval
     RESOLVED = "resolved"
     QUARANTINED = "quarantined"  # processing it failed on its own, repeatedly: left out of every pass (`error`)
+
+
+# The reason stored with a receiver's notify state changed without a message: the incident resolved
+# while the receiver's route was muted by a time interval, which (as in Alertmanager) is never told.
+QUIET_RESOLVE = "muted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,10 @@ class AlertDecision:
     held_until: datetime | None = None
     next_send_at: datetime | None = None
     routed_to: tuple[str, ...] = ()
+    # receiver -> the mute_time_intervals in force, or (outside) the route's active_time_intervals
+    muted_by_interval: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    outside_active: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    mute_ends_at: datetime | None = None
 
     def detail(self) -> dict[str, Any]:
         """The stored and API form: only the fields that say something."""
@@ -74,6 +85,12 @@ class AlertDecision:
             out["next_send_at"] = self.next_send_at.isoformat()
         if self.routed_to:
             out["routed_to"] = list(self.routed_to)
+        if self.muted_by_interval:
+            out["muted_by_interval"] = {r: list(names) for r, names in sorted(self.muted_by_interval.items())}
+        if self.outside_active:
+            out["outside_active_time_intervals"] = {r: list(n) for r, n in sorted(self.outside_active.items())}
+        if self.mute_ends_at:
+            out["mute_ends_at"] = self.mute_ends_at.isoformat()
         return out
 
 

@@ -6,8 +6,8 @@ refuse) are reported with the file and path of the item that holds them, like sc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Collection, Sequence
+from datetime import UTC, timedelta
 
 from alertrouter.labels import MatcherError, matchers_from_legacy
 from alertrouter.pipeline.aggregate import AggregationRule, RollupRule
@@ -15,6 +15,16 @@ from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.pipeline.route import UNLIMITED, Route
 from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.timeinterval import (
+    TimeInterval,
+    TimeSpec,
+    parse_days_of_month,
+    parse_location,
+    parse_months,
+    parse_time_range,
+    parse_weekdays,
+    parse_years,
+)
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem
 from alertrouter.ruleset.schema import (
     ALL_SEVERITIES,
@@ -23,6 +33,8 @@ from alertrouter.ruleset.schema import (
     InhibitRuleConfig,
     RouteConfig,
     Ruleset,
+    TimeIntervalConfig,
+    TimeIntervalSpecConfig,
 )
 
 __all__ = ["DEFAULT_RECEIVER", "compile_rules", "unconfigured_channels"]
@@ -84,9 +96,65 @@ def _intervals(cfg: RouteConfig, severities: Sequence[str]) -> dict[str, timedel
     return out
 
 
-def _route(cfg: RouteConfig, path: str, problems: _Problems, receivers: set[str], severities: Sequence[str]) -> Route:
+def _spec(cfg: TimeIntervalSpecConfig) -> TimeSpec:
+    """The schema has checked every entry; this only converts them."""
+    return TimeSpec(
+        times=None if cfg.times is None else tuple(parse_time_range(t.start_time, t.end_time) for t in cfg.times),
+        weekdays=None if cfg.weekdays is None else tuple(parse_weekdays(w) for w in cfg.weekdays),
+        days_of_month=None if cfg.days_of_month is None else tuple(parse_days_of_month(d) for d in cfg.days_of_month),
+        months=None if cfg.months is None else tuple(parse_months(m) for m in cfg.months),
+        years=None if cfg.years is None else tuple(parse_years(y) for y in cfg.years),
+        location=UTC if cfg.location is None else parse_location(cfg.location),
+    )
+
+
+def _time_intervals(ruleset: Ruleset, problems: _Problems) -> dict[str, TimeInterval]:
+    """Named intervals from `time_intervals` and the deprecated `mute_time_intervals` (both read, as
+    Alertmanager does); a name may be defined once across the two."""
+    out: dict[str, TimeInterval] = {}
+    where: dict[str, tuple[str, int]] = {}
+    named: list[tuple[str, int, TimeIntervalConfig]] = [
+        *(("mute_time_intervals", i, c) for i, c in enumerate(ruleset.mute_time_intervals)),
+        *(("time_intervals", i, c) for i, c in enumerate(ruleset.time_intervals)),
+    ]
+    for section, i, cfg in named:
+        if cfg.name in where:
+            file, path = ruleset.origin(*where[cfg.name])
+            problems.add(section, i, ".name", f"time interval {cfg.name!r} is not unique (first at {file}:{path})")
+            continue
+        where[cfg.name] = (section, i)
+        out[cfg.name] = TimeInterval(cfg.name, tuple(_spec(spec) for spec in cfg.time_intervals))
+    return out
+
+
+def _check_interval_names(cfg: RouteConfig, path: str, problems: _Problems, intervals: Collection[str]) -> None:
+    sub = path[len("route") :]
+    for key, names in (
+        ("mute_time_intervals", cfg.mute_time_intervals),
+        ("active_time_intervals", cfg.active_time_intervals),
+    ):
+        for j, name in enumerate(names):
+            if name not in intervals:
+                known = ", ".join(sorted(intervals)) or "none defined"
+                problems.add(
+                    "route",
+                    None,
+                    f"{sub}.{key}[{j}]",
+                    f"undefined time interval {name!r} used in route (known: {known})",
+                )
+
+
+def _route(
+    cfg: RouteConfig,
+    path: str,
+    problems: _Problems,
+    receivers: set[str],
+    severities: Sequence[str],
+    intervals: Collection[str],
+) -> Route:
     if cfg.receiver is not None and cfg.receiver not in receivers:
         problems.add("route", None, path[len("route") :] + ".receiver", f"undefined receiver {cfg.receiver!r}")
+    _check_interval_names(cfg, path, problems, intervals)
     try:
         matchers = [*cfg.matchers, *matchers_from_legacy(cfg.match, cfg.match_re)]
     except MatcherError as exc:
@@ -97,7 +165,8 @@ def _route(cfg: RouteConfig, path: str, problems: _Problems, receivers: set[str]
         matchers=tuple(matchers),
         continue_=cfg.continue_,
         routes=tuple(
-            _route(child, f"{path}.routes[{i}]", problems, receivers, severities) for i, child in enumerate(cfg.routes)
+            _route(child, f"{path}.routes[{i}]", problems, receivers, severities, intervals)
+            for i, child in enumerate(cfg.routes)
         ),
         repeat_interval=_intervals(cfg, severities),
         group_wait=cfg.group_wait,
@@ -105,6 +174,8 @@ def _route(cfg: RouteConfig, path: str, problems: _Problems, receivers: set[str]
         send_resolved=cfg.send_resolved,
         max_repeats=UNLIMITED if cfg.max_repeats == UNLIMITED_REPEATS else cfg.max_repeats,
         path=path,
+        mute_time_intervals=tuple(cfg.mute_time_intervals),
+        active_time_intervals=tuple(cfg.active_time_intervals),
     )
 
 
@@ -202,10 +273,16 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
             problems.add("route", None, ".receiver", "the root route needs a receiver")
         if route_cfg.matchers or route_cfg.match or route_cfg.match_re:
             problems.add("route", None, ".matchers", "the root route matches every alert and takes no matchers")
+        for key in ("mute_time_intervals", "active_time_intervals"):
+            if getattr(route_cfg, key):
+                problems.add("route", None, f".{key}", f"the root route must not have any {key.replace('_', ' ')}")
+    intervals = _time_intervals(ruleset, problems)
     route = Route(receiver=DEFAULT_RECEIVER)
     if route_cfg.receiver is not None:
         try:
-            route = _route(route_cfg, "route", problems, receivers, g.severities)
+            # The root's own intervals were reported above; the tree is built without them.
+            route_cfg = route_cfg.model_copy(update={"mute_time_intervals": [], "active_time_intervals": []})
+            route = _route(route_cfg, "route", problems, receivers, g.severities, intervals)
         except ValueError as exc:  # the tree's own checks (e.g. a zero repeat interval) name the route
             problems.add("route", None, "", str(exc))
     inhibit = [_inhibit_rule(i, cfg, problems) for i, cfg in enumerate(ruleset.inhibit_rules)]
@@ -225,4 +302,5 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
         receivers=tuple(sorted(receivers)),
         severity_label=g.severity_label,
         severities=tuple(g.severities),
+        time_intervals=intervals,
     )

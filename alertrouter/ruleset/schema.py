@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from alertrouter.labels import Matcher, MatcherError, parse_matchers
+from alertrouter.pipeline.timeinterval import (
+    parse_clock,
+    parse_days_of_month,
+    parse_location,
+    parse_months,
+    parse_time_range,
+    parse_weekdays,
+    parse_years,
+)
 from alertrouter.ruleset.base import Duration, Section
 from alertrouter.ruleset.channels import (
     SECRET_FIELDS,
@@ -51,6 +61,9 @@ __all__ = [
     "Ruleset",
     "SmsChannelConfig",
     "TencentSmsConfig",
+    "TimeIntervalConfig",
+    "TimeIntervalSpecConfig",
+    "TimeRangeConfig",
     "TopologyConfig",
     "WeComChannelConfig",
 ]
@@ -173,6 +186,66 @@ class AggregationConfig(Section):
     rollup: Annotated[RollupConfig | None, BeforeValidator(_off_is_none)] = None
 
 
+def _range_text(parse: Callable[[object], object]) -> Callable[[Any], Any]:
+    """An entry of a time interval's list, checked by `parse` and kept as the text written (YAML reads
+    `2026` or `-1` as numbers; Alertmanager reads them as text)."""
+
+    def check(value: Any) -> Any:
+        parse(value)
+        return str(value)
+
+    return check
+
+
+WeekdayRange = Annotated[str, BeforeValidator(_range_text(parse_weekdays))]
+DayOfMonthRange = Annotated[str, BeforeValidator(_range_text(parse_days_of_month))]
+MonthRange = Annotated[str, BeforeValidator(_range_text(parse_months))]
+YearRange = Annotated[str, BeforeValidator(_range_text(parse_years))]
+
+
+class TimeRangeConfig(Section):
+    """`start_time` included, `end_time` excluded, both HH:MM (00:00 to 24:00), start before end."""
+
+    start_time: str
+    end_time: str
+
+    @field_validator("start_time", "end_time")
+    @classmethod
+    def _clock(cls, value: str) -> str:
+        parse_clock(value)
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeRangeConfig:
+        parse_time_range(self.start_time, self.end_time)
+        return self
+
+
+class TimeIntervalSpecConfig(Section):
+    """Alertmanager's `time_interval_spec`: every list given must match (an absent one matches anything)."""
+
+    times: list[TimeRangeConfig] | None = None
+    weekdays: list[WeekdayRange] | None = None
+    days_of_month: list[DayOfMonthRange] | None = None
+    months: list[MonthRange] | None = None
+    years: list[YearRange] | None = None
+    location: str | None = Field(None, description="IANA time zone the spec is read in; default UTC")
+
+    @field_validator("location")
+    @classmethod
+    def _location(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_location(value)
+        return value
+
+
+class TimeIntervalConfig(Section):
+    """A named time interval, referenced by routes' `mute_time_intervals` and `active_time_intervals`."""
+
+    name: str = Field(min_length=1)
+    time_intervals: list[TimeIntervalSpecConfig] = Field(default_factory=list)
+
+
 class RouteConfig(Section):
     receiver: str | None = None
     matchers: Matchers = Field(default_factory=list)
@@ -185,6 +258,12 @@ class RouteConfig(Section):
     group_interval: Duration | None = None
     send_resolved: bool | None = None
     max_repeats: Annotated[int | None, BeforeValidator(_unlimited), Field(ge=-1)] = None
+    mute_time_intervals: list[str] = Field(
+        default_factory=list, description="Names of time intervals during which this route sends nothing"
+    )
+    active_time_intervals: list[str] = Field(
+        default_factory=list, description="Names of time intervals outside which this route sends nothing"
+    )
 
 
 class MentionsConfig(Section):
@@ -244,6 +323,10 @@ class RuleFile(Section):
     route: RouteConfig | None = None
     receivers: list[ReceiverConfig] | None = None
     channels: list[ChannelConfig] | None = None
+    time_intervals: list[TimeIntervalConfig] | None = None
+    mute_time_intervals: list[TimeIntervalConfig] | None = Field(
+        None, description="Alertmanager's deprecated name for time_intervals; both are read"
+    )
 
 
 class Ruleset(Section):
@@ -256,6 +339,8 @@ class Ruleset(Section):
     route: RouteConfig | None = None
     receivers: list[ReceiverConfig] = Field(default_factory=list)
     channels: list[ChannelConfig] = Field(default_factory=list)
+    time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
+    mute_time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(

@@ -37,7 +37,7 @@ __all__ = [
     "used_token",
 ]
 
-MUTED_DECISIONS = ("inhibited", "held", "silenced", "quarantined")
+MUTED_DECISIONS = ("inhibited", "held", "silenced", "muted_by_interval", "quarantined")
 CHOICE_MAX = 256  # the longest region the incident filter accepts, so the longest it offers
 
 

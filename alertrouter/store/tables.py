@@ -98,7 +98,7 @@ class AlertRow(Base):
     # The engine's latest decision about this alert, and why (see alertrouter.engine).
     node: Mapped[str | None] = mapped_column(String(255), index=True)
     incident_key: Mapped[str | None] = mapped_column(String(512), index=True)
-    decision: Mapped[str | None] = mapped_column(String(16), index=True)
+    decision: Mapped[str | None] = mapped_column(String(32), index=True)
     decision_detail: Mapped[dict[str, Any] | None]
     decided_at: Mapped[datetime | None]
 

@@ -1,8 +1,12 @@
-"""Console page: the loaded rules with every secret masked, their hash, and `simulate` on a pasted payload."""
+"""Console page: the loaded rules with every secret masked, their hash, the time intervals and whether each
+is active now, and `simulate` on a pasted payload."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import yaml
@@ -10,12 +14,16 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from alertrouter.channels.registry import secret_values
+from alertrouter.model import utcnow
+from alertrouter.pipeline.route import Route
+from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.timeinterval import describe_spec
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.simulate import SimulationError, Step, simulate
 from alertrouter.web.console.pages import ConsoleDep, PageError, check_csrf, read_form
 
-__all__ = ["masked_config", "router"]
+__all__ = ["IntervalView", "interval_views", "masked_config", "router"]
 
 router = APIRouter(include_in_schema=False)
 MASK = "********"
@@ -40,6 +48,41 @@ def masked_config(ruleset: Ruleset) -> str:
     return yaml.safe_dump(_mask(data, secrets), sort_keys=False, allow_unicode=True, width=100)
 
 
+@dataclass(frozen=True, slots=True)
+class IntervalView:
+    name: str
+    active: bool
+    until: datetime | None  # when it next starts or ends
+    specs: list[str]
+    used_by: list[str]  # "route.routes[1] mutes", "route.routes[0] is active only"
+
+
+def _uses(route: Route) -> Iterator[tuple[str, str]]:
+    for name in route.mute_time_intervals:
+        yield name, f"{route.path} mutes"
+    for name in route.active_time_intervals:
+        yield name, f"{route.path} is active only"
+    for child in route.routes:
+        yield from _uses(child)
+
+
+def interval_views(pipeline: CompiledRules, now: datetime) -> list[IntervalView]:
+    """Every named interval, whether it is active at `now` and until when, and the routes that use it."""
+    uses: dict[str, list[str]] = {}
+    for name, use in _uses(pipeline.route):
+        uses.setdefault(name, []).append(use)
+    return [
+        IntervalView(
+            name=name,
+            active=interval.active(now),
+            until=interval.next_change(now),
+            specs=[describe_spec(spec) for spec in interval.specs] or ["never (no time_intervals)"],
+            used_by=uses.get(name, []),
+        )
+        for name, interval in sorted(pipeline.time_intervals.items())
+    ]
+
+
 def _page(console: ConsoleDep, *, status: int = 200, **context: Any) -> HTMLResponse:
     ruleset = console.runtime.ruleset
     context.setdefault("payload", "")
@@ -52,6 +95,7 @@ def _page(console: ConsoleDep, *, status: int = 200, **context: Any) -> HTMLResp
         config=masked_config(ruleset),
         config_hash=ruleset.config_hash,
         sources=ruleset.sources,
+        intervals=interval_views(console.runtime.engine.pipeline, utcnow()),
         **context,
     )
 

@@ -43,6 +43,7 @@ DECISION_TEXT = {
     "inhibited": "inhibited",
     "held": "held (waiting for a possible source)",
     "silenced": "silenced",
+    "muted_by_interval": "muted by a time interval (its routes send nothing now)",
     "quarantined": "quarantined (processing it failed; left out of every pass)",
     "resolved": "resolved",
 }
