@@ -33,6 +33,7 @@ from alertrouter.pipeline.incident import (
     worst_severity,
 )
 from alertrouter.pipeline.inhibit import Inhibitor
+from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.route import RouteMatch, match_routes, severity_interval
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence, Silencer
@@ -78,11 +79,19 @@ class Evaluator:
         if learned == before:
             return set()
         changed = {a for a in before.keys() | learned.keys() if before.get(a) != learned.get(a)}
-        self._nodes = replace(self.pipeline.nodes, learned=dict(learned))
+        self._nodes = replace(self._nodes, learned=dict(learned))
         return {fp for fp, address in self._addresses.items() if address in changed}
 
+    def _discover(self, discovered: Discovered) -> bool:
+        """Take a new discovered snapshot; True when every alert's enrichment must be checked again
+        (a discovered name or topology label may change any alert's labels, and this is rare)."""
+        if discovered is self._nodes.discovered or discovered == self._nodes.discovered:
+            return False
+        self._nodes = replace(self._nodes, discovered=discovered)
+        return True
+
     def _sync(
-        self, alerts: Iterable[LiveAlert], stale: set[str], placed_before: Mapping[str, str]
+        self, alerts: Iterable[LiveAlert], stale: set[str], placed_before: Mapping[str, str], recheck: bool = False
     ) -> tuple[dict[str, AlertView], dict[str, str]]:
         """The views of this pass, and the node incidents alerts left for another key (old -> new)."""
         nodes = self._nodes
@@ -93,12 +102,19 @@ class Evaluator:
             fp = a.fingerprint
             old = self._views.get(fp)
             relabel = fp in stale
+            enriched = None
+            if recheck and old is not None and not relabel:
+                enriched = nodes.enrich(a.labels)
+                relabel = enriched != old.labels
             if old is not None and not relabel and old.firing == a.firing and old.first_seen == a.fired_at:
                 views[fp] = old
                 continue
             # The labels of a fingerprint never change: a view made again keeps its enrichment, unless
-            # a learned alias renamed its node.
-            labels = old.labels if old is not None and not relabel else nodes.enrich(a.labels)
+            # a learned alias or a discovered name or topology label changed it.
+            if old is not None and not relabel:
+                labels = old.labels
+            else:
+                labels = enriched if enriched is not None else nodes.enrich(a.labels)
             view = AlertView(fp, labels, a.firing, a.starts_at, a.fired_at)
             views[fp] = view
             self._inhibitor.update(view)  # a view with other labels is placed again
@@ -138,14 +154,17 @@ class Evaluator:
         silences: Sequence[Silence] = (),
         learned: Mapping[str, str] | None = None,
         placed_before: Mapping[str, str] | None = None,
+        discovered: Discovered | None = None,
     ) -> EvalResult:
         """`learned`: the learned aliases in force (address -> node); None keeps the last ones.
         `placed_before`: the node incident each alert was last decided under, as stored (fingerprint ->
         key), consulted for alerts this evaluator has not placed yet. A new process places an alert
         under the name learned meanwhile at once; its stored key still says it left the address, and
-        the move is made as when a pass re-keys it (`_moved`)."""
+        the move is made as when a pass re-keys it (`_moved`). `discovered`: what the node lookup found
+        (None keeps the last); a change re-keys and re-labels the alerts it concerns in this pass."""
+        recheck = self._discover(discovered) if discovered is not None else False
         stale = self._learn(learned) if learned is not None else set()
-        views, moves = self._sync(alerts, stale, placed_before or {})
+        views, moves = self._sync(alerts, stale, placed_before or {}, recheck)
         result = EvalResult()
         groups: dict[str, IncidentGroup] = {}
         silencer = Silencer(silences)
