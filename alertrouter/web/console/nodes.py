@@ -12,7 +12,7 @@ from alertrouter.store import console as store
 from alertrouter.store import nodes
 from alertrouter.store.delivery import incident_ids
 from alertrouter.web.console.pages import ConsoleDep
-from alertrouter.web.nodes import discovered_addresses, lookup_status, node_addresses
+from alertrouter.web.nodes import DiscoveredAddressRead, discovered_addresses, lookup_status, node_addresses
 
 __all__ = ["router"]
 
@@ -34,11 +34,12 @@ async def nodes_page(console: ConsoleDep, page: Annotated[int, Query(ge=1, le=10
     addresses = node_addresses(
         list(rows), configured=configured, ttl=topology.learned_ttl, now=console.now, discovered=found
     )
-    discovered, discovered_total = [], 0
+    discovered: list[DiscoveredAddressRead] = []
+    discovered_total = 0
     if lookup is not None:
-        offset = (page - 1) * PAGE_SIZE
+        start = (page - 1) * PAGE_SIZE
         discovered, discovered_total = discovered_addresses(
-            lookup, configured=configured, limit=PAGE_SIZE, offset=offset
+            lookup, configured=configured, limit=PAGE_SIZE, offset=start
         )
     return console.page(
         "nodes",
