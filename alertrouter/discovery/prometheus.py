@@ -116,13 +116,15 @@ class PrometheusLookup:
                 self._failed(series, failed, now)
                 failures.setdefault((failed.problem, failed.detail), []).append(series)
                 continue
+            # kube_pod_info is a series per pod: parsed off the event loop, which keeps answering webhooks
             if series == "kube_node_labels":
-                self.book.took_topology(topology_of(labels, self.config.node_labels), now)
+                topology = await asyncio.to_thread(topology_of, labels, self.config.node_labels)
+                self.book.took_topology(topology, now)
             else:
-                self.book.took(series, claims_of(series, labels), now)
+                self.book.took(series, await asyncio.to_thread(claims_of, series, labels), now)
             self._succeeded(series, now)
         self._log_problems(failures)
-        changed = self.book.resolve(self._clock())
+        changed = await asyncio.to_thread(self.book.resolve, self._clock())
         self._observe()
         if changed:
             d = self.book.resolved.discovered
@@ -146,13 +148,13 @@ class PrometheusLookup:
         if len(response.content) > _BODY_MAX:
             raise _Failed("bad_answer", f"answer of {len(response.content)} bytes is too large")
         try:
-            body = response.json()
+            body = await asyncio.to_thread(json.loads, response.content)
         except (json.JSONDecodeError, UnicodeDecodeError):
             if response.status_code != 200:
                 raise _Failed("http_status", f"HTTP {response.status_code}") from None
             raise _Failed("bad_answer", "answer is not JSON") from None
         try:
-            return vector(body)
+            return await asyncio.to_thread(vector, body)
         except BadAnswer as exc:
             if isinstance(body, dict) and body.get("status") == "error":
                 raise _Failed("query_error", f"HTTP {response.status_code}, {exc}") from None
