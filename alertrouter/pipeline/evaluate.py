@@ -71,6 +71,7 @@ class Evaluator:
         self._views: dict[str, AlertView] = {}
         self._placements: dict[str, _Placement] = {}
         self._addresses: dict[str, str] = {}  # fingerprint -> the IP address that names its node
+        self._keys: dict[str, str] = {}  # fingerprint -> the value its node is looked up by (discovered names)
         self.rekeyed: set[str] = set()  # alerts whose node the last pass renamed
 
     def _learn(self, learned: Mapping[str, str]) -> set[str]:
@@ -82,16 +83,25 @@ class Evaluator:
         self._nodes = replace(self._nodes, learned=dict(learned))
         return {fp for fp, address in self._addresses.items() if address in changed}
 
-    def _discover(self, discovered: Discovered) -> bool:
-        """Take a new discovered snapshot; True when every alert's enrichment must be checked again
-        (a discovered name or topology label may change any alert's labels, and this is rare)."""
-        if discovered is self._nodes.discovered or discovered == self._nodes.discovered:
-            return False
+    def _discover(self, discovered: Discovered) -> set[str]:
+        """Take a new discovered snapshot; the fingerprints whose node or topology labels it may change:
+        those looked up by a key whose entry changed, and those on a node whose labels changed."""
+        before = self._nodes.discovered
+        if discovered is before:
+            return set()
+        old, new = before.names, discovered.names
+        keys = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        was, now = before.topology, discovered.topology
+        nodes = {n for n in was.keys() | now.keys() if was.get(n) != now.get(n)}
         self._nodes = replace(self._nodes, discovered=discovered)
-        return True
+        stale = {fp for fp, key in self._keys.items() if key in keys}
+        if nodes:
+            label = self._nodes.label
+            stale.update(fp for fp, view in self._views.items() if view.labels.get(label) in nodes)
+        return stale
 
     def _sync(
-        self, alerts: Iterable[LiveAlert], stale: set[str], placed_before: Mapping[str, str], recheck: bool = False
+        self, alerts: Iterable[LiveAlert], stale: set[str], placed_before: Mapping[str, str]
     ) -> tuple[dict[str, AlertView], dict[str, str]]:
         """The views of this pass, and the node incidents alerts left for another key (old -> new)."""
         nodes = self._nodes
@@ -102,19 +112,12 @@ class Evaluator:
             fp = a.fingerprint
             old = self._views.get(fp)
             relabel = fp in stale
-            enriched = None
-            if recheck and old is not None and not relabel:
-                enriched = nodes.enrich(a.labels)
-                relabel = enriched != old.labels
             if old is not None and not relabel and old.firing == a.firing and old.first_seen == a.fired_at:
                 views[fp] = old
                 continue
             # The labels of a fingerprint never change: a view made again keeps its enrichment, unless
             # a learned alias or a discovered name or topology label changed it.
-            if old is not None and not relabel:
-                labels = old.labels
-            else:
-                labels = enriched if enriched is not None else nodes.enrich(a.labels)
+            labels = old.labels if old is not None and not relabel else nodes.enrich(a.labels)
             view = AlertView(fp, labels, a.firing, a.starts_at, a.fired_at)
             views[fp] = view
             self._inhibitor.update(view)  # a view with other labels is placed again
@@ -122,6 +125,9 @@ class Evaluator:
                 address = nodes.address(a.labels)
                 if address is not None:
                     self._addresses[fp] = address
+                key = nodes.key(a.labels)
+                if key is not None:
+                    self._keys[fp] = key
             if old is None or (relabel and labels != old.labels):
                 rule = assign_rule(self.pipeline.aggregation, labels)
                 placed = _Placement(rule, incident_key(rule, labels), self._inhibitor.hold_down(view))
@@ -137,6 +143,7 @@ class Evaluator:
             self._inhibitor.remove(gone)
             del self._placements[gone]
             self._addresses.pop(gone, None)
+            self._keys.pop(gone, None)
         self._views = views
         return views, moves
 
@@ -162,9 +169,9 @@ class Evaluator:
         under the name learned meanwhile at once; its stored key still says it left the address, and
         the move is made as when a pass re-keys it (`_moved`). `discovered`: what the node lookup found
         (None keeps the last); a change re-keys and re-labels the alerts it concerns in this pass."""
-        recheck = self._discover(discovered) if discovered is not None else False
-        stale = self._learn(learned) if learned is not None else set()
-        views, moves = self._sync(alerts, stale, placed_before or {}, recheck)
+        stale = self._discover(discovered) if discovered is not None else set()
+        stale |= self._learn(learned) if learned is not None else set()
+        views, moves = self._sync(alerts, stale, placed_before or {})
         result = EvalResult()
         groups: dict[str, IncidentGroup] = {}
         silencer = Silencer(silences)

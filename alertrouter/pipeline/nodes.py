@@ -170,6 +170,15 @@ class NodeIdentity:
                 return address_of(value) if name == "instance" else None
         return None
 
+    def key(self, labels: Mapping[str, str]) -> str | None:
+        """The value the alert's node is looked up by (the first of `sources` present, as `lookup_key`
+        spells it): a discovered map that changes this key's entry may rename the alert's node."""
+        for name in self.sources:
+            value = labels.get(name)
+            if value:
+                return lookup_key(value, instance=name == "instance")
+        return None
+
     def enrich(self, labels: Mapping[str, str]) -> dict[str, str]:
         """The labels the stages match on: the original ones, the node key under `label`, and
         topology labels the alert does not already have (an alert's own labels always win)."""

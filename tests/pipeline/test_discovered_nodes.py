@@ -94,3 +94,17 @@ def test_a_new_snapshot_re_keys_and_relabels_in_the_pass_that_gets_it() -> None:
     # the same snapshot again: nothing is re-keyed
     evaluator.evaluate(alerts, next_records(records, second), now=now + timedelta(seconds=5), discovered=FOUND)
     assert evaluator.rekeyed == set()
+
+
+def test_a_changed_topology_label_relabels_only_that_nodes_alerts() -> None:
+    evaluator = Evaluator(shipped_pipeline())
+    other = node_exporter_down_labels("10.0.0.8")
+    alerts = [LiveAlert(fingerprint(lb), lb, True, T0, T0) for lb in (NODE_DOWN, DCGM_POD, other)]
+    first = evaluator.evaluate(alerts, {}, now=T0, discovered=FOUND)
+    assert evaluator.label_of(fingerprint(NODE_DOWN), "region") == "north"
+    moved = Discovered(names=FOUND.names, topology={"gpu-node-07": {"region": "south", "zone": "south-b"}})
+    evaluator.evaluate(alerts, next_records({}, first), now=T0 + timedelta(seconds=5), discovered=moved)
+    assert evaluator.label_of(fingerprint(NODE_DOWN), "region") == "south"
+    assert evaluator.label_of(fingerprint(DCGM_POD), "zone") == "south-b"
+    assert evaluator.label_of(fingerprint(other), "region") is None
+    assert evaluator.rekeyed == {fingerprint(NODE_DOWN), fingerprint(DCGM_POD)}  # not the other node's alert
