@@ -16,6 +16,7 @@ from alertrouter.auth.keys import load_signers
 from alertrouter.channels.registry import build_channels, secret_values
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
+from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.heap import settle_heap
 from alertrouter.ingest.activity import IngestActivity
@@ -78,6 +79,11 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
             actions=ActionLinks(signers.link, settings.link_ttl, settings.link_silence),
             loops=loops,
         )
+    lookup = None
+    if ruleset.topology.prometheus is not None:
+        lookup = PrometheusLookup(
+            ruleset.topology.prometheus, keep_for=ruleset.topology.lookup_keep_for, metrics=metrics, loops=loops
+        )
     engine = EngineRunner(
         db,
         compile_rules(ruleset),
@@ -86,7 +92,10 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         on_intents=delivery.nudge if delivery is not None else None,
         ingest_quiet=activity.quiet_for,
         loops=loops,
+        discovered=lookup.snapshot if lookup is not None else None,
     )
+    if lookup is not None:
+        lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names
     ingestor = Ingestor(db, touches, activity=activity, on_committed=engine.committed)
     return Runtime(
         settings=settings,
@@ -104,6 +113,7 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         loops=loops,
         signers=signers,
         scheduler=build_scheduler(settings, ruleset, db, engine.pipeline, metrics, loops),
+        lookup=lookup,
     )
 
 
@@ -120,6 +130,12 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         runtime = await build_runtime(settings, ruleset)
         app.state.runtime = runtime
         runtime.maintenance.start()
+        if runtime.lookup is not None:
+            runtime.lookup.start()
+            # The first pass then names nodes as Prometheus does, instead of by address and moving them
+            # a moment later; a Prometheus that does not answer in time delays nothing further.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(runtime.lookup.answered.wait(), runtime.lookup.config.timeout.total_seconds())
         runtime.engine.start()
         if runtime.delivery is not None:
             runtime.delivery.start()
@@ -142,6 +158,8 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
             if runtime.scheduler is not None:
                 await runtime.scheduler.stop()
             await runtime.engine.stop()
+            if runtime.lookup is not None:
+                await runtime.lookup.stop()
             if runtime.delivery is not None:
                 await runtime.delivery.stop()
             await runtime.maintenance.stop()

@@ -160,5 +160,29 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.node_lookup_errors = Counter(
+            "alertrouter_node_lookup_errors_total",
+            "Failed reads of a series by the Prometheus node lookup, by series and problem (unreachable, timeout, "
+            "http_status, query_error, bad_answer); the last good answer stays in force.",
+            ["series", "problem"],
+            registry=r,
+        )
+        self.node_lookup_last_success = Gauge(
+            "alertrouter_node_lookup_last_success_timestamp_seconds",
+            "When the Prometheus node lookup last read the series successfully (Unix time).",
+            ["series"],
+            registry=r,
+        )
+        self.node_lookup_names = Gauge(
+            "alertrouter_node_lookup_names",
+            "Addresses and pod names the Prometheus node lookup maps to nodes, in force, by source.",
+            ["source"],
+            registry=r,
+        )
+        self.node_lookup_conflicts = Gauge(
+            "alertrouter_node_lookup_conflicts",
+            "Addresses or names that two nodes claim in the lookup's latest answers (the winner is logged).",
+            registry=r,
+        )
         self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)

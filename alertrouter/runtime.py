@@ -12,6 +12,7 @@ from alertrouter.auth.keys import Signers
 from alertrouter.auth.webhook import Authenticator
 from alertrouter.channels.base import Channel
 from alertrouter.delivery.worker import DeliveryWorker
+from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.writer import Ingestor
@@ -42,6 +43,7 @@ class Runtime:
     loops: LoopHealth
     signers: Signers  # links in messages and console sessions
     scheduler: Scheduler | None = None  # weekly digests and housekeeping, when ALERTROUTER_SCHEDULER
+    lookup: PrometheusLookup | None = None  # topology.prometheus, when configured
 
 
 def _runtime(request: Request) -> Runtime:

@@ -31,6 +31,8 @@ NEVER = {  # a unit -> units it must not import
     "engine": {"ingest", "delivery", "channels", "render", "settings"},
     "ruleset": {"channels", "digest", "engine", "delivery", "store", "render"},
     "auth": {"settings"},
+    # the node lookup reads Prometheus and hands the engine a snapshot: it never reaches the store or the engine
+    "discovery": {"store", "engine", "delivery", "channels", "ingest", "render", "digest", "web", "settings"},
 }
 
 

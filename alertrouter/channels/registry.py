@@ -48,8 +48,12 @@ def build_channels(ruleset: Ruleset, *, client: httpx.AsyncClient, renderer: Ren
 
 
 def secret_values(ruleset: Ruleset) -> list[str]:
-    """Every secret in the channel configs, for the log redaction filter."""
-    return sorted({v for c in ruleset.channels for v in _secrets(c) if len(v) >= 4})
+    """Every secret in the channel configs and the Prometheus lookup's token, for the log redaction filter."""
+    found = {v for c in ruleset.channels for v in _secrets(c)}
+    lookup = ruleset.topology.prometheus
+    if lookup is not None and lookup.bearer_token is not None:
+        found.add(lookup.bearer_token.get_secret_value())
+    return sorted(v for v in found if len(v) >= 4)
 
 
 def _secrets(model: BaseModel) -> Iterator[str]:

@@ -23,6 +23,7 @@ from alertrouter.metrics import Metrics
 from alertrouter.model import AlertStatus, utcnow
 from alertrouter.pipeline import aliases
 from alertrouter.pipeline.evaluate import Evaluator
+from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.types import QUIET_RESOLVE, Decision, EvalResult, LiveAlert
@@ -62,8 +63,13 @@ class EngineRunner:
         on_intents: Callable[[], None] | None = None,
         ingest_quiet: Callable[[], float] | None = None,
         loops: LoopHealth | None = None,
+        discovered: Callable[[], Discovered] | None = None,
     ) -> None:
         self._db = db
+        # What the node lookup (topology.prometheus) found: read at every pass, a new snapshot makes
+        # the pass a full one (the lookup nudges the engine when it has one).
+        self._discovered = discovered
+        self._discovered_seen: Discovered | None = None
         self._loops = loops or LoopHealth(metrics)
         self._on_intents = on_intents
         self.pipeline = pipeline
@@ -133,6 +139,7 @@ class EngineRunner:
         self._book = None
         self._sightings.clear()
         self._alias_expiry = None
+        self._discovered_seen = None
         self._last = None
         self._lease_renewed = None
         self._evaluator = Evaluator(self.pipeline)
@@ -186,7 +193,8 @@ class EngineRunner:
             for live, *_ in changed:
                 self._inserted.pop(live.fingerprint, None)
             silences = await store.load_silences(session, now=now)
-            if self._idle(changed, now) and silences == self._silences:
+            discovered = self._discovered() if self._discovered is not None else None
+            if self._idle(changed, now) and silences == self._silences and discovered is self._discovered_seen:
                 return await self._keep_lease(now)
             self._silences = silences
             if self._book is None:  # first pass, or the lease was just taken: what the leader learned
@@ -236,6 +244,7 @@ class EngineRunner:
                 silences=silences,
                 learned=learned,
                 placed_before=placed_before,
+                discovered=discovered,
             )
         except Exception as exc:
             culprits = await asyncio.to_thread(find_culprits, self.pipeline, alerts, records, now, silences)
@@ -246,6 +255,7 @@ class EngineRunner:
         if not await self._under_lease(now, lambda session: self._persist(session, result, learnt, now)):
             return None
         self._book = merged
+        self._discovered_seen = discovered
         self._alias_expiry = aliases.next_expiry(merged, now=now, ttl=ttl)
         await self._write_decisions(changes)
         if self._metrics is not None:

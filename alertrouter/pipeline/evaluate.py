@@ -33,6 +33,7 @@ from alertrouter.pipeline.incident import (
     worst_severity,
 )
 from alertrouter.pipeline.inhibit import Inhibitor
+from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.route import RouteMatch, match_routes, severity_interval
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence, Silencer
@@ -83,6 +84,7 @@ class Evaluator:
         self._views: dict[str, AlertView] = {}
         self._placements: dict[str, _Placement] = {}
         self._addresses: dict[str, str] = {}  # fingerprint -> the IP address that names its node
+        self._keys: dict[str, str] = {}  # fingerprint -> the value its node is looked up by (discovered names)
         self.rekeyed: set[str] = set()  # alerts whose node the last pass renamed
         self._intervals = IntervalClock(pipeline.time_intervals)
         # A route's time-interval mute, worked out once per pass: (mute, active) names -> the mute or None.
@@ -94,8 +96,25 @@ class Evaluator:
         if learned == before:
             return set()
         changed = {a for a in before.keys() | learned.keys() if before.get(a) != learned.get(a)}
-        self._nodes = replace(self.pipeline.nodes, learned=dict(learned))
+        self._nodes = replace(self._nodes, learned=dict(learned))
         return {fp for fp, address in self._addresses.items() if address in changed}
+
+    def _discover(self, discovered: Discovered) -> set[str]:
+        """Take a new discovered snapshot; the fingerprints whose node or topology labels it may change:
+        those looked up by a key whose entry changed, and those on a node whose labels changed."""
+        before = self._nodes.discovered
+        if discovered is before:
+            return set()
+        old, new = before.names, discovered.names
+        keys = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        was, now = before.topology, discovered.topology
+        nodes = {n for n in was.keys() | now.keys() if was.get(n) != now.get(n)}
+        self._nodes = replace(self._nodes, discovered=discovered)
+        stale = {fp for fp, key in self._keys.items() if key in keys}
+        if nodes:
+            label = self._nodes.label
+            stale.update(fp for fp, view in self._views.items() if view.labels.get(label) in nodes)
+        return stale
 
     def _sync(
         self, alerts: Iterable[LiveAlert], stale: set[str], placed_before: Mapping[str, str]
@@ -113,7 +132,7 @@ class Evaluator:
                 views[fp] = old
                 continue
             # The labels of a fingerprint never change: a view made again keeps its enrichment, unless
-            # a learned alias renamed its node.
+            # a learned alias or a discovered name or topology label changed it.
             labels = old.labels if old is not None and not relabel else nodes.enrich(a.labels)
             view = AlertView(fp, labels, a.firing, a.starts_at, a.fired_at)
             views[fp] = view
@@ -122,6 +141,9 @@ class Evaluator:
                 address = nodes.address(a.labels)
                 if address is not None:
                     self._addresses[fp] = address
+                key = nodes.key(a.labels)
+                if key is not None:
+                    self._keys[fp] = key
             if old is None or (relabel and labels != old.labels):
                 rule = assign_rule(self.pipeline.aggregation, labels)
                 placed = _Placement(rule, incident_key(rule, labels), self._inhibitor.hold_down(view))
@@ -137,6 +159,7 @@ class Evaluator:
             self._inhibitor.remove(gone)
             del self._placements[gone]
             self._addresses.pop(gone, None)
+            self._keys.pop(gone, None)
         self._views = views
         return views, moves
 
@@ -154,13 +177,16 @@ class Evaluator:
         silences: Sequence[Silence] = (),
         learned: Mapping[str, str] | None = None,
         placed_before: Mapping[str, str] | None = None,
+        discovered: Discovered | None = None,
     ) -> EvalResult:
         """`learned`: the learned aliases in force (address -> node); None keeps the last ones.
         `placed_before`: the node incident each alert was last decided under, as stored (fingerprint ->
         key), consulted for alerts this evaluator has not placed yet. A new process places an alert
         under the name learned meanwhile at once; its stored key still says it left the address, and
-        the move is made as when a pass re-keys it (`_moved`)."""
-        stale = self._learn(learned) if learned is not None else set()
+        the move is made as when a pass re-keys it (`_moved`). `discovered`: what the node lookup found
+        (None keeps the last); a change re-keys and re-labels the alerts it concerns in this pass."""
+        stale = self._discover(discovered) if discovered is not None else set()
+        stale |= self._learn(learned) if learned is not None else set()
         views, moves = self._sync(alerts, stale, placed_before or {})
         result = EvalResult()
         groups: dict[str, IncidentGroup] = {}

@@ -5,9 +5,11 @@ node-exporter says `instance="10.0.0.7:9100"`, dcgm-exporter `instance="10.0.0.7
 present of a configurable list of labels (`instance` losing its port) and is exposed to every later
 stage as a label, so inhibition (`equal: [node]`), aggregation and routing all see the same node.
 
-An address is mapped to a name by `topology.aliases` (written by people) and, below those, by learned
-aliases: an alert that carries both an IP-form `instance` and a name (`node_claim`) says which node
-that address is (see `pipeline.aliases` for how claims are kept, expire and conflict).
+An address is mapped to a name by `topology.aliases` (written by people), below those by what a lookup
+discovered (`Discovered`: Prometheus series such as `node_uname_info` and `kube_pod_info`, see
+`alertrouter.discovery`), and below both by learned aliases: an alert that carries both an IP-form
+`instance` and a name (`node_claim`) says which node that address is (see `pipeline.aliases` for how
+claims are kept, expire and conflict). Topology labels likewise: `topology.nodes` over discovered ones.
 """
 
 from __future__ import annotations
@@ -18,7 +20,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-__all__ = ["NAME_LABELS", "NodeClaim", "NodeIdentity", "address_of", "node_claim", "strip_port"]
+__all__ = [
+    "NAME_LABELS",
+    "NOTHING_DISCOVERED",
+    "Discovered",
+    "NodeClaim",
+    "NodeIdentity",
+    "address_of",
+    "lookup_key",
+    "node_claim",
+    "strip_port",
+]
 
 # Labels that name a node (never an address) in the exporters' own words: Prometheus relabelling
 # (`node`), node_uname_info (`nodename`), Kubernetes SD (`kubernetes_node`), dcgm-exporter (`hostname`,
@@ -47,6 +59,29 @@ def address_of(value: str) -> str | None:
         return str(ipaddress.ip_address(strip_port(value)))
     except ValueError:
         return None
+
+
+def lookup_key(value: str, *, instance: bool) -> str:
+    """How a discovered map is keyed: an address in one spelling (an `instance` losing its port), any
+    other value as it is (a host name, a pod's name)."""
+    host = strip_port(value) if instance else value
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
+
+
+@dataclass(frozen=True, slots=True)
+class Discovered:
+    """What a lookup found: `names` maps an address or another name of a node (a pod's name) to the node,
+    keyed by `lookup_key`; `topology` maps a node to its labels (region, zone...). One immutable
+    snapshot per change, so a reader can tell a new one by identity."""
+
+    names: Mapping[str, str] = field(default_factory=dict)
+    topology: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+NOTHING_DISCOVERED = Discovered()
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +123,10 @@ class NodeIdentity:
     only where the alert lacks them, for nodes whose exporters do not carry those labels.
     `aliases`: other names of a node (e.g. its IP) -> the canonical node name, so a node-exporter
     alert known only by IP and a dcgm alert known by hostname land on one node. `learned`: address ->
-    node learned from alerts (`pipeline.aliases`), consulted after `aliases`, which always win."""
+    node learned from alerts (`pipeline.aliases`). `discovered`: what a lookup (Prometheus) found.
+
+    Precedence: `aliases` (written by people), then `discovered`, then `learned`; topology labels from
+    `topology` (written by people) over discovered ones, and an alert's own labels over both."""
 
     sources: Sequence[str] = ("node", "hostname", "Hostname", "nodename", "kubernetes_node", "instance")
     label: str = "node"
@@ -96,6 +134,7 @@ class NodeIdentity:
     aliases: Mapping[str, str] = field(default_factory=dict)
     learned: Mapping[str, str] = field(default_factory=dict)
     learned_ttl: timedelta = timedelta(days=7)
+    discovered: Discovered = NOTHING_DISCOVERED
 
     def node_of(self, labels: Mapping[str, str]) -> str | None:
         for name in self.sources:
@@ -105,6 +144,10 @@ class NodeIdentity:
                 configured = self.aliases.get(key)
                 if configured is not None:
                     return configured
+                if self.discovered.names:
+                    found = self.discovered.names.get(lookup_key(value, instance=name == "instance"))
+                    if found is not None:
+                        return self.aliases.get(found, found)
                 if name == "instance" and self.learned:
                     address = address_of(value)
                     learned = self.learned.get(address) if address is not None else None
@@ -127,6 +170,15 @@ class NodeIdentity:
                 return address_of(value) if name == "instance" else None
         return None
 
+    def key(self, labels: Mapping[str, str]) -> str | None:
+        """The value the alert's node is looked up by (the first of `sources` present, as `lookup_key`
+        spells it): a discovered map that changes this key's entry may rename the alert's node."""
+        for name in self.sources:
+            value = labels.get(name)
+            if value:
+                return lookup_key(value, instance=name == "instance")
+        return None
+
     def enrich(self, labels: Mapping[str, str]) -> dict[str, str]:
         """The labels the stages match on: the original ones, the node key under `label`, and
         topology labels the alert does not already have (an alert's own labels always win)."""
@@ -136,5 +188,7 @@ class NodeIdentity:
             return out
         out[self.label] = node
         for name, value in self.topology.get(node, {}).items():
+            out.setdefault(name, value)
+        for name, value in self.discovered.topology.get(node, {}).items():
             out.setdefault(name, value)
         return out

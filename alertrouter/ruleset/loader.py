@@ -111,6 +111,12 @@ def _without_union_tag(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
 
 def _check_secret_references(data: dict[str, Any], file: str, problems: list[ConfigProblem]) -> None:
     """Secrets (robot tokens, keys, passwords) must come from the environment, never the file itself."""
+    topology = data.get("topology")
+    lookup = topology.get("prometheus") if isinstance(topology, dict) else None
+    token = lookup.get("bearer_token") if isinstance(lookup, dict) else None
+    if isinstance(token, str) and token and "${" not in token:
+        where = format_loc(("topology", "prometheus", "bearer_token"))
+        problems.append(ConfigProblem(file, where, "secrets must be ${ENV_VAR} references, not written in the file"))
     channels = data.get("channels")
     if not isinstance(channels, list):
         return

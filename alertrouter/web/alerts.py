@@ -13,7 +13,7 @@ from alertrouter.web.access import require_reader
 from alertrouter.web.ids import BeforeIdQuery, EventId
 from alertrouter.web.schemas import AlertDetail, AlertEventRead, AlertList, AlertRead, EpisodeRead, RawEventRead
 
-__all__ = ["router"]
+__all__ = ["alert_read", "router"]
 
 
 async def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
@@ -23,6 +23,21 @@ async def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
 
 
 AuthorizedRuntime = Annotated[Runtime, Depends(_authorized)]
+
+
+def alert_read(row: object, runtime: Runtime) -> AlertRead:
+    """An alert row as the API shows it, with the topology labels of its node (worked out on this
+    replica from the configuration and its own Prometheus lookup, as the engine's leader does)."""
+    read = AlertRead.model_validate(row)
+    if read.node is None:
+        return read
+    nodes = runtime.engine.pipeline.nodes
+    found = runtime.lookup.snapshot() if runtime.lookup is not None else nodes.discovered
+    labels = {**found.topology.get(read.node, {}), **nodes.topology.get(read.node, {})}
+    added = {k: v for k, v in sorted(labels.items()) if k not in read.labels}
+    return read.model_copy(update={"topology": added}) if added else read
+
+
 router = APIRouter(prefix="/api/v1", tags=["alerts"])
 
 
@@ -54,7 +69,7 @@ async def list_alerts(
             if matchers and not matches_all(matchers, row.labels):
                 continue
             if offset <= total < offset + limit:
-                page.append(AlertRead.model_validate(row))
+                page.append(alert_read(row, runtime))
             total += 1
     return AlertList(alerts=page, total=total, limit=limit, offset=offset)
 
@@ -68,7 +83,7 @@ async def get_alert(fingerprint: str, runtime: AuthorizedRuntime) -> AlertDetail
         episodes = await queries.get_episodes(session, fingerprint=fingerprint)
         events = await queries.get_events(session, fingerprint=fingerprint)
         return AlertDetail(
-            alert=AlertRead.model_validate(row),
+            alert=alert_read(row, runtime),
             episodes=[EpisodeRead.model_validate(e) for e in episodes],
             events=[AlertEventRead.model_validate(e) for e in events],
         )

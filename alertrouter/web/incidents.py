@@ -7,10 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 
 from alertrouter.store import queries
-from alertrouter.web.alerts import AuthorizedRuntime
+from alertrouter.web.alerts import AuthorizedRuntime, alert_read
 from alertrouter.web.ids import IncidentId
 from alertrouter.web.schemas import (
-    AlertRead,
     IncidentDetail,
     IncidentList,
     IncidentRead,
@@ -52,7 +51,7 @@ async def get_incident(runtime: AuthorizedRuntime, incident_id: IncidentId) -> I
         notifications = await queries.incident_notifications(session, key=row.key)
         return IncidentDetail(
             incident=IncidentRead.model_validate(row),
-            alerts=[AlertRead.model_validate(a) for a in alerts],
+            alerts=[alert_read(a, runtime) for a in alerts],
             members=[IncidentRead.model_validate(m) for m in members],
             receivers=[NotifyStateRead.model_validate(s) for s in states],
             notifications=[NotificationRead.model_validate(n) for n in notifications],

@@ -41,6 +41,9 @@ class AlertRead(_Read):
     last_seen: datetime
     updated_at: datetime
     node: str | None = None
+    # Labels node identity adds for the alert's node (`topology.nodes`, then what the Prometheus lookup
+    # read from kube_node_labels), those the alert lacks only: its own labels win, as in the engine.
+    topology: dict[str, str] = {}
     incident_key: str | None = None
     decision: str | None = None
     decision_detail: dict[str, Any] | None = None

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
+from pathlib import Path
 
 import httpx
 
+from alertrouter.discovery.prometheus import PrometheusLookup
+from alertrouter.ruleset.schema import PrometheusLookupConfig
 from alertrouter.runtime import Runtime
 from support.scenario import dcgm_labels, node_exporter_down_labels
 
 from .conftest import AUTH
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
 
 
 def webhook(alerts: list[dict[str, str]], starts: str) -> str:
@@ -41,3 +47,43 @@ async def test_learned_addresses_and_a_conflict_are_listed(app_client: tuple[htt
     assert listed["10.0.0.8"]["previous_node"] is None
     alerts = (await client.get("/api/v1/alerts", headers=AUTH)).json()["alerts"]
     assert {a["node"] for a in alerts if a["alertname"] == "NodeDown"} == {"gpu-node-70"}
+
+
+async def test_discovered_addresses_are_listed_next_to_learned_and_configured_ones(
+    app_client: tuple[httpx.AsyncClient, Runtime],
+) -> None:
+    """A learned address that the Prometheus lookup also maps is shown as overridden by it."""
+    client, runtime = app_client
+    taught = [dcgm_labels("10.0.0.7", "gpu-node-07-old", 0)]
+    r = await client.post("/webhook/alertmanager", content=webhook(taught, "2026-01-01T00:00:00Z"), headers=AUTH)
+    assert r.status_code == 200
+    await runtime.engine.run_once()
+
+    def prometheus(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=(FIXTURES / f"{request.url.params['query']}.json").read_bytes())
+
+    config = PrometheusLookupConfig(url="http://prometheus:9090")
+    async with httpx.AsyncClient(transport=httpx.MockTransport(prometheus)) as http:
+        runtime.lookup = PrometheusLookup(config, keep_for=timedelta(days=7), client=http)
+        await runtime.lookup.refresh()
+        body = (await client.get("/api/v1/nodes", params={"limit": 3}, headers=AUTH)).json()
+    [learned] = body["addresses"]
+    assert (learned["address"], learned["source"], learned["state"]) == ("10.0.0.7", "learned", "prometheus")
+    assert learned["discovered_node"] == "gpu-node-07"
+    assert body["discovered_total"] == 9
+    assert [(d["node"], d["key"]) for d in body["discovered"]] == [
+        ("gpu-node-07", "10.0.0.7"),
+        ("gpu-node-07", "10.244.7.23"),
+        ("gpu-node-07", "nvidia-dcgm-exporter-5xk2p"),
+    ]  # a page, by node then key
+    first = body["discovered"][0]
+    assert (first["source"], first["series"], first["kind"]) == ("prometheus", "kube_node_info", "address")
+    assert first["labels"] == {"region": "north", "zone": "north-a", "rack": "r12"}
+    assert body["prometheus"]["url"] == "http://prometheus:9090"
+    assert {s["series"] for s in body["prometheus"]["series"] if s["last_success"]} == {
+        "node_uname_info",
+        "kube_node_info",
+        "kube_pod_info",
+        "kube_node_labels",
+    }
+    assert body["configured"] == []  # the shipped rules configure no alias

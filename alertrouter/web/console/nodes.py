@@ -1,4 +1,5 @@
-"""Console page: the addresses learned to be nodes, by node, with the alert each was learned from."""
+"""Console page: the addresses learned to be nodes, by node, with the alert each was learned from; the
+addresses and pods the Prometheus lookup discovered; the configured aliases."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from alertrouter.store import console as store
 from alertrouter.store import nodes
 from alertrouter.store.delivery import incident_ids
 from alertrouter.web.console.pages import ConsoleDep
-from alertrouter.web.nodes import node_addresses
+from alertrouter.web.nodes import DiscoveredAddressRead, discovered_addresses, lookup_status, node_addresses
 
 __all__ = ["router"]
 
@@ -27,7 +28,19 @@ async def nodes_page(console: ConsoleDep, page: Annotated[int, Query(ge=1, le=10
         # the alert each address was learned from, while the store still has it, linked to its incident
         sources = await store.alerts_by_fingerprint(session, {r.fingerprint for r in rows})
         ids = await incident_ids(session, {a.incident_key for a in sources.values() if a.incident_key})
-    addresses = node_addresses(list(rows), configured=dict(topology.aliases), ttl=topology.learned_ttl, now=console.now)
+    lookup = console.runtime.lookup
+    configured = dict(topology.aliases)
+    found = lookup.snapshot().names if lookup is not None else {}
+    addresses = node_addresses(
+        list(rows), configured=configured, ttl=topology.learned_ttl, now=console.now, discovered=found
+    )
+    discovered: list[DiscoveredAddressRead] = []
+    discovered_total = 0
+    if lookup is not None:
+        start = (page - 1) * PAGE_SIZE
+        discovered, discovered_total = discovered_addresses(
+            lookup, configured=configured, limit=PAGE_SIZE, offset=start
+        )
     return console.page(
         "nodes",
         title="Nodes",
@@ -36,6 +49,10 @@ async def nodes_page(console: ConsoleDep, page: Annotated[int, Query(ge=1, le=10
         incident_ids=ids,
         total=total,
         ttl=topology.learned_ttl,
+        discovered=discovered,
+        discovered_total=discovered_total,
+        lookup=lookup_status(lookup) if lookup is not None else None,
+        configured=sorted(configured.items(), key=lambda item: item[::-1]),
         page=page,
-        pages=max(1, -(-total // PAGE_SIZE)),
+        pages=max(1, -(-max(total, discovered_total) // PAGE_SIZE)),
     )

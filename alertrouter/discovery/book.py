@@ -1,0 +1,105 @@
+"""What the lookup knows between refreshes: every claim and topology label with when an answer last
+had it, and the `Discovered` snapshot resolved from them. Pure bookkeeping, the clock given.
+
+A claim is kept for `keep_for` after the last answer that had it, so neither a Prometheus that is
+down nor a series that vanished with its node (a dead node-exporter's `node_uname_info` goes stale
+in five minutes; the node's NodeDown needs its name then) drops a name at once. A series that fails
+keeps its claims; a series that answers replaces them, except those it no longer has, which age.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from alertrouter.discovery.parse import RANKS, Claim
+from alertrouter.pipeline.nodes import NOTHING_DISCOVERED, Discovered
+
+__all__ = ["Book", "Entry", "Resolved"]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A claim in force, as shown by the API: the winning claim of its key."""
+
+    key: str
+    node: str
+    source: str
+    first_seen: datetime
+    last_seen: datetime
+    losers: tuple[str, ...] = ()  # other nodes claiming the key, that lost (see RANKS)
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    discovered: Discovered
+    entries: tuple[Entry, ...]
+    conflicts: tuple[Entry, ...]  # entries whose key is claimed by other nodes at the same rank
+
+
+class Book:
+    def __init__(self, keep_for: timedelta) -> None:
+        self.keep_for = keep_for
+        self._claims: dict[str, dict[Claim, tuple[datetime, datetime]]] = {}  # series -> claim -> first, last
+        self._answered: dict[str, datetime] = {}  # series -> its last successful answer
+        self._topology: dict[str, tuple[dict[str, str], datetime]] = {}  # node -> labels, last seen
+        self.resolved = Resolved(NOTHING_DISCOVERED, (), ())
+
+    def took(self, series: str, claims: Iterable[Claim], now: datetime) -> None:
+        """A successful answer of `series`."""
+        before = self._claims.get(series, {})
+        fresh = {c: (before[c][0] if c in before else now, now) for c in claims}
+        for claim, seen in before.items():
+            if claim not in fresh:
+                fresh[claim] = seen  # gone from the answer: ages out after keep_for
+        self._claims[series] = fresh
+        self._answered[series] = now
+
+    def took_topology(self, topology: Mapping[str, Mapping[str, str]], now: datetime) -> None:
+        """A successful answer of `kube_node_labels` (already mapped to alertrouter labels)."""
+        for node, labels in topology.items():
+            self._topology[node] = (dict(labels), now)
+
+    def resolve(self, now: datetime) -> bool:
+        """Drop what was last seen `keep_for` ago and work out the snapshot; True if it changed."""
+        cutoff = now - self.keep_for
+        for series, claims in self._claims.items():
+            self._claims[series] = {c: seen for c, seen in claims.items() if seen[1] > cutoff}
+        self._topology = {n: v for n, v in self._topology.items() if v[1] > cutoff}
+
+        by_key: dict[str, list[tuple[bool, Claim, datetime, datetime]]] = {}
+        for series, claims in self._claims.items():
+            answered = self._answered[series]
+            for claim, (first, last) in claims.items():
+                by_key.setdefault(claim.key, []).append((last < answered, claim, first, last))
+        nodes = {c.node for claims in self._claims.values() for c in claims}
+        entries, conflicts = [], []
+        for key, found in sorted(by_key.items()):
+            # what its series' latest answer still says over what only ages (an address reused), then
+            # the lowest rank, then the newest answer (a renamed address), then the smallest name
+            found.sort(key=lambda f: (f[0], f[1].rank, -f[3].timestamp(), f[1].node))
+            _, best, first, last = found[0]
+            if best.source == "kube_pod_info/pod" and key in nodes:
+                continue  # a pod named like a node: the name stays the node's
+            losers = tuple(sorted({c.node for _, c, _, _ in found[1:] if c.node != best.node}))
+            entry = Entry(key, best.node, best.source, first, last, losers)
+            entries.append(entry)
+            if any(not aged and c.rank == best.rank and c.node != best.node for aged, c, _, _ in found[1:]):
+                conflicts.append(entry)
+        names = {e.key: e.node for e in entries}
+        topology = {n: labels for n, (labels, _) in sorted(self._topology.items())}
+        old = self.resolved.discovered
+        if names == old.names and topology == old.topology:
+            self.resolved = Resolved(old, tuple(entries), tuple(conflicts))
+            return False
+        self.resolved = Resolved(Discovered(names, topology), tuple(entries), tuple(conflicts))
+        return True
+
+    def sources(self) -> dict[str, int]:
+        """How many claims each source holds (for the API)."""
+        out = dict.fromkeys(RANKS, 0)
+        for claims in self._claims.values():
+            for claim in claims:
+                out[claim.source] += 1
+        return out

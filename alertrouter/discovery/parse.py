@@ -1,0 +1,146 @@
+"""Pure reading of Prometheus answers: the label sets of an instant query, and what each series says
+about which address (or pod) is which node and which topology labels a node has. No I/O.
+
+The series (label names checked against kube-state-metrics' and node-exporter's documentation):
+- `node_uname_info{instance="10.0.0.7:9100", nodename="gpu-node-07"}` (node-exporter): the scraped
+  address is the node whose kernel host name is `nodename`.
+- `kube_node_info{node, internal_ip}` (kube-state-metrics): the node's InternalIP.
+- `kube_pod_info{pod, pod_ip, host_ip, node, host_network, ...}` (kube-state-metrics): the host IP is
+  the node's; the pod IP and the pod's name are that node's too (a dcgm-exporter scraped by pod IP,
+  whose `Hostname` is its pod's name under older GPU Operator charts). A host-network pod's IP is the
+  host IP: it is taken as the node's address, never as a pod's.
+- `kube_node_labels{node, label_topology_kubernetes_io_zone, ...}` (kube-state-metrics, labels as
+  allowed by `--metric-labels-allowlist=nodes=[...]`): topology labels through a configurable map.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from alertrouter.pipeline.nodes import lookup_key
+
+__all__ = ["RANKS", "BadAnswer", "Claim", "claims_of", "topology_of", "vector"]
+
+# When two series claim one key for different nodes, the lower rank wins: Kubernetes' own name for a
+# node (which dcgm-exporter's NODE_NAME and kube-state-metrics' alerts use) over the kernel's host
+# name, a node's address over a pod's. Within one rank the newer claim wins, then the smaller name.
+RANKS = {
+    "kube_node_info": 0,  # internal_ip
+    "kube_pod_info/host_ip": 1,
+    "node_uname_info": 2,
+    "kube_pod_info/pod_ip": 3,
+    "kube_pod_info/pod": 4,
+}
+_NAME_MAX = 255  # longer values are not node names (the store's column)
+
+
+class BadAnswer(ValueError):
+    """The answer is not what Prometheus's query API returns for an instant vector query."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Claim:
+    """One series says `key` (an address, a host name or a pod's name) is node `node`."""
+
+    key: str
+    node: str
+    source: str  # a key of RANKS
+
+    @property
+    def rank(self) -> int:
+        return RANKS[self.source]
+
+
+def vector(body: Any) -> list[dict[str, str]]:
+    """The label sets of `GET /api/v1/query`'s JSON answer: `{"status": "success", "data": {"resultType":
+    "vector", "result": [{"metric": {...}, "value": [ts, "1"]}]}}`. An error answer or any other shape
+    raises BadAnswer saying what was wrong (never the whole body: it may be large or not ours)."""
+    if not isinstance(body, dict):
+        raise BadAnswer(f"answer is a JSON {type(body).__name__}, not an object")
+    status = body.get("status")
+    if status == "error":
+        raise BadAnswer(f"query failed: {str(body.get('errorType', ''))[:100]}: {str(body.get('error', ''))[:300]}")
+    if status != "success":
+        raise BadAnswer(f"answer status is {str(status)[:50]!r}, not 'success'")
+    data = body.get("data")
+    if not isinstance(data, dict):
+        raise BadAnswer("answer has no data object")
+    if data.get("resultType") != "vector":
+        raise BadAnswer(f"result type is {str(data.get('resultType'))[:50]!r}, not 'vector'")
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise BadAnswer("answer has no result list")
+    out = []
+    for i, item in enumerate(result):
+        metric = item.get("metric") if isinstance(item, dict) else None
+        if not isinstance(metric, dict) or not all(isinstance(v, str) for v in metric.values()):
+            raise BadAnswer(f"result[{i}] has no metric object of string labels")
+        out.append({str(k): v for k, v in metric.items()})
+    return out
+
+
+def _ip(value: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        return None
+
+
+def _usable(node: str | None) -> bool:
+    return bool(node) and len(node or "") <= _NAME_MAX
+
+
+def claims_of(series: str, label_sets: Iterable[Mapping[str, str]]) -> list[Claim]:
+    """Every (key, node) pair `series` states, deduplicated and sorted; series that state nothing
+    usable (no node, an address that is not one) are skipped, as is a key that is the node's own name."""
+    out: set[Claim] = set()
+
+    def add(key: str | None, node: str, source: str) -> None:
+        if key and key != node and len(key) <= _NAME_MAX:
+            out.add(Claim(key, node, source))
+
+    for labels in label_sets:
+        if series == "node_uname_info":
+            node, instance = labels.get("nodename", ""), labels.get("instance", "")
+            if _usable(node) and instance:
+                add(lookup_key(instance, instance=True), node, series)
+        elif series == "kube_node_info":
+            node = labels.get("node", "")
+            if _usable(node):
+                add(_ip(labels.get("internal_ip", "")), node, series)
+        elif series == "kube_pod_info":
+            node = labels.get("node", "")
+            if not _usable(node):
+                continue  # not scheduled yet
+            host_ip = _ip(labels.get("host_ip", ""))
+            pod_ip = _ip(labels.get("pod_ip", ""))
+            add(host_ip, node, "kube_pod_info/host_ip")
+            if pod_ip is not None and pod_ip != host_ip and labels.get("host_network") != "true":
+                add(pod_ip, node, "kube_pod_info/pod_ip")
+            if labels.get("host_network") != "true":  # a host-network pod's host name is the node's
+                add(labels.get("pod"), node, "kube_pod_info/pod")
+        else:
+            raise ValueError(f"no claims in series {series!r}")
+    return sorted(out)
+
+
+def topology_of(
+    label_sets: Iterable[Mapping[str, str]], mapping: Mapping[str, Sequence[str]]
+) -> dict[str, dict[str, str]]:
+    """node -> {alertrouter label: value} from `kube_node_labels` series, through `mapping` (alertrouter
+    label -> kube_node_labels names, the first present and non-empty wins). Two series for one node
+    (two kube-state-metrics shards during a rollout) merge, the smaller value winning a disagreement."""
+    out: dict[str, dict[str, str]] = {}
+    for labels in label_sets:
+        node = labels.get("node", "")
+        if not _usable(node):
+            continue
+        found = out.setdefault(node, {})
+        for target, names in mapping.items():
+            value = next((labels[n] for n in names if labels.get(n)), None)
+            if value is not None and (target not in found or value < found[target]):
+                found[target] = value
+    return {node: labels for node, labels in out.items() if labels}

@@ -1,0 +1,251 @@
+"""The Prometheus node lookup (`topology.prometheus`): a supervised loop on every replica that reads
+the configured series with `GET /api/v1/query` every `refresh`, keeps what they say in a `Book`, and
+tells the engine when the resolved snapshot changes.
+
+It runs on every replica, not only the engine's leader: the snapshot is in memory (nothing is
+written to the store), so a replica that takes the lease already has it and re-keys nothing back to
+addresses, and every replica's `GET /api/v1/nodes` shows it. A few instant queries per minute and
+replica cost Prometheus nothing worth a lease.
+
+Failures degrade, never fail a pass: the engine only reads the last snapshot. A series that cannot be
+read (Prometheus down, slow, an error, an answer that is not a vector) keeps its claims for
+`keep_for`; each distinct problem is logged once until the series reads again, and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import httpx
+
+from alertrouter import __version__
+from alertrouter.discovery.book import Book, Resolved
+from alertrouter.discovery.parse import RANKS, BadAnswer, claims_of, topology_of, vector
+from alertrouter.loops import LoopHealth
+from alertrouter.metrics import Metrics
+from alertrouter.model import utcnow
+from alertrouter.pipeline.nodes import Discovered
+from alertrouter.ruleset.schema import PrometheusLookupConfig
+
+__all__ = ["LOOP_NAME", "LookupProblem", "PrometheusLookup"]
+
+log = logging.getLogger(__name__)
+
+LOOP_NAME = "node_lookup"
+_BODY_MAX = 64 * 1024 * 1024  # an answer larger than this is refused (kube_pod_info of ~200k pods fits)
+
+
+@dataclass(frozen=True, slots=True)
+class LookupProblem:
+    series: str
+    problem: str  # unreachable, timeout, http_status, query_error, bad_answer
+    detail: str
+    since: datetime
+
+
+class _Failed(Exception):
+    def __init__(self, problem: str, detail: str) -> None:
+        super().__init__(detail)
+        self.problem = problem
+        self.detail = detail
+
+
+class PrometheusLookup:
+    def __init__(
+        self,
+        config: PrometheusLookupConfig,
+        *,
+        keep_for: timedelta,
+        metrics: Metrics | None = None,
+        loops: LoopHealth | None = None,
+        client: httpx.AsyncClient | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.book = Book(keep_for)
+        self._metrics = metrics
+        self._loops = loops or LoopHealth(metrics)
+        self._own_client = client is None
+        headers = {"User-Agent": f"alertrouter/{__version__}", "Accept": "application/json"}
+        if config.bearer_token is not None and config.bearer_token.get_secret_value():
+            headers["Authorization"] = f"Bearer {config.bearer_token.get_secret_value()}"
+        self._headers = headers
+        self._client = client or httpx.AsyncClient(timeout=config.timeout.total_seconds())
+        self._clock = clock
+        self.on_change = on_change
+        self.problems: dict[str, LookupProblem] = {}  # series -> its current problem
+        self.last_success: dict[str, datetime] = {}
+        self._conflicts_logged: set[tuple[str, str]] = set()
+        self._logged: set[tuple[str, str]] = set()  # (problem, detail) warned about since all last read
+        self._stopping = asyncio.Event()
+        self.answered = asyncio.Event()  # set after the first refresh (whatever it found)
+        self._task: asyncio.Task[None] | None = None
+        if metrics is not None:
+            for series in config.series:
+                for problem in ("unreachable", "timeout", "http_status", "query_error", "bad_answer"):
+                    metrics.node_lookup_errors.labels(series=series, problem=problem)
+
+    @property
+    def url(self) -> str:
+        return self.config.url
+
+    def snapshot(self) -> Discovered:
+        """The resolved map; the same object until it changes (the engine compares by identity)."""
+        return self.book.resolved.discovered
+
+    @property
+    def resolved(self) -> Resolved:
+        return self.book.resolved
+
+    async def refresh(self) -> bool:
+        """Read every series once; True when the snapshot changed (`on_change` was called)."""
+        failures: dict[tuple[str, str], list[str]] = {}
+        for series in self.config.series:
+            now = self._clock()
+            try:
+                labels = await self._query(series)
+            except _Failed as failed:
+                self._failed(series, failed, now)
+                failures.setdefault((failed.problem, failed.detail), []).append(series)
+                continue
+            # kube_pod_info is a series per pod: parsed off the event loop, which keeps answering webhooks
+            if series == "kube_node_labels":
+                topology = await asyncio.to_thread(topology_of, labels, self.config.node_labels)
+                self.book.took_topology(topology, now)
+            else:
+                self.book.took(series, await asyncio.to_thread(claims_of, series, labels), now)
+            self._succeeded(series, now)
+        self._log_problems(failures)
+        changed = await asyncio.to_thread(self.book.resolve, self._clock())
+        self._observe()
+        if changed:
+            d = self.book.resolved.discovered
+            log.info("node lookup: %d names and %d nodes' topology in force", len(d.names), len(d.topology))
+            if self.on_change is not None:
+                self.on_change()
+        return changed
+
+    async def _query(self, expr: str) -> list[dict[str, str]]:
+        try:
+            response = await self._client.get(
+                f"{self.config.url}/api/v1/query",
+                params={"query": expr},
+                headers=self._headers,
+                timeout=self.config.timeout.total_seconds(),
+            )
+        except httpx.TimeoutException:
+            raise _Failed("timeout", f"no answer within {self.config.timeout}") from None
+        except httpx.HTTPError as exc:
+            raise _Failed("unreachable", f"{type(exc).__name__}: {exc}"[:300]) from None
+        if len(response.content) > _BODY_MAX:
+            raise _Failed("bad_answer", f"answer of {len(response.content)} bytes is too large")
+        try:
+            body = await asyncio.to_thread(json.loads, response.content)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            if response.status_code != 200:
+                raise _Failed("http_status", f"HTTP {response.status_code}") from None
+            raise _Failed("bad_answer", "answer is not JSON") from None
+        try:
+            return await asyncio.to_thread(vector, body)
+        except BadAnswer as exc:
+            if isinstance(body, dict) and body.get("status") == "error":
+                raise _Failed("query_error", f"HTTP {response.status_code}, {exc}") from None
+            if response.status_code != 200:
+                raise _Failed("http_status", f"HTTP {response.status_code}") from None
+            raise _Failed("bad_answer", str(exc)) from None
+
+    def _failed(self, series: str, failed: _Failed, now: datetime) -> None:
+        if self._metrics is not None:
+            self._metrics.node_lookup_errors.labels(series=series, problem=failed.problem).inc()
+        current = self.problems.get(series)
+        if current is None or (current.problem, current.detail) != (failed.problem, failed.detail):
+            self.problems[series] = LookupProblem(series, failed.problem, failed.detail, now)
+
+    def _succeeded(self, series: str, now: datetime) -> None:
+        self.last_success[series] = now
+        self.problems.pop(series, None)
+        if self._metrics is not None:
+            self._metrics.node_lookup_last_success.labels(series=series).set(now.timestamp())
+
+    def _log_problems(self, failures: dict[tuple[str, str], list[str]]) -> None:
+        """Each distinct problem once (Prometheus down is one problem for every series), until a refresh
+        reads every series again."""
+        if not failures:
+            if self._logged:
+                log.info("node lookup: every series reads from %s again", self.config.url)
+                self._logged.clear()
+            return
+        for (problem, detail), series in failures.items():
+            if (problem, detail) in self._logged:
+                continue
+            self._logged.add((problem, detail))
+            log.warning(
+                "node lookup: reading %s from %s failed (%s: %s); what they last said stays in force for "
+                "up to %s, then learned and configured aliases only",
+                ", ".join(series),
+                self.config.url,
+                problem,
+                detail,
+                self.book.keep_for,
+            )
+
+    def _observe(self) -> None:
+        resolved = self.book.resolved
+        for entry in resolved.conflicts:
+            if (entry.key, entry.node) not in self._conflicts_logged:
+                self._conflicts_logged.add((entry.key, entry.node))
+                log.warning(
+                    "node lookup: %s is claimed by %s and %s; %s wins (%s)",
+                    entry.key,
+                    entry.node,
+                    ", ".join(entry.losers),
+                    entry.node,
+                    entry.source,
+                )
+        if len(self._conflicts_logged) > 10_000:
+            self._conflicts_logged.clear()
+        if self._metrics is None:
+            return
+        counts = dict.fromkeys(RANKS, 0)
+        for entry in resolved.entries:
+            counts[entry.source] += 1
+        for source, n in counts.items():
+            self._metrics.node_lookup_names.labels(source=source).set(n)
+        self._metrics.node_lookup_conflicts.set(len(resolved.conflicts))
+
+    async def _loop(self) -> None:
+        every = self.config.refresh.total_seconds()
+        while not self._stopping.is_set():
+            started = time.monotonic()
+            try:
+                await self.refresh()
+            except Exception as exc:  # supervised: a bug must not end the lookup (names would age out)
+                self._loops.failed(LOOP_NAME, exc)
+            else:
+                self._loops.passed(LOOP_NAME)
+            self.answered.set()
+            wait = max(0.0, every - (time.monotonic() - started))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), wait)
+
+    def start(self) -> None:
+        self._loops.register(LOOP_NAME, interval=self.config.refresh.total_seconds())
+        self._task = asyncio.create_task(self._loop(), name="alertrouter-node-lookup")
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._own_client:
+            await self._client.aclose()
