@@ -12,7 +12,7 @@ What is changed from what ships, and nothing else:
   rule's `for: <duration>` becomes `for: 2s` (`shorten_for`, line-wise: expressions, labels and
   annotations stay byte for byte), so NodeDown fires in seconds, not after a minute. With `for:` that short,
   `--rules.alert.for-grace-period=1s` (10m by default) keeps Prometheus restoring the `for` state of firing
-  alerts after a restart (ALERTS_FOR_STATE), as it does in production for rules whose `for` exceeds 10m.
+  alerts after a restart (ALERTS_FOR_STATE), as it does in production for rules whose `for` is 10m or more.
 - Scrape targets: every exporter is `127.0.0.1:<fleet port>` with its own `__metrics_path__`. A loopback
   address cannot look like a node, so each target carries the `instance` label it would have in a real
   bare-metal fleet (`10.0.0.7:9100` for node-exporter, `10.0.0.7:9400` for dcgm-exporter) as a static
