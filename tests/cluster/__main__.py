@@ -10,6 +10,7 @@ import contextlib
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -28,6 +29,8 @@ def figures(box: ClusterBox) -> str:
     ams = [am.url for am in box.alertmanagers]
     routers = [r.url for r in box.routers]
     v = box.vendors
+    digests = sum("digest" in str(m["Subject"]).lower() for m in v.smtp.messages)
+    decided = Counter((a["alertname"], a["decision"]) for a in box.routers[0].alerts())
     lines = [
         f"fleet: {NODES} nodes x 8 GPUs, {len(DARK)} dark",
         f"prometheus -> alertmanagers: {_metric(prom, 'prometheus_notifications_sent_total'):.0f} alerts sent",
@@ -39,9 +42,13 @@ def figures(box: ClusterBox) -> str:
         + " webhooks received, "
         + ", ".join(f"{_metric(u, 'alertrouter_alerts_received_total'):.0f}" for u in routers)
         + f" alerts received; {box.routers[0].total()} distinct alerts stored",
+        "stored by alertname (decision): "
+        + ", ".join(f"{name} {n} ({decision})" for (name, decision), n in sorted(decided.items())),
         f"out: dingtalk-core {len(v.dingtalk.messages(DINGTALK_CORE))}, dingtalk-ops "
         f"{len(v.dingtalk.messages(DINGTALK_OPS))}, wecom-core {len(v.wecom.messages(WECOM_KEY))}, "
-        f"sms {len(v.aliyun.sent)}, email {len(v.smtp.messages)} (one is the weekly digest)",
+        f"sms {len(v.aliyun.sent)}, email {len(v.smtp.messages) - digests}"
+        + f" (+ {digests} weekly digest, which a fresh store sends at start)"
+        * bool(digests),
     ]
     return "\n".join(lines)
 

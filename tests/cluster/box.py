@@ -9,8 +9,10 @@ alertrouter replicas on one PostgreSQL database, delivering to vendor fakes. Eve
 
 What is changed from what ships, and nothing else:
 - Prometheus: `scrape_interval` and `evaluation_interval` 1s, and in copies of the shipped rule files every
-  `for: <duration>` becomes `for: 2s` (`shorten_for`, a line-wise regex: expressions, labels and
-  annotations stay byte for byte), so NodeDown fires in seconds, not after a minute.
+  rule's `for: <duration>` becomes `for: 2s` (`shorten_for`, line-wise: expressions, labels and
+  annotations stay byte for byte), so NodeDown fires in seconds, not after a minute. With `for:` that short,
+  `--rules.alert.for-grace-period=1s` (10m by default) keeps Prometheus restoring the `for` state of firing
+  alerts after a restart (ALERTS_FOR_STATE), as it does in production for rules whose `for` is 10m or more.
 - Scrape targets: every exporter is `127.0.0.1:<fleet port>` with its own `__metrics_path__`. A loopback
   address cannot look like a node, so each target carries the `instance` label it would have in a real
   bare-metal fleet (`10.0.0.7:9100` for node-exporter, `10.0.0.7:9400` for dcgm-exporter) as a static
@@ -28,11 +30,15 @@ What is changed from what ships, and nothing else:
   (`point_channels`: a `url:`/`endpoint:`/`port:` line inserted per channel); tokens, keys, phone numbers and
   SMTP credentials come from the environment, as in production (`vendor_env`).
 
-`ClusterBox` starts it all (`with ClusterBox(nodes=12) as box:`) and stops every process at the end.
+`ClusterBox` starts it all (`with ClusterBox(nodes=12) as box:`) and stops every process at the end. Scenarios
+that break the chain on purpose use its small methods: `leader()` (the replica holding the engine lease, read
+from the store), `kill_router()` (SIGKILL), `restart_router()` (a new `serve` on the same port, so both
+Alertmanagers' webhook URLs still reach it) and `restart_prometheus()` (same TSDB directory, config and port).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 import subprocess
@@ -43,17 +49,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import yaml
 
 from cluster.fleet import Fleet
-from e2e.harness import TOKEN, Router, Store, launch_router
+from e2e.harness import TOKEN, Router, Store, launch_router, read_metric
 from support import pg
 from support.fakes.aliyun import FakeAliyunSms
 from support.fakes.dingtalk import FakeDingTalk
 from support.fakes.smtp import FakeSmtp, self_signed_cert
 from support.fakes.wecom import FakeWeCom
-from support.procs import ALERTMANAGER, REPO, Proc, free_port
+from support.procs import ALERTMANAGER, REPO, Proc, free_port, start_alertrouter
 
 __all__ = [
     "PROMETHEUS",
@@ -67,6 +74,7 @@ __all__ = [
 ]
 
 PROMETHEUS = shutil.which("prometheus")
+ENGINE_LEASE = "engine"  # alertrouter/engine/runner.py's lease name
 EXTERNAL_URL = "http://alertrouter.box.test"  # links in messages; never opened
 FOR = "2s"  # every `for:` of the shipped Prometheus rules, in the box
 
@@ -97,9 +105,39 @@ class Vendors:
         return bad + [f"smtp: {self.smtp.failed_logins} failed logins"] * bool(self.smtp.failed_logins)
 
 
+_RULE = re.compile(r"^( *)- (?:alert|record):")
+_FOR = re.compile(r"^( *)for:( *)[^\s#]+(.*)$")
+
+
 def shorten_for(rules_yaml: str, duration: str = FOR) -> str:
-    """Every `for: <duration>` line of a Prometheus rule file becomes `for: <duration>`; nothing else changes."""
-    return re.sub(r"(?m)^(\s+)for: \S+\s*$", rf"\g<1>for: {duration}", rules_yaml)
+    """The rule file with every rule's `for:` set to `duration`; every other byte as it was.
+
+    Only a `for:` line at the indentation of its rule's keys is a rule's `for` (a block scalar's lines are
+    indented deeper than its key, so an annotation or expression that says "for: 5m" is left alone). The
+    result is checked against the parsed file: a layout this cannot handle (flow-style rules) fails loudly.
+    """
+    out: list[str] = []
+    keys: int | None = None  # indentation of the keys of the rule being read
+    for line in rules_yaml.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        indent = len(body) - len(body.lstrip(" "))
+        if rule := _RULE.match(body):
+            keys = len(rule.group(1)) + 2
+        elif keys is not None and body.strip() and indent < keys:
+            keys = None  # out of the rule
+        found = _FOR.match(body)
+        if found is not None and keys is not None and len(found.group(1)) == keys:
+            line = f"{found.group(1)}for:{found.group(2) or ' '}{duration}{found.group(3)}{line[len(body) :]}"
+        out.append(line)
+    text = "".join(out)
+    expected = yaml.safe_load(rules_yaml)
+    for group in expected.get("groups") or []:
+        for rule in group.get("rules") or []:
+            if "for" in rule:
+                rule["for"] = duration
+    if yaml.safe_load(text) != expected:
+        raise ValueError("shorten_for: a `for:` this line-wise edit cannot reach (flow-style rule?)")
+    return text
 
 
 def point_channels(channels_yaml: str, *, dingtalk: str, wecom: str, aliyun: str, smtp_port: int) -> str:
@@ -118,9 +156,12 @@ def point_channels(channels_yaml: str, *, dingtalk: str, wecom: str, aliyun: str
         if stripped in insert:
             out.append(" " * (len(line) - len(line.lstrip())) + insert[stripped])
     text = "\n".join(out) + "\n"
+    fakes = {insert["type: dingtalk"][5:], insert["type: wecom"][5:], f"{aliyun}/", smtp_port}
     for channel in yaml.safe_load(text)["channels"]:  # every channel the shipped file has is redirected
         where = channel.get("aliyun", channel)
-        assert {"url", "endpoint", "port"} & set(where), f"channel {channel['name']} not pointed at a fake"
+        pointed = [where[key] for key in ("url", "endpoint", "port") if key in where]
+        if not pointed or not set(pointed) <= fakes:
+            raise AssertionError(f"channel {channel['name']} not pointed at a fake: {pointed}")
     return text
 
 
@@ -221,6 +262,8 @@ class ClusterBox:
         self.vendors: Vendors
         self.store: Store
         self._stack = ExitStack()
+        self._router_env: dict[str, str] = {}
+        self._prometheus_args: list[str] = []
 
     def __enter__(self) -> ClusterBox:
         try:
@@ -281,12 +324,13 @@ class ClusterBox:
             )
         )
         env = {**vendor_env(smtp), "ALERTROUTER_CONFIG": str(rules), "ALERTROUTER_EXTERNAL_URL": EXTERNAL_URL}
+        self._router_env = env
         for i in range(2):
             replica = work / f"alertrouter-{i + 1}"
             replica.mkdir()
             router = launch_router(self.store, replica, env)
             self.routers.append(router)
-            stack.callback(router.close)
+        stack.callback(lambda: [r.close() for r in reversed(self.routers)])  # the replicas of the moment
 
         # Alertmanager HA pair
         token_file = work / "alertrouter_token"
@@ -319,14 +363,71 @@ class ClusterBox:
         config = prometheus_config(self.fleet, [f"127.0.0.1:{p}" for p in web])
         (prom_dir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
         port = free_port()
-        args = [
+        self._prometheus_args = [
             PROMETHEUS,
             f"--config.file={prom_dir / 'prometheus.yml'}",
             f"--storage.tsdb.path={prom_dir / 'data'}",
             f"--web.listen-address=127.0.0.1:{port}",
+            # restore the `for` state of firing alerts after a restart (ALERTS_FOR_STATE) as production
+            # does for its long rules: Prometheus skips restoring rules whose `for` is under this (10m
+            # by default), and every `for:` in the box is 2s
+            "--rules.alert.for-grace-period=1s",
         ]
-        self.prometheus = _start("prometheus", args, prom_dir, f"http://127.0.0.1:{port}", "/-/ready")
-        stack.callback(self.prometheus.stop)
+        self.prometheus = _start("prometheus", self._prometheus_args, prom_dir, f"http://127.0.0.1:{port}", "/-/ready")
+        stack.callback(lambda: self.prometheus.stop())  # the Prometheus of the moment (see restart_prometheus)
+
+    # -- breaking the chain on purpose ---------------------------------------------------------
+    def engine_holder(self) -> str | None:
+        """The holder of the engine lease as the store has it, while unexpired; None when nobody holds it."""
+
+        async def read() -> str | None:
+            conn = await asyncpg.connect(self.store.url.replace("postgresql+asyncpg://", "postgresql://"), timeout=5)
+            try:
+                row = await conn.fetchrow(
+                    "SELECT holder FROM leases WHERE name = $1 AND expires_at > now() AT TIME ZONE 'UTC'",
+                    ENGINE_LEASE,
+                )
+            finally:
+                await conn.close()
+            return None if row is None else str(row["holder"])
+
+        return asyncio.run(read())
+
+    def leader(self) -> Router | None:
+        """The running replica that holds the engine lease: the store names a holder (host and a random part),
+        and the replica that took it said so in its log ("engine lease taken by <holder>")."""
+        holder = self.engine_holder()
+        if holder is None:
+            return None
+        found = [r for r in self.routers if r.proc.popen.poll() is None and f"lease taken by {holder}" in r.proc.logs()]
+        return found[0] if len(found) == 1 else None
+
+    def kill_router(self, router: Router) -> None:
+        """SIGKILL a replica: no shutdown, no lease released, no claim finished; its port closes."""
+        router.proc.kill9()
+        router.http.close()
+
+    def restart_router(self, router: Router) -> Router:
+        """Start `alertrouter serve` again in place of a stopped (or killed) replica: same port, so both
+        Alertmanagers' webhook URLs reach it again, same database, rules and environment; its log goes on."""
+        assert router.proc.popen.poll() is not None, "stop or kill the replica first"
+        port = int(router.url.rsplit(":", 1)[1])
+        proc = start_alertrouter(
+            router.proc.log.parent,
+            database_url=self.store.url,
+            env={"ALERTROUTER_BEARER_TOKEN": TOKEN, **self._router_env},
+            port=port,
+        )
+        fresh = Router(proc)
+        self.routers[self.routers.index(router)] = fresh
+        return fresh
+
+    def restart_prometheus(self) -> None:
+        """Stop Prometheus (SIGTERM: a clean shutdown, as a rollout does) and start it again with the same
+        config, TSDB directory and port, waiting until it is ready. Its log goes on in the same file."""
+        old = self.prometheus
+        old.stop()
+        self.prometheus = _start("prometheus", self._prometheus_args, old.log.parent, old.url, "/-/ready")
 
     # -- reading the chain ---------------------------------------------------------------------
     def query(self, expr: str) -> list[dict[str, Any]]:
@@ -335,6 +436,12 @@ class ClusterBox:
         assert r.status_code == 200, r.text
         result: list[dict[str, Any]] = r.json()["data"]["result"]
         return result
+
+    def prometheus_metric(self, name: str, **labels: str) -> float:
+        """A metric of Prometheus itself (summed over the samples matching `labels`), 0 before its first sample."""
+        r = httpx.get(self.prometheus.url + "/metrics", timeout=10)
+        assert r.status_code == 200, r.text
+        return read_metric(r.text, name, **labels)
 
     def prometheus_alerts(self) -> list[dict[str, Any]]:
         r = httpx.get(self.prometheus.url + "/api/v1/alerts", timeout=10)

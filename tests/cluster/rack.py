@@ -20,12 +20,12 @@ from typing import Any
 from cluster.box import DINGTALK_CORE, DINGTALK_OPS, ONCALL_PHONE, WECOM_KEY, ClusterBox
 from e2e.harness import Router, wait_for
 
-__all__ = ["DARK", "DARK_NAMES", "HOT", "NODES", "XID48", "Rack", "run_rack"]
+__all__ = ["DARK", "DARK_NAMES", "HOT", "NODES", "XID48", "Rack", "run_rack", "settled"]
 
-NODES = 12  # gpu-node-01 .. gpu-node-12, 8 GPUs each
-DARK = range(1, 9)  # the rack: gpu-node-01 .. 08 (more than the shipped roll-up threshold of 5 nodes)
-XID48 = (10, 3)  # gpu-node-10, GPU 3: double-bit ECC during the storm
-HOT = (11, range(6))  # gpu-node-11, GPUs 0-5 at 88C (GPUHighTemp warning: > 85)
+NODES = 48  # gpu-node-01 .. gpu-node-48, 8 GPUs each
+DARK = range(1, 41)  # the rack: gpu-node-01 .. 40 (far more than the shipped roll-up threshold of 5 nodes)
+XID48 = (42, 3)  # gpu-node-42, GPU 3: double-bit ECC during the storm
+HOT = (43, range(6))  # gpu-node-43, GPUs 0-5 at 88C (GPUHighTemp warning: > 85)
 DARK_NAMES = {f"gpu-node-{n:02d}" for n in DARK}
 TIMEOUT = 120.0  # each wait; the shipped rules' group_wait (30s) and hold_down (30s) dominate
 
@@ -86,7 +86,7 @@ def _everything_told(box: ClusterBox) -> bool:
     )
 
 
-def _settled(router: Router) -> list[dict[str, Any]] | None:
+def settled(router: Router) -> list[dict[str, Any]] | None:
     """The store at rest: no alert waiting out a hold-down, no delivery pending; else None."""
     if any(a["decision"] == "held" for a in router.alerts()):
         return None
@@ -113,7 +113,7 @@ def run_rack(box: ClusterBox) -> Rack:
     fleet.go_dark(DARK)
     fleet.set_gpus(XID48[0], [XID48[1]], xid=48)
     wait_for(lambda: _everything_told(box), what="every expected message at the fakes", timeout=TIMEOUT)
-    rows = wait_for(lambda: _settled(router), what="no held alert and no pending delivery", timeout=TIMEOUT)
+    rows = wait_for(lambda: settled(router), what="no held alert and no pending delivery", timeout=TIMEOUT)
     assert rows is not None
     r = router.http.get("/api/v1/incidents", params={"limit": 1000})
     assert r.status_code == 200, r.text

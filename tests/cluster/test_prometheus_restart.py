@@ -1,0 +1,127 @@
+"""Prometheus restarted with alerts firing and told, through the whole real chain (tests/cluster/box.py,
+timeline in restart.py): it sends its active alerts again through the Alertmanager pair, and nobody is told
+twice; alertrouter's store shows them firing all along, not resolved and fired again.
+
+The timeline runs once for the module (about a minute and a half), then each test checks one promise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+
+import httpx
+import pytest
+
+from cluster.box import PROMETHEUS, ClusterBox
+from cluster.restart import DOWN, HOT, MARKER, NODES, XID48, Restart, run_restart
+from e2e.harness import parse_time
+from support import pg
+from support.need import need
+from support.procs import ALERTMANAGER
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.alertmanager,
+    pytest.mark.postgres,
+    pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning"),
+]
+
+RESTORED = {"NodeDown", "GPUHighTemp", "DCGMExporterDown"}  # rules with a `for:`, whose activeAt is restored
+TOLD = {"NodeDown", "GPUHighTemp", "GPUXidError"}  # what reached people before the restart
+
+
+def _time(text: str) -> datetime:
+    at = parse_time(text.replace("+00:00", "Z"))
+    assert at is not None
+    return at
+
+
+def _second(text: str) -> datetime:
+    return _time(text).replace(microsecond=0)
+
+
+@pytest.fixture(scope="module")
+def restart() -> Iterator[Restart]:
+    need(PROMETHEUS is not None, "prometheus is not installed (run: bash .ci/setup)")
+    need(ALERTMANAGER is not None, "prometheus-alertmanager is not installed (run: bash .ci/setup)")
+    problem = pg.available()
+    need(problem is None, problem or "")
+    with ClusterBox(nodes=NODES) as box:
+        try:
+            yield run_restart(box)
+        except BaseException:
+            print(box.log_tails())
+            raise
+
+
+def test_the_restarted_prometheus_sent_its_firing_alerts_again(restart: Restart) -> None:
+    before, after = restart.prometheus_before, restart.prometheus_after
+    assert {a["labels"]["alertname"] for a in before.values()} >= TOLD
+    assert set(before) <= set(after)
+    assert restart.resent >= 2 * len(before)  # to each Alertmanager of the pair
+    # the `for` state came back from ALERTS_FOR_STATE, whose value is activeAt in whole seconds: the alerts
+    # did not go pending again from zero (they would have a later activeAt)
+    for key, alert in before.items():
+        if alert["labels"]["alertname"] in RESTORED:
+            assert parse_time(after[key]["activeAt"]) == _second(alert["activeAt"]), key
+
+
+def test_the_alertmanagers_kept_each_alerts_first_start(restart: Restart) -> None:
+    """The re-sent alerts start now (Prometheus sends FiredAt); Alertmanager merged each into the alert it held,
+    keeping the earlier start, so a webhook would still carry the start alertrouter stored."""
+    told = {fp: a for fp, a in restart.stored_before.items() if a["status"] == "firing"}
+    assert {a["alertname"] for a in told.values()} >= TOLD
+    for am in restart.box.alertmanagers:
+        held = {a["fingerprint"]: a for a in httpx.get(am.url + "/api/v2/alerts", timeout=10).json()}
+        for fp, stored in told.items():
+            assert fp in held, (am.url, stored["labels"])
+            assert parse_time(held[fp]["startsAt"]) == _time(stored["starts_at"]), (fp, stored["labels"])
+            assert held[fp]["status"]["state"] in ("active", "suppressed"), held[fp]
+
+
+def test_no_new_message_for_what_was_already_told(restart: Restart) -> None:
+    new = restart.told_after.since(restart.told_before)
+    marker = f"gpu-node-{MARKER[0]:02d}"
+    # the marker (raised after the restart) is the only thing told since, once per critical channel
+    for channel in ("dingtalk_core", "wecom"):
+        assert len(new[channel]) == 1, (channel, new[channel])
+        assert marker in new[channel][0]
+        assert f"gpu-node-{XID48[0]:02d}" not in new[channel][0]
+    assert [p["node"] for p in new["sms"]] == [marker]
+    assert new["dingtalk_ops"] == []
+    assert new["mails"] == []
+    # and in the store: deliveries since the restart are the marker's only
+    before = {n["id"] for n in restart.notifications_before}
+    since = [n for n in restart.notifications if n["id"] not in before]
+    assert {n["channel"] for n in since} == {"dingtalk-core", "wecom-core", "sms-oncall"}
+    assert {n["incident_key"] for n in since} == {f'gpu-by-node{{alertname="GPUXidError",node="{marker}"}}'}
+    assert {n["kind"] for n in since} == {"firing"}
+
+
+def test_the_store_shows_them_firing_all_along(restart: Restart) -> None:
+    for fp, alert in restart.stored_before.items():
+        now = restart.stored_after[fp]
+        assert now["status"] == alert["status"], alert["labels"]
+        assert now["episodes"] == alert["episodes"] == 1, alert["labels"]  # never resolved and fired again
+        assert now["starts_at"] == alert["starts_at"], alert["labels"]
+    firing = {a["alertname"] for a in restart.stored_after.values() if a["status"] == "firing"}
+    assert firing >= TOLD
+    for iid, incident in restart.incidents_before.items():
+        now = restart.incidents_after[iid]
+        assert now["status"] == incident["status"] == "firing", incident["key"]
+        assert now["resolved_at"] is None
+        assert now["opened_at"] == incident["opened_at"]
+    assert not [n for n in restart.notifications if n["kind"] == "resolved"]
+
+
+def test_what_was_told_before_the_restart(restart: Restart) -> None:
+    """The starting point is what the test means it to be: each alert told once where it belongs."""
+    told = restart.told_before
+    assert len([t for t in told.dingtalk_core if "NodeDown" in t]) == 1
+    assert len([t for t in told.dingtalk_core if "GPUXidError" in t]) == 1
+    assert f"gpu-node-{DOWN:02d}" in json.dumps(told.dingtalk_core)
+    assert [t for t in told.dingtalk_ops if f"gpu-node-{HOT[0]:02d}: GPUHighTemp on 6/8 GPUs" in t] == told.dingtalk_ops
+    assert len(told.dingtalk_ops) == 1
+    assert sorted(p["alert"] for p in told.sms) == ["GPUXidError", "NodeDown"]
