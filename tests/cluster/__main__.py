@@ -47,7 +47,7 @@ def figures(box: ClusterBox) -> str:
         f"out: dingtalk-core {len(v.dingtalk.messages(DINGTALK_CORE))}, dingtalk-ops "
         f"{len(v.dingtalk.messages(DINGTALK_OPS))}, wecom-core {len(v.wecom.messages(WECOM_KEY))}, "
         f"sms {len(v.aliyun.sent)}, email {len(v.smtp.messages) - digests}"
-        + f" (+ {digests} weekly digest, which a fresh store sends at start)"
+        + f" (+ {digests} weekly digest)"
         * bool(digests),
     ]
     return "\n".join(lines)
