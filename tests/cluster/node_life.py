@@ -1,6 +1,6 @@
 """Nodes living and dying, driven through the cluster in a box (box.py); asserted by test_node_life.py.
 
-One box, six nodes, five scenarios at once on different nodes (they share no node, and no alert of one
+One box, seven nodes, six scenarios at once on different nodes (they share no node, and no alert of one
 can mute or join another's):
 
 - BACK (gpu-node-01) goes dark (503), NodeDown is told, then it comes back: the resolved message.
@@ -11,6 +11,7 @@ can mute or join another's):
   (7% free on /: NodeDiskPressure warning).
 - FLAPPING (gpu-node-05) GPU 0 is hot until told, then crosses GPUHighTemp's 85C threshold up and down
   every few seconds for a while, and ends cool.
+- UNSEEN (gpu-node-07): its dcgm-exporter stops answering with no GPU alert before (nothing taught its name).
 - gpu-node-06 stays healthy.
 
 alertrouter's group_interval is shortened to GROUP_INTERVAL (shipped: 5m) so a resolved message comes in
@@ -39,13 +40,14 @@ __all__ = [
     "NODES",
     "PRESSED",
     "REFUSED",
+    "UNSEEN",
     "NodeLife",
     "node_life_box",
     "run_node_life",
 ]
 
-NODES = 6
-BACK, REFUSED, BLIND, PRESSED, FLAPPING = 1, 2, 3, 4, 5
+NODES = 7
+BACK, REFUSED, BLIND, PRESSED, FLAPPING, UNSEEN = 1, 2, 3, 4, 5, 7
 BLIND_HOT = (0, 1)  # gpu-node-03's hot GPUs, 88C
 FLAPS = 4  # up-and-down cycles of gpu-node-05 GPU 0 between 88C and 80C
 HALF_PERIOD = 6.0  # seconds hot, then seconds cool: longer than `for:` (2s) plus a scrape and an evaluation
@@ -121,6 +123,7 @@ def run_node_life(box: ClusterBox) -> NodeLife:
         pressed.mem_available = pressed.mem_total * 3 // 100  # 3% < 5%: critical
         pressed.disk_avail = pressed.disk_size * 7 // 100  # 7% < 10%: warning
     fleet.set_gpus(FLAPPING, [0], temp=88)
+    fleet.set_dcgm_down(UNSEEN)
 
     # 2. the hot GPUs of BLIND told on the two warning channels: its dcgm-exporter stops at once, well within
     # the group interval of that message (see test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts)
@@ -140,6 +143,7 @@ def run_node_life(box: ClusterBox) -> NodeLife:
             _sent(box, "NodeDown", name(BACK), resolved=True) == 6  # firing + resolved on three channels
             and _sent(box, "NodeDown", name(REFUSED)) == 3
             and _sent(box, "DCGMExporterDown", name(BLIND)) == 2
+            and _sent(box, "DCGMExporterDown", name(UNSEEN)) == 2
             and len(about(out["dingtalk-core"], "NodeMemoryPressure")) == 1
             and len(about(out["dingtalk-ops"], "NodeDiskPressure")) == 1
             and done.is_set()

@@ -19,6 +19,7 @@ from cluster.node_life import (
     FLAPS,
     PRESSED,
     REFUSED,
+    UNSEEN,
     NodeLife,
     name,
     node_life_box,
@@ -137,6 +138,21 @@ def test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts(life: Nod
     assert f"[WARNING] {node}: GPUHighTemp on 2/8 GPUs" in texts[0]
 
 
+def test_dcgm_exporter_down_names_a_node_whose_gpus_never_alerted(life: NodeLife) -> None:
+    """No GPU alert taught alertrouter that 10.0.0.7 is gpu-node-07: the shipped DCGMExporterDown carries the
+    nodename of the node-exporter scraped at the same address."""
+    node, store, told = name(UNSEEN), life.store, life.told
+    (dcgm,) = store.of("DCGMExporterDown", node)
+    assert dcgm["labels"]["instance"] == "10.0.0.7:9400"
+    assert dcgm["labels"]["nodename"] == node
+    assert "address" not in dcgm["labels"]  # the join's helper label is dropped
+    incident = store.incident(alertname="DCGMExporterDown", node=node)
+    assert store.delivered(incident["id"]) == WARNING
+    (ops,) = about(told["dingtalk-ops"], "10.0.0.7")
+    assert f"[WARNING] {node}: DCGMExporterDown" in ops
+    assert not [a for a in store.alerts if a["node"] == "10.0.0.7"]
+
+
 def test_memory_and_disk_pressure_are_told_by_node_name(life: NodeLife) -> None:
     node, store, told = name(PRESSED), life.store, life.told
     memory = store.of("NodeMemoryPressure", node)
@@ -202,9 +218,10 @@ def test_nothing_else_was_told(life: NodeLife) -> None:
         "dingtalk-core": 4,
         "wecom-core": 4,
         "sms-oncall": 4,
-        # GPUHighTemp of BLIND, DCGMExporterDown of BLIND, NodeDiskPressure, the flapping GPU + its resolve
-        "dingtalk-ops": 5,
-        "email-ops": 5,
+        # GPUHighTemp of BLIND, DCGMExporterDown of BLIND and UNSEEN, NodeDiskPressure, the flapping GPU + its
+        # resolve
+        "dingtalk-ops": 6,
+        "email-ops": 6,
     }
     assert life.box.vendors.refused() == []
     assert {row["status"] for row in life.store.notifications} == {"sent"}
