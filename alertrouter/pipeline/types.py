@@ -19,6 +19,7 @@ __all__ = [
     "IncidentState",
     "Intent",
     "LiveAlert",
+    "inhibited_only",
     "next_records",
 ]
 
@@ -88,6 +89,14 @@ class IncidentRecord:
     resolved_at: datetime | None = None
     acknowledged: bool = False
     notify: Mapping[str, NotifyState] = field(default_factory=dict)
+    inhibited: bool = False  # firing, and every firing alert of it was inhibited (`inhibited_only`)
+
+
+def inhibited_only(summary: Mapping[str, Any]) -> bool:
+    """Whether an incident's stored summary (`pipeline.incident.summary_dict`) had firing alerts, all of them
+    inhibited: none counting, none in hold-down, none silenced (a silence's end is told at once)."""
+    firing, muted, silenced, eligible = (summary.get(k) for k in ("firing", "muted", "silenced", "eligible"))
+    return isinstance(firing, int) and firing > 0 and muted == firing and silenced == 0 and eligible == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,5 +160,6 @@ def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> 
             resolved_at=state.resolved_at,
             acknowledged=state.acknowledged,
             notify=notify,
+            inhibited=state.firing and inhibited_only(state.summary),
         )
     return out
