@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from cluster.box import PROMETHEUS
@@ -103,8 +104,13 @@ def test_a_node_refusing_connections_is_down_and_named(life: NodeLife) -> None:
     (dcgm,) = store.of("DCGMExporterDown", node)
     assert (dcgm["status"], dcgm["decision"]) == ("firing", "inhibited")
     # Prometheus saw the refusal itself, not an HTTP error
-    (up,) = [s for s in life.box.query('up{job="node",instance="10.0.0.2:9100"}')]
+    (up,) = life.box.query('up{job="node",instance="10.0.0.2:9100"}')
     assert up["value"][1] == "0"
+    r = httpx.get(life.box.prometheus.url + "/api/v1/targets", params={"state": "active"}, timeout=10)
+    assert r.status_code == 200, r.text
+    errors = {t["labels"]["instance"]: t["lastError"] for t in r.json()["data"]["activeTargets"]}
+    assert "connection refused" in errors["10.0.0.2:9100"]
+    assert "connection refused" in errors["10.0.0.2:9400"]
 
 
 def test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts(life: NodeLife) -> None:
