@@ -190,7 +190,9 @@ def notification_fields(n: Notification) -> dict[str, str]:
     annotations_summary = next((n["summary"] for n in notes if n.get("summary")), "")
     count = summary.get("firing", summary.get("alerts", len(first.alerts)))
     return {
-        "severity": n.severity,
+        # A resolved message's severity reads "resolved", as its title does: an SMS template of severity, node
+        # and alert (the shipped one) would otherwise say the same when a node comes back as when it went down.
+        "severity": "resolved" if all(item.resolved for item in n.items) else n.severity,
         "status": first.status.value,
         "headline": first.headline,
         "alertname": labels.get("alertname", ""),

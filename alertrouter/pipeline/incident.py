@@ -75,13 +75,17 @@ def next_incident_state(
     activated: datetime | None = None,
 ) -> IncidentState:
     """`activated`: when the alerts that count now first fired here; the group wait counts from
-    there, so it overlaps a hold-down instead of adding to it."""
+    there, so it overlaps a hold-down instead of adding to it. Alerts that were all inhibited in the
+    last pass (their source resolved) count from now: a target whose own resolve comes a moment after
+    its source's (a node back, both its exporters answering again) is not told."""
     reopened = record is None or (not record.firing and firing)
     opened_at = now if reopened else record.opened_at  # type: ignore[union-attr]
     active_since = None
     if eligible:
         if record is not None and record.active_since and not reopened:
             active_since = record.active_since
+        elif record is not None and record.inhibited and not reopened:
+            active_since = now
         else:
             active_since = min(activated or now, now)
     return IncidentState(

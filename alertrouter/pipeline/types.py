@@ -20,6 +20,7 @@ __all__ = [
     "IncidentState",
     "Intent",
     "LiveAlert",
+    "inhibited_only",
     "next_records",
 ]
 
@@ -114,6 +115,14 @@ class IncidentRecord:
     headline: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     summary: Mapping[str, Any] = field(default_factory=dict)
+    inhibited: bool = False  # firing, and every firing alert of it was inhibited (`inhibited_only`)
+
+
+def inhibited_only(summary: Mapping[str, Any]) -> bool:
+    """Whether an incident's stored summary (`pipeline.incident.summary_dict`) had firing alerts, all of them
+    inhibited: none counting, none in hold-down, none silenced (a silence's end is told at once)."""
+    firing, muted, silenced, eligible = (summary.get(k) for k in ("firing", "muted", "silenced", "eligible"))
+    return isinstance(firing, int) and firing > 0 and muted == firing and silenced == 0 and eligible == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,5 +195,6 @@ def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> 
             headline=state.headline,
             labels=state.labels,
             summary=state.summary,
+            inhibited=state.firing and inhibited_only(state.summary),
         )
     return out

@@ -46,7 +46,10 @@ GRID_MAX = 16  # a GPU grid is drawn for nodes with at most this many units
 # Control, bidi and zero-width characters, and lone surrogates (which cannot be encoded as UTF-8 at all):
 # never shown, whatever the format.
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]+")
-_UNIT_LABELS = ("gpu", "GPU", "gpu_index", "minor_number", "device")
+_UNIT_LABELS = ("gpu", "GPU", "gpu_index", "minor_number")
+# `device` names a GPU only as a GPU device node (dcgm-exporter's device="nvidia3"); node-exporter's
+# filesystem, disk and network series carry device="/dev/nvme0n1p2", "sda", "eth0", which are no GPU.
+_GPU_DEVICE = re.compile(r"nvidia[0-9]+")
 _NODE_LABELS = ("node", "hostname", "Hostname", "nodename", "kubernetes_node", "instance")
 _REASONS = {"first": "new", "grew": "more alerts joined", "repeat": "still firing", "resolved": "resolved"}
 _STYLES = {  # severity -> (emoji, WeCom font colour, HTML colour)
@@ -84,6 +87,12 @@ def _labels(value: object) -> dict[str, str]:
 
 def _first(labels: Mapping[str, str], names: Sequence[str]) -> str:
     return next((labels[n] for n in names if labels.get(n)), "")
+
+
+def _unit(labels: Mapping[str, str]) -> str:
+    unit = _first(labels, _UNIT_LABELS)
+    device = labels.get("device", "")
+    return unit or (device if _GPU_DEVICE.fullmatch(device) else "")
 
 
 def _time(value: object) -> datetime | None:
@@ -223,7 +232,7 @@ def _alert(raw: AlertItem, clock: LocalClock, ref: datetime) -> AlertContext:
     started = _time(raw.starts_at)
     return AlertContext(
         alertname=labels.get("alertname", ""),
-        unit=_first(labels, _UNIT_LABELS),
+        unit=_unit(labels),
         node=_first(labels, _NODE_LABELS),
         firing=raw.firing,
         summary=clean(notes.get("summary"), ANNOTATION_CAP),

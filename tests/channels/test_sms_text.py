@@ -9,7 +9,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from alertrouter.channels.base import ChannelError, Notification, notification_fields
+from alertrouter.channels.base import ChannelError, MessageKind, Notification, notification_fields
 from alertrouter.channels.sms import (
     CUT_MARKER,
     TEXT_LIMIT_BYTES,
@@ -188,3 +188,18 @@ def test_a_storm_s_sms_fields_count_its_gpus() -> None:
     storm = {**ITEM, "kind": "cluster", "summary": {"nodes": 40, "units": 320, "members": [], "alerts": 320}}
     fields = notification_fields(dataclasses.replace(SAMPLE, items=(MessageSnapshot.from_json(storm),)))
     assert (fields["gpus"], fields["count"]) == ("320", "320")
+
+
+def test_a_resolved_sms_does_not_read_as_the_firing_one() -> None:
+    # The shipped template has no `status` variable (severity, node, alert, gpus): a resolved SMS once
+    # said "critical gpu-node-07 GPUHighTemp" exactly like the page it resolves.
+    params = {"severity": "severity", "node": "node", "alert": "alertname"}
+    firing = sms_params(SAMPLE, params, 20)
+    resolved_item = MessageSnapshot.from_json({**ITEM, "reason": "resolved", "status": "resolved"})
+    resolved = dataclasses.replace(SAMPLE, kind=MessageKind.RESOLVED, items=(resolved_item,))
+    assert firing == {"severity": "critical", "node": "gpu-node-07", "alert": "GPUHighTemp"}
+    assert sms_params(resolved, params, 20) == {"severity": "resolved", "node": "gpu-node-07", "alert": "GPUHighTemp"}
+    # a coalesced message with anything still firing keeps its worst severity
+    items = (MessageSnapshot.from_json(ITEM), resolved_item)
+    both = dataclasses.replace(SAMPLE, kind=MessageKind.COALESCED, items=items)
+    assert notification_fields(both)["severity"] == "critical"

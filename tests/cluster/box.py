@@ -28,7 +28,11 @@ What is changed from what ships, and nothing else:
   which is also the harder case for idempotent ingest on one database.
 - alertrouter: the shipped rules/ (copied), where only the channel endpoints point at the fakes
   (`point_channels`: a `url:`/`endpoint:`/`port:` line inserted per channel); tokens, keys, phone numbers and
-  SMTP credentials come from the environment, as in production (`vendor_env`).
+  SMTP credentials come from the environment, as in production (`vendor_env`). With
+  `ClusterBox(group_interval=...)` every `group_interval:` line is shortened too (`shorten_group_interval`),
+  for scenarios that wait for a second message (a resolve) to the same receiver.
+- A node's `target_labels` (fleet.py) are added to its scrape targets, after the `instance` above (a node may
+  replace it): a `region`, or the Kubernetes shape (pod IP `instance`, `pod`, the ServiceMonitor's `job`).
 
 `ClusterBox` starts it all (`with ClusterBox(nodes=12) as box:`) and stops every process at the end. Scenarios
 that break the chain on purpose use its small methods: `leader()` (the replica holding the engine lease, read
@@ -70,6 +74,7 @@ __all__ = [
     "point_channels",
     "prometheus_config",
     "shorten_for",
+    "shorten_group_interval",
     "vendor_env",
 ]
 
@@ -81,6 +86,7 @@ FOR = "2s"  # every `for:` of the shipped Prometheus rules, in the box
 # Literal test credentials, nothing real. Names are the shipped rules/channels.yml's variables.
 DINGTALK_CORE, DINGTALK_CORE_SECRET = "dt-core-box-51c2", "SECbox0c0re5ecret"
 DINGTALK_BACKUP, DINGTALK_OPS = "dt-core-backup-box-7e01", "dt-ops-box-3a9d"
+DINGTALK_NORTH, DINGTALK_SOUTH = "dt-north-box-4c17", "dt-south-box-9d20"
 WECOM_KEY = "wecom-core-box-8b6f"
 ALIYUN_ID, ALIYUN_SECRET = "LTAI5tBoxKeyId0012", "aliyun-box-Secret/+*~12"
 SMS_SIGN, SMS_TEMPLATE, ONCALL_PHONE = "GPU告警", "SMS_480000012", "13800138012"
@@ -140,6 +146,12 @@ def shorten_for(rules_yaml: str, duration: str = FOR) -> str:
     return text
 
 
+def shorten_group_interval(rules_yaml: str, duration: str) -> str:
+    """Every `group_interval: <duration>` line of an alertrouter rule file (routes.yml, aggregation.yml) becomes
+    `group_interval: <duration>`, comments kept; nothing else changes."""
+    return re.sub(r"(?m)^(\s+)group_interval: \S+(\s*(#.*)?)$", rf"\g<1>group_interval: {duration}\g<2>", rules_yaml)
+
+
 def point_channels(channels_yaml: str, *, dingtalk: str, wecom: str, aliyun: str, smtp_port: int) -> str:
     """The shipped channels.yml with each channel's endpoint pointed at a fake: one line inserted per channel
     (`url:` for DingTalk and WeCom, `endpoint:` in `aliyun:`, `port:` for email), everything else as shipped."""
@@ -172,6 +184,8 @@ def vendor_env(smtp: FakeSmtp) -> dict[str, str]:
         "DINGTALK_CORE_SECRET": DINGTALK_CORE_SECRET,
         "DINGTALK_CORE_BACKUP_TOKEN": DINGTALK_BACKUP,
         "DINGTALK_OPS_TOKEN": DINGTALK_OPS,
+        "DINGTALK_NORTH_TOKEN": DINGTALK_NORTH,
+        "DINGTALK_SOUTH_TOKEN": DINGTALK_SOUTH,
         "WECOM_CORE_KEY": WECOM_KEY,
         "ALIYUN_SMS_ACCESS_KEY_ID": ALIYUN_ID,
         "ALIYUN_SMS_ACCESS_KEY_SECRET": ALIYUN_SECRET,
@@ -193,7 +207,14 @@ def vendor_env(smtp: FakeSmtp) -> dict[str, str]:
 def prometheus_config(fleet: Fleet, alertmanagers: list[str]) -> dict[str, Any]:
     def job(name: str, exporter: str, port: int) -> dict[str, Any]:
         groups = [
-            {"targets": [fleet.address], "labels": {"__metrics_path__": path, "instance": f"{node.ip}:{port}"}}
+            {
+                "targets": [fleet.address_of(node)],
+                "labels": {
+                    "__metrics_path__": path,
+                    "instance": f"{node.ip}:{port}",
+                    **node.target_labels.get(exporter, {}),  # a region, a pod IP instance, a relabelled node
+                },
+            }
             for node, path in fleet.targets(exporter)
         ]
         return {"job_name": name, "scrape_timeout": "1s", "static_configs": groups}
@@ -249,13 +270,25 @@ class ClusterBox:
     """The whole chain, started by `__enter__` in dependency order and stopped in reverse by `__exit__`.
 
     `workdir` keeps every config and log (a temporary directory unless given); `keep_database=True` leaves
-    the PostgreSQL database in place for a look afterwards (its name is `store.pg_name`).
+    the PostgreSQL database in place for a look afterwards (its name is `store.pg_name`). `fleet` replaces
+    the plain `Fleet(nodes)` (own listeners, target labels); `group_interval` shortens alertrouter's shipped
+    `group_interval`s (5m) for scenarios that wait for a second message, as `for:` is shortened.
     """
 
-    def __init__(self, *, nodes: int, workdir: Path | None = None, keep_database: bool = False) -> None:
-        self.fleet = Fleet(nodes)
+    def __init__(
+        self,
+        *,
+        nodes: int,
+        workdir: Path | None = None,
+        keep_database: bool = False,
+        fleet: Fleet | None = None,
+        group_interval: str | None = None,
+    ) -> None:
+        self.fleet = fleet or Fleet(nodes)
+        assert len(self.fleet.nodes) == nodes
         self.workdir = workdir
         self.keep_database = keep_database
+        self.group_interval = group_interval
         self.prometheus: Proc
         self.alertmanagers: list[Proc] = []
         self.routers: list[Router] = []
@@ -290,7 +323,15 @@ class ClusterBox:
 
         smtp = FakeSmtp(security="starttls", users={SMTP_USER: SMTP_PASSWORD}, tls=self_signed_cert(work))
         self.vendors = Vendors(
-            dingtalk=FakeDingTalk({DINGTALK_CORE: DINGTALK_CORE_SECRET, DINGTALK_BACKUP: None, DINGTALK_OPS: None}),
+            dingtalk=FakeDingTalk(
+                {
+                    DINGTALK_CORE: DINGTALK_CORE_SECRET,
+                    DINGTALK_BACKUP: None,
+                    DINGTALK_OPS: None,
+                    DINGTALK_NORTH: None,
+                    DINGTALK_SOUTH: None,
+                }
+            ),
             wecom=FakeWeCom([WECOM_KEY]),
             aliyun=FakeAliyunSms(
                 {ALIYUN_ID: ALIYUN_SECRET},
@@ -312,7 +353,10 @@ class ClusterBox:
         rules = work / "alertrouter-rules"
         rules.mkdir()
         for path in sorted((REPO / "rules").glob("*.yml")):
-            (rules / path.name).write_text(path.read_text())
+            text = path.read_text()
+            if self.group_interval is not None:
+                text = shorten_group_interval(text, self.group_interval)
+            (rules / path.name).write_text(text)
         v = self.vendors
         (rules / "channels.yml").write_text(
             point_channels(

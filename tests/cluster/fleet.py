@@ -14,10 +14,22 @@ counters; `DCGM_FI_DEV_XID_ERRORS` is the last XID code, not a count). Half the 
 `Hostname` (dcgm-exporter before May 2026), the other half `hostname`, as fleets in the middle of an upgrade
 do. A node that goes dark answers 503 on both paths, so Prometheus records `up == 0` for both targets and
 the node's series go stale, as when a rack loses power.
+
+Other ways a node shows up or goes away, each one switch on the node:
+- `dcgm_down`: only its dcgm-exporter answers 503 (the exporter crashed, node-exporter still up).
+- A node listed in `Fleet(listeners=...)` is served on a loopback port of its own; `refuse` closes that
+  listening socket, so a scrape gets "connection refused" (a TCP reset, as from a host whose exporters
+  are gone) rather than an HTTP answer; `power_on` listens on the same port again.
+- `target_labels`: per exporter, labels its scrape target carries (box.py puts them in the scrape config, over
+  the bare-metal `instance`): a `region`, a Kubernetes pod IP as `instance`, a relabelled `node`.
+- `host_name`: what dcgm-exporter writes in its `Hostname`/`hostname` label (the node's name unless set,
+  e.g. the dcgm-exporter pod's name under older GPU Operator charts).
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
@@ -89,7 +101,10 @@ class Node:
     disk_size: int = 3840 * 10**9
     disk_avail: int = 2900 * 10**9
     dark: bool = False
+    dcgm_down: bool = False
     booted: float = field(default=1_790_000_000.0)
+    target_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # exporter -> scrape target labels
+    host_name: str | None = None  # dcgm-exporter's host label value; None: the node's name
 
     @property
     def name(self) -> str:
@@ -111,7 +126,7 @@ class Node:
                     "pci_bus_id": f"00000000:{PCI_BUS[g % len(PCI_BUS)]}:00.0",
                     "device": f"nvidia{g}",
                     "modelName": MODEL,
-                    self.host_label: self.name,
+                    self.host_label: self.host_name or self.name,
                     "DCGM_FI_DRIVER_VERSION": DRIVER,
                 }
                 lines.append(f"{metric}{_labels(labels)} {_num(values[metric])}")
@@ -175,14 +190,15 @@ class Fleet:
     `scrapes` counts answered scrapes per path, for tests that wait for Prometheus to have seen a change.
     """
 
-    def __init__(self, nodes: int, gpus: int = 8) -> None:
+    def __init__(self, nodes: int, gpus: int = 8, *, listeners: Iterable[int] = ()) -> None:
         self.nodes = [
             Node(i, [Gpu() for _ in range(gpus)], "Hostname" if i % 2 else "hostname") for i in range(1, nodes + 1)
         ]
         self.lock = threading.Lock()
         self.scrapes: dict[str, int] = {}
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._own: dict[int, _Listener] = {i: _Listener(self) for i in listeners}
 
     def node(self, index: int) -> Node:
         return self.nodes[index - 1]
@@ -203,9 +219,28 @@ class Fleet:
                 self.node(i).dark = True
 
     def power_on(self, indexes: Iterable[int]) -> None:
+        """Both exporters of these nodes answer again (a node refusing connections listens again)."""
         with self.lock:
             for i in indexes:
                 self.node(i).dark = False
+        for i in indexes:
+            if i in self._own:
+                self._own[i].start()
+
+    def refuse(self, indexes: Iterable[int]) -> None:
+        """These nodes (each with a listener of its own) stop listening: every scrape is refused."""
+        for i in indexes:
+            self._own[i].stop()
+
+    def set_dcgm_down(self, index: int, down: bool = True) -> None:
+        """Node `index`'s dcgm-exporter stops (or starts again) answering; node-exporter is untouched."""
+        with self.lock:
+            self.node(index).dcgm_down = down
+
+    def address_of(self, node: Node) -> str:
+        """host:port Prometheus scrapes for this node's exporters."""
+        own = self._own.get(node.index)
+        return own.address if own is not None else self.address
 
     def targets(self, exporter: str) -> Iterator[tuple[Node, str]]:
         """(node, metrics path) of every node for "node-exporter" or "dcgm-exporter"."""
@@ -227,13 +262,13 @@ class Fleet:
             return 404, "not found\n"
         with self.lock:
             node = self.node(index)
-            if node.dark:
-                return 503, "node is dark\n"
+            if node.dark or (node.dcgm_down and exporter == "dcgm-exporter"):
+                return 503, "exporter is down\n"
             text = node.node_metrics() if exporter == "node-exporter" else node.dcgm_metrics()
             self.scrapes[path] = self.scrapes.get(path, 0) + 1
         return 200, text
 
-    def start(self) -> Fleet:
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
         fleet = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -251,22 +286,82 @@ class Fleet:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        server = self._server
-        self._thread = threading.Thread(target=lambda: server.serve_forever(poll_interval=0.05), daemon=True)
-        self._thread.start()
+        return Handler
+
+    def start(self) -> Fleet:
+        self._server, self._thread = _serve(self._handler(), 0)
+        for own in self._own.values():
+            own.start()
         return self
 
     def stop(self) -> None:
+        for own in self._own.values():
+            own.stop()
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
+            _close(self._server, self._thread)
 
     def __enter__(self) -> Fleet:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    """Keeps its open connections, so closing it also drops Prometheus's kept-alive ones."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self.connections: set[socket.socket] = set()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.connections.discard(request)
+        super().shutdown_request(request)
+
+
+def _serve(handler: type[BaseHTTPRequestHandler], port: int) -> tuple[_Server, threading.Thread]:
+    server = _Server(("127.0.0.1", port), handler)
+    thread = threading.Thread(target=lambda: server.serve_forever(poll_interval=0.05), daemon=True)
+    thread.start()
+    return server, thread
+
+
+def _close(server: _Server, thread: threading.Thread | None) -> None:
+    server.shutdown()
+    server.server_close()  # the listening socket is closed: new connections are refused
+    for conn in list(server.connections):  # and the open ones are cut, as by a host that is gone
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_RDWR)
+    if thread is not None:
+        thread.join(5)
+
+
+class _Listener:
+    """One node's own port: the same handler as the shared server, on a port that can stop listening."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self._fleet = fleet
+        self._port = 0
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> str:
+        assert self._port, "not started"
+        return f"127.0.0.1:{self._port}"
+
+    def start(self) -> None:
+        if self._server is None:  # the first start picks a free port; later ones take the same port again
+            self._server, self._thread = _serve(self._fleet._handler(), self._port)
+            self._port = self._server.server_address[1]
+
+    def stop(self) -> None:
+        if self._server is not None:
+            _close(self._server, self._thread)
+            self._server = self._thread = None

@@ -93,6 +93,25 @@ async def test_restart_with_node_down_sends_no_gpu_page(db: Database) -> None:
     assert inhibited[0].decision_detail["inhibit_rule"] == "node-down-mutes-node"
 
 
+async def test_a_target_released_after_a_restart_waits_its_group_wait_from_the_release(db: Database) -> None:
+    """NodeDown muted DCGMExporterDown; a new process reads that from the store, then the node comes back: the
+    two resolves arrive seconds apart and DCGMExporterDown, released in between, is never told."""
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    down = node_down_labels("gpu-node-07")
+    dcgm = {"alertname": "DCGMExporterDown", "instance": "gpu-node-07:9400", "job": "dcgm", "severity": "warning"}
+    await ingestor.ingest(parse_webhook(webhook([down, dcgm])).batch)
+    await run_for(EngineRunner(db, shipped_pipeline(), clock=clock, holder="a"), clock, timedelta(minutes=2))
+    clock.now += timedelta(minutes=1)  # a new process, the old lease expired
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock, holder="b")
+    await ingestor.ingest(parse_webhook(webhook([down], status="resolved")).batch)
+    await run_for(runner, clock, 5 * S)
+    await ingestor.ingest(parse_webhook(webhook([dcgm], status="resolved")).batch)
+    await run_for(runner, clock, timedelta(minutes=10))
+    told = [(o.message["headline"], o.reason) for o in await rows(db, OutboxRow)]
+    assert told == [("gpu-node-07: NodeDown", "first"), ("gpu-node-07: NodeDown", "resolved")]
+
+
 async def test_two_replicas_never_notify_twice(db: Database) -> None:
     clock = Clock()
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)

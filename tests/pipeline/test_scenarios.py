@@ -103,6 +103,43 @@ def test_source_resolves_targets_still_firing_are_told_once() -> None:
     assert [(m.reason, m.receiver) for m in gpu_msgs] == [(NotifyReason.FIRST, "ops-north")]
 
 
+def test_a_node_coming_back_does_not_tell_its_exporter_alert_released_a_moment_before_its_resolve() -> None:
+    """A node back: NodeDown and its DCGMExporterDown resolve in the same Prometheus evaluation, but reach
+    alertrouter in separate webhooks (Alertmanager groups them apart). Between the two, DCGMExporterDown is
+    firing and no longer muted: it is not told (once looked new and was told at once), its group wait
+    counts from its release."""
+    sc = Scenario()
+    down = node_down_labels("gpu-node-07")
+    dcgm = {"alertname": "DCGMExporterDown", "instance": "gpu-node-07:9400", "job": "dcgm", "severity": "warning"}
+    sc.fire(down)
+    sc.fire(dcgm)
+    sc.run(2 * MIN)
+    assert [m.message.headline for m in sc.messages()] == ["gpu-node-07: NodeDown"]
+    sc.resolve(down)
+    sc.step()
+    sc.now += 3 * S
+    sc.resolve(dcgm)
+    sc.run(10 * MIN)
+    told = [(m.message.headline, m.reason) for m in sc.messages()]
+    assert told == [("gpu-node-07: NodeDown", NotifyReason.FIRST), ("gpu-node-07: NodeDown", NotifyReason.RESOLVED)]
+
+
+def test_a_target_still_firing_after_its_source_resolved_is_told_after_the_group_wait() -> None:
+    sc = Scenario()
+    down = node_down_labels("gpu-node-07")
+    dcgm = {"alertname": "DCGMExporterDown", "instance": "gpu-node-07:9400", "job": "dcgm", "severity": "warning"}
+    sc.fire(down)
+    sc.fire(dcgm)
+    sc.run(2 * MIN)
+    sc.resolve(down)
+    released = sc.now
+    sc.run(2 * MIN, every=S)
+    (msg,) = [m for m in sc.messages() if m.message.headline == "gpu-node-07: DCGMExporterDown"]
+    assert msg.reason is NotifyReason.FIRST
+    assert msg.receiver == "ops"
+    assert msg.message.at == released + 30 * S  # the shipped group wait, from the release
+
+
 def test_held_until_the_late_source_arrives() -> None:
     sc = Scenario()
     fp = sc.fire(gpu_labels("gpu-node-07", 0))

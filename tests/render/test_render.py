@@ -129,6 +129,27 @@ def test_gpu_grid_and_count(templates: Templates, make_node: NodeFactory, make_n
     assert f"{len(units)}/8" in out
 
 
+@pytest.mark.parametrize("channel", ["dingtalk", "wecom", "email"])
+def test_a_node_exporter_device_is_no_gpu(
+    templates: Templates, make_node: NodeFactory, make_notification: NoteFactory, channel: str
+) -> None:
+    """NodeDiskPressure carries node-exporter's device="/dev/nvme0n1p2": its line names the node, not a
+    "GPU /dev/nvme0n1p2"; dcgm-exporter's device="nvidia3" (with no gpu label) is still a GPU."""
+    disk = make_node(alertname="NodeDiskPressure", units=["x"], headline="gpu-node-04: NodeDiskPressure")
+    disk["summary"]["units"] = []
+    disk["alerts"][0]["labels"] = {"alertname": "NodeDiskPressure", "node": "gpu-node-04", "device": "/dev/nvme0n1p2"}
+    disk["alerts"][0]["annotations"]["summary"] = "Node 10.0.0.4:9100: / has 7% free"
+    fmt = "md" if channel != "email" else "txt"
+    out = templates.render(channel, fmt, make_notification(MessageKind.FIRING, [disk]))
+    assert "GPU /dev/nvme0n1p2" not in out
+    assert "gpu-node-04: Node 10.0.0.4:9100: / has 7% free" in out
+    gpu = make_node(units=["x"])
+    gpu["alerts"][0]["labels"] = {"alertname": "GPUHighTemp", "node": "gpu-node-07", "device": "nvidia3"}
+    gpu["alerts"][0]["annotations"]["summary"] = "GPU 3 hot"
+    out = templates.render(channel, fmt, make_notification(MessageKind.FIRING, [gpu]))
+    assert "GPU nvidia3: GPU 3 hot" in out
+
+
 def test_label_values_are_capped(templates: Templates, make_node: NodeFactory, make_notification: NoteFactory) -> None:
     out = templates.render(
         "email", "txt", make_notification(MessageKind.FIRING, [make_node(node="n" * 5000, headline="h")])

@@ -1,0 +1,134 @@
+"""Label shapes other than bare metal's, driven through the cluster in a box (box.py); asserted by
+test_labels.py. One box, four nodes, at once:
+
+- NORTH (gpu-node-01) and SOUTH (gpu-node-02): bare metal, each scrape target carrying a `region` label as a
+  real scrape config would (`region: north` on the node's targets). Each reports XID 48 on one GPU: a
+  critical alert, routed by the shipped routes.yml to critical-north / critical-south.
+- RELABELLED (gpu-node-03) and UNRELABELLED (gpu-node-04): Kubernetes, kube-prometheus-stack + NVIDIA GPU
+  Operator (labels from /work/shared/reference/gpu-alerts.md): node-exporter on the host network is
+  `instance=<node IP>:9100` with its pod's `namespace`/`pod`/`container`/`service`/`endpoint`; dcgm-exporter,
+  off the host network, is `instance=<pod IP>:9400` with `pod=nvidia-dcgm-exporter-xxxxx`, and `Hostname` is
+  that pod's name (older GPU Operator charts). RELABELLED has the README's recommended relabelling
+  (`__meta_kubernetes_pod_node_name` -> `node` on both exporters; here the static target label it would
+  produce); UNRELABELLED has none. Every GPU of both reports XID 79, then both nodes go dark.
+
+The Kubernetes targets carry the ServiceMonitors' job names (`node-exporter`, `nvidia-dcgm-exporter`), the
+bare-metal ones the scrape config's (`node`, `dcgm`): the shipped rules must fire under both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cluster.box import ClusterBox
+from cluster.fleet import Fleet
+from cluster.told import Snapshot, settle, told
+from e2e.harness import wait_for
+
+__all__ = [
+    "NODES",
+    "NORTH",
+    "POD",
+    "POD_IP",
+    "RELABELLED",
+    "SOUTH",
+    "UNRELABELLED",
+    "XID48_GPU",
+    "Labels",
+    "labels_box",
+    "run_labels",
+]
+
+NODES = 4
+NORTH, SOUTH, RELABELLED, UNRELABELLED = 1, 2, 3, 4
+XID48_GPU = {NORTH: 2, SOUTH: 5}
+POD = {RELABELLED: "nvidia-dcgm-exporter-5x7kq", UNRELABELLED: "nvidia-dcgm-exporter-q9w2d"}
+POD_IP = {RELABELLED: "10.244.3.17", UNRELABELLED: "10.244.4.23"}
+NODE_EXPORTER_POD = {
+    RELABELLED: "kube-prometheus-stack-prometheus-node-exporter-7xk2p",
+    UNRELABELLED: "kube-prometheus-stack-prometheus-node-exporter-m4hz8",
+}
+TIMEOUT = 150.0
+
+
+def name(index: int) -> str:
+    return f"gpu-node-{index:02d}"
+
+
+def _fleet() -> Fleet:
+    fleet = Fleet(NODES)
+    for index, region in ((NORTH, "north"), (SOUTH, "south")):
+        fleet.node(index).target_labels = {"node-exporter": {"region": region}, "dcgm-exporter": {"region": region}}
+    for index in (RELABELLED, UNRELABELLED):
+        node = fleet.node(index)
+        node.host_label = "Hostname"
+        node.host_name = POD[index]
+        node_exporter = {
+            "job": "node-exporter",  # the ServiceMonitors' job names, over the scrape config's
+            "namespace": "monitoring",
+            "pod": NODE_EXPORTER_POD[index],
+            "container": "node-exporter",
+            "service": "kube-prometheus-stack-prometheus-node-exporter",
+            "endpoint": "http-metrics",
+        }
+        dcgm = {
+            "job": "nvidia-dcgm-exporter",
+            "instance": f"{POD_IP[index]}:9400",
+            "namespace": "gpu-operator",
+            "pod": POD[index],
+            "container": "nvidia-dcgm-exporter",
+            "service": "nvidia-dcgm-exporter",
+            "endpoint": "gpu-metrics",
+        }
+        if index == RELABELLED:
+            node_exporter["node"] = dcgm["node"] = node.name
+        node.target_labels = {"node-exporter": node_exporter, "dcgm-exporter": dcgm}
+    return fleet
+
+
+def labels_box() -> ClusterBox:
+    return ClusterBox(nodes=NODES, fleet=_fleet())
+
+
+@dataclass
+class Labels:
+    box: ClusterBox
+    store: Snapshot
+    told: dict[str, list[str]]
+
+
+def _incidents(box: ClusterBox) -> list[dict[str, Any]]:
+    r = box.routers[0].http.get("/api/v1/incidents", params={"limit": 1000})
+    assert r.status_code == 200, r.text
+    incidents: list[dict[str, Any]] = r.json()["incidents"]
+    return incidents
+
+
+def _told_everything(box: ClusterBox) -> bool:
+    out = told(box)
+    return (
+        sum("NodeDown" in t for t in out["sms-oncall"]) == 2
+        and sum("NodeDown" in t for t in out["dingtalk-core"]) == 2
+        and any("GPUXidError" in t for t in out["dingtalk-north"])
+        and any("GPUXidError" in t for t in out["dingtalk-south"])
+        and any("GPUXidError" in t for t in out["sms-north"])
+        and any("GPUXidError" in t for t in out["sms-south"])
+        and any("DCGMExporterDown" in t for t in out["dingtalk-ops"])
+    )
+
+
+def run_labels(box: ClusterBox) -> Labels:
+    fleet, router = box.fleet, box.routers[0]
+    wait_for(lambda: sum(s["value"][1] == "1" for s in box.query("up")) == 2 * NODES, what="every target up")
+    wait_for(lambda: len(box.query("node_uname_info")) == NODES, what="node_uname_info of every node")
+
+    for index, gpu in XID48_GPU.items():
+        fleet.set_gpus(index, [gpu], xid=48)
+    for index in (RELABELLED, UNRELABELLED):
+        fleet.set_gpus(index, range(8), xid=79)
+    xid79 = '{alertname="GPUFallenOffBus"}'
+    wait_for(lambda: len(router.alerts(filter=xid79)) == 16, what="the XID 79 alerts stored", timeout=TIMEOUT)
+    fleet.go_dark([RELABELLED, UNRELABELLED])
+    wait_for(lambda: _told_everything(box), what="every expected message at the fakes", timeout=TIMEOUT)
+    return Labels(box, settle(box, TIMEOUT), told(box))

@@ -1,0 +1,147 @@
+"""Label shapes through the cluster in a box: regional routing of bare-metal nodes with a `region` target label,
+and the Kubernetes shape of kube-prometheus-stack + NVIDIA GPU Operator with and without the README's `node`
+relabelling (tests/cluster/labels.py runs the timeline once for the module, about a minute of wall clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from cluster.box import PROMETHEUS
+from cluster.labels import (
+    NORTH,
+    POD,
+    POD_IP,
+    RELABELLED,
+    SOUTH,
+    UNRELABELLED,
+    XID48_GPU,
+    Labels,
+    labels_box,
+    name,
+    run_labels,
+)
+from cluster.told import about
+from support import pg
+from support.need import need
+from support.procs import ALERTMANAGER
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.alertmanager,
+    pytest.mark.postgres,
+    pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def labels() -> Iterator[Labels]:
+    need(PROMETHEUS is not None, "prometheus is not installed (run: bash .ci/setup)")
+    need(ALERTMANAGER is not None, "prometheus-alertmanager is not installed (run: bash .ci/setup)")
+    problem = pg.available()
+    need(problem is None, problem or "")
+    with labels_box() as box:
+        try:
+            yield run_labels(box)
+        except BaseException:
+            print(box.log_tails())
+            raise
+
+
+def test_a_north_node_pages_the_north_and_not_the_south(labels: Labels) -> None:
+    told, store = labels.told, labels.store
+    for index, region, other in ((NORTH, "north", "south"), (SOUTH, "south", "north")):
+        node = name(index)
+        incident = store.incident(alertname="GPUXidError", node=node)
+        assert incident["labels"]["region"] == region
+        assert store.delivered(incident["id"]) == {f"dingtalk-{region}": 1, "wecom-core": 1, "sms-oncall": 1}
+        assert {r["receiver"] for r in store.notifications if r["incident_id"] == incident["id"]} == {
+            f"critical-{region}"
+        }
+        # the region's robot and phone got it, the other region's and the region-less ones did not
+        (robot,) = about(told[f"dingtalk-{region}"], "GPUXidError")
+        assert f"{node}: GPUXidError on 1/8 GPUs" in robot
+        assert f"region {region}" in robot
+        assert not about(told[f"dingtalk-{other}"], node)
+        assert not about(told["dingtalk-core"], node)
+        assert [t for t in told[f"sms-{region}"]] == [
+            f'{{"severity": "critical", "node": "{node}", "alert": "GPUXidError", "gpus": "1/8"}}'
+        ]
+        assert not about(told[f"sms-{other}"], node)
+        assert not about(told["sms-oncall"], node)
+        assert len(about(told["wecom-core"], f"{node}: GPUXidError")) == 1
+        (alert,) = store.of("GPUXidError", node)
+        assert (alert["labels"]["gpu"], alert["labels"]["xid"]) == (str(XID48_GPU[index]), "48")
+
+
+def test_kubernetes_job_names_fire_the_node_rules(labels: Labels) -> None:
+    """kube-prometheus-stack's `node-exporter` and the GPU Operator's `nvidia-dcgm-exporter` jobs."""
+    store = labels.store
+    for index in (RELABELLED, UNRELABELLED):
+        (down,) = store.of("NodeDown", name(index))
+        assert down["labels"]["job"] == "node-exporter"
+        assert down["labels"]["instance"] == f"10.0.0.{index}:9100"  # the node's IP: hostNetwork
+        assert down["labels"]["nodename"] == name(index)
+        incident = store.incident(alertname="NodeDown", node=name(index))
+        assert store.delivered(incident["id"]) == {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
+    dcgm_down = [a for a in store.alerts if a["alertname"] == "DCGMExporterDown"]
+    assert sorted(a["labels"]["instance"] for a in dcgm_down) == sorted(f"{POD_IP[i]}:9400" for i in POD_IP)
+    assert {a["labels"]["job"] for a in dcgm_down} == {"nvidia-dcgm-exporter"}
+
+
+def test_relabelled_node_meets_its_gpu_alerts(labels: Labels) -> None:
+    """(a) `node` relabelled from `__meta_kubernetes_pod_node_name` on both exporters: the pod-named,
+    pod-IP-scraped dcgm alerts and node-exporter's NodeDown are one node, so the GPUs are muted."""
+    store, told, node = labels.store, labels.told, name(RELABELLED)
+    xid79 = store.of("GPUFallenOffBus", node)
+    assert len(xid79) == 8
+    assert {a["labels"]["Hostname"] for a in xid79} == {POD[RELABELLED]}
+    assert {a["labels"]["instance"] for a in xid79} == {f"{POD_IP[RELABELLED]}:9400"}
+    (down,) = store.of("NodeDown", node)
+    assert {a["decision"] for a in xid79} == {"inhibited"}
+    assert {a["decision_detail"]["inhibited_by"] for a in xid79} == {down["fingerprint"]}
+    (dcgm_down,) = store.of("DCGMExporterDown", node)
+    assert dcgm_down["decision"] == "inhibited"
+    assert dcgm_down["decision_detail"]["inhibited_by"] == down["fingerprint"]
+    # one message per critical channel, the NodeDown; no word of the pod or its IP anywhere
+    everything = [t for texts in told.values() for t in texts]
+    assert len(about(everything, node)) == 3
+    assert all("NodeDown" in t for t in about(everything, node))
+    assert not about(everything, POD[RELABELLED])
+    assert not about(everything, POD_IP[RELABELLED])
+
+
+def test_unrelabelled_node_is_three_names_as_the_readme_says(labels: Labels) -> None:
+    """(b) No relabelling, older GPU Operator chart (`Hostname` = the dcgm-exporter pod's name): README "Node
+    identity" says nothing in the labels ties the pod to its node and an alert with a `pod` label teaches no
+    alias. So the GPU alerts are the pod, DCGMExporterDown the pod IP, NodeDown node-exporter's nodename: the
+    GPU alerts are not muted by the NodeDown, and DCGMExporterDown is told, named by the pod IP."""
+    store, told, node = labels.store, labels.told, name(UNRELABELLED)
+    pod, pod_ip = POD[UNRELABELLED], POD_IP[UNRELABELLED]
+    xid79 = store.of("GPUFallenOffBus", pod)
+    assert len(xid79) == 8
+    # resolved by staleness inside their hold-down, never muted: nothing told about them either way
+    assert {a["decision"] for a in xid79} == {"resolved"}
+    assert store.incident(alertname="GPUFallenOffBus", node=pod)["status"] == "resolved"
+    assert not [r for r in store.notifications if "GPUFallenOffBus" in (r["incident_key"] or "")]
+    told_decisions = ("notify", "throttled")  # told, then "already told" until its repeat
+    (down,) = store.of("NodeDown", node)
+    assert down["decision"] in told_decisions
+    (dcgm_down,) = store.of("DCGMExporterDown", pod_ip)
+    assert dcgm_down["decision"] in told_decisions
+    incident = store.incident(alertname="DCGMExporterDown", node=pod_ip)
+    assert store.delivered(incident["id"]) == {"dingtalk-ops": 1, "email-ops": 1}
+    (ops,) = told["dingtalk-ops"]
+    assert f"{pod_ip}: DCGMExporterDown" in ops
+    (mail,) = told["email-ops"]
+    assert mail.startswith(f"[WARNING] {pod_ip}: DCGMExporterDown")
+    # no address was learned from the Kubernetes alerts (every one carries a `pod`)
+    learned = {a["address"] for a in store.addresses}
+    assert learned == {"10.0.0.1", "10.0.0.2"}  # the bare-metal nodes' GPU alerts taught theirs
+
+
+def test_the_vendors_refused_nothing(labels: Labels) -> None:
+    assert labels.box.vendors.refused() == []
+    assert {row["status"] for row in labels.store.notifications} == {"sent"}

@@ -1,0 +1,233 @@
+"""Nodes living and dying through the cluster in a box: a node coming back, a node refusing connections, a
+dcgm-exporter dying on a live node, memory and disk pressure, a flapping GPU (tests/cluster/node_life.py
+runs the five at once, on different nodes, once for the module: about two minutes of wall clock).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from cluster.box import PROMETHEUS
+from cluster.node_life import (
+    BACK,
+    BLIND,
+    BLIND_HOT,
+    FLAPPING,
+    FLAPS,
+    PRESSED,
+    REFUSED,
+    UNSEEN,
+    NodeLife,
+    name,
+    node_life_box,
+    run_node_life,
+)
+from cluster.told import about
+from support import pg
+from support.need import need
+from support.procs import ALERTMANAGER
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.alertmanager,
+    pytest.mark.postgres,
+    pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning"),
+]
+
+CRITICAL = {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
+WARNING = {"dingtalk-ops": 1, "email-ops": 1}
+
+
+@pytest.fixture(scope="module")
+def life() -> Iterator[NodeLife]:
+    need(PROMETHEUS is not None, "prometheus is not installed (run: bash .ci/setup)")
+    need(ALERTMANAGER is not None, "prometheus-alertmanager is not installed (run: bash .ci/setup)")
+    problem = pg.available()
+    need(problem is None, problem or "")
+    with node_life_box() as box:
+        try:
+            yield run_node_life(box)
+        except BaseException:
+            print(box.log_tails())
+            raise
+
+
+def sms(node: str, alert: str, severity: str, gpus: str = "-") -> str:
+    return json.dumps({"severity": severity, "node": node, "alert": alert, "gpus": gpus})
+
+
+def test_a_node_coming_back_is_told_resolved_once_per_channel(life: NodeLife) -> None:
+    node, store, told = name(BACK), life.store, life.told
+    incident = store.incident(alertname="NodeDown", node=node)
+    assert incident["status"] == "resolved"
+    assert incident["resolved_at"] is not None
+    assert store.delivered(incident["id"]) == {"dingtalk-core": 2, "wecom-core": 2, "sms-oncall": 2}
+    kinds = [r["kind"] for r in store.notifications if r["incident_id"] == incident["id"]]
+    assert sorted(kinds) == ["firing"] * 3 + ["resolved"] * 3
+    for channel, down, up in (
+        ("dingtalk-core", f"[CRITICAL] {node}: NodeDown", f"[RESOLVED] {node}: NodeDown"),
+        ("wecom-core", f"CRITICAL</font> {node}: NodeDown", f"RESOLVED</font> {node}: NodeDown"),
+    ):
+        texts = about(told[channel], node)
+        assert len(texts) == 2, texts
+        assert down in texts[0]
+        assert up in texts[1]
+    # the resolved SMS says so (the shipped template has no status variable)
+    assert about(told["sms-oncall"], node) == [sms(node, "NodeDown", "critical"), sms(node, "NodeDown", "resolved")]
+    (alert,) = store.of("NodeDown", node)
+    assert (alert["status"], alert["decision"]) == ("resolved", "resolved")
+    # its DCGMExporterDown was muted by the NodeDown all along, and resolved with it
+    (dcgm,) = store.of("DCGMExporterDown", node)
+    assert dcgm["status"] == "resolved"
+    assert not [
+        r
+        for r in store.notifications
+        if r["incident_key"] and "DCGMExporterDown" in r["incident_key"] and node in r["incident_key"]
+    ]
+
+
+def test_a_node_refusing_connections_is_down_and_named(life: NodeLife) -> None:
+    node, store, told = name(REFUSED), life.store, life.told
+    (down,) = store.of("NodeDown", node)
+    assert down["status"] == "firing"
+    assert down["labels"]["instance"] == "10.0.0.2:9100"
+    assert down["labels"]["nodename"] == node
+    incident = store.incident(alertname="NodeDown", node=node)
+    assert store.delivered(incident["id"]) == CRITICAL
+    (core,) = about(told["dingtalk-core"], node)
+    assert f"[CRITICAL] {node}: NodeDown" in core
+    assert about(told["sms-oncall"], node) == [sms(node, "NodeDown", "critical")]
+    (dcgm,) = store.of("DCGMExporterDown", node)
+    assert (dcgm["status"], dcgm["decision"]) == ("firing", "inhibited")
+    # Prometheus saw the refusal itself, not an HTTP error
+    (up,) = life.box.query('up{job="node",instance="10.0.0.2:9100"}')
+    assert up["value"][1] == "0"
+    r = httpx.get(life.box.prometheus.url + "/api/v1/targets", params={"state": "active"}, timeout=10)
+    assert r.status_code == 200, r.text
+    errors = {t["labels"]["instance"]: t["lastError"] for t in r.json()["data"]["activeTargets"]}
+    assert "connection refused" in errors["10.0.0.2:9100"]
+    assert "connection refused" in errors["10.0.0.2:9400"]
+
+
+def test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts(life: NodeLife) -> None:
+    """The exporter stops right after the hot GPUs' first message, so their stale-resolve is not yet due to be
+    told (group interval) when DCGMExporterDown arrives and mutes them. Had the last message been longer ago
+    than the group interval, the resolve would be told at once, before DCGMExporterDown (`for: 5m` as
+    shipped) could explain it: the inhibit rule cannot hold back a resolve that comes before its source."""
+    node, store, told = name(BLIND), life.store, life.told
+    (dcgm,) = store.of("DCGMExporterDown", node)
+    assert dcgm["status"] == "firing"
+    assert dcgm["decision"] in ("notify", "throttled")  # told, then "already told" until its repeat
+    assert dcgm["labels"]["instance"] == "10.0.0.3:9400"  # named by the address its GPU alerts taught
+    incident = store.incident(alertname="DCGMExporterDown", node=node)
+    assert store.delivered(incident["id"]) == WARNING
+    assert len(about(told["dingtalk-ops"], f"{node}: DCGMExporterDown")) == 1
+    assert len(about(told["email-ops"], f"[WARNING] {node}: DCGMExporterDown")) == 1
+    # the node itself is up: no NodeDown
+    assert not store.of("NodeDown", node)
+    # its hot GPUs were told once; their series went stale with the exporter: muted, never "resolved"
+    hot = store.of("GPUHighTemp", node)
+    assert sorted(a["labels"]["gpu"] for a in hot) == [str(g) for g in BLIND_HOT]
+    assert {a["status"] for a in hot} == {"resolved"}
+    assert {a["decision"] for a in hot} == {"inhibited"}
+    assert {a["decision_detail"]["inhibit_rule"] for a in hot} == {"exporter-down-mutes-gpu-metrics"}
+    assert {a["decision_detail"]["inhibited_by"] for a in hot} == {dcgm["fingerprint"]}
+    temp = store.incident(alertname="GPUHighTemp", node=node)
+    assert store.delivered(temp["id"]) == WARNING
+    assert [r["kind"] for r in store.notifications if r["incident_id"] == temp["id"]] == ["firing", "firing"]
+    texts = about(told["dingtalk-ops"], f"{node}: GPUHighTemp")
+    assert len(texts) == 1
+    assert f"[WARNING] {node}: GPUHighTemp on 2/8 GPUs" in texts[0]
+
+
+def test_dcgm_exporter_down_names_a_node_whose_gpus_never_alerted(life: NodeLife) -> None:
+    """No GPU alert taught alertrouter that 10.0.0.7 is gpu-node-07: the shipped DCGMExporterDown carries the
+    nodename of the node-exporter scraped at the same address."""
+    node, store, told = name(UNSEEN), life.store, life.told
+    (dcgm,) = store.of("DCGMExporterDown", node)
+    assert dcgm["labels"]["instance"] == "10.0.0.7:9400"
+    assert dcgm["labels"]["nodename"] == node
+    assert "address" not in dcgm["labels"]  # the join's helper label is dropped
+    incident = store.incident(alertname="DCGMExporterDown", node=node)
+    assert store.delivered(incident["id"]) == WARNING
+    (ops,) = about(told["dingtalk-ops"], "10.0.0.7")
+    assert f"[WARNING] {node}: DCGMExporterDown" in ops
+    assert not [a for a in store.alerts if a["node"] == "10.0.0.7"]
+
+
+def test_memory_and_disk_pressure_are_told_by_node_name(life: NodeLife) -> None:
+    node, store, told = name(PRESSED), life.store, life.told
+    memory = store.of("NodeMemoryPressure", node)
+    assert sorted(a["labels"]["severity"] for a in memory) == ["critical", "warning"]
+    assert {a["labels"]["nodename"] for a in memory} == {node}
+    # the warning is muted by the critical of the same alert and node (critical-mutes-warning)
+    assert {a["labels"]["severity"]: a["decision"] for a in memory}["warning"] == "inhibited"
+    (disk,) = store.of("NodeDiskPressure", node)
+    assert (disk["labels"]["severity"], disk["labels"]["mountpoint"], disk["labels"]["nodename"]) == (
+        "warning",
+        "/",
+        node,
+    )
+    assert not [a for a in store.alerts if a["node"] == "10.0.0.4"]
+    # critical: the on-call channels; warning: ops and email. Named by the node, never by its IP.
+    assert store.delivered(store.incident(alertname="NodeMemoryPressure", node=node)["id"]) == CRITICAL
+    assert store.delivered(store.incident(alertname="NodeDiskPressure", node=node)["id"]) == WARNING
+    (core,) = about(told["dingtalk-core"], "NodeMemoryPressure")
+    assert f"[CRITICAL] {node}: NodeMemoryPressure" in core
+    assert "has 3% memory available" in core
+    (wecom,) = about(told["wecom-core"], "NodeMemoryPressure")
+    assert f"{node}: NodeMemoryPressure" in wecom
+    assert about(told["sms-oncall"], "NodeMemoryPressure") == [sms(node, "NodeMemoryPressure", "critical")]
+    (ops,) = about(told["dingtalk-ops"], "NodeDiskPressure")
+    assert f"[WARNING] {node}: NodeDiskPressure" in ops
+    assert f"{node}: Node 10.0.0.4:9100: / has 7% free" in ops  # the device /dev/nvme0n1p2 is no GPU
+    assert "GPU /dev/nvme0n1p2" not in ops
+    (mail,) = about(told["email-ops"], "NodeDiskPressure")
+    assert mail.startswith(f"[WARNING] {node}: NodeDiskPressure")
+
+
+def test_a_flapping_gpu_costs_one_message_and_one_resolve_per_channel(life: NodeLife) -> None:
+    """The shipped throttle: the first message after group_wait (30s), then no two messages to a receiver
+    closer than the group interval, and a re-fire after a resolve waits out the group wait again, which a
+    GPU hot for HALF_PERIOD seconds never does. So FLAPS flaps cost one firing message and one resolved
+    message per warning channel."""
+    node, store, told = name(FLAPPING), life.store, life.told
+    assert life.flaps == FLAPS
+    assert life.flap_episodes >= FLAPS  # Prometheus fired and resolved it again and again
+    (alert,) = store.of("GPUHighTemp", node)
+    assert alert["labels"]["gpu"] == "0"
+    incident = store.incident(alertname="GPUHighTemp", node=node)
+    assert incident["status"] == "resolved"
+    assert store.delivered(incident["id"]) == {"dingtalk-ops": 2, "email-ops": 2}
+    kinds = sorted(r["kind"] for r in store.notifications if r["incident_id"] == incident["id"])
+    assert kinds == ["firing", "firing", "resolved", "resolved"]
+    texts = about(told["dingtalk-ops"], f"{node}: GPUHighTemp")
+    assert len(texts) == 2
+    assert f"[WARNING] {node}: GPUHighTemp on 1/8 GPUs" in texts[0]
+    assert f"[RESOLVED] {node}: GPUHighTemp on 1/8 GPUs" in texts[1]
+    assert [m.split("\n", 1)[0] for m in about(told["email-ops"], f"{node}: GPUHighTemp")] == [
+        f"[WARNING] {node}: GPUHighTemp on 1/8 GPUs",
+        f"[RESOLVED] {node}: GPUHighTemp on 1/8 GPUs",
+    ]
+
+
+def test_nothing_else_was_told(life: NodeLife) -> None:
+    """Every message the fakes accepted is one of those the tests above expect, and none was refused."""
+    told = life.told
+    counts = {channel: len(texts) for channel, texts in told.items() if texts}
+    assert counts == {
+        # NodeDown x2 + its resolve, NodeMemoryPressure
+        "dingtalk-core": 4,
+        "wecom-core": 4,
+        "sms-oncall": 4,
+        # GPUHighTemp of BLIND, DCGMExporterDown of BLIND and UNSEEN, NodeDiskPressure, the flapping GPU + its
+        # resolve
+        "dingtalk-ops": 6,
+        "email-ops": 6,
+    }
+    assert life.box.vendors.refused() == []
+    assert {row["status"] for row in life.store.notifications} == {"sent"}
