@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from alertrouter.labels import alert_title
 from alertrouter.model import AlertItem, IncidentKind, MessageSnapshot, parse_time
 
 __all__ = [
@@ -222,7 +223,7 @@ def _alert(raw: AlertItem, clock: LocalClock, ref: datetime) -> AlertContext:
     notes = raw.annotations or {}
     started = _time(raw.starts_at)
     return AlertContext(
-        alertname=labels.get("alertname", ""),
+        alertname=clean(alert_title(labels), HEADLINE_CAP),
         unit=_first(labels, _UNIT_LABELS),
         node=_first(labels, _NODE_LABELS),
         firing=raw.firing,
@@ -264,6 +265,7 @@ def build_item(raw: MessageSnapshot, *, fallback_severity: str, clock: LocalCloc
     nodes = _int(summary.get("nodes"), len(members))
     top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
     scope = [f"{name} {labels[name]}" for name in ("region", "rack", "cluster") if labels.get(name)]
+    title = alert_title(labels) if labels else ""  # alertname, or the label set of an alert without one
     return ItemContext(
         incident=clean(raw.incident, KEY_CAP),
         kind=kind,
@@ -276,7 +278,9 @@ def build_item(raw: MessageSnapshot, *, fallback_severity: str, clock: LocalCloc
         emoji=emoji,
         color=color,
         html_color=html_color,
-        headline=clean(raw.headline or summary.get("headline") or labels.get("alertname"), HEADLINE_CAP),
+        headline=clean(
+            raw.headline or summary.get("headline") or (alert_title(labels) if labels else ""), HEADLINE_CAP
+        ),
         alertname=labels.get("alertname", "") or (alerts[0].alertname if alerts else ""),
         node=_first(labels, _NODE_LABELS),
         region=labels.get("region", ""),

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator
 
-from alertrouter.labels import Matcher, MatcherError, parse_matchers
+from alertrouter.labels import Matcher, MatcherError, is_valid_label_name, parse_matchers
 from alertrouter.ruleset.base import Duration, Section
 from alertrouter.ruleset.channels import (
     SECRET_FIELDS,
@@ -131,6 +131,11 @@ class TopologyConfig(Section):
 
 
 class InhibitRuleConfig(Section):
+    """Alertmanager's inhibit rule. No matchers on a side (or only `{}`) means every alert, as there:
+    `target_matchers: [severity="warning"]` alone mutes warnings while any other alert with the same
+    `equal` labels fires. With neither side nothing is muted (two alerts that both match both sides
+    never mute each other)."""
+
     name: str | None = None
     source_matchers: Matchers = Field(default_factory=list)
     target_matchers: Matchers = Field(default_factory=list)
@@ -141,13 +146,13 @@ class InhibitRuleConfig(Section):
     equal: list[str] = Field(default_factory=list)
     hold_down: Duration = timedelta(seconds=30)
 
-    @model_validator(mode="after")
-    def _has_both_sides(self) -> InhibitRuleConfig:
-        if not (self.source_matchers or self.source_match or self.source_match_re):
-            raise ValueError("needs source_matchers (or the legacy source_match / source_match_re)")
-        if not (self.target_matchers or self.target_match or self.target_match_re):
-            raise ValueError("needs target_matchers (or the legacy target_match / target_match_re)")
-        return self
+    @field_validator("equal")
+    @classmethod
+    def _label_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not is_valid_label_name(name):
+                raise ValueError(f"invalid label name {name!r} in equal list (must be non-empty UTF-8)")
+        return value
 
 
 class CountConfig(Section):
