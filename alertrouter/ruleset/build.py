@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from alertrouter.labels import MatcherError, matchers_from_legacy
+from alertrouter.labels import Matcher, MatcherError, matchers_from_legacy
 from alertrouter.pipeline.aggregate import AggregationRule, RollupRule
 from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
@@ -41,12 +41,22 @@ class _Problems:
 
 
 def _inhibit_rule(i: int, cfg: InhibitRuleConfig, problems: _Problems) -> InhibitRule | None:
-    try:
-        source = [*cfg.source_matchers, *matchers_from_legacy(cfg.source_match, cfg.source_match_re)]
-        target = [*cfg.target_matchers, *matchers_from_legacy(cfg.target_match, cfg.target_match_re)]
-    except MatcherError as exc:
-        problems.add("inhibit_rules", i, "", str(exc))
+    """A side without matchers matches every alert, as in Alertmanager (which accepts such rules)."""
+    legacy: dict[str, list[Matcher]] = {}
+    for key, match, match_re in (
+        ("source_match", cfg.source_match, None),
+        ("source_match_re", None, cfg.source_match_re),
+        ("target_match", cfg.target_match, None),
+        ("target_match_re", None, cfg.target_match_re),
+    ):
+        try:
+            legacy[key] = matchers_from_legacy(match, match_re)
+        except MatcherError as exc:
+            problems.add("inhibit_rules", i, f".{key}", str(exc))
+    if len(legacy) < 4:
         return None
+    source = [*cfg.source_matchers, *legacy["source_match"], *legacy["source_match_re"]]
+    target = [*cfg.target_matchers, *legacy["target_match"], *legacy["target_match_re"]]
     return InhibitRule(
         name=cfg.name or f"inhibit_rules[{i}]",
         source=tuple(source),
