@@ -265,7 +265,6 @@ def build_item(raw: MessageSnapshot, *, fallback_severity: str, clock: LocalCloc
     nodes = _int(summary.get("nodes"), len(members))
     top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
     scope = [f"{name} {labels[name]}" for name in ("region", "rack", "cluster") if labels.get(name)]
-    title = alert_title(labels) if labels else ""  # alertname, or the label set of an alert without one
     return ItemContext(
         incident=clean(raw.incident, KEY_CAP),
         kind=kind,
@@ -278,6 +277,7 @@ def build_item(raw: MessageSnapshot, *, fallback_severity: str, clock: LocalCloc
         emoji=emoji,
         color=color,
         html_color=html_color,
+        # an alert without alertname (Alertmanager accepts those) is named by its label set
         headline=clean(
             raw.headline or summary.get("headline") or (alert_title(labels) if labels else ""), HEADLINE_CAP
         ),

@@ -113,7 +113,7 @@ def test_inhibit_rule_without_source_matchers_takes_any_source(sc: Scenario) -> 
 
 
 def test_silence_on_utf8_names(sc: Scenario) -> None:
-    silence = Silence.parse('ab12', ['"k8s.pod.name"=~"checkout-.*"', 'service.name="checkout"'], T0, T0 + 60 * MIN)
+    silence = Silence.parse("ab12", ['"k8s.pod.name"=~"checkout-.*"', 'service.name="checkout"'], T0, T0 + 60 * MIN)
     sc.silences.append(silence)
     muted = sc.fire(otel("HighLatency", "checkout", "checkout-1", "warning"))
     kept = sc.fire(otel("HighLatency", "cart", "cart-1", "warning"))
@@ -133,7 +133,7 @@ def test_alerts_without_alertname_are_their_own_incidents_and_are_delivered(sc: 
     assert sc.last is not None
     keys = {sc.last.decisions[fp].incident for fp in (backup, disk)}
     assert len(keys) == 2
-    assert all(key and "alertname=\"{" in key for key in keys)
+    assert all(key and 'alertname="{' in key for key in keys)
     assert receivers_of(sc, backup) == ("batch",)
     messages = {m.message.headline for m in sc.messages()}
     assert messages == {

@@ -42,7 +42,7 @@ def problems(path: Path) -> list[str]:
             (Matcher("severity", RE, "warning|info"),),
         ),
         (
-            "{source_matchers: ['\"k8s.node.name\"=~\"gpu-.*\"'], target_matchers: ['service.name=\"api\"']}",
+            '{source_matchers: [\'"k8s.node.name"=~"gpu-.*"\'], target_matchers: [\'service.name="api"\']}',
             (Matcher("k8s.node.name", RE, "gpu-.*"),),
             (Matcher("service.name", EQ, "api"),),
         ),
@@ -68,14 +68,17 @@ def test_inhibit_rules_alertmanager_accepts(
         ("{target_matchers: ['a=~\"[z\"']}", "inhibit_rules[0].target_matchers", "missing ]"),
     ],
 )
-def test_what_alertmanager_refuses_is_refused_with_file_and_path(tmp_path: Path, rule: str, path: str, reason: str) -> None:
+def test_what_alertmanager_refuses_is_refused_with_file_and_path(
+    tmp_path: Path, rule: str, path: str, reason: str
+) -> None:
     f = load(tmp_path, f"inhibit_rules:\n  - {rule}\nroute: {{receiver: r}}\nreceivers: [{{name: r}}]\n")
     found = problems(f)
     assert any(p.startswith(f"{f}:{path}: ") and reason in p for p in found), found
 
 
 def test_legacy_map_refusal_suggests_the_matcher_to_write(tmp_path: Path) -> None:
-    f = load(tmp_path, "route:\n  receiver: r\n  routes: [{receiver: r, match: {service.name: api}}]\nreceivers: [{name: r}]\n")
+    routes = "[{receiver: r, match: {service.name: api}}]"
+    f = load(tmp_path, f"route:\n  receiver: r\n  routes: {routes}\nreceivers: [{{name: r}}]\n")
     (found,) = problems(f)
     assert found.startswith(f"{f}:route.routes[0]: ")
     assert 'service.name="api"' in found

@@ -104,9 +104,7 @@ class Scenario:
             self.book[row.address] = row
         learned = aliases.active(self.book, now=self.now, ttl=nodes.learned_ttl)
         alerts = list(self.alerts.values())
-        self.last = self.evaluator.evaluate(
-            alerts, self.records, now=self.now, learned=learned, silences=self.silences
-        )
+        self.last = self.evaluator.evaluate(alerts, self.records, now=self.now, learned=learned, silences=self.silences)
         self.records = next_records(self.records, self.last)
         self.sent.extend((self.now, intent) for intent in self.last.intents)
         return self.last
