@@ -31,7 +31,8 @@ def snapshots(rules: Path) -> tuple[MessageSnapshot, MessageSnapshot]:
     sc.resolve(LABELS)
     sc.run(timedelta(minutes=10))  # past the group interval
     first, *_, last = [m.message for m in sc.messages()]
-    assert not first.resolved and last.resolved
+    assert not first.resolved
+    assert last.resolved
     return first, last
 
 
