@@ -132,6 +132,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if ruleset is None:
         log.error("refusing to start: the rules in %s are invalid (see above)", settings.config)
         return 1
+    for note in matcher_notes(settings.config):  # Alertmanager logs these on load too
+        log.warning("matcher %s", note)
     host, warning = settings.listen_host()
     if warning:
         log.warning("%s", warning)
