@@ -6,6 +6,8 @@ the default fallback between them, on the inputs and outcomes of Alertmanager's 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from alertrouter.labels import (
     Matcher,
@@ -336,3 +338,47 @@ def test_label_set_text_names_an_alert_without_alertname() -> None:
     assert format_label_set(labels) == '{instance="db-1:9100", job="backup", note="say \\"hi\\""}'
     assert alert_title(labels) == format_label_set(labels)
     assert alert_title({**labels, "alertname": "BackupFailed"}) == "BackupFailed"
+
+
+# --- any input: an answer or a MatcherError, and what is read prints back to the same matchers --------
+
+_ALPHABET = st.sampled_from([*"{}!=~,\\\"'` \t\nab.:_-0🙂", "\u3000", "\\x41", "\\u00e9", "\\n", "\\t"])
+
+
+@settings(max_examples=3000, derandomize=True, deadline=None)
+@given(st.lists(_ALPHABET, max_size=24).map("".join))
+def test_any_input_is_read_or_refused_and_what_is_read_prints_back(text: str) -> None:
+    try:
+        found = parse_matchers(text)
+    except MatcherError:
+        return
+    printed = ",".join(str(matcher) for matcher in found)
+    assert parse_matchers(printed) == found
+    assert parse_matchers("{" + printed + "}") == found
+
+
+_NAME = st.sampled_from(["a", "node", "_x:y", "service.name", '"service.name"', '"foo bar"', "foo🙂", '"a\\"b"', "0a"])
+_OP = st.sampled_from(["=", "!=", "=~", "!~", " = ", "=~ "])
+_VALUE = st.sampled_from(
+    ["x", '"x"', '""', "", '"a,b"', '"\\t"', '"\\\\d+"', "a\\n", '"x\\"y"', "🙂", '"\\u00e9"', "a b", "[a-z]+", "x}"]
+)
+_MATCHER = st.tuples(_NAME, _OP, _VALUE).map("".join)
+
+
+@settings(max_examples=3000, derandomize=True, deadline=None)
+@given(
+    st.lists(_MATCHER, max_size=4),
+    st.sampled_from([",", ", ", " , ", ",,"]),
+    st.sampled_from([("", ""), ("{", "}"), ("{", ""), ("", "}"), (" {", "} ")]),
+    st.booleans(),
+)
+def test_matcher_lists_are_read_or_refused_and_print_back(
+    items: list[str], comma: str, braces: tuple[str, str], trailing: bool
+) -> None:
+    text = braces[0] + comma.join(items) + ("," if trailing else "") + braces[1]
+    try:
+        found = parse_matchers(text)
+    except MatcherError:
+        return
+    printed = ",".join(str(matcher) for matcher in found)
+    assert parse_matchers(printed) == found
