@@ -97,3 +97,12 @@ def test_matchers_only_the_classic_parser_reads_are_noted(tmp_path: Path) -> Non
     assert len(notes) == 2, notes
     assert notes[0].startswith(f"{f}:inhibit_rules[0].target_matchers[0]: ")
     assert notes[1].startswith(f"{f}:route.routes[0].matchers[1]: ")
+
+
+def test_inhibit_rule_names_may_repeat_as_in_alertmanager(tmp_path: Path) -> None:
+    """Alertmanager only logs a repeated inhibit rule name; each rule still mutes on its own."""
+    rules = "[{name: same, target_matchers: ['a=\"1\"']}, {name: same, target_matchers: ['b=\"1\"']}, {}, {}]"
+    f = load(tmp_path, f"inhibit_rules: {rules}\nroute: {{receiver: r}}\nreceivers: [{{name: r}}]\n")
+    compiled = compile_rules(load_ruleset(f, {})).inhibit_rules
+    assert [r.name for r in compiled] == ["same", "same (inhibit_rules[1])", "inhibit_rules[2]", "inhibit_rules[3]"]
+    assert [r.target for r in compiled[:2]] == [(Matcher("a", EQ, "1"),), (Matcher("b", EQ, "1"),)]
