@@ -78,6 +78,23 @@ def _matchers(value: Any) -> Any:
 Matchers = Annotated[list[Matcher], BeforeValidator(_matchers)]
 
 
+def _scalar_text(value: Any) -> Any:
+    """A YAML scalar as the string Alertmanager reads into a `match` map (Go's YAML decoder takes the
+    scalar's text): `{priority: 1}` is `priority="1"`, `{paged: true}` is `paged="true"`, no value is
+    `""`. (PyYAML has already read `yes` and `0x1F` as a bool and an int: they come back as `true`
+    and `31`, not as written.)"""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+LegacyMap = dict[str, Annotated[str, BeforeValidator(_scalar_text)]]
+
+
 def _intervals(value: Any) -> Any:
     """`repeat_interval: 1h` means 1h for every severity, as an Alertmanager user expects (`*` is
     expanded to each of `global.severities` and `default` when the pipeline is built)."""
@@ -139,10 +156,10 @@ class InhibitRuleConfig(Section):
     name: str | None = None
     source_matchers: Matchers = Field(default_factory=list)
     target_matchers: Matchers = Field(default_factory=list)
-    source_match: dict[str, str] = Field(default_factory=dict)
-    source_match_re: dict[str, str] = Field(default_factory=dict)
-    target_match: dict[str, str] = Field(default_factory=dict)
-    target_match_re: dict[str, str] = Field(default_factory=dict)
+    source_match: LegacyMap = Field(default_factory=dict)
+    source_match_re: LegacyMap = Field(default_factory=dict)
+    target_match: LegacyMap = Field(default_factory=dict)
+    target_match_re: LegacyMap = Field(default_factory=dict)
     equal: list[str] = Field(default_factory=list)
     hold_down: Duration = timedelta(seconds=30)
 
@@ -181,8 +198,8 @@ class AggregationConfig(Section):
 class RouteConfig(Section):
     receiver: str | None = None
     matchers: Matchers = Field(default_factory=list)
-    match: dict[str, str] = Field(default_factory=dict)
-    match_re: dict[str, str] = Field(default_factory=dict)
+    match: LegacyMap = Field(default_factory=dict)
+    match_re: LegacyMap = Field(default_factory=dict)
     continue_: bool = Field(False, alias="continue")
     routes: list[RouteConfig] = Field(default_factory=list)
     repeat_interval: Annotated[dict[str, Duration] | None, BeforeValidator(_intervals)] = None

@@ -106,3 +106,15 @@ def test_inhibit_rule_names_may_repeat_as_in_alertmanager(tmp_path: Path) -> Non
     compiled = compile_rules(load_ruleset(f, {})).inhibit_rules
     assert [r.name for r in compiled] == ["same", "same (inhibit_rules[1])", "inhibit_rules[2]", "inhibit_rules[3]"]
     assert [r.target for r in compiled[:2]] == [(Matcher("a", EQ, "1"),), (Matcher("b", EQ, "1"),)]
+
+
+def test_legacy_map_values_are_read_as_text_like_alertmanagers_yaml(tmp_path: Path) -> None:
+    """Go's YAML decoder puts a scalar's text into a string: `{code: 500}` is code="500"."""
+    f = load(
+        tmp_path,
+        "inhibit_rules:\n  - {source_match: {code: 500, paged: true, empty: }, target_match_re: {ratio: 0.5}}\n"
+        "route: {receiver: r}\nreceivers: [{name: r}]\n",
+    )
+    (rule,) = compile_rules(load_ruleset(f, {})).inhibit_rules
+    assert rule.source == (Matcher("code", EQ, "500"), Matcher("paged", EQ, "true"), Matcher("empty", EQ, ""))
+    assert rule.target == (Matcher("ratio", RE, "0.5"),)
