@@ -160,7 +160,7 @@ class InhibitRuleConfig(Section):
     source_match_re: LegacyMap = Field(default_factory=dict)
     target_match: LegacyMap = Field(default_factory=dict)
     target_match_re: LegacyMap = Field(default_factory=dict)
-    equal: list[str] = Field(default_factory=list)
+    equal: list[Annotated[str, BeforeValidator(_scalar_text)]] = Field(default_factory=list)
     hold_down: Duration = timedelta(seconds=30)
 
     @field_validator("equal")
