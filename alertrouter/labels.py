@@ -367,28 +367,6 @@ def parse_matchers_utf8(text: str) -> list[Matcher]:
         raise MatcherError(exc.text, exc.reason, within=text) from None
 
 
-@dataclass(frozen=True, slots=True)
-class _Readings:
-    classic: list[Matcher] | None
-    classic_error: MatcherError | None
-    utf8: list[Matcher] | None
-    utf8_error: MatcherError | None
-
-
-def _read_both(text: str) -> _Readings:
-    classic = utf8 = None
-    classic_error = utf8_error = None
-    try:
-        classic = parse_matchers_classic(text)
-    except MatcherError as exc:
-        classic_error = exc
-    try:
-        utf8 = parse_matchers_utf8(text)
-    except MatcherError as exc:
-        utf8_error = exc
-    return _Readings(classic, classic_error, utf8, utf8_error)
-
-
 def parse_matchers(text: str) -> list[Matcher]:
     """Matchers as Alertmanager (0.27 and later, default mode) reads them everywhere: the UTF-8
     grammar with the classic parser as fallback.
@@ -397,27 +375,35 @@ def parse_matchers(text: str) -> list[Matcher]:
     in UTF-8, backslash-t classic) or only the classic one succeeds, the classic result wins, so the
     outcome is the classic result when there is one, else the UTF-8 one, else an error (both reasons).
     """
-    read = _read_both(text)
-    if read.classic is not None:
-        return read.classic
-    if read.utf8 is not None:
-        return read.utf8
-    assert read.classic_error is not None
-    assert read.utf8_error is not None
-    error, utf8_reason = read.classic_error, read.utf8_error.reason
-    if utf8_reason == error.reason:  # e.g. the same bad regular expression
-        raise error
-    raise MatcherError(error.text, f"{error.reason}; nor in the UTF-8 grammar: {utf8_reason}", within=error.within)
+    try:
+        return parse_matchers_classic(text)
+    except MatcherError as exc:
+        classic_error = exc
+    try:
+        return parse_matchers_utf8(text)
+    except MatcherError as exc:
+        utf8_reason = exc.reason
+    if utf8_reason == classic_error.reason:  # e.g. the same bad regular expression
+        raise classic_error
+    reason = f"{classic_error.reason}; nor in the UTF-8 grammar: {utf8_reason}"
+    raise MatcherError(classic_error.text, reason, within=classic_error.within)
 
 
 def fallback_note(text: str) -> str | None:
     """Alertmanager's warning for matchers only the classic parser reads as written (it logs one on
     load); None when the UTF-8 grammar reads `text` the same way, or nothing reads it."""
-    read = _read_both(text)
-    if read.classic is None or read.classic == read.utf8:
+    try:
+        classic = parse_matchers_classic(text)
+    except MatcherError:
         return None
-    suggestion = ",".join(str(m) for m in read.classic) or "{}"
-    if read.utf8 is None:
+    try:
+        utf8: list[Matcher] | None = parse_matchers_utf8(text)
+    except MatcherError:
+        utf8 = None
+    if classic == utf8:
+        return None
+    suggestion = ",".join(str(m) for m in classic) or "{}"
+    if utf8 is None:
         return f"read by the classic parser only; write it as {suggestion!r} for Alertmanager's UTF-8 grammar"
     return f"the UTF-8 and classic parsers disagree; the classic reading {suggestion!r} is used"
 
