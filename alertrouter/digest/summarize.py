@@ -201,7 +201,7 @@ def summarize(
 
     xid: dict[str, list[str]] = defaultdict(list)
     for e, _ in fired:
-        if "xid" in alertname(e.fingerprint).lower() or "xid" in labels.get(e.fingerprint, {}):
+        if "xid" in label(e.fingerprint, "alertname").lower() or "xid" in labels.get(e.fingerprint, {}):
             xid[label(e.fingerprint, lab.node_label)].append(e.fingerprint)
     suspects = sorted(
         (

@@ -223,7 +223,7 @@ def _alert(raw: AlertItem, clock: LocalClock, ref: datetime) -> AlertContext:
     notes = raw.annotations or {}
     started = _time(raw.starts_at)
     return AlertContext(
-        alertname=clean(alert_title(labels), HEADLINE_CAP),
+        alertname=clean(alert_title(labels) if labels else "", HEADLINE_CAP),
         unit=_first(labels, _UNIT_LABELS),
         node=_first(labels, _NODE_LABELS),
         firing=raw.firing,
