@@ -10,16 +10,24 @@ from typing import Protocol
 
 import re2
 
+from alertrouter.utf8_matchers import GO_SPACE, RESERVED, GrammarError, parse_terms
+
 __all__ = [
     "MatchType",
     "Matcher",
     "MatcherError",
+    "alert_title",
+    "fallback_note",
     "fingerprint",
     "fingerprints",
+    "format_label_set",
+    "is_valid_label_name",
     "matchers_from_legacy",
     "matches_all",
     "parse_matcher",
     "parse_matchers",
+    "parse_matchers_classic",
+    "parse_matchers_utf8",
 ]
 
 _FNV_OFFSET = 0xCBF29CE484222325
@@ -168,6 +176,12 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+def _go_escape(value: str) -> str:
+    """`value` inside a Go string literal: what the UTF-8 grammar unquotes back to `value`."""
+    out = _escape(value)
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 and c != "\t" else c for c in out)
+
+
 def _compile(name: str, match_type: MatchType, value: str) -> _Pattern:
     wrapped = f"^(?:{value})$"
     try:
@@ -221,7 +235,10 @@ class Matcher:
         return self.matches(labels.get(self.name, ""))
 
     def __str__(self) -> str:
-        """Alertmanager's form ``name="value"``; ``parse_matcher`` reads it back unchanged."""
+        """Alertmanager's form ``name="value"``, or ``"name"="value"`` when the name holds a character
+        the UTF-8 grammar reserves (``"foo bar"="baz"``); `parse_matchers` reads it back unchanged."""
+        if any(char in RESERVED for char in self.name) or not self.name:
+            return f'"{_go_escape(self.name)}"{self.type.value}"{_go_escape(self.value)}"'
         return f'{self.name}{self.type.value}"{_escape(self.value)}"'
 
 
@@ -314,13 +331,13 @@ def _split(body: str) -> list[str]:
             escaped = not escaped
         else:
             escaped = False
-    last = body[start:].strip()
+    last = body[start:].strip(GO_SPACE)  # Go's strings.TrimSpace
     if last:
         tokens.append(last)
     return tokens
 
 
-def parse_matchers(text: str) -> list[Matcher]:
+def parse_matchers_classic(text: str) -> list[Matcher]:
     """Parse a comma-separated list such as ``{a="1", b=~"x|y"}``, as Alertmanager's classic parser.
 
     One leading ``{`` and one trailing ``}`` are optional and stripped independently (``{a=b}}``
@@ -337,6 +354,83 @@ def parse_matchers(text: str) -> list[Matcher]:
     return matchers
 
 
+def parse_matchers_utf8(text: str) -> list[Matcher]:
+    """Parse with Alertmanager's UTF-8 grammar only (see `alertrouter.utf8_matchers`): quoted or
+    UTF-8 label names (``"service.name"="api"``, ``foo🙂=bar``), Go escapes in quoted terms."""
+    try:
+        terms = parse_terms(text)
+    except GrammarError as exc:
+        raise MatcherError(text, str(exc)) from None
+    try:
+        return [Matcher(name, MatchType(op), value) for name, op, value in terms]
+    except MatcherError as exc:
+        raise MatcherError(exc.text, exc.reason, within=text) from None
+
+
+def parse_matchers(text: str) -> list[Matcher]:
+    """Matchers as Alertmanager (0.27 and later, default mode) reads them everywhere: the UTF-8
+    grammar with the classic parser as fallback.
+
+    Alertmanager parses with both; where both succeed with different results (``foo="\\t"``: a tab
+    in UTF-8, backslash-t classic) or only the classic one succeeds, the classic result wins, so the
+    outcome is the classic result when there is one, else the UTF-8 one, else an error (both reasons).
+    """
+    try:
+        return parse_matchers_classic(text)
+    except MatcherError as exc:
+        classic_error = exc
+    try:
+        return parse_matchers_utf8(text)
+    except MatcherError as exc:
+        utf8_reason = exc.reason
+    if utf8_reason == classic_error.reason:  # e.g. the same bad regular expression
+        raise classic_error
+    reason = f"{classic_error.reason}; nor in the UTF-8 grammar: {utf8_reason}"
+    raise MatcherError(classic_error.text, reason, within=classic_error.within)
+
+
+def fallback_note(text: str) -> str | None:
+    """Alertmanager's warning for matchers only the classic parser reads as written (it logs one on
+    load); None when the UTF-8 grammar reads `text` the same way, or nothing reads it."""
+    try:
+        classic = parse_matchers_classic(text)
+    except MatcherError:
+        return None
+    try:
+        utf8: list[Matcher] | None = parse_matchers_utf8(text)
+    except MatcherError:
+        utf8 = None
+    if classic == utf8:
+        return None
+    suggestion = ",".join(str(m) for m in classic) or "{}"
+    if utf8 is None:
+        return f"read by the classic parser only; write it as {suggestion!r} for Alertmanager's UTF-8 grammar"
+    return f"the UTF-8 and classic parsers disagree; the classic reading {suggestion!r} is used"
+
+
+def is_valid_label_name(name: str) -> bool:
+    """Alertmanager's label-name rule in its default (UTF-8) mode: non-empty valid UTF-8
+    (``service.name``, ``k8s.pod.name``, ``0foo`` are fine; a lone surrogate is not UTF-8)."""
+    if not name:
+        return False
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def format_label_set(labels: Mapping[str, str]) -> str:
+    """``{a="b", c="d"}`` in name order, as Alertmanager prints a label set (empty values left out)."""
+    return "{" + ", ".join(f'{name}="{_escape(labels[name])}"' for name in sorted(labels) if labels[name]) + "}"
+
+
+def alert_title(labels: Mapping[str, str]) -> str:
+    """What names an alert to a person: its ``alertname``, or its label set written out when it has
+    none (Alertmanager accepts any alert with one label; ``{job="backup", instance="db-1"}``)."""
+    return labels.get("alertname") or format_label_set(labels)
+
+
 def matchers_from_legacy(match: Mapping[str, str] | None, match_re: Mapping[str, str] | None) -> list[Matcher]:
     """Matchers for the deprecated ``match``/``match_re`` maps (e.g. ``source_match``).
 
@@ -348,6 +442,11 @@ def matchers_from_legacy(match: Mapping[str, str] | None, match_re: Mapping[str,
         for name, value in (mapping or {}).items():
             if _LEGACY_NAME.fullmatch(name) is None:
                 text = f'{name}{match_type.value}"{_escape(value)}"'
-                raise MatcherError(text, f"invalid label name {name!r} (must match [a-zA-Z_][a-zA-Z0-9_]*)")
+                hint = str(Matcher(name, match_type, value))
+                raise MatcherError(
+                    text,
+                    f"invalid label name {name!r}: the legacy match maps take only [a-zA-Z_][a-zA-Z0-9_]*"
+                    f" (as in Alertmanager); write it as a matcher instead: {hint}",
+                )
             matchers.append(Matcher(name, match_type, value))
     return matchers

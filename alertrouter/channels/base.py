@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
+from alertrouter.labels import alert_title
 from alertrouter.model import MessageSnapshot
 
 __all__ = [
@@ -195,7 +196,7 @@ def notification_fields(n: Notification) -> dict[str, str]:
         "severity": "resolved" if all(item.resolved for item in n.items) else n.severity,
         "status": first.status.value,
         "headline": first.headline,
-        "alertname": labels.get("alertname", ""),
+        "alertname": labels.get("alertname") or (alert_title(first.alerts[0].labels) if first.alerts else ""),
         "node": labels.get("node", ""),
         "region": labels.get("region", ""),
         "count": str(count),

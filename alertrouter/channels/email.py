@@ -16,6 +16,7 @@ import logging
 import ssl
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from email.header import Header
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid, parseaddr
 from typing import NamedTuple
@@ -45,6 +46,17 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _set_subject(message: EmailMessage, subject: str) -> None:
+    """CPython's header folder can drop the space between two encoded words it splits a long
+    non-ASCII subject into (`华北 节点` read back as `华北节点`, about one subject in twenty with
+    Chinese words). The older encoder keeps the spaces inside the encoded words, so a non-ASCII
+    subject is stored already encoded and folded (lines under 78 characters are sent as they are)."""
+    if subject.isascii():
+        message["Subject"] = subject
+    else:
+        message.set_raw("Subject", Header(subject, "utf-8", header_name="Subject").encode(linesep="\n"))
+
+
 def build_email(
     *,
     sender: str,
@@ -64,7 +76,7 @@ def build_email(
     if inline_images and html is None:
         raise ValueError("inline images need an HTML part to show them")
     message = EmailMessage()
-    message["Subject"] = _one_line(subject)
+    _set_subject(message, _one_line(subject))
     message["From"] = sender
     message["To"] = ", ".join(to)
     message["Date"] = format_datetime(date or datetime.now(UTC))

@@ -20,6 +20,7 @@ from alertrouter.cli.digest import add_digest_parser
 from alertrouter.cli.passwords import add_hash_password_parser
 from alertrouter.delivery.sendtest import send_test
 from alertrouter.durations import parse_duration
+from alertrouter.labels import format_label_set
 from alertrouter.logs import configure_logging
 from alertrouter.model import parse_time, utcnow
 from alertrouter.pipeline.route import RouteMatch, match_routes, render_tree
@@ -27,7 +28,7 @@ from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.timeinterval import route_mute
 from alertrouter.render.samples import render_sample
 from alertrouter.render.templates import Templates
-from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
+from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset, matcher_notes
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
 from alertrouter.settings import Settings, get_settings
 from alertrouter.simulate import SimulationError, Step, simulate
@@ -94,6 +95,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     ruleset = _load_rules(path)
     if ruleset is None:
         return 1
+    for note in matcher_notes(path):
+        print(f"warning: {note}", file=sys.stderr)
     for name, missing in unconfigured_channels(ruleset).items():
         print(
             f"warning: channel {name}: {' and '.join(missing)} empty: its messages are recorded, not sent",
@@ -142,6 +145,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 1
     if not store_answers(settings):
         return 1
+    for note in matcher_notes(settings.config):  # Alertmanager logs these on load too
+        log.warning("matcher %s", note)
     host, warning = settings.listen_host()
     if warning:
         log.warning("%s", warning)
@@ -196,6 +201,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     for a in outcome.alerts:
         labels = a["labels"]
         what = " ".join(f"{k}={labels[k]}" for k in ("alertname", "node", "Hostname", "instance", "gpu") if k in labels)
+        if "alertname" not in labels:
+            what = format_label_set(labels)
         keys = ("inhibited_by", "inhibit_rule", "held_until", "next_send_at", "muted_by_interval", "mute_ends_at")
         why = ", ".join(f"{k}={a[k]}" for k in keys if k in a)
         print(f"  {a['fingerprint']}  {a['status']:<8} {a['decision']:<10} {what}" + (f"  ({why})" if why else ""))

@@ -24,6 +24,7 @@ from alertrouter.digest.types import (
     WeekRows,
     XidSuspect,
 )
+from alertrouter.labels import alert_title
 
 __all__ = ["FLAP_EPISODES", "MECHANISMS", "TOP", "Labelling", "summarize"]
 
@@ -164,20 +165,25 @@ def summarize(
     def label(fp: str, name: str) -> str:
         return labels.get(fp, {}).get(name) or _NONE
 
+    def alertname(fp: str) -> str:
+        """An alert without `alertname` (Alertmanager accepts those) is named by its label set."""
+        raw = rows.alerts.get(fp)
+        return alert_title(raw[0]) if raw is not None else _NONE
+
     fired = [(e, labels.get(e.fingerprint, {})) for e in rows.episodes if _in(e.opened_at, start, end)]
     fps = {e.fingerprint for e, _ in fired}
     new = {fp for fp in fps if fp in rows.alerts and rows.alerts[fp][1] >= start}
     open_at_end = sum(1 for e in rows.episodes if e.opened_at < end and (e.closed_at is None or e.closed_at >= end))
 
     severity = Counter(label(e.fingerprint, lab.severity_label) for e, _ in fired)
-    alertname = Counter(label(e.fingerprint, "alertname") for e, _ in fired)
+    by_alertname = Counter(alertname(e.fingerprint) for e, _ in fired)
     node = Counter(label(e.fingerprint, lab.node_label) for e, _ in fired)
     region = Counter(label(e.fingerprint, "region") for e, _ in fired)
     nodes_of: dict[str, set[str]] = defaultdict(set)
     names_of: dict[str, set[str]] = defaultdict(set)
     for e, _ in fired:
-        nodes_of[label(e.fingerprint, "alertname")].add(label(e.fingerprint, lab.node_label))
-        names_of[label(e.fingerprint, lab.node_label)].add(label(e.fingerprint, "alertname"))
+        nodes_of[alertname(e.fingerprint)].add(label(e.fingerprint, lab.node_label))
+        names_of[label(e.fingerprint, lab.node_label)].add(alertname(e.fingerprint))
 
     incidents_opened = [i for i in rows.incidents if _in(i.opened_at, start, end)]
     totals = Totals(
@@ -191,7 +197,7 @@ def summarize(
             1 for i in rows.incidents if i.opened_at < end and (i.resolved_at is None or i.resolved_at >= end)
         ),
         by_severity=[Count(s, severity[s]) for s in _severity_order(severity, lab.severities)],
-        by_alertname=_top(alertname, n=25),
+        by_alertname=_top(by_alertname, n=25),
         by_node=_top(node, n=25),
         by_region=_top(region, n=25),
     )
@@ -199,12 +205,12 @@ def summarize(
     per_fp = Counter(e.fingerprint for e, _ in fired)
     flapping = [
         FlappingAlert(
-            label(fp, "alertname"),
+            alertname(fp),
             label(fp, lab.node_label),
             f"gpu {labels[fp]['gpu']}" if labels.get(fp, {}).get("gpu") else "",
             n,
         )
-        for fp, n in sorted(per_fp.items(), key=lambda kv: (-kv[1], label(kv[0], "alertname"), kv[0]))
+        for fp, n in sorted(per_fp.items(), key=lambda kv: (-kv[1], alertname(kv[0]), kv[0]))
         if n >= FLAP_EPISODES
     ][:TOP]
 
@@ -249,7 +255,7 @@ def summarize(
         end=end,
         totals=totals,
         noise=_noise(rows),
-        noisiest_alerts=_top(alertname, extra={k: f"{len(v)} nodes" for k, v in nodes_of.items()}),
+        noisiest_alerts=_top(by_alertname, extra={k: f"{len(v)} nodes" for k, v in nodes_of.items()}),
         noisiest_nodes=_top(
             node, extra={k: ", ".join(sorted(v)[:3]) + (" …" if len(v) > 3 else "") for k, v in names_of.items()}
         ),

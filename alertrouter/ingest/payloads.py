@@ -145,17 +145,19 @@ def _non_empty(labels: dict[str, str]) -> dict[str, str]:
 
 
 def _check_alert(labels: dict[str, str], annotations: dict[str, str], generator_url: str, where: str) -> str | None:
-    """The first problem with an alert's labels, annotations or generatorURL (see `limits`)."""
+    """The first problem with an alert's labels, annotations or generatorURL (see `limits`).
+
+    As in Alertmanager, any label set with at least one label is an alert: no label is required
+    (not even `alertname`) and a label name is any non-empty UTF-8 (`service.name`, `k8s.pod.name`);
+    JSON cannot carry invalid UTF-8 here (the decoder refuses it and lone surrogates)."""
     if not labels:
-        return f"{where}.labels: must not be empty"
-    if "alertname" not in labels or not labels["alertname"]:
-        return f"{where}.labels.alertname: required label missing"
+        return f"{where}.labels: at least one label pair required"
     if "" in labels:
         return f"{where}.labels: empty label name"
     if bad := check_mapping(labels, f"{where}.labels", most=MAX_LABELS, longest_value=MAX_LABEL_VALUE):
         return bad
-    if len(labels["alertname"]) > MAX_ALERTNAME:
-        return f"{where}.labels.alertname: {len(labels['alertname'])} characters, at most {MAX_ALERTNAME}"
+    if len(alertname := labels.get("alertname", "")) > MAX_ALERTNAME:
+        return f"{where}.labels.alertname: {len(alertname)} characters, at most {MAX_ALERTNAME}"
     if bad := check_mapping(
         annotations, f"{where}.annotations", most=MAX_ANNOTATIONS, longest_value=MAX_ANNOTATION_VALUE
     ):

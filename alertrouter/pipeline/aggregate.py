@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from alertrouter.labels import Matcher, matches_all
+from alertrouter.labels import Matcher, alert_title, format_label_set, matches_all
 from alertrouter.model import KEY_MAX, AlertView, bounded
 
 __all__ = [
@@ -35,6 +35,8 @@ __all__ = [
     "summarize_incident",
     "worst_severity",
 ]
+
+_ALERTNAME = "alertname"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,16 +70,24 @@ def assign_rule(rules: Sequence[AggregationRule], labels: Mapping[str, str]) -> 
     return DEFAULT_RULE
 
 
+def _key_value(labels: Mapping[str, str], name: str) -> str:
+    """A label's value in a key. An alert without `alertname` (Alertmanager accepts those) stands for
+    itself there, by its label set: unrelated such alerts are not one incident of "no name"."""
+    if name == _ALERTNAME and not labels.get(name):
+        return alert_title(labels)
+    return labels.get(name, "")
+
+
 def incident_key(rule: AggregationRule, labels: Mapping[str, str]) -> str:
     """Stable and readable: `gpu-by-node{alertname="GPUHighTemp",node="gpu-node-07"}`."""
-    values = ",".join(f"{name}={json.dumps(labels.get(name, ''), ensure_ascii=False)}" for name in rule.group_by)
+    values = ",".join(f"{name}={json.dumps(_key_value(labels, name), ensure_ascii=False)}" for name in rule.group_by)
     return bounded(f"{rule.name}{{{values}}}", KEY_MAX)
 
 
 def rollup_key(rule: AggregationRule, labels: Mapping[str, str]) -> str | None:
     if rule.rollup is None:
         return None
-    values = ",".join(f"{n}={json.dumps(labels.get(n, ''), ensure_ascii=False)}" for n in rule.rollup.by)
+    values = ",".join(f"{n}={json.dumps(_key_value(labels, n), ensure_ascii=False)}" for n in rule.rollup.by)
     return bounded(f"{rule.name}/cluster{{{values}}}", KEY_MAX)
 
 
@@ -122,7 +132,10 @@ class IncidentSummary:
         where = self.group_labels.get("node") or ", ".join(
             v for k, v in self.group_labels.items() if k != "alertname" and v
         )
-        what = self.group_labels.get("alertname") or self.common_labels.get("alertname", "alert")
+        what = self.group_labels.get(_ALERTNAME) or self.common_labels.get(_ALERTNAME)
+        if not what:  # an alert without alertname is named by its labels (the node is said already)
+            rest = {k: v for k, v in self.common_labels.items() if k != "node" or not where}
+            what = format_label_set(rest) if rest else "alert"
         if self.units:
             total = f"/{self.units_total}" if self.units_total else ""
             count = f"{len(self.units)}{total} {self.extra.get('unit_name', 'GPUs')}"

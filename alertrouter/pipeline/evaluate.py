@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from alertrouter.labels import alert_title
 from alertrouter.model import AlertView, IncidentKind
 from alertrouter.pipeline.aggregate import (
     AggregationRule,
@@ -512,7 +513,7 @@ class Evaluator:
             for m in members
         ]
         opening = [v for m in members for v in (m.eligible + m.held)]
-        alertname = opening[0].alertname if opening else ""
+        alertname = alert_title(opening[0].labels) if opening else ""
         headline = storm_headline(alertname, member_summaries, rule.rollup.scope_labels, rule.unit_name)
         labels = common_labels(v.labels for v in opening)
         labels = {k: v for k, v in labels.items() if k != self.pipeline.nodes.label}

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from alertrouter.labels import alert_title
 from alertrouter.model import AlertItem, IncidentKind, MessageSnapshot, parse_time
 
 __all__ = [
@@ -231,7 +232,7 @@ def _alert(raw: AlertItem, clock: LocalClock, ref: datetime) -> AlertContext:
     notes = raw.annotations or {}
     started = _time(raw.starts_at)
     return AlertContext(
-        alertname=labels.get("alertname", ""),
+        alertname=clean(alert_title(labels) if labels else "", HEADLINE_CAP),
         unit=_unit(labels),
         node=_first(labels, _NODE_LABELS),
         firing=raw.firing,
@@ -285,7 +286,10 @@ def build_item(raw: MessageSnapshot, *, fallback_severity: str, clock: LocalCloc
         emoji=emoji,
         color=color,
         html_color=html_color,
-        headline=clean(raw.headline or summary.get("headline") or labels.get("alertname"), HEADLINE_CAP),
+        # an alert without alertname (Alertmanager accepts those) is named by its label set
+        headline=clean(
+            raw.headline or summary.get("headline") or (alert_title(labels) if labels else ""), HEADLINE_CAP
+        ),
         alertname=labels.get("alertname", "") or (alerts[0].alertname if alerts else ""),
         node=_first(labels, _NODE_LABELS),
         region=labels.get("region", ""),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import UTC, timedelta
 
-from alertrouter.labels import MatcherError, matchers_from_legacy
+from alertrouter.labels import Matcher, MatcherError, matchers_from_legacy
 from alertrouter.pipeline.aggregate import AggregationRule, RollupRule
 from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
@@ -52,15 +52,39 @@ class _Problems:
         self.items.append(ConfigProblem(file, path + subpath, message))
 
 
-def _inhibit_rule(i: int, cfg: InhibitRuleConfig, problems: _Problems) -> InhibitRule | None:
-    try:
-        source = [*cfg.source_matchers, *matchers_from_legacy(cfg.source_match, cfg.source_match_re)]
-        target = [*cfg.target_matchers, *matchers_from_legacy(cfg.target_match, cfg.target_match_re)]
-    except MatcherError as exc:
-        problems.add("inhibit_rules", i, "", str(exc))
+def _inhibit_names(cfgs: Sequence[InhibitRuleConfig]) -> list[str]:
+    """One name per rule. Alertmanager's names are optional and need not be unique (it only logs a
+    repeat); the engine reports which rule muted an alert, so a repeated name gets the rule's position."""
+    taken: set[str] = set()
+    names: list[str] = []
+    for i, cfg in enumerate(cfgs):
+        name = cfg.name or f"inhibit_rules[{i}]"
+        if name in taken:
+            name = f"{name} (inhibit_rules[{i}])"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def _inhibit_rule(i: int, cfg: InhibitRuleConfig, name: str, problems: _Problems) -> InhibitRule | None:
+    """A side without matchers matches every alert, as in Alertmanager (which accepts such rules)."""
+    legacy: dict[str, list[Matcher]] = {}
+    for key, match, match_re in (
+        ("source_match", cfg.source_match, None),
+        ("source_match_re", None, cfg.source_match_re),
+        ("target_match", cfg.target_match, None),
+        ("target_match_re", None, cfg.target_match_re),
+    ):
+        try:
+            legacy[key] = matchers_from_legacy(match, match_re)
+        except MatcherError as exc:
+            problems.add("inhibit_rules", i, f".{key}", str(exc))
+    if len(legacy) < 4:
         return None
+    source = [*cfg.source_matchers, *legacy["source_match"], *legacy["source_match_re"]]
+    target = [*cfg.target_matchers, *legacy["target_match"], *legacy["target_match_re"]]
     return InhibitRule(
-        name=cfg.name or f"inhibit_rules[{i}]",
+        name=name,
         source=tuple(source),
         target=tuple(target),
         equal=tuple(cfg.equal),
@@ -259,7 +283,6 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
     _check_channels(ruleset, problems)
     _check_digests(ruleset, problems)
     g = ruleset.global_
-    _unique([r.name for r in ruleset.inhibit_rules], "inhibit_rules", problems)
     _unique([a.name for a in ruleset.aggregation], "aggregation", problems)
     _unique([r.name for r in ruleset.receivers], "receivers", problems)
 
@@ -285,7 +308,10 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
             route = _route(route_cfg, "route", problems, receivers, g.severities, intervals)
         except ValueError as exc:  # the tree's own checks (e.g. a zero repeat interval) name the route
             problems.add("route", None, "", str(exc))
-    inhibit = [_inhibit_rule(i, cfg, problems) for i, cfg in enumerate(ruleset.inhibit_rules)]
+    inhibit = [
+        _inhibit_rule(i, cfg, name, problems)
+        for i, (cfg, name) in enumerate(zip(ruleset.inhibit_rules, _inhibit_names(ruleset.inhibit_rules), strict=True))
+    ]
     if problems.items:
         raise ConfigError(problems.items)
     return CompiledRules(

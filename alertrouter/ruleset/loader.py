@@ -12,12 +12,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from alertrouter.labels import fallback_note
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem, format_loc
 from alertrouter.ruleset.interpolate import interpolate
 from alertrouter.ruleset.schema import SECRET_FIELDS, RuleFile, Ruleset
 
-__all__ = ["load_ruleset", "rule_files"]
+__all__ = ["load_ruleset", "matcher_notes", "rule_files"]
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -178,3 +179,39 @@ def load_ruleset(path: Path, env: Mapping[str, str] | None = None) -> Ruleset:
     )
     compile_rules(ruleset)  # cross-references and the route tree: raises ConfigError naming file and path
     return ruleset
+
+
+def _matcher_lists(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(path, value) of every matcher list in one file's raw sections."""
+    found: list[tuple[str, Any]] = []
+    for section, keys in (("inhibit_rules", ("source_matchers", "target_matchers")), ("aggregation", ("matchers",))):
+        items = data.get(section)
+        for i, item in enumerate(items if isinstance(items, list) else ()):
+            if isinstance(item, dict):
+                found += [(f"{section}[{i}].{key}", item[key]) for key in keys if key in item]
+    routes: list[tuple[str, Any]] = [("route", data.get("route"))]
+    while routes:
+        path, route = routes.pop()
+        if isinstance(route, dict):
+            if "matchers" in route:
+                found.append((f"{path}.matchers", route["matchers"]))
+            children = route.get("routes")
+            routes += [(f"{path}.routes[{k}]", c) for k, c in enumerate(children if isinstance(children, list) else ())]
+    return found
+
+
+def matcher_notes(path: Path) -> list[ConfigProblem]:
+    """Matchers that load but that only Alertmanager's classic parser reads as written (Alertmanager
+    warns about each on load: its UTF-8 grammar is to become the only one); for `check-config`."""
+    notes: list[ConfigProblem] = []
+    for file in rule_files(path) if path.exists() else []:
+        try:
+            data = yaml.load(file.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
+        except yaml.YAMLError:
+            continue  # reported by load_ruleset
+        for where, value in _matcher_lists(data if isinstance(data, dict) else {}):
+            for j, text in enumerate(value if isinstance(value, list) else [value]):
+                if isinstance(text, str) and (note := fallback_note(text)):
+                    at = f"{where}[{j}]" if isinstance(value, list) else where
+                    notes.append(ConfigProblem(str(file), at, f"{text!r}: {note}"))
+    return notes

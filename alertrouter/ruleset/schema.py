@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
 
-from alertrouter.labels import Matcher, MatcherError, parse_matchers
+from alertrouter.labels import Matcher, MatcherError, is_valid_label_name, parse_matchers
 from alertrouter.pipeline.timeinterval import (
     parse_clock,
     parse_days_of_month,
@@ -92,6 +92,23 @@ def _matchers(value: Any) -> Any:
 
 
 Matchers = Annotated[list[Matcher], BeforeValidator(_matchers)]
+
+
+def _scalar_text(value: Any) -> Any:
+    """A YAML scalar as the string Alertmanager reads into a `match` map (Go's YAML decoder takes the
+    scalar's text): `{priority: 1}` is `priority="1"`, `{paged: true}` is `paged="true"`, no value is
+    `""`. (PyYAML has already read `yes` and `0x1F` as a bool and an int: they come back as `true`
+    and `31`, not as written.)"""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+LegacyMap = dict[str, Annotated[str, BeforeValidator(_scalar_text)]]
 
 
 def _intervals(value: Any) -> Any:
@@ -250,23 +267,28 @@ class TopologyConfig(Section):
 
 
 class InhibitRuleConfig(Section):
+    """Alertmanager's inhibit rule. No matchers on a side (or only `{}`) means every alert, as there:
+    `target_matchers: [severity="warning"]` alone mutes warnings while any other alert with the same
+    `equal` labels fires. With neither side nothing is muted (two alerts that both match both sides
+    never mute each other)."""
+
     name: str | None = None
     source_matchers: Matchers = Field(default_factory=list)
     target_matchers: Matchers = Field(default_factory=list)
-    source_match: dict[str, str] = Field(default_factory=dict)
-    source_match_re: dict[str, str] = Field(default_factory=dict)
-    target_match: dict[str, str] = Field(default_factory=dict)
-    target_match_re: dict[str, str] = Field(default_factory=dict)
-    equal: list[str] = Field(default_factory=list)
+    source_match: LegacyMap = Field(default_factory=dict)
+    source_match_re: LegacyMap = Field(default_factory=dict)
+    target_match: LegacyMap = Field(default_factory=dict)
+    target_match_re: LegacyMap = Field(default_factory=dict)
+    equal: list[Annotated[str, BeforeValidator(_scalar_text)]] = Field(default_factory=list)
     hold_down: Duration = timedelta(seconds=30)
 
-    @model_validator(mode="after")
-    def _has_both_sides(self) -> InhibitRuleConfig:
-        if not (self.source_matchers or self.source_match or self.source_match_re):
-            raise ValueError("needs source_matchers (or the legacy source_match / source_match_re)")
-        if not (self.target_matchers or self.target_match or self.target_match_re):
-            raise ValueError("needs target_matchers (or the legacy target_match / target_match_re)")
-        return self
+    @field_validator("equal")
+    @classmethod
+    def _label_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not is_valid_label_name(name):
+                raise ValueError(f"invalid label name {name!r} in equal list (must be non-empty UTF-8)")
+        return value
 
 
 class CountConfig(Section):
@@ -355,8 +377,8 @@ class TimeIntervalConfig(Section):
 class RouteConfig(Section):
     receiver: str | None = None
     matchers: Matchers = Field(default_factory=list)
-    match: dict[str, str] = Field(default_factory=dict)
-    match_re: dict[str, str] = Field(default_factory=dict)
+    match: LegacyMap = Field(default_factory=dict)
+    match_re: LegacyMap = Field(default_factory=dict)
     continue_: bool = Field(False, alias="continue")
     routes: list[RouteConfig] = Field(default_factory=list)
     repeat_interval: Annotated[dict[str, Duration] | None, BeforeValidator(_intervals)] = None

@@ -9,12 +9,15 @@ import html
 import ssl
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from email import message_from_bytes
 from email.message import EmailMessage
+from email.policy import default as default_policy
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import aiosmtplib
 import pytest
+from aiosmtplib.email import flatten_message
 
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.channels.email import EmailChannel, InlineImage, build_email, smtp_error
@@ -360,3 +363,19 @@ async def test_faults_are_transient(tls_files: TlsFiles, security: Security, fau
 @pytest.mark.parametrize("security", ["none", "starttls", "tls"])
 async def test_faults_leak_no_secret(tls_files: TlsFiles, security: Security, caplog: pytest.LogCaptureFixture) -> None:
     await assert_no_secret_leaks(contract(security, tls_files), caplog)
+
+
+@pytest.mark.parametrize(
+    "subject",
+    [
+        "[CRITICAL] 机房 机房 gpu-node-07: 过高 ¡¡ GPUs 过高 6/8 on 华北 GPUs",  # CPython's folder lost a space here
+        '[WARNING] db-1: {instance="db-1:9100", job="备份 任务", region="华北 一区", severity="warning"}',
+        "[CRITICAL] gpu-node-07: GPUHighTemp on 6/8 GPUs, region north, rack r12, since 08:00 UTC and more words",
+    ],
+)
+def test_a_long_subject_keeps_every_space_as_sent(subject: str) -> None:
+    message = build_email(sender="ar@example.com", to=["a@x.org"], subject=subject, text="t", html="<p>t</p>")
+    assert str(message["Subject"]) == subject
+    for raw in (message.as_bytes(), flatten_message(message)):  # what tests read and what aiosmtplib sends
+        assert str(message_from_bytes(raw, policy=default_policy)["Subject"]) == subject
+        assert max(len(line) for line in raw.splitlines()) <= 78

@@ -117,3 +117,19 @@ def test_simulate_reports_invalid_json_by_file(tmp_path: Path, capsys: pytest.Ca
     bad.write_text('{"alerts": [')
     assert main(["simulate", "--config", str(REPO / "rules"), str(bad)]) == 1
     assert f"simulate: {bad}: invalid JSON" in capsys.readouterr().err
+
+
+def test_check_config_warns_where_only_alertmanagers_classic_parser_reads_a_matcher(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text(
+        "inhibit_rules:\n  - target_matchers: ['severity=\"info\"', '{\"service.name\"=\"api\"}', 'a=!b']\n"
+        "route: {receiver: r}\nreceivers: [{name: r}]\n"
+    )
+    assert main(["check-config", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("ok: ")
+    (warning,) = out.err.splitlines()
+    assert warning.startswith(f"warning: {rules}:inhibit_rules[0].target_matchers[2]: 'a=!b': read by the classic")
+    assert "'a=\"!b\"'" in warning  # the form Alertmanager's UTF-8 grammar reads the same way

@@ -101,9 +101,9 @@ GOOD = {"status": "firing", "labels": {"alertname": "X"}, "startsAt": "2026-11-2
         ),
         pytest.param(body({"version": "4", "alerts": [{**GOOD, "labels": {}}]}), "alerts[0].labels", id="no-labels"),
         pytest.param(
-            body({"version": "4", "alerts": [{**GOOD, "labels": {"job": "x"}}]}),
-            "alerts[0].labels.alertname",
-            id="no-alertname",
+            body({"version": "4", "alerts": [{**GOOD, "labels": {"job": "x", "": "y"}}]}),
+            "alerts[0].labels: empty label name",
+            id="empty-label-name",
         ),
         pytest.param(
             body({"version": "4", "alerts": [{**GOOD, "status": "pending"}]}),
@@ -134,7 +134,8 @@ def test_webhook_rejections_name_the_field(payload: bytes, names: str) -> None:
     [
         pytest.param(body({"labels": {"alertname": "X"}}), "expected a JSON array", id="object-not-array"),
         pytest.param(body([{"annotations": {}}]), "[0].labels", id="missing-labels"),
-        pytest.param(body([{"labels": {"severity": "critical"}}]), "[0].labels.alertname", id="missing-alertname"),
+        pytest.param(body([{"labels": {}}]), "[0].labels: at least one label pair required", id="no-labels"),
+        pytest.param(body([{"labels": {"job": ""}}]), "[0].labels: at least one label", id="only-empty-values"),
         pytest.param(
             body(
                 [
@@ -196,3 +197,33 @@ def test_nul_characters_are_replaced_everywhere_and_the_senders_fingerprint_kept
     pushed = parse_api_v2(body([{"labels": {"alertname": "X", "gpu": "\u0000"}}]), now=NOW).batch.alerts[0]
     assert pushed.labels == {"alertname": "X", "gpu": "\ufffd"}
     assert pushed.fingerprint == fingerprint(pushed.labels)
+
+
+# Alertmanager stores and forwards any alert with one valid label (no `alertname` needed) whose label
+# names are non-empty UTF-8; it never retries a 4xx, so refusing one here would lose it for good.
+OTEL_LABELS = {
+    "service.name": "checkout",
+    "k8s.pod.name": "checkout-7d9f8b6c5-x2x4q",
+    "k8s.namespace.name": "shop",
+    "severity": "warning",
+}
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        pytest.param({"job": "backup", "instance": "db-1:9100"}, id="no-alertname"),
+        pytest.param(OTEL_LABELS, id="otel-names-no-alertname"),
+        pytest.param({**OTEL_LABELS, "alertname": "HighLatency"}, id="otel-names"),
+        pytest.param({"0foo": "x", "foo🙂": "y", "with space": "z"}, id="utf8-names"),
+    ],
+)
+def test_any_label_set_alertmanager_accepts_is_stored(labels: dict[str, str]) -> None:
+    webhook = parse_webhook(body({"version": "4", "alerts": [{**GOOD, "labels": labels}]}))
+    api = parse_api_v2(body([{"labels": labels}]), now=NOW)
+    for parsed in (webhook, api):
+        assert parsed.problems == []
+        (alert,) = parsed.batch.alerts
+        assert alert.labels == labels
+        assert alert.fingerprint == fingerprint(labels)
+        assert alert.alertname == labels.get("alertname", "")

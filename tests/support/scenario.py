@@ -11,6 +11,7 @@ from alertrouter.labels import fingerprint
 from alertrouter.pipeline import aliases
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.types import EvalResult, IncidentRecord, Intent, LiveAlert, next_records
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules
@@ -76,6 +77,7 @@ class Scenario:
     last: EvalResult | None = None
     # Learned aliases, as the engine keeps them in the store (address -> row).
     book: dict[str, aliases.LearnedAlias] = field(default_factory=dict)
+    silences: list[Silence] = field(default_factory=list)  # in force on every pass
 
     def __post_init__(self) -> None:
         self.evaluator = Evaluator(self.pipeline)
@@ -102,7 +104,7 @@ class Scenario:
             self.book[row.address] = row
         learned = aliases.active(self.book, now=self.now, ttl=nodes.learned_ttl)
         alerts = list(self.alerts.values())
-        self.last = self.evaluator.evaluate(alerts, self.records, now=self.now, learned=learned)
+        self.last = self.evaluator.evaluate(alerts, self.records, now=self.now, learned=learned, silences=self.silences)
         self.records = next_records(self.records, self.last)
         self.sent.extend((self.now, intent) for intent in self.last.intents)
         return self.last

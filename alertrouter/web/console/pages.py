@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
 from alertrouter.ingest.body import BodyTooLarge, read_body
+from alertrouter.labels import alert_title
 from alertrouter.model import utcnow
 from alertrouter.paths import data_dir
 from alertrouter.runtime import Runtime, RuntimeDep
@@ -61,6 +62,7 @@ def environment(user_dir: Path | None) -> Environment:
     env.filters["duration"] = views.duration_text
     env.filters["cap"] = views.cap_text
     env.filters["shown_labels"] = views.shown_labels
+    env.filters["alert_title"] = alert_title  # labels -> alertname, or the label set when it has none
     env.filters["urlquote"] = lambda value: quote(str(value), safe="")
     return env
 

@@ -99,3 +99,31 @@ async def test_dead_letters_retry_and_discard(app: App) -> None:
     assert "pending" in r.json()["detail"]
     assert (await app.client.post("/api/v1/deliveries/987654/retry", headers=TOKEN)).status_code == 404
     assert (await app.client.post(f"/api/v1/deliveries/{dead}/explode", headers=TOKEN)).status_code == 404
+
+
+OTEL = {
+    "alertname": "HighLatency",
+    "service.name": "checkout",
+    "k8s.namespace.name": "shop",
+    "k8s.pod.name": "checkout-7d9f8b6c5-x2x4q",
+    "severity": "warning",
+}
+
+
+async def test_silences_take_alertmanagers_utf8_matchers(app: App) -> None:
+    """Written as an Alertmanager 0.28+ user writes them; stored in the form both grammars read back."""
+    await app.seed([OTEL])
+    r = await app.client.post(
+        "/api/v1/silences",
+        json={"matchers": ['{"service.name"="checkout", k8s.pod.name=~"checkout-.*"}'], "duration": "1h"},
+        headers=TOKEN,
+    )
+    assert r.status_code == 201, r.text
+    assert r.json()["matchers"] == ['service.name="checkout"', 'k8s.pod.name=~"checkout-.*"']
+    await app.runtime.engine.run_once()
+    (listed,) = (await app.client.get("/api/v1/silences", headers=TOKEN)).json()
+    assert listed["muting"] == 1
+    (alert,) = (await app.client.get("/api/v1/alerts", headers=TOKEN)).json()["alerts"]
+    assert alert["decision"] == "silenced"
+    filtered = await app.client.get("/api/v1/alerts", params={"filter": '"k8s.namespace.name"="shop"'}, headers=TOKEN)
+    assert filtered.json()["total"] == 1

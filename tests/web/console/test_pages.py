@@ -217,3 +217,18 @@ async def test_hostile_label_values_are_escaped_everywhere(app: App) -> None:
         assert "<img" not in html, path
         assert "<script>" not in html, path
         assert "&lt;img src=x onerror=alert(1)&gt;" in html, path
+
+
+async def test_an_alert_without_alertname_is_named_by_its_labels(app: App) -> None:
+    """Alertmanager forwards alerts without `alertname`; the console names them by their label set,
+    and "silence this" offers matchers for their (UTF-8) labels."""
+    labels = {"job": "nightly-backup", "instance": "db-1:9100", "service.name": "backup", "severity": "warning"}
+    await app.seed([labels])
+    await app.login()
+    incident = await app.incident_id("nightly-backup")
+    html = (await app.client.get(f"/incidents/{incident}")).text
+    shown = "{instance=&#34;db-1:9100&#34;, job=&#34;nightly-backup&#34;"
+    assert shown in html.split('id="alerts"')[1].split("</table>")[0]
+    form = html.split('name="matchers"')[1].split("</textarea>")[0]
+    assert "service.name=&#34;backup&#34;" in form
+    assert "severity=" not in form
