@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
+from zoneinfo import ZoneInfo
 
+from alertrouter.i18n import Locale, headline, translations
 from alertrouter.model import MessageSnapshot
 
 __all__ = [
@@ -103,6 +105,7 @@ class Notification:
     ack_link: str | None = None
     silence_link: str | None = None
     silence_for: timedelta | None = None
+    locale: Locale | None = None  # the receiver's language and time zone; None: the renderer's defaults
 
     @property
     def first(self) -> MessageSnapshot:
@@ -177,6 +180,7 @@ def truncate_utf8(text: str, limit: int, ellipsis: str = "…") -> str:
 def notification_fields(n: Notification) -> dict[str, str]:
     """The plain values of a notification that short formats (SMS variables) are built from."""
     first = n.first
+    locale = n.locale or Locale()
     labels, summary = first.labels, first.summary
     units, total = summary.get("units"), summary.get("units_total")
     if isinstance(units, int):  # a storm's summary counts its GPUs
@@ -185,14 +189,14 @@ def notification_fields(n: Notification) -> dict[str, str]:
         gpus = f"{len(units)}/{total}" if isinstance(total, int) and total else str(len(units))
     else:
         gpus = ""
-    since = first.opened_at.astimezone(UTC).strftime("%H:%M") if first.opened_at else ""  # (UTC)
+    since = first.opened_at.astimezone(ZoneInfo(locale.timezone)).strftime("%H:%M") if first.opened_at else ""
     notes = (a.annotations or {} for a in first.alerts)
     annotations_summary = next((n["summary"] for n in notes if n.get("summary")), "")
     count = summary.get("firing", summary.get("alerts", len(first.alerts)))
     return {
         "severity": n.severity,
         "status": first.status.value,
-        "headline": first.headline,
+        "headline": headline(translations(locale.language), first),
         "alertname": labels.get("alertname", ""),
         "node": labels.get("node", ""),
         "region": labels.get("region", ""),

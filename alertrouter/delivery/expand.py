@@ -12,6 +12,7 @@ from alertrouter.auth.links import Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Mentions, MessageKind, Notification
 from alertrouter.delivery.plan import message_kind
+from alertrouter.i18n import Locale
 from alertrouter.model import DeliveryStatus, MessageSnapshot
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
@@ -175,7 +176,13 @@ class ActionLinks:
 
 
 def notification_of(
-    row: DeliveryRow, recipients: Sequence[str], *, base_url: str, now: datetime, actions: ActionLinks | None = None
+    row: DeliveryRow,
+    recipients: Sequence[str],
+    *,
+    base_url: str,
+    now: datetime,
+    actions: ActionLinks | None = None,
+    locale: Locale | None = None,
 ) -> Notification:
     """What a channel is given for a delivery row; the link leads to the incident (or, for a
     coalesced message, to the firing incidents), when alertrouter's external URL is known.
@@ -210,4 +217,5 @@ def notification_of(
         ack_link=ack,
         silence_link=silence,
         silence_for=silence_for,
+        locale=locale,
     )

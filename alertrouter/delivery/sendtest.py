@@ -8,6 +8,7 @@ import httpx
 
 from alertrouter.channels.base import ChannelError, Mentions, MessageKind, Notification
 from alertrouter.channels.registry import build_channel
+from alertrouter.i18n import Locale
 from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot, utcnow
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.render.templates import Templates
@@ -25,7 +26,12 @@ class TestResult:
 
 
 def test_notification(
-    receiver: str, *, link: str | None, mentions: Mentions, recipients: tuple[str, ...]
+    receiver: str,
+    *,
+    link: str | None,
+    mentions: Mentions,
+    recipients: tuple[str, ...],
+    locale: Locale | None,
 ) -> Notification:
     now = utcnow()
     item = MessageSnapshot(
@@ -49,6 +55,7 @@ def test_notification(
         mentions=mentions,
         recipients=recipients,
         created_at=now,
+        locale=locale,
     )
 
 
@@ -76,6 +83,7 @@ async def send_test(ruleset: Ruleset, receiver: str, *, templates: Templates) ->
                 link=link,
                 mentions=Mentions(tuple(m.mobiles), tuple(m.user_ids), m.all),
                 recipients=recipients,
+                locale=ruleset.locale(receiver),
             )
             try:
                 await channel.send(notification)

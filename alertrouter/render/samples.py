@@ -7,21 +7,25 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification
+from alertrouter.i18n import Locale
 from alertrouter.model import AlertItem, AlertStatus, IncidentKind, MessageSnapshot
 from alertrouter.render.templates import Templates
 
 __all__ = ["render_sample", "sample_notifications"]
 
 
-def render_sample(templates: Templates, name: str, *, limit_bytes: int | None = None) -> str:
-    """Renders `channel/kind.fmt` (e.g. `dingtalk/firing.md`) with the sample notification of that kind."""
+def render_sample(
+    templates: Templates, name: str, *, limit_bytes: int | None = None, locale: Locale | None = None
+) -> str:
+    """Renders `channel/kind.fmt` (e.g. `dingtalk/firing.md`) with the sample notification of that kind,
+    in `locale` (default: the renderer's)."""
     available = templates.names()
     channel, _, rest = name.removesuffix(".j2").partition("/")
     kind, _, fmt = rest.partition(".")
     samples = sample_notifications()
     if f"{channel}/{rest}" not in available or kind not in samples:
         raise ValueError(f"no template {name!r}; available: {', '.join(available)}")
-    return templates.render(channel, fmt, samples[kind], limit_bytes=limit_bytes)
+    return templates.render(channel, fmt, replace(samples[kind], locale=locale), limit_bytes=limit_bytes)
 
 
 _SAMPLE_NOW = datetime(2026, 11, 21, 10, 12, 30, tzinfo=UTC)
@@ -64,7 +68,8 @@ def _sample_item(
         for g in gpus
     )
     n = len(gpus)
-    summary = {"headline": head, "units": [str(g) for g in gpus], "units_total": 8, "unit_name": "GPUs", "alerts": n}
+    summary = {"headline": head, "where": node, "alertname": name, "units": [str(g) for g in gpus], "units_total": 8}
+    summary |= {"unit_name": "GPUs", "alerts": n}
     summary |= {"firing": n * firing, "eligible": n * firing, "muted": 0}
     return MessageSnapshot(
         incident=f"gpu-by-node/{name}/{node}",
@@ -86,6 +91,8 @@ def sample_notifications() -> dict[str, Notification]:
     nodes = [_sample_item(f"gpu-node-{i:02d}", "GPUHighTemp", "critical", range(6 if i < 26 else 5)) for i in range(37)]
     head = "GPUHighTemp on 37 nodes in region north: 211 GPUs"
     summary = {"headline": head, "nodes": 37, "units": 211, "members": [n.headline for n in nodes], "alerts": 211}
+    summary |= {"alertname": "GPUHighTemp", "unit_name": "GPUs", "scope": [["region", "north"]]}
+    summary["member_facts"] = [{"where": n.labels["node"], "units": len(n.alerts), "units_total": 8} for n in nodes]
     cluster = replace(
         nodes[0],
         incident="cluster/gpu-by-node/GPUHighTemp/north",

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES, Locale
 from alertrouter.labels import Matcher, MatcherError, parse_matchers
 from alertrouter.ruleset.base import Duration, Section
 from alertrouter.ruleset.channels import (
@@ -95,6 +96,12 @@ def _unlimited(value: Any) -> Any:
     return UNLIMITED_REPEATS if value == "unlimited" else value
 
 
+def _known_language(value: str) -> str:
+    if value not in LANGUAGES:
+        raise ValueError(f"unknown language {value!r} (one of {', '.join(LANGUAGES)})")
+    return value
+
+
 UNLIMITED_REPEATS = -1  # `max_repeats: unlimited`, to lift a cap set higher up the route tree
 
 
@@ -107,6 +114,23 @@ class GlobalConfig(Section):
     severity_label: str = "severity"
     severities: list[str] = Field(default_factory=lambda: ["critical", "warning", "info"], description="Worst first")
     external_url: str | None = Field(None, description="Base URL of this alertrouter, for links in messages")
+    language: str = Field(
+        DEFAULT_LANGUAGE, description=f"Language of messages: {' or '.join(LANGUAGES)} (a receiver may override it)"
+    )
+    timezone: str = Field(
+        DEFAULT_TIMEZONE, description="IANA time zone of every time in messages (a receiver may override it)"
+    )
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str) -> str:
+        return _known_language(value)
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        zone(value)
+        return value
 
     @field_validator("node_labels", "severities")
     @classmethod
@@ -232,6 +256,20 @@ class ReceiverConfig(Section):
     description: str = ""
     channels: list[Annotated[ReceiverChannelConfig, BeforeValidator(_channel_ref)]] = Field(default_factory=list)
     digest: DigestConfig | None = None
+    language: str | None = Field(None, description="Overrides `global.language` for this receiver's messages")
+    timezone: str | None = Field(None, description="Overrides `global.timezone` for this receiver's messages")
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        return None if value is None else _known_language(value)
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str | None) -> str | None:
+        if value is not None:
+            zone(value)
+        return value
 
 
 class RuleFile(Section):
@@ -261,6 +299,12 @@ class Ruleset(Section):
     origins: dict[str, list[str]] = Field(
         default_factory=dict, description="section -> 'file:section[i]' per item, for problems found after merging"
     )
+
+    def locale(self, receiver: str) -> Locale:
+        """The language and time zone of `receiver`'s messages: its own, else `global`'s."""
+        config = next((r for r in self.receivers if r.name == receiver), None)
+        language = (config.language if config else None) or self.global_.language
+        return Locale(language, (config.timezone if config else None) or self.global_.timezone)
 
     def origin(self, section: str, index: int | None = None) -> tuple[str, str]:
         """(file, path) of a section or of one item of a list section."""
