@@ -8,7 +8,7 @@ import httpx
 
 from alertrouter.channels.base import ChannelError, Mentions, MessageKind, Notification
 from alertrouter.channels.registry import build_channel
-from alertrouter.i18n import Locale
+from alertrouter.i18n import Locale, translations
 from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot, utcnow
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.render.templates import Templates
@@ -34,13 +34,14 @@ def test_notification(
     locale: Locale | None,
 ) -> Notification:
     now = utcnow()
+    tr = translations((locale or Locale()).language)
     item = MessageSnapshot(
         incident="alertrouter/send-test",
         kind=IncidentKind.NODE,
         reason=NotifyReason.FIRST,
         status=AlertStatus.FIRING,
         severity="info",
-        headline=f"alertrouter test message for receiver {receiver}",
+        headline=tr.gettext("alertrouter test message for receiver %(receiver)s") % {"receiver": receiver},
         labels={"alertname": "AlertrouterSendTest", "receiver": receiver},
         summary={"alerts": 1, "firing": 1},
         opened_at=now,
