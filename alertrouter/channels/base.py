@@ -9,10 +9,12 @@ limits, coalescing and the record of attempts belong to the delivery loop, not t
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from alertrouter.i18n import Locale, headline, translations
@@ -27,6 +29,7 @@ __all__ = [
     "Renderer",
     "neutralise_links",
     "notification_fields",
+    "runbook_link",
     "truncate_utf8",
     "utf8_len",
 ]
@@ -106,6 +109,7 @@ class Notification:
     silence_link: str | None = None
     silence_for: timedelta | None = None
     locale: Locale | None = None  # the receiver's language and time zone; None: the renderer's defaults
+    runbook_link: str | None = None  # an alert's runbook_url on a host of `global.runbook_hosts`
 
     @property
     def first(self) -> MessageSnapshot:
@@ -160,6 +164,21 @@ def neutralise_links(text: str, *, ascii_only: bool = False) -> str:
     colon, dot = ("[:]", "[.]") if ascii_only else ("\u2236", "\u2024")
     text = _LINK_HOSTS.sub(lambda m: m.group().replace(".", dot), text)
     return text.replace("://", colon + "//").replace("](", "] (")
+
+
+def runbook_link(items: Sequence[MessageSnapshot], hosts: Sequence[str]) -> str | None:
+    """The runbook of a message about one incident: the first `runbook_url` annotation of its alerts
+    (firing ones first) that is http(s) on one of `hosts`. Annotations come from whoever fires alerts,
+    so only the configured hosts' URLs become links; the renderer percent-encodes what it shows."""
+    if len(items) != 1 or not hosts:
+        return None
+    allowed = {h.lower() for h in hosts}
+    for alert in sorted(items[0].alerts, key=lambda a: not a.firing):
+        url = (alert.annotations or {}).get("runbook_url", "").strip()
+        parts = urlsplit(url)
+        if parts.scheme.lower() in ("http", "https") and (parts.hostname or "") in allowed and not parts.username:
+            return url
+    return None
 
 
 def utf8_len(text: str) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 from alertrouter.auth.links import Action, action_link
 from alertrouter.auth.signing import Signer
-from alertrouter.channels.base import Mentions, MessageKind, Notification
+from alertrouter.channels.base import Mentions, MessageKind, Notification, runbook_link
 from alertrouter.delivery.plan import message_kind
 from alertrouter.i18n import Locale
 from alertrouter.model import DeliveryStatus, MessageSnapshot
@@ -183,6 +183,7 @@ def notification_of(
     now: datetime,
     actions: ActionLinks | None = None,
     locale: Locale | None = None,
+    runbook_hosts: Sequence[str] = (),
 ) -> Notification:
     """What a channel is given for a delivery row; the link leads to the incident (or, for a
     coalesced message, to the firing incidents), when alertrouter's external URL is known.
@@ -192,6 +193,7 @@ def notification_of(
     carries its own nonces and its links expire `actions.ttl` after it was sent, not after it was queued.
     """
     mentions = row.message.get("mentions", {})
+    items = tuple(MessageSnapshot.from_json(item) for item in row.message.get("items", []))
     path = f"/incidents/{row.incident_id}" if row.incident_id is not None else "/incidents?status=firing"
     kind = MessageKind(row.kind)
     ack = silence = None
@@ -204,7 +206,7 @@ def notification_of(
         kind=kind,
         receiver=row.receiver,
         severity=row.severity,
-        items=tuple(MessageSnapshot.from_json(item) for item in row.message.get("items", [])),
+        items=items,
         link=base_url + path if base_url else None,
         mentions=Mentions(
             mobiles=tuple(mentions.get("mobiles", [])),
@@ -218,4 +220,5 @@ def notification_of(
         silence_link=silence,
         silence_for=silence_for,
         locale=locale,
+        runbook_link=runbook_link(items, runbook_hosts),
     )

@@ -278,6 +278,7 @@ class DeliveryWorker:
                 now=self._clock(),
                 actions=self.actions,
                 locale=self.ruleset.locale(row.receiver),
+                runbook_hosts=self.ruleset.global_.runbook_hosts,
             )
             await asyncio.wait_for(channel.send(notification), timeout=config.timeout.total_seconds() + 5)
         except ChannelError as exc:

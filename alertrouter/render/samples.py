@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from alertrouter.channels.base import Mentions, MessageKind, Notification
+from alertrouter.channels.base import Mentions, MessageKind, Notification, runbook_link
 from alertrouter.i18n import Locale
 from alertrouter.model import AlertItem, AlertStatus, IncidentKind, MessageSnapshot
 from alertrouter.render.templates import Templates
@@ -30,6 +30,7 @@ def render_sample(
 
 _SAMPLE_NOW = datetime(2026, 11, 21, 10, 12, 30, tzinfo=UTC)
 _SAMPLE_URL = "https://alertrouter.example.com"
+_RUNBOOK_HOST = "wiki.example.com"  # as if `global.runbook_hosts: [wiki.example.com]`
 # Made by `links.action_link` with the key "alertrouter-sample-key-not-a-secret" at _SAMPLE_NOW (24h),
 # pasted so that previews do not change from run to run: incident -> (acknowledge, silence) tokens.
 _SAMPLE_TOKENS = {
@@ -51,7 +52,8 @@ _SAMPLE_TOKENS = {
 def _with_actions(n: Notification, incident_id: int) -> Notification:
     """`n` with the acknowledge/silence links the delivery loop adds to messages about a firing incident."""
     ack, silence = (f"{_SAMPLE_URL}/a/{token}" for token in _SAMPLE_TOKENS[incident_id])
-    return replace(n, ack_link=ack, silence_link=silence, silence_for=timedelta(hours=1))
+    runbook = runbook_link(n.items, [_RUNBOOK_HOST])
+    return replace(n, ack_link=ack, silence_link=silence, silence_for=timedelta(hours=1), runbook_link=runbook)
 
 
 def _sample_item(
@@ -63,8 +65,15 @@ def _sample_item(
     labels = {"alertname": name, "node": node, "region": region, "rack": "r12", "severity": severity}
     head = f"{node}: {name} on {len(gpus)}/8 GPUs"
     note = "GPU {} at {}°C" if name == "GPUHighTemp" else "GPU {}: " + name
+    runbook = f"https://{_RUNBOOK_HOST}/runbooks/{name.lower()}"
     alerts = tuple(
-        AlertItem(f"{node}/{name}/{g}", {**labels, "gpu": str(g)}, firing, {"summary": note.format(g, 88 + g)}, opened)
+        AlertItem(
+            f"{node}/{name}/{g}",
+            {**labels, "gpu": str(g)},
+            firing,
+            {"summary": note.format(g, 88 + g), "runbook_url": runbook},
+            opened,
+        )
         for g in gpus
     )
     n = len(gpus)

@@ -373,7 +373,8 @@ class Templates:
                 hi = mid - 1
         if best is not None:
             return best
-        return _cut_keeping(fill(0), limit_bytes, (prepared.top["ack_link"], prepared.top["silence_link"]))
+        anchors = (prepared.top["runbook_link"], prepared.top["ack_link"], prepared.top["silence_link"])
+        return _cut_keeping(fill(0), limit_bytes, anchors)
 
     def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
         """DingTalk's title and the email subject: one line of plain text (see `plain_title`)."""
@@ -409,6 +410,7 @@ class Templates:
             "link": _product_link(n.link, style),
             "ack_link": _product_link(n.ack_link, style),
             "silence_link": _product_link(n.silence_link, style),
+            "runbook_link": _product_link(n.runbook_link, style),
             "silence_for": format_duration(n.silence_for) if n.silence_for else "",
             "title": truncate_utf8(_title(n, items, tr), HEADLINE_CAP),
             "mention": _mention(channel, fmt, n.mentions),

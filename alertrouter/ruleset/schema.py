@@ -121,6 +121,12 @@ class GlobalConfig(Section):
         DEFAULT_TIMEZONE, description="IANA time zone of every time in messages (a receiver may override it)"
     )
 
+    runbook_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts whose `runbook_url` annotation a message shows as its runbook link (http or https); "
+        "an annotation is data from whoever fires alerts, so no other URL is ever made a link",
+    )
+
     @field_validator("language")
     @classmethod
     def _language(cls, value: str) -> str:
