@@ -9,11 +9,15 @@ limits, coalescing and the record of attempts belong to the delivery loop, not t
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
+from alertrouter.i18n import Locale, headline, translations
 from alertrouter.labels import alert_title
 from alertrouter.model import MessageSnapshot
 
@@ -26,6 +30,7 @@ __all__ = [
     "Renderer",
     "neutralise_links",
     "notification_fields",
+    "runbook_link",
     "truncate_utf8",
     "utf8_len",
 ]
@@ -104,6 +109,8 @@ class Notification:
     ack_link: str | None = None
     silence_link: str | None = None
     silence_for: timedelta | None = None
+    locale: Locale | None = None  # the receiver's language and time zone; None: the renderer's defaults
+    runbook_link: str | None = None  # an alert's runbook_url on a host of `global.runbook_hosts`
 
     @property
     def first(self) -> MessageSnapshot:
@@ -160,6 +167,21 @@ def neutralise_links(text: str, *, ascii_only: bool = False) -> str:
     return text.replace("://", colon + "//").replace("](", "] (")
 
 
+def runbook_link(items: Sequence[MessageSnapshot], hosts: Sequence[str]) -> str | None:
+    """The runbook of a message about one incident: the first `runbook_url` annotation of its alerts
+    (firing ones first) that is http(s) on one of `hosts`. Annotations come from whoever fires alerts,
+    so only the configured hosts' URLs become links; the renderer percent-encodes what it shows."""
+    if len(items) != 1 or not hosts:
+        return None
+    allowed = {h.lower() for h in hosts}
+    for alert in sorted(items[0].alerts, key=lambda a: not a.firing):
+        url = (alert.annotations or {}).get("runbook_url", "").strip()
+        parts = urlsplit(url)
+        if parts.scheme.lower() in ("http", "https") and (parts.hostname or "") in allowed and not parts.username:
+            return url
+    return None
+
+
 def utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
@@ -178,6 +200,7 @@ def truncate_utf8(text: str, limit: int, ellipsis: str = "…") -> str:
 def notification_fields(n: Notification) -> dict[str, str]:
     """The plain values of a notification that short formats (SMS variables) are built from."""
     first = n.first
+    locale = n.locale or Locale()
     labels, summary = first.labels, first.summary
     units, total = summary.get("units"), summary.get("units_total")
     if isinstance(units, int):  # a storm's summary counts its GPUs
@@ -186,7 +209,7 @@ def notification_fields(n: Notification) -> dict[str, str]:
         gpus = f"{len(units)}/{total}" if isinstance(total, int) and total else str(len(units))
     else:
         gpus = ""
-    since = first.opened_at.astimezone(UTC).strftime("%H:%M") if first.opened_at else ""  # (UTC)
+    since = first.opened_at.astimezone(ZoneInfo(locale.timezone)).strftime("%H:%M") if first.opened_at else ""
     notes = (a.annotations or {} for a in first.alerts)
     annotations_summary = next((n["summary"] for n in notes if n.get("summary")), "")
     count = summary.get("firing", summary.get("alerts", len(first.alerts)))
@@ -195,7 +218,7 @@ def notification_fields(n: Notification) -> dict[str, str]:
         # and alert (the shipped one) would otherwise say the same when a node comes back as when it went down.
         "severity": "resolved" if all(item.resolved for item in n.items) else n.severity,
         "status": first.status.value,
-        "headline": first.headline,
+        "headline": headline(translations(locale.language), first),
         "alertname": labels.get("alertname") or (alert_title(first.alerts[0].labels) if first.alerts else ""),
         "node": labels.get("node", ""),
         "region": labels.get("region", ""),

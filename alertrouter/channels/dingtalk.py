@@ -17,6 +17,7 @@ import httpx
 from alertrouter.channels.base import ChannelError, Mentions, Notification, Renderer, truncate_utf8
 from alertrouter.channels.http import deliver, encode_json, fit_body, protect_logs, redact, vendor_code
 from alertrouter.durations import format_duration
+from alertrouter.i18n import Locale, translations
 from alertrouter.ruleset.schema import DingTalkChannelConfig
 
 __all__ = [
@@ -33,8 +34,8 @@ logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 20_000  # the whole JSON body; errcode 460101 (older 101002) above it
 TITLE_LIMIT_BYTES = 200  # what the conversation list shows; longer titles only get cut there
-BUTTON_TITLE = "详情 Details"  # the incident page
-ACK_TITLE = "确认 Acknowledge"
+BUTTON_TITLE = "Details"  # the incident page (English; translated in the receiver's language)
+ACK_TITLE = "Acknowledge"
 
 _RATE_LIMITED = frozenset({130101})
 _PERMANENT = frozenset({310000, 300001, 300005, 460101, 101002})
@@ -78,10 +79,15 @@ def dingtalk_error(
 
 def action_buttons(notification: Notification) -> list[dict[str, str]]:
     """An actionCard's `btns`: acknowledge, silence (when the message has those links), the incident."""
-    silence = "静默 Silence"
+    tr = translations((notification.locale or Locale()).language)
+    silence = tr.gettext("Silence")
     if notification.silence_for:
-        silence = f"静默 {format_duration(notification.silence_for)} Silence"
-    links = (ACK_TITLE, notification.ack_link), (silence, notification.silence_link), (BUTTON_TITLE, notification.link)
+        silence = tr.gettext("Silence %(duration)s") % {"duration": format_duration(notification.silence_for)}
+    links = (
+        (tr.gettext("Acknowledge"), notification.ack_link),
+        (silence, notification.silence_link),
+        (tr.gettext("Details"), notification.link),
+    )
     return [{"title": title, "actionURL": url} for title, url in links if url]
 
 

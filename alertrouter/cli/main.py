@@ -20,6 +20,7 @@ from alertrouter.cli.digest import add_digest_parser
 from alertrouter.cli.passwords import add_hash_password_parser
 from alertrouter.delivery.sendtest import send_test
 from alertrouter.durations import parse_duration
+from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES
 from alertrouter.labels import format_label_set
 from alertrouter.logs import configure_logging
 from alertrouter.model import parse_time, utcnow
@@ -107,8 +108,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    templates = Templates(args.templates_dir or get_settings().templates_dir)
     try:
+        templates = Templates(
+            args.templates_dir or get_settings().templates_dir, language=args.language, timezone=args.timezone
+        )
         print(render_sample(templates, args.template))
     except ValueError as exc:
         print(exc, file=sys.stderr)
@@ -381,6 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("template", metavar="TEMPLATE", help="CHANNEL/KIND.FORMAT, e.g. wecom/resolved.md")
     render.add_argument("--sample", action="store_true", help="use the built-in sample (the only source today)")
     render.add_argument("--templates-dir", type=Path, help="user templates directory")
+    render.add_argument("--language", choices=LANGUAGES, default=DEFAULT_LANGUAGE, help=f"default {DEFAULT_LANGUAGE}")
+    render.add_argument(
+        "--timezone", default=DEFAULT_TIMEZONE, help=f"IANA time zone of the times shown (default {DEFAULT_TIMEZONE})"
+    )
     render.set_defaults(func=cmd_render)
 
     send = sub.add_parser(

@@ -10,8 +10,9 @@ from typing import Any
 
 from alertrouter.auth.links import Action, action_link
 from alertrouter.auth.signing import Signer
-from alertrouter.channels.base import Mentions, MessageKind, Notification
+from alertrouter.channels.base import Mentions, MessageKind, Notification, runbook_link
 from alertrouter.delivery.plan import message_kind
+from alertrouter.i18n import Locale
 from alertrouter.model import DeliveryStatus, MessageSnapshot
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
@@ -175,7 +176,14 @@ class ActionLinks:
 
 
 def notification_of(
-    row: DeliveryRow, recipients: Sequence[str], *, base_url: str, now: datetime, actions: ActionLinks | None = None
+    row: DeliveryRow,
+    recipients: Sequence[str],
+    *,
+    base_url: str,
+    now: datetime,
+    actions: ActionLinks | None = None,
+    locale: Locale | None = None,
+    runbook_hosts: Sequence[str] = (),
 ) -> Notification:
     """What a channel is given for a delivery row; the link leads to the incident (or, for a
     coalesced message, to the firing incidents), when alertrouter's external URL is known.
@@ -185,6 +193,7 @@ def notification_of(
     carries its own nonces and its links expire `actions.ttl` after it was sent, not after it was queued.
     """
     mentions = row.message.get("mentions", {})
+    items = tuple(MessageSnapshot.from_json(item) for item in row.message.get("items", []))
     path = f"/incidents/{row.incident_id}" if row.incident_id is not None else "/incidents?status=firing"
     kind = MessageKind(row.kind)
     ack = silence = None
@@ -197,7 +206,7 @@ def notification_of(
         kind=kind,
         receiver=row.receiver,
         severity=row.severity,
-        items=tuple(MessageSnapshot.from_json(item) for item in row.message.get("items", [])),
+        items=items,
         link=base_url + path if base_url else None,
         mentions=Mentions(
             mobiles=tuple(mentions.get("mobiles", [])),
@@ -210,4 +219,6 @@ def notification_of(
         ack_link=ack,
         silence_link=silence,
         silence_for=silence_for,
+        locale=locale,
+        runbook_link=runbook_link(items, runbook_hosts),
     )

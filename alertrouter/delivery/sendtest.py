@@ -8,6 +8,7 @@ import httpx
 
 from alertrouter.channels.base import ChannelError, Mentions, MessageKind, Notification
 from alertrouter.channels.registry import build_channel
+from alertrouter.i18n import Locale, translations
 from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot, utcnow
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.render.templates import Templates
@@ -25,16 +26,22 @@ class TestResult:
 
 
 def test_notification(
-    receiver: str, *, link: str | None, mentions: Mentions, recipients: tuple[str, ...]
+    receiver: str,
+    *,
+    link: str | None,
+    mentions: Mentions,
+    recipients: tuple[str, ...],
+    locale: Locale | None,
 ) -> Notification:
     now = utcnow()
+    tr = translations((locale or Locale()).language)
     item = MessageSnapshot(
         incident="alertrouter/send-test",
         kind=IncidentKind.NODE,
         reason=NotifyReason.FIRST,
         status=AlertStatus.FIRING,
         severity="info",
-        headline=f"alertrouter test message for receiver {receiver}",
+        headline=tr.gettext("alertrouter test message for receiver %(receiver)s") % {"receiver": receiver},
         labels={"alertname": "AlertrouterSendTest", "receiver": receiver},
         summary={"alerts": 1, "firing": 1},
         opened_at=now,
@@ -49,6 +56,7 @@ def test_notification(
         mentions=mentions,
         recipients=recipients,
         created_at=now,
+        locale=locale,
     )
 
 
@@ -76,6 +84,7 @@ async def send_test(ruleset: Ruleset, receiver: str, *, templates: Templates) ->
                 link=link,
                 mentions=Mentions(tuple(m.mobiles), tuple(m.user_ids), m.all),
                 recipients=recipients,
+                locale=ruleset.locale(receiver),
             )
             try:
                 await channel.send(notification)

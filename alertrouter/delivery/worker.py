@@ -272,7 +272,13 @@ class DeliveryWorker:
         failure: ChannelError | Unexpected | None = None
         try:
             notification = notification_of(
-                row, recipients, base_url=self._base, now=self._clock(), actions=self.actions
+                row,
+                recipients,
+                base_url=self._base,
+                now=self._clock(),
+                actions=self.actions,
+                locale=self.ruleset.locale(row.receiver),
+                runbook_hosts=self.ruleset.global_.runbook_hosts,
             )
             await asyncio.wait_for(channel.send(notification), timeout=config.timeout.total_seconds() + 5)
         except ChannelError as exc:

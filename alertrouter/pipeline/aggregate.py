@@ -32,6 +32,7 @@ __all__ = [
     "severity_rank",
     "storm_headline",
     "storm_members",
+    "storm_scope",
     "summarize_incident",
     "worst_severity",
 ]
@@ -127,15 +128,29 @@ class IncidentSummary:
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
-    def headline(self) -> str:
-        """`gpu-node-07: GPUHighTemp on 6/8 GPUs`; cluster incidents build their own (see `storm_headline`)."""
-        where = self.group_labels.get("node") or ", ".join(
+    def where(self) -> str:
+        """What the incident is about: its node, or its other group label values."""
+        return self.group_labels.get("node") or ", ".join(
             v for k, v in self.group_labels.items() if k != "alertname" and v
         )
+
+    @property
+    def what(self) -> str:
+        """Its alertname; an alert without one (Alertmanager accepts those) is named by its labels, the
+        node left out when it is said already."""
         what = self.group_labels.get(_ALERTNAME) or self.common_labels.get(_ALERTNAME)
-        if not what:  # an alert without alertname is named by its labels (the node is said already)
-            rest = {k: v for k, v in self.common_labels.items() if k != "node" or not where}
-            what = format_label_set(rest) if rest else "alert"
+        if what:
+            return what
+        where = self.where
+        rest = {k: v for k, v in self.common_labels.items() if k != "node" or not where}
+        return format_label_set(rest) if rest else "alert"
+
+    @property
+    def headline(self) -> str:
+        """`gpu-node-07: GPUHighTemp on 6/8 GPUs`; cluster incidents build their own (see `storm_headline`).
+        Stored in English; messages are worded from `where`, `what` and the units in the receiver's
+        language (`alertrouter.i18n.node_headline`)."""
+        where, what = self.where, self.what
         if self.units:
             total = f"/{self.units_total}" if self.units_total else ""
             count = f"{len(self.units)}{total} {self.extra.get('unit_name', 'GPUs')}"
@@ -205,12 +220,18 @@ def storm_members(
     return frozenset(opened) if len(recent) > rollup.threshold else frozenset()
 
 
+def storm_scope(members: Sequence[IncidentSummary], scope_labels: Sequence[str]) -> list[tuple[str, str]]:
+    """(label, value) of the scope labels all members share: where a storm is."""
+    common = common_labels(m.common_labels for m in members)
+    return [(name, common[name]) for name in scope_labels if common.get(name)]
+
+
 def storm_headline(
     alertname: str, members: Sequence[IncidentSummary], scope_labels: Sequence[str], unit_name: str = "GPUs"
 ) -> str:
-    """`GPUHighTemp on 37 nodes in region north, rack r12: 211 GPUs`."""
-    common = common_labels(m.common_labels for m in members)
-    scope = ", ".join(f"{name} {common[name]}" for name in scope_labels if common.get(name))
+    """`GPUHighTemp on 37 nodes in region north, rack r12: 211 GPUs` (stored in English; messages are
+    worded from the storm's summary in the receiver's language, `alertrouter.i18n.storm_headline`)."""
+    scope = ", ".join(f"{name} {value}" for name, value in storm_scope(members, scope_labels))
     units = sum(len(m.units) for m in members)
     text = f"{alertname} on {len(members)} nodes"
     if scope:

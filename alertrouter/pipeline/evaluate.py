@@ -23,6 +23,7 @@ from alertrouter.pipeline.aggregate import (
     rollup_key,
     storm_headline,
     storm_members,
+    storm_scope,
     summarize_incident,
 )
 from alertrouter.pipeline.incident import (
@@ -525,6 +526,14 @@ class Evaluator:
             "units": sum(len(s.units) for s in member_summaries),
             "members": [s.headline for s in member_summaries][:MAX_ALERTS_IN_MESSAGE],
             "alerts": len(firing),
+            # the facts messages word the storm from, in each receiver's language (alertrouter.i18n)
+            "alertname": alertname,
+            "unit_name": rule.unit_name,
+            "scope": [list(pair) for pair in storm_scope(member_summaries, rule.rollup.scope_labels)],
+            "member_facts": [
+                {"where": s.where, "units": len(s.units), "units_total": s.units_total}
+                for s in member_summaries[:MAX_ALERTS_IN_MESSAGE]
+            ],
         }
         state = next_incident_state(
             record,

@@ -47,6 +47,8 @@ def worst_severity(alerts: Iterable[AlertView], pipeline: CompiledRules) -> str:
 def summary_dict(summary: IncidentSummary, group: IncidentGroup) -> dict[str, object]:
     return {
         "headline": summary.headline,
+        "where": summary.where,
+        "alertname": summary.what,
         "units": list(summary.units),
         "units_total": summary.units_total,
         "unit_name": summary.extra.get("unit_name", ""),

@@ -12,9 +12,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from gettext import NullTranslations
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from alertrouter import i18n
 from alertrouter.labels import alert_title
 from alertrouter.model import AlertItem, IncidentKind, MessageSnapshot, parse_time
 
@@ -52,7 +54,20 @@ _UNIT_LABELS = ("gpu", "GPU", "gpu_index", "minor_number")
 # filesystem, disk and network series carry device="/dev/nvme0n1p2", "sda", "eth0", which are no GPU.
 _GPU_DEVICE = re.compile(r"nvidia[0-9]+")
 _NODE_LABELS = ("node", "hostname", "Hostname", "nodename", "kubernetes_node", "instance")
-_REASONS = {"first": "new", "grew": "more alerts joined", "repeat": "still firing", "resolved": "resolved"}
+_ENGLISH = NullTranslations()
+
+
+def _reason_text(tr: NullTranslations, reason: str) -> str:
+    """Why an update is sent: `more alerts joined` / `有新的告警加入`; an unknown reason as written."""
+    reasons = {
+        "first": tr.gettext("new"),
+        "grew": tr.gettext("more alerts joined"),
+        "repeat": tr.gettext("still firing"),
+        "resolved": tr.gettext("resolved"),
+    }
+    return reasons.get(reason, clean(reason, KEY_CAP))
+
+
 _STYLES = {  # severity -> (emoji, WeCom font colour, HTML colour)
     "critical": ("🔴", "warning", "#c62828"),
     "warning": ("🟠", "warning", "#ef6c00"),
@@ -102,15 +117,8 @@ def _time(value: object) -> datetime | None:
 
 
 def age_text(delta: timedelta) -> str:
-    """`45s`, `12m`, `3h 5m`, `2d 4h`."""
-    s = max(0, int(delta.total_seconds()))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h {s % 3600 // 60}m" if s % 3600 >= 60 else f"{s // 3600}h"
-    return f"{s // 86400}d {s % 86400 // 3600}h"
+    """`45s`, `12m`, `3h 5m`, `2d 4h` (in English: the console's; messages use the receiver's language)."""
+    return i18n.age_text(_ENGLISH, delta)
 
 
 def _index(unit: object) -> int | None:
@@ -162,7 +170,7 @@ class ItemContext:
     status: str  # firing | resolved
     resolved: bool
     severity: str
-    severity_label: str  # CRITICAL, or RESOLVED
+    severity_label: str  # CRITICAL, or RESOLVED (in the receiver's language: 严重, 已恢复)
     emoji: str
     color: str  # WeCom <font color>: info | comment | warning
     html_color: str
@@ -173,7 +181,7 @@ class ItemContext:
     rack: str
     location: str  # "region north, rack r12"
     gpus: str  # "6/8" (node) or "211" (cluster) or ""
-    unit_name: str  # "GPUs"
+    unit_name: str  # "GPUs" / "GPU" (the rule's `count.name`, a label of the receiver's language)
     units: tuple[str, ...]  # at most GRID_MAX shown
     units_text: str  # "0, 1, 2, 3, 5, 7"
     grid: str  # "■■■□■□■□" or ""
@@ -248,9 +256,27 @@ def _alert_order(a: AlertContext) -> tuple[bool, int, str, str]:
     return (not a.firing, 1 << 30 if index is None else index, a.unit, a.alertname)
 
 
-def build_item(raw: MessageSnapshot, *, fallback_severity: str, clock: LocalClock, now: datetime) -> ItemContext:
+def _members(tr: NullTranslations, summary: Mapping[str, Any], alertname: str, unit_name: str) -> list[object]:
+    """A storm's member lines: worded from their facts in the receiver's language, or (a snapshot stored
+    before the facts were) the stored English headlines."""
+    facts = _seq(summary.get("member_facts"))
+    lines = [i18n.member_line(tr, f, alertname, unit_name) for f in facts[:MAX_LISTED]]
+    if facts and alertname and all(line is not None for line in lines):
+        return list(lines)
+    return list(_seq(summary.get("members"))[:MAX_LISTED])
+
+
+def build_item(
+    raw: MessageSnapshot,
+    *,
+    fallback_severity: str,
+    clock: LocalClock,
+    now: datetime,
+    tr: NullTranslations = _ENGLISH,
+) -> ItemContext:
     """The template context of one outbox snapshot: its label values, texts and summary are data from
-    whoever fired the alerts, cleaned and capped here; any of the summary's keys may be missing."""
+    whoever fired the alerts, cleaned and capped here; any of the summary's keys may be missing.
+    `tr`: the receiver's language, of the words made here (headline, severity, durations, places)."""
     labels = _labels(raw.labels)
     summary = raw.summary
     ref = _time(raw.at) or now
@@ -270,33 +296,34 @@ def build_item(raw: MessageSnapshot, *, fallback_severity: str, clock: LocalCloc
         gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
     count = _int(summary.get("firing" if not resolved and "firing" in summary else "alerts"), len(raw_alerts))
     listed = max(len(raw_alerts), _int(summary.get("eligible" if not resolved else "alerts"), count))
-    members = tuple(clean(m, LABEL_CAP) for m in _seq(summary.get("members"))[:MAX_LISTED])
+    alertname = labels.get("alertname", "") or (alerts[0].alertname if alerts else "")
+    unit_name = clean(summary.get("unit_name") or "GPUs", KEY_CAP)
+    members = tuple(clean(m, LABEL_CAP) for m in _members(tr, summary, alertname, unit_name))
     nodes = _int(summary.get("nodes"), len(members))
     top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
-    scope = [f"{name} {labels[name]}" for name in ("region", "rack", "cluster") if labels.get(name)]
+    scope = [(name, labels[name]) for name in ("region", "rack", "cluster") if labels.get(name)]
+    # an alert without alertname (Alertmanager accepts those) is named by its label set
+    headline = i18n.headline(tr, raw) or summary.get("headline") or (alert_title(labels) if labels else "")
     return ItemContext(
         incident=clean(raw.incident, KEY_CAP),
         kind=kind,
         reason=clean(raw.reason, KEY_CAP),
-        reason_text=_REASONS.get(raw.reason, clean(raw.reason, KEY_CAP)),
+        reason_text=_reason_text(tr, raw.reason),
         status="resolved" if resolved else "firing",
         resolved=resolved,
         severity=severity,
-        severity_label="RESOLVED" if resolved else (severity.upper() or "ALERT"),
+        severity_label=i18n.severity_word(tr, severity, resolved=resolved),
         emoji=emoji,
         color=color,
         html_color=html_color,
-        # an alert without alertname (Alertmanager accepts those) is named by its label set
-        headline=clean(
-            raw.headline or summary.get("headline") or (alert_title(labels) if labels else ""), HEADLINE_CAP
-        ),
-        alertname=labels.get("alertname", "") or (alerts[0].alertname if alerts else ""),
+        headline=clean(headline, HEADLINE_CAP),
+        alertname=alertname,
         node=_first(labels, _NODE_LABELS),
         region=labels.get("region", ""),
         rack=labels.get("rack", ""),
-        location=", ".join(scope),
+        location=i18n.scope_text(tr, scope),
         gpus=gpus,
-        unit_name=clean(summary.get("unit_name") or "GPUs", KEY_CAP),
+        unit_name=clean(i18n.unit_label(tr, unit_name), KEY_CAP),
         units=units[:GRID_MAX],
         units_text=", ".join(units[:GRID_MAX]) + (", …" if len(units) > GRID_MAX else ""),
         grid="" if kind == IncidentKind.CLUSTER else _grid(units, total),
@@ -306,7 +333,7 @@ def build_item(raw: MessageSnapshot, *, fallback_severity: str, clock: LocalCloc
         description=next((a.description for a in alerts if a.description), ""),
         since=clock.local(opened, ref) if opened else "",
         since_full=clock.full(opened) if opened else "",
-        age=age_text(ref - opened) if opened else "",
+        age=i18n.age_text(tr, ref - opened) if opened else "",
         alerts=alerts,
         alerts_more=max(0, listed - len(alerts)),
         members=members,

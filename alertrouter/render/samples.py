@@ -6,26 +6,31 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from alertrouter.channels.base import Mentions, MessageKind, Notification
+from alertrouter.channels.base import Mentions, MessageKind, Notification, runbook_link
+from alertrouter.i18n import Locale
 from alertrouter.model import AlertItem, AlertStatus, IncidentKind, MessageSnapshot
 from alertrouter.render.templates import Templates
 
 __all__ = ["render_sample", "sample_notifications"]
 
 
-def render_sample(templates: Templates, name: str, *, limit_bytes: int | None = None) -> str:
-    """Renders `channel/kind.fmt` (e.g. `dingtalk/firing.md`) with the sample notification of that kind."""
+def render_sample(
+    templates: Templates, name: str, *, limit_bytes: int | None = None, locale: Locale | None = None
+) -> str:
+    """Renders `channel/kind.fmt` (e.g. `dingtalk/firing.md`) with the sample notification of that kind,
+    in `locale` (default: the renderer's)."""
     available = templates.names()
     channel, _, rest = name.removesuffix(".j2").partition("/")
     kind, _, fmt = rest.partition(".")
     samples = sample_notifications()
     if f"{channel}/{rest}" not in available or kind not in samples:
         raise ValueError(f"no template {name!r}; available: {', '.join(available)}")
-    return templates.render(channel, fmt, samples[kind], limit_bytes=limit_bytes)
+    return templates.render(channel, fmt, replace(samples[kind], locale=locale), limit_bytes=limit_bytes)
 
 
 _SAMPLE_NOW = datetime(2026, 11, 21, 10, 12, 30, tzinfo=UTC)
 _SAMPLE_URL = "https://alertrouter.example.com"
+_RUNBOOK_HOST = "wiki.example.com"  # as if `global.runbook_hosts: [wiki.example.com]`
 # Made by `links.action_link` with the key "alertrouter-sample-key-not-a-secret" at _SAMPLE_NOW (24h),
 # pasted so that previews do not change from run to run: incident -> (acknowledge, silence) tokens.
 _SAMPLE_TOKENS = {
@@ -47,7 +52,8 @@ _SAMPLE_TOKENS = {
 def _with_actions(n: Notification, incident_id: int) -> Notification:
     """`n` with the acknowledge/silence links the delivery loop adds to messages about a firing incident."""
     ack, silence = (f"{_SAMPLE_URL}/a/{token}" for token in _SAMPLE_TOKENS[incident_id])
-    return replace(n, ack_link=ack, silence_link=silence, silence_for=timedelta(hours=1))
+    runbook = runbook_link(n.items, [_RUNBOOK_HOST])
+    return replace(n, ack_link=ack, silence_link=silence, silence_for=timedelta(hours=1), runbook_link=runbook)
 
 
 def _sample_item(
@@ -59,12 +65,20 @@ def _sample_item(
     labels = {"alertname": name, "node": node, "region": region, "rack": "r12", "severity": severity}
     head = f"{node}: {name} on {len(gpus)}/8 GPUs"
     note = "GPU {} at {}°C" if name == "GPUHighTemp" else "GPU {}: " + name
+    runbook = f"https://{_RUNBOOK_HOST}/runbooks/{name.lower()}"
     alerts = tuple(
-        AlertItem(f"{node}/{name}/{g}", {**labels, "gpu": str(g)}, firing, {"summary": note.format(g, 88 + g)}, opened)
+        AlertItem(
+            f"{node}/{name}/{g}",
+            {**labels, "gpu": str(g)},
+            firing,
+            {"summary": note.format(g, 88 + g), "runbook_url": runbook},
+            opened,
+        )
         for g in gpus
     )
     n = len(gpus)
-    summary = {"headline": head, "units": [str(g) for g in gpus], "units_total": 8, "unit_name": "GPUs", "alerts": n}
+    summary = {"headline": head, "where": node, "alertname": name, "units": [str(g) for g in gpus], "units_total": 8}
+    summary |= {"unit_name": "GPUs", "alerts": n}
     summary |= {"firing": n * firing, "eligible": n * firing, "muted": 0}
     return MessageSnapshot(
         incident=f"gpu-by-node/{name}/{node}",
@@ -86,6 +100,8 @@ def sample_notifications() -> dict[str, Notification]:
     nodes = [_sample_item(f"gpu-node-{i:02d}", "GPUHighTemp", "critical", range(6 if i < 26 else 5)) for i in range(37)]
     head = "GPUHighTemp on 37 nodes in region north: 211 GPUs"
     summary = {"headline": head, "nodes": 37, "units": 211, "members": [n.headline for n in nodes], "alerts": 211}
+    summary |= {"alertname": "GPUHighTemp", "unit_name": "GPUs", "scope": [["region", "north"]]}
+    summary["member_facts"] = [{"where": n.labels["node"], "units": len(n.alerts), "units_total": 8} for n in nodes]
     cluster = replace(
         nodes[0],
         incident="cluster/gpu-by-node/GPUHighTemp/north",

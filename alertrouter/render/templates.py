@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from gettext import NullTranslations
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -34,6 +35,14 @@ from alertrouter.channels.base import (
     utf8_len,
 )
 from alertrouter.durations import format_duration
+from alertrouter.i18n import (
+    DEFAULT_LANGUAGE,
+    DEFAULT_TIMEZONE,
+    Locale,
+    severity_name,
+    severity_word,
+    translations,
+)
 from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot
 from alertrouter.paths import data_dir
 from alertrouter.render.context import (
@@ -141,20 +150,46 @@ _ESCAPES: dict[str, Callable[[str], str]] = {
 }
 
 
-def _environment(loader: BaseLoader, style: str) -> ImmutableSandboxedEnvironment:
+def _gettext_callables(tr: NullTranslations, escape: Callable[[Any], Any]) -> dict[str, Callable[..., Markup]]:
+    """`_`, `gettext` and `ngettext` of templates: the catalogue's text is trusted like template source,
+    and each `%(name)s` value is escaped for the output format the way `{{ }}` values are (`escape`),
+    so a label value passed to a translated sentence is neutralised as it would be outside one. (Jinja2's
+    own newstyle gettext would HTML-escape it, which is right for HTML only.)"""
+
+    def fill(text: str, values: Mapping[str, Any]) -> Markup:
+        if not values:
+            return Markup(text)  # noqa: S704 - catalogue text, no values
+        return Markup(text) % {k: Markup(escape(v)) for k, v in values.items()}  # noqa: S704 - values escaped
+
+    def gettext(message: str, **values: Any) -> Markup:
+        return fill(tr.gettext(message), values)
+
+    def ngettext(singular: str, plural: str, num: int, **values: Any) -> Markup:
+        return fill(tr.ngettext(singular, plural, num), {"num": num, **values})
+
+    return {"_": gettext, "gettext": gettext, "ngettext": ngettext}
+
+
+def _environment(loader: BaseLoader, style: str, tr: NullTranslations) -> ImmutableSandboxedEnvironment:
     """Every environment autoescapes (so macros return Markup and are not escaped twice); markdown and
-    text escape through `finalize`, HTML through markupsafe."""
+    text escape through `finalize`, HTML through markupsafe. The i18n extension is loaded so that
+    Babel's extractor reads the templates as the renderer does; the gettext callables are ours."""
     escape = _ESCAPES[style] if style != "html" else None
+    finalize = _html_finalize if escape is None else _finalizer(escape)
     env = ImmutableSandboxedEnvironment(
         loader=loader,
         undefined=StrictUndefined,
         autoescape=True,
-        finalize=_html_finalize if escape is None else _finalizer(escape),
+        finalize=finalize,
         trim_blocks=True,
         lstrip_blocks=True,
+        extensions=["jinja2.ext.i18n"],
     )
     if escape is not None:
         env.filters["e"] = env.filters["escape"] = _finalizer(escape)
+        env.globals.update(_gettext_callables(tr, _finalizer(escape)))
+    else:
+        env.globals.update(_gettext_callables(tr, lambda v: Markup.escape(_html_finalize(v))))
     return env
 
 
@@ -215,17 +250,25 @@ def _severity_counts(items: Sequence[ItemContext]) -> tuple[tuple[str, int], ...
     return tuple(counts.items())
 
 
-def _counts_text(counts: Sequence[tuple[str, int]]) -> str:
-    return ", ".join(f"{n} {name}" for name, n in counts)
+def _counts_text(tr: NullTranslations, counts: Sequence[tuple[str, int]]) -> str:
+    """`3 critical, 9 warning` / `3 条严重，9 条警告`."""
+    parts = (tr.gettext("%(n)s %(severity)s") % {"n": n, "severity": severity_name(tr, s)} for s, n in counts)
+    return tr.gettext(", ").join(parts)
 
 
-def _title(n: Notification, items: Sequence[ItemContext], text: Callable[[str], str] = str) -> str:
+def _title(
+    n: Notification, items: Sequence[ItemContext], tr: NullTranslations, text: Callable[[str], str] = str
+) -> str:
     """`[CRITICAL] headline`, `[RESOLVED] headline`, `12 notifications: 3 critical, 9 warning`; `text`
     is applied to what came from labels (severities, the headline), not to the product's brackets."""
     if n.kind is MessageKind.COALESCED:
         total = len(n.items)
-        return f"{total} notification{'s' if total != 1 else ''}: {text(_counts_text(_severity_counts(items)))}"
-    label = "RESOLVED" if n.kind is MessageKind.RESOLVED else text(items[0].severity_label)
+        counts = text(_counts_text(tr, _severity_counts(items)))
+        return tr.ngettext("%(num)s notification: %(counts)s", "%(num)s notifications: %(counts)s", total) % {
+            "num": total,
+            "counts": counts,
+        }
+    label = tr.gettext("RESOLVED") if n.kind is MessageKind.RESOLVED else text(items[0].severity_label)
     return f"[{label}] {text(items[0].headline or items[0].incident)}"
 
 
@@ -258,16 +301,31 @@ class _Prepared:
 class Templates:
     """The Renderer of `alertrouter.channels.base`: built-in templates, overridden file by file by a user dir."""
 
-    def __init__(self, user_dir: Path | None = None, *, builtin_dir: Path | None = None, timezone: str = "UTC") -> None:
-        try:
-            self._clock = LocalClock(ZoneInfo(timezone))
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown timezone {timezone!r}") from exc
+    def __init__(
+        self,
+        user_dir: Path | None = None,
+        *,
+        builtin_dir: Path | None = None,
+        timezone: str = DEFAULT_TIMEZONE,
+        language: str = DEFAULT_LANGUAGE,
+    ) -> None:
+        """`timezone` and `language`: of notifications that carry no `locale` of their own (the delivery
+        loop gives each the receiver's; samples and tests may not)."""
+        self.default = Locale(language, timezone)
+        self._clock(self.default)  # an unknown zone or language fails here, not at the first message
+        translations(language)
         self.builtin_dir = builtin_dir or data_dir("templates")
         self.user_dir = user_dir
         dirs = [d for d in (user_dir, self.builtin_dir) if d is not None]
         self._loader = ChoiceLoader([FileSystemLoader(d) for d in dirs])
-        self._envs: dict[str, ImmutableSandboxedEnvironment] = {}
+        self._envs: dict[tuple[str, str], ImmutableSandboxedEnvironment] = {}
+
+    @staticmethod
+    def _clock(locale: Locale) -> LocalClock:
+        try:
+            return LocalClock(ZoneInfo(locale.timezone))
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown timezone {locale.timezone!r}") from exc
 
     def names(self) -> list[str]:
         """Every `channel/kind.fmt` a template exists for (files and folders starting with `_` are helpers)."""
@@ -280,17 +338,22 @@ class Templates:
                     found.add(f"{path.parent.name}/{path.name.removesuffix('.j2')}")
         return sorted(found)
 
-    def template(self, channel: str, fmt: str, kind: str) -> Template:
+    def template(self, channel: str, fmt: str, kind: str, *, language: str | None = None) -> Template:
         if not (_NAME.match(channel) and _NAME.match(fmt) and _NAME.match(kind)):
             raise ValueError(f"bad template name {channel!r}/{kind!r}.{fmt!r}")
         style = _style_for(channel, fmt)
-        env = self._envs.get(style)
+        language = language or self.default.language
+        env = self._envs.get((style, language))
         if env is None:
-            env = self._envs[style] = _environment(self._loader, style)
+            env = self._envs[style, language] = _environment(self._loader, style, translations(language))
         return env.get_template(f"{channel}/{kind}.{fmt}.j2")
 
+    def locale(self, notification: Notification) -> Locale:
+        return notification.locale or self.default
+
     def render(self, channel: str, fmt: str, notification: Notification, *, limit_bytes: int | None = None) -> str:
-        template = self.template(channel, fmt, str(notification.kind))
+        language = self.locale(notification).language
+        template = self.template(channel, fmt, str(notification.kind), language=language)
         prepared = self._prepare(channel, fmt, notification)
 
         def fill(k: int | None) -> str:  # templates may leave runs of blank lines; one is enough
@@ -310,20 +373,26 @@ class Templates:
                 hi = mid - 1
         if best is not None:
             return best
-        return _cut_keeping(fill(0), limit_bytes, (prepared.top["ack_link"], prepared.top["silence_link"]))
+        anchors = (prepared.top["runbook_link"], prepared.top["ack_link"], prepared.top["silence_link"])
+        return _cut_keeping(fill(0), limit_bytes, anchors)
 
     def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
         """DingTalk's title and the email subject: one line of plain text (see `plain_title`)."""
         limit = TITLE_LIMIT if limit_bytes is None else limit_bytes
-        return truncate_utf8(_title(notification, self._items(notification), plain_title), limit)
+        tr = translations(self.locale(notification).language)
+        return truncate_utf8(_title(notification, self._items(notification), tr, plain_title), limit)
 
     def _items(self, n: Notification) -> tuple[ItemContext, ...]:
         now = n.created_at or datetime.now(UTC)
         raws = n.items[:MAX_LISTED] or (_NOTHING,)
-        return tuple(build_item(r, fallback_severity=n.severity, clock=self._clock, now=now) for r in raws)
+        locale = self.locale(n)
+        clock, tr = self._clock(locale), translations(locale.language)
+        return tuple(build_item(r, fallback_severity=n.severity, clock=clock, now=now, tr=tr) for r in raws)
 
     def _prepare(self, channel: str, fmt: str, n: Notification) -> _Prepared:
         items = self._items(n)
+        locale = self.locale(n)
+        tr = translations(locale.language)
         style = _style_for(channel, fmt)
         counts = _severity_counts(items)
         resolved = n.kind is MessageKind.RESOLVED or all(i.resolved for i in items)
@@ -331,21 +400,23 @@ class Templates:
         created = n.created_at or datetime.now(UTC)
         top = {
             "kind": str(n.kind),
+            "language": locale.language,
             "receiver": clean(n.receiver, KEY_CAP),
             "severity": clean(n.severity, KEY_CAP),
-            "severity_label": "RESOLVED" if resolved else clean(n.severity, KEY_CAP).upper(),
+            "severity_label": severity_word(tr, clean(n.severity, KEY_CAP), resolved=resolved),
             "emoji": emoji,
             "color": color,
             "html_color": html_color,
             "link": _product_link(n.link, style),
             "ack_link": _product_link(n.ack_link, style),
             "silence_link": _product_link(n.silence_link, style),
+            "runbook_link": _product_link(n.runbook_link, style),
             "silence_for": format_duration(n.silence_for) if n.silence_for else "",
-            "title": truncate_utf8(_title(n, items), HEADLINE_CAP),
+            "title": truncate_utf8(_title(n, items, tr), HEADLINE_CAP),
             "mention": _mention(channel, fmt, n.mentions),
             "items_total": len(n.items),
             "counts": counts,
-            "counts_text": _counts_text(counts),
-            "created": self._clock.full(created),
+            "counts_text": _counts_text(tr, counts),
+            "created": self._clock(locale).full(created),
         }
         return _Prepared(top, items, max(0, len(n.items) - len(items)), n.kind is MessageKind.COALESCED)

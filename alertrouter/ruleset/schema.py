@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
 
+from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES, Locale
 from alertrouter.labels import Matcher, MatcherError, is_valid_label_name, parse_matchers
 from alertrouter.pipeline.timeinterval import (
     parse_clock,
@@ -128,6 +129,12 @@ def _unlimited(value: Any) -> Any:
     return UNLIMITED_REPEATS if value == "unlimited" else value
 
 
+def _known_language(value: str) -> str:
+    if value not in LANGUAGES:
+        raise ValueError(f"unknown language {value!r} (one of {', '.join(LANGUAGES)})")
+    return value
+
+
 UNLIMITED_REPEATS = -1  # `max_repeats: unlimited`, to lift a cap set higher up the route tree
 
 
@@ -140,6 +147,29 @@ class GlobalConfig(Section):
     severity_label: str = "severity"
     severities: list[str] = Field(default_factory=lambda: ["critical", "warning", "info"], description="Worst first")
     external_url: str | None = Field(None, description="Base URL of this alertrouter, for links in messages")
+    language: str = Field(
+        DEFAULT_LANGUAGE, description=f"Language of messages: {' or '.join(LANGUAGES)} (a receiver may override it)"
+    )
+    timezone: str = Field(
+        DEFAULT_TIMEZONE, description="IANA time zone of every time in messages (a receiver may override it)"
+    )
+
+    runbook_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts whose `runbook_url` annotation a message shows as its runbook link (http or https); "
+        "an annotation is data from whoever fires alerts, so no other URL is ever made a link",
+    )
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str) -> str:
+        return _known_language(value)
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        zone(value)
+        return value
 
     @field_validator("node_labels", "severities")
     @classmethod
@@ -439,6 +469,20 @@ class ReceiverConfig(Section):
     description: str = ""
     channels: list[Annotated[ReceiverChannelConfig, BeforeValidator(_channel_ref)]] = Field(default_factory=list)
     digest: DigestConfig | None = None
+    language: str | None = Field(None, description="Overrides `global.language` for this receiver's messages")
+    timezone: str | None = Field(None, description="Overrides `global.timezone` for this receiver's messages")
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        return None if value is None else _known_language(value)
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str | None) -> str | None:
+        if value is not None:
+            zone(value)
+        return value
 
 
 class RuleFile(Section):
@@ -474,6 +518,12 @@ class Ruleset(Section):
     origins: dict[str, list[str]] = Field(
         default_factory=dict, description="section -> 'file:section[i]' per item, for problems found after merging"
     )
+
+    def locale(self, receiver: str) -> Locale:
+        """The language and time zone of `receiver`'s messages: its own, else `global`'s."""
+        config = next((r for r in self.receivers if r.name == receiver), None)
+        language = (config.language if config else None) or self.global_.language
+        return Locale(language, (config.timezone if config else None) or self.global_.timezone)
 
     def origin(self, section: str, index: int | None = None) -> tuple[str, str]:
         """(file, path) of a section or of one item of a list section."""

@@ -105,7 +105,7 @@ async def test_dingtalk_action_card_has_acknowledge_silence_and_details_buttons(
     (body,) = dingtalk.messages(DT_TOKEN)  # the fake checked each button's title and http(s) URL
     assert body["msgtype"] == "actionCard"
     card = body["actionCard"]
-    assert [b["title"] for b in card["btns"]] == [ACK_TITLE, "静默 1h Silence", BUTTON_TITLE]
+    assert [b["title"] for b in card["btns"]] == [ACK_TITLE, "Silence 1h", BUTTON_TITLE]
     ack, silence, details = (b["actionURL"] for b in card["btns"])
     assert_verifies(ack, Action.ACK)
     assert_verifies(silence, Action.SILENCE)
@@ -124,8 +124,8 @@ async def test_dingtalk_that_must_ping_stays_markdown_with_the_links_in_the_text
     (body,) = dingtalk.messages(DT_TOKEN)
     assert body["msgtype"] == "markdown"
     text = body["markdown"]["text"]
-    assert f"[确认 Acknowledge]({n.ack_link})" in text
-    assert f"[静默 1h Silence]({n.silence_link})" in text
+    assert f"[Acknowledge]({n.ack_link})" in text
+    assert f"[Silence 1h]({n.silence_link})" in text
     (ping,) = dingtalk.pings
     assert ping.mobiles == (MOBILE,)
 
@@ -208,8 +208,8 @@ async def test_wecom_markdown_carries_the_links(wecom: FakeWeCom, client: httpx.
 
     (body,) = wecom.messages(WECOM_KEY)
     content = body["markdown"]["content"]
-    assert f"[确认 Acknowledge]({n.ack_link})" in content
-    assert f"[静默 1h Silence]({n.silence_link})" in content
+    assert f"[Acknowledge]({n.ack_link})" in content
+    assert f"[Silence 1h]({n.silence_link})" in content
     assert "<@zhangwei>" in content
 
 
@@ -235,8 +235,8 @@ async def test_wecom_huge_incident_fits_and_keeps_its_links(
         assert f"]({n.silence_link})" in content
     else:  # plain URL lines
         lines = content.splitlines()
-        assert f"确认 Acknowledge: {n.ack_link}" in lines
-        assert f"静默 1h Silence: {n.silence_link}" in lines
+        assert f"Acknowledge: {n.ack_link}" in lines
+        assert f"Silence 1h: {n.silence_link}" in lines
 
 
 # -- Feishu and email -----------------------------------------------------------------------------
@@ -254,8 +254,8 @@ async def test_feishu_text_has_the_links_on_their_own_lines(client: httpx.AsyncC
     finally:
         bot.stop()
     lines = body["content"]["text"].splitlines()
-    assert f"确认 Acknowledge: {n.ack_link}" in lines
-    assert f"静默 1h Silence: {n.silence_link}" in lines
+    assert f"Acknowledge: {n.ack_link}" in lines
+    assert f"Silence 1h: {n.silence_link}" in lines
 
 
 async def test_email_html_has_escaped_values_and_link_buttons() -> None:
@@ -278,7 +278,7 @@ async def test_email_html_has_escaped_values_and_link_buttons() -> None:
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;" in html
     assert f'<a href="{n.ack_link}"' in html
     assert f'<a href="{n.silence_link}"' in html
-    assert ">确认 Acknowledge</a>" in html
+    assert ">Acknowledge</a>" in html
     text = text_part.get_content().splitlines()
-    assert f"确认 Acknowledge: {n.ack_link}" in text
-    assert f"静默 1h Silence: {n.silence_link}" in text
+    assert f"Acknowledge: {n.ack_link}" in text
+    assert f"Silence 1h: {n.silence_link}" in text

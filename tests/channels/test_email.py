@@ -244,6 +244,23 @@ async def test_hostile_values_stay_escaped(plain: FakeSmtp) -> None:
     assert "&amp; &lt;b&gt;bold&lt;/b&gt;" in body
 
 
+async def test_a_chinese_subject_arrives_with_every_space(plain: FakeSmtp) -> None:
+    """Python's header folding drops the space between two encoded words at a line break: the subject
+    of a storm in Chinese would read `40 个节点GPUXidError`."""
+    storm = "[严重] north 区 r12 机架 40 个节点 GPUXidError，共 320 块 GPU"  # as zh-CN titles it
+
+    class Titled(EscapingRenderer):
+        def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
+            return notification.first.headline
+
+    item = {**ITEM, "headline": storm}
+    sent = dataclasses.replace(SAMPLE, items=(MessageSnapshot.from_json(item),), recipients=("a@x.org", "b@x.org"))
+    await EmailChannel(config(plain), renderer=Titled()).send(sent)
+    (message,) = plain.messages
+    assert message["Subject"] == storm
+    assert plain.envelopes[0].rcpt_tos == ("a@x.org", "b@x.org")
+
+
 async def test_falls_back_to_configured_recipients(plain: FakeSmtp) -> None:
     await channel(config(plain)).send(dataclasses.replace(SAMPLE, recipients=()))
     assert plain.envelopes[0].rcpt_tos == ("fallback@example.com",)

@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from alertrouter.channels.sms import gsm7_compatible, sms_params
+from alertrouter.i18n import Locale
 from alertrouter.model import MessageSnapshot
 from alertrouter.ruleset.channels import SMS_FIELDS
 from support.channels import ITEM, notification
@@ -53,3 +54,18 @@ def test_storm_incident_has_variables() -> None:
     got = with_values(kind="cluster", headline=head, summary={"headline": head, "nodes": 37, "units": 211})
     assert got["v_gpus"] == "211"
     assert got["v_headline"] == "GPUHighTemp on 37 nodes"
+
+
+def test_chinese_variables_are_worded_in_the_receivers_language_and_cut_in_characters() -> None:
+    item = {**ITEM, "summary": {**ITEM["summary"], "where": "gpu-node-07", "alertname": "GPUHighTemp"}}
+    n = dataclasses.replace(
+        notification(), items=(MessageSnapshot.from_json(item),), link=LINK, locale=Locale("zh-CN", "Asia/Shanghai")
+    )
+    params = sms_params(n, {"h": "headline", "s": "since", "g": "gpus"}, 20)
+    assert params["s"] == "18:00"  # opened 10:00 UTC: the receiver's local time, as its templates say
+    assert params["g"] == "2/8"
+    # "gpu-node-07：2/8 块 GPU GPUHighTemp" is 30 characters (42 bytes): cut to 20 characters, not bytes
+    assert params["h"] == "gpu-node-07：2/8 块.."  # 18 characters kept, the space before the cut dropped
+    assert len(params["h"]) <= 20
+    english = sms_params(dataclasses.replace(n, locale=None), {"h": "headline", "s": "since"}, 40)
+    assert english == {"h": "gpu-node-07: GPUHighTemp on 2/8 GPUs", "s": "10:00"}

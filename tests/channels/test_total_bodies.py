@@ -123,7 +123,7 @@ def test_chat_bodies_carry_nothing_from_labels(n: Notification) -> None:
         assert_chat(fields["text"], n, markdown=True)
         for button in fields.get("btns", []):
             assert button["actionURL"] in product_links(n)
-            assert button["title"].endswith(("Acknowledge", "Silence", "Details"))
+            assert button["title"].startswith(("Acknowledge", "Silence", "Details", "确认", "静默", "详情"))
     markdown = posted(BUILDERS["wecom-markdown"], n)[0]["markdown"]["content"]
     assert utf8_len(markdown) <= wecom.MARKDOWN_MAX_BYTES
     assert_chat(markdown, n, markdown=True)

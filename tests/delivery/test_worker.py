@@ -18,6 +18,7 @@ from alertrouter.auth.signing import Signer, TokenError
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
+from alertrouter.i18n import Locale
 from alertrouter.model import MessageSnapshot
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Intent
@@ -164,6 +165,19 @@ async def test_outbox_becomes_one_delivery_per_channel_and_is_sent_once(db: Data
     (attempt,) = await attempts(db)
     assert attempt.outcome == "sent"
     assert attempt.finished_at is not None
+
+
+async def test_each_notification_carries_its_receivers_language_and_time_zone(db: Database) -> None:
+    data = ruleset().model_dump(by_alias=True)
+    data["global"] |= {"language": "zh-CN", "timezone": "Asia/Shanghai"}
+    data["receivers"][1] |= {"language": "en", "timezone": "Europe/Berlin"}
+    rules = Ruleset.model_validate(data)
+    clock, robot, sms = Clock(), ScriptedChannel("robot"), ScriptedChannel("sms", "sms")
+    w = worker(db, rules, {"robot": robot, "sms": sms}, clock)
+    await add(db, [intent(1), intent(2, receiver="pager")])
+    await w.run_once()
+    assert [n.locale for n in robot.sent] == [Locale("zh-CN", "Asia/Shanghai")]
+    assert [n.locale for n in sms.sent] == [Locale("en", "Europe/Berlin")]
 
 
 async def test_transient_failure_retries_with_backoff_then_sends(db: Database) -> None:

@@ -133,3 +133,7 @@ def test_send_test_reports_the_vendors_answer(
         assert "300001" in out
         assert "no-such-token" not in out
         assert main(["send-test", "nobody", "--config", str(rules)]) == 1
+        (rules / "rules.yml").write_text(text.replace("  - name: oncall\n", "  - name: oncall\n    language: zh-CN\n"))
+        assert main(["send-test", "oncall", "--config", str(rules)]) == 0
+        chinese = fake.messages("good-token")[-1]["markdown"]
+        assert chinese["title"] == "[提示] alertrouter 测试消息（接收方 oncall）"  # in the receiver's language

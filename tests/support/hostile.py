@@ -18,6 +18,7 @@ from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Notification
 from alertrouter.delivery.expand import ActionLinks, coalesced_row, enrich, notification_of
 from alertrouter.delivery.plan import message_kind
+from alertrouter.i18n import LANGUAGES, Locale
 from alertrouter.model import MessageSnapshot
 
 BASE_URL = "https://alertrouter.invalid"  # a host no strategy below ever produces
@@ -144,10 +145,19 @@ def snapshots(draw: st.DrawFn, index: int = 0) -> tuple[dict[str, Any], dict[str
         members = draw(st.lists(values, max_size=20))
         summary: dict[str, Any] = {"headline": headline, "nodes": draw(counts), "units": draw(counts)}
         summary |= {"members": members, "alerts": draw(counts)}
+        if draw(st.booleans()):  # the facts a storm is worded from in the receiver's language (newer rows)
+            summary |= {"alertname": draw(values), "unit_name": draw(values)}
+            summary["scope"] = draw(
+                st.lists(st.tuples(st.sampled_from(["region", "rack", "zone"]), values), max_size=3)
+            )
+            facts = st.fixed_dictionaries({"where": values, "units": counts, "units_total": counts})
+            summary["member_facts"] = draw(st.lists(facts, max_size=20))
     else:
         summary = {"headline": headline, "units": draw(st.lists(values, max_size=20)), "units_total": draw(counts)}
         summary |= {"unit_name": draw(values), "alerts": draw(counts), "firing": draw(counts)}
         summary |= {"eligible": draw(counts), "muted": draw(counts), "silenced": draw(counts)}
+        if draw(st.booleans()):  # the facts a node incident is worded from (newer rows)
+            summary |= {"where": draw(values), "alertname": draw(values)}
     opened = draw(recent)
     snapshot = {
         "incident": draw(values),
@@ -192,7 +202,8 @@ def notifications(draw: st.DrawFn) -> Notification:
     n = notification_of(row, ["+8613800000000"], base_url=BASE_URL, now=NOW, actions=ACTIONS)
     if n.ack_link and n.silence_link:  # which messages get them is the product's decision; the nonces in
         n = replace(n, ack_link=ACK, silence_link=SILENCE)  # them are random, so fixed ones make runs repeatable
-    return n
+    zone = draw(st.sampled_from(["UTC", "Asia/Shanghai", "America/Los_Angeles"]))
+    return replace(n, locale=Locale(draw(st.sampled_from(LANGUAGES)), zone))
 
 
 # --- oracles ----------------------------------------------------------------------------------------
