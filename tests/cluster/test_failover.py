@@ -14,34 +14,19 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from cluster.box import DINGTALK_CORE, PROMETHEUS, WECOM_KEY, ClusterBox
+from cluster.box import DINGTALK_CORE, WECOM_KEY, ClusterBox
 from cluster.failover import NODES, STORM, STORM_NAMES, XID48, Failover, run_failover
-from support import pg
-from support.need import need
-from support.procs import ALERTMANAGER
+from cluster.scenarios import MARKS, on_a_box
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.alertmanager,
-    pytest.mark.postgres,
-    pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning"),
-]
+pytestmark = MARKS
 
 CRITICAL = {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}  # routes.yml's oncall-core receiver
 
 
 @pytest.fixture(scope="module")
 def failover() -> Iterator[Failover]:
-    need(PROMETHEUS is not None, "prometheus is not installed (run: bash .ci/setup)")
-    need(ALERTMANAGER is not None, "prometheus-alertmanager is not installed (run: bash .ci/setup)")
-    problem = pg.available()
-    need(problem is None, problem or "")
-    with ClusterBox(nodes=NODES) as box:
-        try:
-            yield run_failover(box)
-        except BaseException:
-            print(box.log_tails())
-            raise
+    with on_a_box(lambda: ClusterBox(nodes=NODES), run_failover) as outcome:
+        yield outcome
 
 
 def test_the_survivor_took_the_engine_lease_and_keeps_it(failover: Failover) -> None:

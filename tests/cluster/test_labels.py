@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from cluster.box import PROMETHEUS
 from cluster.labels import (
     NORTH,
     POD,
@@ -23,31 +22,16 @@ from cluster.labels import (
     name,
     run_labels,
 )
+from cluster.scenarios import MARKS, on_a_box
 from cluster.told import about
-from support import pg
-from support.need import need
-from support.procs import ALERTMANAGER
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.alertmanager,
-    pytest.mark.postgres,
-    pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning"),
-]
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")
 def labels() -> Iterator[Labels]:
-    need(PROMETHEUS is not None, "prometheus is not installed (run: bash .ci/setup)")
-    need(ALERTMANAGER is not None, "prometheus-alertmanager is not installed (run: bash .ci/setup)")
-    problem = pg.available()
-    need(problem is None, problem or "")
-    with labels_box() as box:
-        try:
-            yield run_labels(box)
-        except BaseException:
-            print(box.log_tails())
-            raise
+    with on_a_box(labels_box, run_labels) as outcome:
+        yield outcome
 
 
 def test_a_north_node_pages_the_north_and_not_the_south(labels: Labels) -> None:

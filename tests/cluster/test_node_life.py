@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from cluster.box import PROMETHEUS
 from cluster.node_life import (
     BACK,
     BLIND,
@@ -26,17 +25,10 @@ from cluster.node_life import (
     node_life_box,
     run_node_life,
 )
+from cluster.scenarios import MARKS, on_a_box
 from cluster.told import about
-from support import pg
-from support.need import need
-from support.procs import ALERTMANAGER
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.alertmanager,
-    pytest.mark.postgres,
-    pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning"),
-]
+pytestmark = MARKS
 
 CRITICAL = {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
 WARNING = {"dingtalk-ops": 1, "email-ops": 1}
@@ -44,16 +36,8 @@ WARNING = {"dingtalk-ops": 1, "email-ops": 1}
 
 @pytest.fixture(scope="module")
 def life() -> Iterator[NodeLife]:
-    need(PROMETHEUS is not None, "prometheus is not installed (run: bash .ci/setup)")
-    need(ALERTMANAGER is not None, "prometheus-alertmanager is not installed (run: bash .ci/setup)")
-    problem = pg.available()
-    need(problem is None, problem or "")
-    with node_life_box() as box:
-        try:
-            yield run_node_life(box)
-        except BaseException:
-            print(box.log_tails())
-            raise
+    with on_a_box(node_life_box, run_node_life) as outcome:
+        yield outcome
 
 
 def sms(node: str, alert: str, severity: str, gpus: str = "-") -> str:

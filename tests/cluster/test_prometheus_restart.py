@@ -14,19 +14,12 @@ from datetime import datetime
 import httpx
 import pytest
 
-from cluster.box import PROMETHEUS, ClusterBox
+from cluster.box import ClusterBox
 from cluster.restart import DOWN, HOT, MARKER, NODES, XID48, Restart, run_restart
+from cluster.scenarios import MARKS, on_a_box
 from e2e.harness import parse_time
-from support import pg
-from support.need import need
-from support.procs import ALERTMANAGER
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.alertmanager,
-    pytest.mark.postgres,
-    pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning"),
-]
+pytestmark = MARKS
 
 RESTORED = {"NodeDown", "GPUHighTemp", "DCGMExporterDown"}  # rules with a `for:`, whose activeAt is restored
 TOLD = {"NodeDown", "GPUHighTemp", "GPUXidError"}  # what reached people before the restart
@@ -44,16 +37,8 @@ def _second(text: str) -> datetime:
 
 @pytest.fixture(scope="module")
 def restart() -> Iterator[Restart]:
-    need(PROMETHEUS is not None, "prometheus is not installed (run: bash .ci/setup)")
-    need(ALERTMANAGER is not None, "prometheus-alertmanager is not installed (run: bash .ci/setup)")
-    problem = pg.available()
-    need(problem is None, problem or "")
-    with ClusterBox(nodes=NODES) as box:
-        try:
-            yield run_restart(box)
-        except BaseException:
-            print(box.log_tails())
-            raise
+    with on_a_box(lambda: ClusterBox(nodes=NODES), run_restart) as outcome:
+        yield outcome
 
 
 def test_the_restarted_prometheus_sent_its_firing_alerts_again(restart: Restart) -> None:

@@ -16,35 +16,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from cluster.box import DINGTALK_CORE, DINGTALK_OPS, OPS_EMAIL, PROMETHEUS, WECOM_KEY, ClusterBox
+from cluster.box import DINGTALK_CORE, DINGTALK_OPS, OPS_EMAIL, WECOM_KEY, ClusterBox
 from cluster.rack import DARK, DARK_NAMES, HOT, NODES, XID48, Rack, run_rack
-from support import pg
+from cluster.scenarios import MARKS, on_a_box
 from support.fakes.dingtalk import MAX_BODY_BYTES as DINGTALK_MAX_BODY
 from support.fakes.wecom import MAX_CONTENT_BYTES as WECOM_MAX_CONTENT
-from support.need import need
-from support.procs import ALERTMANAGER
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.alertmanager,
-    pytest.mark.postgres,
-    # the SMTP fake takes AUTH after STARTTLS; aiosmtpd warns about its own settings regardless
-    pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning"),
-]
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")
 def rack() -> Iterator[Rack]:
-    need(PROMETHEUS is not None, "prometheus is not installed (run: bash .ci/setup)")
-    need(ALERTMANAGER is not None, "prometheus-alertmanager is not installed (run: bash .ci/setup)")
-    problem = pg.available()
-    need(problem is None, problem or "")
-    with ClusterBox(nodes=NODES) as box:
-        try:
-            yield run_rack(box)
-        except BaseException:
-            print(box.log_tails())
-            raise
+    with on_a_box(lambda: ClusterBox(nodes=NODES), run_rack) as outcome:
+        yield outcome
 
 
 def test_one_cluster_node_down_message_per_critical_channel(rack: Rack) -> None:
