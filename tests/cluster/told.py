@@ -22,7 +22,8 @@ from cluster.box import (
     WECOM_KEY,
     ClusterBox,
 )
-from e2e.harness import Router, wait_for
+from cluster.rack import settled
+from e2e.harness import wait_for
 
 __all__ = ["Snapshot", "about", "settle", "told"]
 
@@ -92,19 +93,9 @@ class Snapshot:
         return counts
 
 
-def _at_rest(router: Router) -> list[dict[str, Any]] | None:
-    """No alert waiting out a hold-down and no delivery pending: the notifications, else None."""
-    if any(a["decision"] == "held" for a in router.alerts()):
-        return None
-    r = router.http.get("/api/v1/notifications", params={"limit": 1000})
-    assert r.status_code == 200, r.text
-    rows: list[dict[str, Any]] = r.json()["notifications"]
-    return None if any(row["status"] in ("pending", "sending") for row in rows) else rows
-
-
 def settle(box: ClusterBox, timeout: float = 120.0) -> Snapshot:
     router = box.routers[0]
-    rows = wait_for(lambda: _at_rest(router), what="no held alert and no pending delivery", timeout=timeout)
+    rows = wait_for(lambda: settled(router), what="no held alert and no pending delivery", timeout=timeout)
     assert rows is not None
     incidents = router.http.get("/api/v1/incidents", params={"limit": 1000})
     assert incidents.status_code == 200, incidents.text
