@@ -115,12 +115,18 @@ class IncidentRecord:
     headline: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     summary: Mapping[str, Any] = field(default_factory=dict)
-    inhibited: bool = False  # firing, and every firing alert of it was inhibited (`inhibited_only`)
+
+    @property
+    def inhibited(self) -> bool:
+        """Firing, and every firing alert of it was inhibited (`inhibited_only`)."""
+        return self.firing and inhibited_only(self.summary)
 
 
 def inhibited_only(summary: Mapping[str, Any]) -> bool:
     """Whether an incident's stored summary (`pipeline.incident.summary_dict`) had firing alerts, all of them
     inhibited: none counting, none in hold-down, none silenced (a silence's end is told at once)."""
+    if not isinstance(summary, Mapping):  # a stored summary is JSON: anything may have been written there
+        return False
     firing, muted, silenced, eligible = (summary.get(k) for k in ("firing", "muted", "silenced", "eligible"))
     return isinstance(firing, int) and firing > 0 and muted == firing and silenced == 0 and eligible == 0
 
@@ -195,6 +201,5 @@ def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> 
             headline=state.headline,
             labels=state.labels,
             summary=state.summary,
-            inhibited=state.firing and inhibited_only(state.summary),
         )
     return out

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.model import AlertStatus, OutboxStatus
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
-from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert, inhibited_only
+from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.store import bulk
 from alertrouter.store.db import is_outage
 from alertrouter.store.handles import alerts_t, incidents_t, notify_t, outbox_t
@@ -164,7 +164,6 @@ async def load_incidents(session: AsyncSession, *, resolved_since: datetime) -> 
             headline=r.headline,
             labels=r.labels,
             summary=r.summary,
-            inhibited=r.status == "firing" and isinstance(r.summary, dict) and inhibited_only(r.summary),
         )
         for r in rows
     }
