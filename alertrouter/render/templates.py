@@ -216,15 +216,20 @@ def _product_link(value: object, style: str) -> Markup:
 
 def _cut_keeping(text: str, limit: int, anchors: Sequence[str]) -> str:
     """`text` cut to `limit` bytes, the last resort when even no listed entries fit. The lines from the
-    first that holds one of `anchors` (the action links, which the templates put in the footer) are
-    kept whole and the text above them is cut instead: a cut message must still be actionable."""
+    first that holds one of `anchors` (the product's links, which the templates put in the footer, or
+    last on the one line of an SMS) are kept whole and the text above them is cut instead: a cut message
+    must still be actionable. When that line alone is too long, the cut moves into it: the text before
+    the first link written on its own (after a space) is cut, the links kept."""
     found = [i for i in (text.find(a) for a in anchors if a) if i >= 0]
     if found:
-        start = text.rfind("\n", 0, min(found)) + 1
-        tail = text[start:]
-        room = limit - utf8_len(tail) - 1
-        if room > 0:
-            return truncate_utf8(text[:start].rstrip("\n"), room) + "\n" + tail
+        first = min(found)
+        line = text.rfind("\n", 0, first) + 1
+        starts = [(line, "\n")] + ([(first, " ")] if first > line and text[first - 1] == " " else [])
+        for start, joint in starts:
+            tail = text[start:]
+            room = limit - utf8_len(tail) - 1
+            if room > 0:
+                return truncate_utf8(text[:start].rstrip(), room) + joint + tail
     return truncate_utf8(text, limit)
 
 
@@ -373,7 +378,8 @@ class Templates:
                 hi = mid - 1
         if best is not None:
             return best
-        anchors = (prepared.top["runbook_link"], prepared.top["ack_link"], prepared.top["silence_link"])
+        top = prepared.top
+        anchors = (top["runbook_link"], top["ack_link"], top["silence_link"], top["link"])
         return _cut_keeping(fill(0), limit_bytes, anchors)
 
     def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:

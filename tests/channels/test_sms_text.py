@@ -21,7 +21,9 @@ from alertrouter.channels.sms import (
     sms_params,
     sms_text,
 )
-from alertrouter.model import MessageSnapshot
+from alertrouter.i18n import Locale
+from alertrouter.model import AlertItem, MessageSnapshot
+from alertrouter.render.templates import Templates
 from alertrouter.ruleset.schema import SmsChannelConfig
 from support.channels import ITEM, notification
 
@@ -203,3 +205,20 @@ def test_a_resolved_sms_does_not_read_as_the_firing_one() -> None:
     items = (MessageSnapshot.from_json(ITEM), resolved_item)
     both = dataclasses.replace(SAMPLE, kind=MessageKind.COALESCED, items=items)
     assert notification_fields(both)["severity"] == "critical"
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_an_sms_cut_to_its_limit_keeps_the_incident_link_whole(language: str) -> None:
+    """An alert without alertname is named by its label set; long values (4-byte characters, as a
+    hostile or careless exporter may send) make the one line of an SMS too long. The text before the
+    link is cut, never the link: an SMS whose link is cut off cannot be acted on."""
+    long = "9" * 20 + "\U00010000" * 40
+    labels = {"job": "backup", "region": long, "zone": long, "rack": long, "team": long}
+    item = MessageSnapshot.from_json({**ITEM, "headline": "", "labels": labels, "summary": {}})
+    item = dataclasses.replace(item, alerts=(AlertItem("fp-1", labels, True),))
+    n = dataclasses.replace(SAMPLE, kind=MessageKind.UPDATE, items=(item,), locale=Locale(language, "Asia/Shanghai"))
+    templates = Templates()
+    text = sms_text(templates, n)
+    assert len(text.encode()) <= TEXT_LIMIT_BYTES
+    assert text.endswith(" " + n.link)
+    assert "backup" in text  # cut, not dropped: the alert is still named
