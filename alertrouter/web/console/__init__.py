@@ -27,7 +27,7 @@ async def _page_error(request: Request, exc: Exception) -> HTMLResponse:
     except STORE_ERRORS:  # the page still says what went wrong, only without the caller's name
         principal = None
     console = Console(request, runtime, access, access.reader(principal), utcnow())
-    return console.message(exc.status, exc.title, exc.message)
+    return console.message(exc.status, exc.title, exc.message, **exc.values)
 
 
 async def _stylesheet(request: Request) -> Response:

@@ -16,6 +16,7 @@ from alertrouter.store import delivery
 from alertrouter.web import operations
 from alertrouter.web.console import views
 from alertrouter.web.console.pages import ConsoleDeliveryId, ConsoleDep, read_form
+from alertrouter.web.console.views import N_
 
 __all__ = ["router"]
 
@@ -61,12 +62,12 @@ async def channels_page(console: ConsoleDep) -> HTMLResponse:
         attempts = await store.attempts_for(session, [d.id for d in dead])
     return console.page(
         "channels",
-        title="Channels",
+        title=N_("Channels"),
         channels=rows,
         dead=dead,
         dead_total=dead_total,
         attempts=attempts,
-        headlines={d.id: views.delivery_headline(d.message) for d in dead},
+        headlines={d.id: views.delivery_headline(d.message, console.tr) for d in dead},
         quarantined=quarantined,
         quarantined_total=quarantined_total,
     )
@@ -80,7 +81,9 @@ async def dead_letter(console: ConsoleDep, delivery_id: ConsoleDeliveryId, actio
     elif action == "discard":
         done = await operations.discard_dead_letter(console.runtime, delivery_id=delivery_id, by=principal.name)
     else:
-        return console.message(404, "Not found", "Dead letters can be retried or discarded.")
+        return console.message(404, N_("Not found"), N_("Dead letters can be retried or discarded."))
     if not done:
-        return console.message(409, "Not a dead letter", f"Delivery {delivery_id} is not a dead letter (any more).")
+        return console.message(
+            409, N_("Not a dead letter"), N_("Delivery %(id)s is not a dead letter (any more)."), id=delivery_id
+        )
     return RedirectResponse("/channels", status_code=303)

@@ -15,7 +15,8 @@ from alertrouter.store.delivery import incident_ids
 from alertrouter.store.tables import AlertRow, IncidentRow
 from alertrouter.web import operations
 from alertrouter.web.console import views
-from alertrouter.web.console.pages import ConsoleDep, ConsoleIncidentId, read_form
+from alertrouter.web.console.pages import Console, ConsoleDep, ConsoleIncidentId, read_form
+from alertrouter.web.console.views import N_
 
 __all__ = ["router"]
 
@@ -29,12 +30,12 @@ async def home() -> RedirectResponse:
     return RedirectResponse("/incidents", status_code=303)
 
 
-def _row(row: IncidentRow, console_now: Any) -> dict[str, Any]:
+def _row(row: IncidentRow, console: Console) -> dict[str, Any]:
     return {
         "row": row,
         "state": views.incident_state(row),
         "grid": views.gpu_grid(row.summary or {}) if row.kind == IncidentKind.NODE else [],
-        "age": views.incident_age(row, console_now),
+        "age": views.incident_age(row, console.now, console.tr),
     }
 
 
@@ -63,8 +64,8 @@ async def incident_list(
     pages = max(1, -(-total // PAGE_SIZE))
     return console.page(
         "incidents",
-        title="Incidents",
-        incidents=[_row(r, console.now) for r in rows],
+        title=N_("Incidents"),
+        incidents=[_row(r, console) for r in rows],
         total=total,
         filters=query,
         choices=choices,
@@ -95,7 +96,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
     async with console.runtime.db.read() as session:
         row = await queries.get_incident(session, incident_id=incident_id)
         if row is None:
-            return console.message(404, "Not found", f"There is no incident {incident_id}.")
+            return console.message(404, N_("Not found"), N_("There is no incident %(id)s."), id=incident_id)
         alerts = list(await queries.incident_alerts(session, key=row.key))
         members = await queries.incident_members(session, key=row.key)
         trail = await store.decision_trail(session, fingerprints=[a.fingerprint for a in alerts])
@@ -110,14 +111,14 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
     severity_label = console.runtime.ruleset.global_.severity_label
     return console.page(
         "incident",
-        title=row.headline,
+        title_text=views.incident_headline(console.tr, row, console.language),
         incident=row,
         state=views.incident_state(row),
-        age=views.incident_age(row, console.now),
+        age=views.incident_age(row, console.now, console.tr),
         grid=views.gpu_grid(row.summary or {}) if row.kind == IncidentKind.NODE else [],
         alerts=alerts,
         alert_names={a.fingerprint: a for a in alerts},
-        members=[_row(m, console.now) for m in members],
+        members=[_row(m, console) for m in members],
         trail=trail,
         messages=messages,
         deliveries=deliveries,
@@ -134,5 +135,5 @@ async def acknowledge(console: ConsoleDep, incident_id: ConsoleIncidentId) -> Re
     principal = await console.writer(await read_form(console.request))
     row = await operations.acknowledge(console.runtime, incident_id=incident_id, by=principal.name)
     if row is None:
-        return console.message(404, "Not found", f"There is no incident {incident_id}.")
+        return console.message(404, N_("Not found"), N_("There is no incident %(id)s."), id=incident_id)
     return RedirectResponse(f"/incidents/{incident_id}", status_code=303)

@@ -16,6 +16,7 @@ from alertrouter.store import queries
 from alertrouter.web import operations
 from alertrouter.web.console import views
 from alertrouter.web.console.pages import Console, OptionalConsoleDep, PageError
+from alertrouter.web.console.views import N_
 
 __all__ = ["router"]
 
@@ -26,24 +27,24 @@ _MAX_TOKEN = 2048
 def _verify(console: Console, token: str) -> ActionToken:
     signers = console.runtime.signers
     if len(token) > _MAX_TOKEN:
-        raise PageError(403, "Invalid link", "This link is not valid.")
+        raise PageError(403, N_("Invalid link"), N_("This link is not valid."))
     try:
         return read_action(signers.link, token, now=console.now)
     except TokenError as exc:
         if exc.reason == "link expired":
             raise PageError(
-                410, "Link expired", "This link has expired. Open the incident in the console instead."
+                410, N_("Link expired"), N_("This link has expired. Open the incident in the console instead.")
             ) from None
         raise PageError(
-            403, "Invalid link", "This link is not valid: it was altered or not made by this server."
+            403, N_("Invalid link"), N_("This link is not valid: it was altered or not made by this server.")
         ) from None
 
 
 def _describe(console: Console, action: ActionToken) -> str:
     if action.action is Action.ACK:
-        return "Acknowledge this incident: its repeat messages stop; the resolved message still goes."
-    span = views.duration_text(console.runtime.settings.link_silence)
-    return f"Silence this incident's alerts for {span} (matching its labels, any severity)."
+        return console._("Acknowledge this incident: its repeat messages stop; the resolved message still goes.")
+    span = views.duration_text(console.runtime.settings.link_silence, console.tr)
+    return console._("Silence this incident's alerts for %(span)s (matching its labels, any severity).", span=span)
 
 
 @router.get("/a/{token}")
@@ -53,12 +54,14 @@ async def confirm_page(token: str, console: OptionalConsoleDep) -> HTMLResponse:
         incident = await queries.get_incident(session, incident_id=action.incident_id)
         used = await store.used_token(session, nonce=action.nonce)
     if incident is None:
-        return console.message(404, "Not found", f"There is no incident {action.incident_id}.")
+        return console.message(404, N_("Not found"), N_("There is no incident %(id)s."), id=action.incident_id)
     if used is not None:
-        return console.message(409, "Link already used", f"This link was already used at {views.when(used.used_at)}.")
+        return console.message(
+            409, N_("Link already used"), N_("This link was already used at %(at)s."), at=console.when(used.used_at)
+        )
     return console.page(
         "link",
-        title="Acknowledge" if action.action is Action.ACK else "Silence",
+        title=N_("Acknowledge") if action.action is Action.ACK else N_("Silence"),
         action=action.action.value,
         description=_describe(console, action),
         incident=incident,
@@ -76,16 +79,18 @@ async def act(token: str, console: OptionalConsoleDep) -> HTMLResponse:
     action = _verify(console, token)
     result = await operations.use_link(console.runtime, action)
     if result.outcome is operations.LinkOutcome.NO_INCIDENT:
-        return console.message(404, "Not found", f"There is no incident {action.incident_id}.")
+        return console.message(404, N_("Not found"), N_("There is no incident %(id)s."), id=action.incident_id)
     if result.outcome is operations.LinkOutcome.REPLAYED:
-        at = views.when(result.used_at) if result.used_at else "an earlier time"
-        return console.message(409, "Link already used", f"This link was already used at {at}. Nothing was changed.")
+        at = console.when(result.used_at) if result.used_at else console._("an earlier time")
+        return console.message(
+            409, N_("Link already used"), N_("This link was already used at %(at)s. Nothing was changed."), at=at
+        )
     if result.outcome is operations.LinkOutcome.NOTHING_TO_SILENCE:
-        return console.message(400, "Cannot silence", "This incident has no labels to silence it by.")
+        return console.message(400, N_("Cannot silence"), N_("This incident has no labels to silence it by."))
     assert result.incident is not None
     return console.page(
         "link",
-        title="Done",
+        title=N_("Done"),
         action=action.action.value,
         description=_describe(console, action),
         incident=result.incident,

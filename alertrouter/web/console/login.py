@@ -1,5 +1,6 @@
 """Console login and logout: a signed session cookie (HttpOnly, SameSite=Lax, Secure behind https); a
-logout revokes the session in the store, so a copy of the cookie is refused too."""
+logout revokes the session in the store, so a copy of the cookie is refused too. And the language switch
+every page links to: it remembers the person's choice in a cookie (see `language`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from alertrouter.i18n import LANGUAGES
 from alertrouter.web import operations
 from alertrouter.web.access import SESSION_COOKIE
+from alertrouter.web.console.language import LANGUAGE_COOKIE, REMEMBER
 from alertrouter.web.console.pages import OptionalConsoleDep, PageError, check_csrf, read_form, security_headers
+from alertrouter.web.console.views import N_
 
 __all__ = ["router", "safe_next"]
 
@@ -27,26 +31,26 @@ def safe_next(target: str) -> str:
 @router.get("/login")
 async def login_page(console: OptionalConsoleDep, next: Annotated[str, Query(max_length=2000)] = "/") -> HTMLResponse:
     return console.page(
-        "login", title="Log in", next=safe_next(next), error="", user="", users=bool(console.access.users)
+        "login", title=N_("Log in"), next=safe_next(next), error="", user="", users=bool(console.access.users)
     )
 
 
 @router.post("/login")
 async def login(console: OptionalConsoleDep) -> Response:
     if console.request.headers.get("sec-fetch-site", "") == "cross-site":
-        raise PageError(403, "Not allowed", "Log in from the console's own login page.")
+        raise PageError(403, N_("Not allowed"), N_("Log in from the console's own login page."))
     form = await read_form(console.request)
     user, password, target = form.get("user", "").strip(), form.get("password", ""), safe_next(form.get("next", "/"))
     signers = console.runtime.signers
     if not console.access.users:
-        raise PageError(403, "No console users", "No console user is configured (ALERTROUTER_CONSOLE_USERS).")
+        raise PageError(403, N_("No console users"), N_("No console user is configured (ALERTROUTER_CONSOLE_USERS)."))
     if not user or not password or not await console.access.login(user, password):
         return console.page(
             "login",
             status=401,
-            title="Log in",
+            title=N_("Log in"),
             next=target,
-            error="Wrong user name or password.",
+            error=console._("Wrong user name or password."),
             user=user,
             users=True,
         )
@@ -69,7 +73,7 @@ async def logout(console: OptionalConsoleDep) -> Response:
     principal = console.principal
     if principal is not None and principal.via == "session":
         if not check_csrf(form, principal.csrf):
-            raise PageError(403, "Form expired", "Reload the page and log out again.")
+            raise PageError(403, N_("Form expired"), N_("Reload the page and log out again."))
         assert principal.expires_at is not None
         await operations.end_session(
             console.runtime, session_id=principal.session_id, user=principal.name, expires_at=principal.expires_at
@@ -78,4 +82,28 @@ async def logout(console: OptionalConsoleDep) -> Response:
     response.delete_cookie(
         SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=console.access.secure_cookies
     )
+    return response
+
+
+@router.get("/language/{language}")
+async def switch_language(
+    language: str, console: OptionalConsoleDep, next: Annotated[str, Query(max_length=2000)] = "/incidents"
+) -> Response:
+    """A link rather than a form: the choice changes nothing but how this browser's pages read. A language
+    the console does not have (`/language/auto`) forgets the choice: the browser's and the rules' apply."""
+    response = RedirectResponse(safe_next(next), status_code=303, headers=security_headers())
+    if language in LANGUAGES:
+        response.set_cookie(
+            LANGUAGE_COOKIE,
+            language,
+            max_age=REMEMBER,
+            httponly=True,
+            samesite="lax",
+            secure=console.access.secure_cookies,
+            path="/",
+        )
+    else:
+        response.delete_cookie(
+            LANGUAGE_COOKIE, path="/", httponly=True, samesite="lax", secure=console.access.secure_cookies
+        )
     return response

@@ -11,6 +11,7 @@ from alertrouter.store import console as store
 from alertrouter.store.delivery import incident_ids
 from alertrouter.web.console import views
 from alertrouter.web.console.pages import ConsoleDep
+from alertrouter.web.console.views import N_
 
 __all__ = ["router"]
 
@@ -29,7 +30,7 @@ async def muted_page(console: ConsoleDep, page: Annotated[int, Query(ge=1, le=10
     pages = max(1, -(-total // PAGE_SIZE))
     return console.page(
         "muted",
-        title="Muted alerts",
+        title=N_("Muted alerts"),
         alerts=alerts,
         sources=sources,
         incident_ids=ids,

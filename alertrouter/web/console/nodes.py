@@ -43,7 +43,7 @@ async def nodes_page(console: ConsoleDep, page: Annotated[int, Query(ge=1, le=10
         )
     return console.page(
         "nodes",
-        title="Nodes",
+        title_text=console.tr.pgettext("console", "Nodes"),  # "Nodes" alone is a message's count
         addresses=addresses,
         sources=sources,
         incident_ids=ids,

@@ -22,6 +22,7 @@ from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.simulate import SimulationError, Step, simulate
 from alertrouter.web.console.pages import ConsoleDep, PageError, check_csrf, read_form
+from alertrouter.web.console.views import N_
 
 __all__ = ["IntervalView", "interval_views", "masked_config", "router"]
 
@@ -54,21 +55,21 @@ class IntervalView:
     active: bool
     until: datetime | None  # when it next starts or ends
     specs: list[str]
-    used_by: list[str]  # "route.routes[1] mutes", "route.routes[0] is active only"
+    used_by: list[tuple[str, str]]  # (route path, "mutes" | "active"): the page words them
 
 
-def _uses(route: Route) -> Iterator[tuple[str, str]]:
+def _uses(route: Route) -> Iterator[tuple[str, tuple[str, str]]]:
     for name in route.mute_time_intervals:
-        yield name, f"{route.path} mutes"
+        yield name, (route.path, "mutes")
     for name in route.active_time_intervals:
-        yield name, f"{route.path} is active only"
+        yield name, (route.path, "active")
     for child in route.routes:
         yield from _uses(child)
 
 
 def interval_views(pipeline: CompiledRules, now: datetime) -> list[IntervalView]:
     """Every named interval, whether it is active at `now` and until when, and the routes that use it."""
-    uses: dict[str, list[str]] = {}
+    uses: dict[str, list[tuple[str, str]]] = {}
     for name, use in _uses(pipeline.route):
         uses.setdefault(name, []).append(use)
     return [
@@ -76,7 +77,7 @@ def interval_views(pipeline: CompiledRules, now: datetime) -> list[IntervalView]
             name=name,
             active=interval.active(now),
             until=interval.next_change(now),
-            specs=[describe_spec(spec) for spec in interval.specs] or ["never (no time_intervals)"],
+            specs=[describe_spec(spec) for spec in interval.specs],  # none: never active
             used_by=uses.get(name, []),
         )
         for name, interval in sorted(pipeline.time_intervals.items())
@@ -88,10 +89,11 @@ def _page(console: ConsoleDep, *, status: int = 200, **context: Any) -> HTMLResp
     context.setdefault("payload", "")
     context.setdefault("outcome", None)
     context.setdefault("error", "")
+    context.setdefault("detail", "")  # the parser's own words, shown as machine text
     return console.page(
         "rules",
         status=status,
-        title="Rules",
+        title=N_("Rules"),
         config=masked_config(ruleset),
         config_hash=ruleset.config_hash,
         sources=ruleset.sources,
@@ -111,16 +113,19 @@ async def run_simulation(console: ConsoleDep) -> HTMLResponse:
     form = await read_form(console.request, limit=console.runtime.settings.max_body_bytes + 4096)
     principal = console.principal
     if principal is not None and principal.via == "session" and not check_csrf(form, principal.csrf):
-        raise PageError(403, "Form expired", "The form's security token does not match your session.")
+        raise PageError(403, N_("Form expired"), N_("The form's security token does not match your session."))
     payload = form.get("payload", "").strip()
     if not payload:
-        return _page(console, status=400, error="paste an Alertmanager webhook body or a JSON list of alerts")
+        error = console._("Paste an Alertmanager webhook body or a JSON list of alerts.")
+        return _page(console, status=400, error=error)
     try:
         json.loads(payload)
     except json.JSONDecodeError as exc:
-        return _page(console, status=400, payload=payload, error=f"invalid JSON: {exc.msg} (line {exc.lineno})")
+        error = console._("Invalid JSON (line %(line)s):", line=exc.lineno)
+        return _page(console, status=400, payload=payload, error=error, detail=exc.msg)
     try:
         outcome = await simulate(compile_rules(console.runtime.ruleset), [Step("pasted payload", payload.encode())])
     except SimulationError as exc:
-        return _page(console, status=400, payload=payload, error=str(exc))
+        error = console._("The payload could not be simulated:")
+        return _page(console, status=400, payload=payload, error=error, detail=str(exc))
     return _page(console, payload=payload, outcome=outcome.as_json())

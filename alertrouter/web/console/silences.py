@@ -11,6 +11,7 @@ from alertrouter.store import console as store
 from alertrouter.web import operations
 from alertrouter.web.console import views
 from alertrouter.web.console.pages import ConsoleDep, read_form
+from alertrouter.web.console.views import N_
 
 __all__ = ["router"]
 
@@ -18,8 +19,14 @@ router = APIRouter(include_in_schema=False)
 
 
 async def _page(
-    console: ConsoleDep, *, status: int = 200, error: str = "", form: dict[str, str] | None = None
+    console: ConsoleDep,
+    *,
+    status: int = 200,
+    error: str = "",
+    detail: str = "",
+    form: dict[str, str] | None = None,
 ) -> HTMLResponse:
+    """`error` in the page's language; `detail` the parser's own words (shown as machine text)."""
     async with console.runtime.db.read() as session:
         rows = await actions.list_silences(session, now=console.now, include_expired=True, limit=300)
         effect = await store.silenced_counts(session)
@@ -29,9 +36,10 @@ async def _page(
     return console.page(
         "silences",
         status=status,
-        title="Silences",
+        title=N_("Silences"),
         silences=silences,
         error=error,
+        detail=detail,
         form=form or {"matchers": "", "duration": "2h", "comment": ""},
         created=console.request.query_params.get("created", ""),
     )
@@ -49,8 +57,9 @@ async def create(console: ConsoleDep) -> Response:
     kept = {k: form.get(k, "") for k in ("matchers", "duration", "comment")}
     try:
         duration = parse_duration(kept["duration"] or "2h")
-    except ValueError as exc:
-        return await _page(console, status=400, error=f"duration: {exc}", form=kept)
+    except ValueError:
+        error = console._("The duration %(value)s could not be read (for example 30m, 2h, 1d).", value=kept["duration"])
+        return await _page(console, status=400, error=error, form=kept)
     try:
         row = await operations.create_silence(
             console.runtime,
@@ -60,7 +69,8 @@ async def create(console: ConsoleDep) -> Response:
             by=principal.name,
         )
     except operations.InputError as exc:
-        return await _page(console, status=400, error=str(exc), form=kept)
+        error = console._("The silence could not be created:")
+        return await _page(console, status=400, error=error, detail=str(exc), form=kept)
     return RedirectResponse(f"/silences?created={row.id}", status_code=303)
 
 
@@ -68,5 +78,5 @@ async def create(console: ConsoleDep) -> Response:
 async def expire(silence_id: str, console: ConsoleDep) -> Response:
     principal = await console.writer(await read_form(console.request))
     if not await operations.expire_silence(console.runtime, silence_id=silence_id, by=principal.name):
-        return console.message(404, "Not found", "No active or pending silence with that id.")
+        return console.message(404, N_("Not found"), N_("No active or pending silence with that id."))
     return RedirectResponse("/silences", status_code=303)

@@ -1,33 +1,51 @@
 """How stored rows read on a console page: incident state, the GPU grid, ages, why an alert was decided
-as it was. Pure functions over rows and dicts; the templates escape whatever these return."""
+as it was, in the page's language and time zone. Pure functions over rows and dicts; the templates escape
+whatever these return."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
+from gettext import NullTranslations
 from typing import Any
 
-from alertrouter.model import MessageError, MessageSnapshot, parse_time
-from alertrouter.render.context import age_text, unit_cells
+from alertrouter import i18n
+from alertrouter.model import AlertStatus, IncidentKind, MessageError, MessageSnapshot, parse_time
+from alertrouter.render.context import unit_cells
 from alertrouter.store.tables import IncidentRow, SilenceRow
 
 __all__ = [
     "DECISION_TEXT",
     "LABELS_SHOWN",
+    "LANGUAGE_NAMES",
+    "N_",
     "VALUE_CAP",
+    "WORDS",
     "Cell",
     "cap_text",
     "delivery_headline",
     "duration_text",
     "gpu_grid",
     "incident_age",
+    "incident_headline",
     "incident_state",
     "short_time",
     "shown_labels",
     "silence_state",
     "when",
+    "who",
+    "word",
 ]
+
+
+def N_(message: str) -> str:
+    """Marks a console word said from Python for the catalogue (Babel extracts `N_`); the page translates it."""
+    return message
+
+
+# The switch shows each language in its own words, so a reader finds theirs whatever the page is in.
+LANGUAGE_NAMES = {"en": "English", "zh-CN": "中文"}
 
 # A page shows at most this much of one label or annotation value, and this many labels per alert: one
 # alert with huge labels must not make a page of megabytes. The JSON API keeps the whole values.
@@ -36,17 +54,80 @@ NAME_CAP = 200  # label names
 LABELS_SHOWN = 40
 
 DECISION_TEXT = {
-    "notify": "notified",
-    "aggregated": "aggregated into the incident",
-    "rolled_up": "rolled up into a cluster incident",
-    "throttled": "throttled (already told)",
-    "inhibited": "inhibited",
-    "held": "held (waiting for a possible source)",
-    "silenced": "silenced",
-    "muted_by_interval": "muted by a time interval (its routes send nothing now)",
-    "quarantined": "quarantined (processing it failed; left out of every pass)",
-    "resolved": "resolved",
+    "notify": N_("notified"),
+    "aggregated": N_("aggregated into the incident"),
+    "rolled_up": N_("rolled up into a cluster incident"),
+    "throttled": N_("throttled (already told)"),
+    "inhibited": N_("inhibited"),
+    "held": N_("held (waiting for a possible source)"),
+    "silenced": N_("silenced"),
+    "muted_by_interval": N_("muted by a time interval (its routes send nothing now)"),
+    "quarantined": N_("quarantined (processing it failed; left out of every pass)"),
+    "resolved": N_("resolved"),
 }
+
+# The product's one-word states and outcomes as a page shows them (badges, tables); the stored value stays
+# in `data-*` attributes and URLs. A value not listed (a future state) is shown as stored.
+WORDS = {
+    # incidents
+    "notified": N_("notified"),
+    "acknowledged": N_("acknowledged"),
+    "silenced": N_("silenced"),
+    "resolved": N_("resolved"),
+    "firing": N_("firing"),
+    # decisions of alerts
+    "notify": N_("notify"),
+    "aggregated": N_("aggregated"),
+    "rolled_up": N_("rolled up"),
+    "throttled": N_("throttled"),
+    "inhibited": N_("inhibited"),
+    "held": N_("held"),
+    "muted_by_interval": N_("muted by interval"),
+    "quarantined": N_("quarantined"),
+    "pending": N_("pending"),
+    # kinds
+    "node": N_("node"),
+    "cluster": N_("cluster"),
+    # silences
+    "active": N_("active"),
+    "expired": N_("expired"),
+    # notifications (the throttle's reasons), outbox rows, deliveries and their attempts
+    "first": N_("first"),
+    "grew": N_("grew"),
+    "repeat": N_("repeat"),
+    "dispatched": N_("dispatched"),
+    "no_channels": N_("no channels"),
+    "sending": N_("sending"),
+    "sent": N_("sent"),
+    "dead": N_("dead"),
+    "coalesced": N_("coalesced"),
+    "failed_over": N_("failed over"),
+    "split": N_("split"),
+    "capped": N_("capped"),
+    "error": N_("error"),
+    "rate_limited": N_("rate limited"),
+    "retry": N_("will retry"),
+    # message kinds
+    "update": N_("update"),
+    # node addresses
+    "learned": N_("learned"),
+    "configured": N_("configured"),
+    "prometheus": N_("Prometheus"),
+    "pod": N_("pod"),
+}
+
+
+def who(tr: NullTranslations, name: object) -> str:
+    """Who acknowledged or silenced: a person's or token's name as stored, or a message's signed link
+    (`web.operations.use_link` records those as `link`)."""
+    text = "" if name is None else str(name)
+    return tr.gettext("a signed link") if text == "link" else text
+
+
+def word(tr: NullTranslations, value: object) -> str:
+    """A stored state or outcome in the page's language; one the product does not list is shown as stored."""
+    text = "" if value is None else str(value)
+    return tr.gettext(WORDS[text]) if text in WORDS else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,38 +154,70 @@ def gpu_grid(summary: Mapping[str, Any]) -> list[Cell]:
     return [Cell(str(i), lit) for i, lit in enumerate(unit_cells(summary.get("units"), summary.get("units_total")))]
 
 
-def duration_text(delta: timedelta | None) -> str:
-    """`45s`, `12m`, `3h 5m`, `2d 4h`."""
-    return "" if delta is None else age_text(delta)
+_ENGLISH = NullTranslations()
 
 
-def incident_age(row: IncidentRow, now: datetime) -> str:
+def duration_text(delta: timedelta | None, tr: NullTranslations = _ENGLISH) -> str:
+    """`45s`, `12m`, `3h 5m`, `2d 4h` (`12 分钟`, ...)."""
+    return "" if delta is None else i18n.age_text(tr, delta)
+
+
+def incident_age(row: IncidentRow, now: datetime, tr: NullTranslations = _ENGLISH) -> str:
     """How long it has been firing, or how long it lasted."""
     start = row.active_since or row.opened_at
     end = row.resolved_at if row.status == "resolved" and row.resolved_at else now
-    return duration_text(end - start)
+    return duration_text(end - start, tr)
 
 
-def when(value: datetime | str | None) -> str:
-    """An absolute UTC time, to the second; a text that is not a time is shown as it is."""
+def when(value: datetime | str | None, zone: tzinfo = UTC) -> str:
+    """An absolute time in `zone` (the rules' `global.timezone`), to the second, with the zone's
+    abbreviation; a text that is not a time is shown as it is."""
     t = parse_time(value)
     if t is None:
         return value if isinstance(value, str) else ""
-    return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        local = t.astimezone(zone)
+    except OverflowError:  # a zone east of UTC would take 9999-12-31T23:00Z past year 9999
+        local = t.astimezone(UTC)
+    return local.strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-def short_time(value: datetime | str | None) -> str:
-    text = when(value)
+def short_time(value: datetime | str | None, zone: tzinfo = UTC) -> str:
+    """`MM-DD HH:MM` in `zone`."""
+    text = when(value, zone)
     return text[5:16] if text and text[0].isdigit() else text
 
 
-def delivery_headline(message: object) -> str:
-    """What a delivery was about: its first item's headline; "" for a message that cannot be read."""
+def incident_headline(tr: NullTranslations, row: IncidentRow, language: str) -> str:
+    """The incident's headline worded in the page's language from the facts in its summary, as messages
+    word it (`i18n.headline`); English pages show the stored headline, which is the same words."""
+    if language == i18n.DEFAULT_LANGUAGE:
+        return row.headline
+    try:
+        kind = IncidentKind(row.kind)
+    except ValueError:
+        return row.headline
+    snapshot = MessageSnapshot(
+        incident=row.key,
+        kind=kind,
+        reason="",
+        status=AlertStatus.RESOLVED if row.status == "resolved" else AlertStatus.FIRING,
+        severity=row.severity,
+        headline=row.headline,
+        labels=row.labels or {},
+        summary=row.summary or {},
+    )
+    return i18n.headline(tr, snapshot) or row.headline
+
+
+def delivery_headline(message: object, tr: NullTranslations = _ENGLISH) -> str:
+    """What a delivery was about: its first item's headline in the page's language; "" for a message
+    that cannot be read."""
     items = message.get("items") if isinstance(message, Mapping) else None
     if not isinstance(items, list) or not items:
         return ""
     try:
-        return MessageSnapshot.from_json(items[0]).headline
+        return i18n.headline(tr, MessageSnapshot.from_json(items[0]))
     except MessageError:
         return ""
 
@@ -115,16 +228,18 @@ def silence_state(row: SilenceRow, now: datetime) -> str:
     return "pending" if row.starts_at > now else "active"
 
 
-def cap_text(value: object, limit: int = VALUE_CAP) -> str:
+def cap_text(value: object, limit: int = VALUE_CAP, tr: NullTranslations = _ENGLISH) -> str:
     """`value` as text, cut after `limit` characters with a note of how much was left out."""
     text = "" if value is None else str(value)
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+    return text[:limit] + tr.gettext("… (%(n)s more characters)") % {"n": len(text) - limit}
 
 
-def shown_labels(values: Mapping[str, object], limit: int = LABELS_SHOWN) -> tuple[list[tuple[str, str]], int]:
+def shown_labels(
+    values: Mapping[str, object], limit: int = LABELS_SHOWN, tr: NullTranslations = _ENGLISH
+) -> tuple[list[tuple[str, str]], int]:
     """The first `limit` labels by name, names and values capped, and how many more there are."""
     names = sorted(values)
-    shown = [(cap_text(name, NAME_CAP), cap_text(values[name])) for name in names[:limit]]
+    shown = [(cap_text(name, NAME_CAP, tr), cap_text(values[name], VALUE_CAP, tr)) for name in names[:limit]]
     return shown, len(names) - len(shown)

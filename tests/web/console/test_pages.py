@@ -202,7 +202,7 @@ async def test_rules_page_masks_secrets_and_simulates(database_url: str) -> None
         assert "gpu-node-07: GPUHighTemp on 2/8 GPUs" in outcome
         bad = await app.client.post("/rules/simulate", data={"csrf": csrf, "payload": "{not json"})
         assert bad.status_code == 400
-        assert "invalid JSON" in bad.text
+        assert "Invalid JSON" in bad.text
         assert (await app.client.post("/rules/simulate", data={"payload": "[]"})).status_code == 403
 
 

@@ -40,9 +40,9 @@ async def test_rules_page_lists_intervals_and_muted_page_says_which(database_url
         rows = {r.split('"')[0]: r for r in table.split('data-interval="')[1:]}
         assert set(rows) == {"always", "long-ago", "unused"}
         assert 'data-active="true"' in rows["always"]
-        assert "route.routes[0] mutes" in rows["always"]
+        assert '<span class="mono">route.routes[0]</span> mutes' in rows["always"]
         assert 'data-active="false"' in rows["long-ago"]
-        assert "route.routes[1] is active only" in rows["long-ago"]
+        assert '<span class="mono">route.routes[1]</span> is active only' in rows["long-ago"]
         assert "weekdays monday:friday; years 2001; in Asia/Shanghai" in rows["long-ago"]
         assert "never (no time_intervals)" in rows["unused"]
         assert "no route" in rows["unused"]
