@@ -1,6 +1,7 @@
 """The console in a real headless Chromium (Debian's, driven by Playwright) against a real `alertrouter
-serve`: log in, the incident list, an incident, acknowledging through a signed link, a silence and its
-effect, and hostile label values shown as text."""
+serve`, in English and in Chinese (the browser's Accept-Language): log in, the incident list, an incident,
+acknowledging through a signed link, a silence and its effect, hostile label values shown as text, and the
+language switch."""
 
 from __future__ import annotations
 
@@ -37,6 +38,29 @@ ARGS = [
 ]
 HOSTILE_NODE = '"><img src=x onerror=alert(1)>'
 HOSTILE_SUMMARY = "<script>alert(1)</script>"
+LANGUAGES = ["en", "zh-CN"]
+# What each language's pages say, written out (not read from the catalogue the pages use).
+SAYS: dict[str, dict[str, str]] = {
+    "en": {
+        "gpu-node-07": "gpu-node-07: GPUHighTemp on 3/8 GPUs",
+        "gpu-node-09": "gpu-node-09: GPUHighTemp on 2/8 GPUs",
+        "hostile": f"{HOSTILE_NODE}: GPUHighTemp on 1/8 GPUs",
+        "confirm": "Acknowledge this incident?",
+        "acknowledged": "Acknowledged",
+        "used": "Link already used",
+        "silences": "Silences",
+    },
+    "zh-CN": {
+        "gpu-node-07": "gpu-node-07：3/8 块 GPU GPUHighTemp",
+        "gpu-node-09": "gpu-node-09：2/8 块 GPU GPUHighTemp",
+        "hostile": f"{HOSTILE_NODE}：1/8 块 GPU GPUHighTemp",
+        "confirm": "确认此事件？",
+        "acknowledged": "已确认",
+        "used": "链接已使用",
+        "silences": "静默",
+    },
+}
+SILENCED_NODE = {"en": "gpu-node-09", "zh-CN": "gpu-node-11"}  # one node per language: each run its own silence
 
 try:
     from playwright.sync_api import Browser, Page, sync_playwright
@@ -95,8 +119,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
     try:
         post_alerts(proc.url, [gpu_labels("gpu-node-07", g, region="north") for g in (0, 2, 5)])
         post_alerts(proc.url, [gpu_labels("gpu-node-09", g, region="south") for g in (1, 3)])
+        post_alerts(proc.url, [gpu_labels("gpu-node-11", g, region="west") for g in (2, 6)])
         post_alerts(proc.url, [gpu_labels(HOSTILE_NODE, 4, region="east")], {"summary": HOSTILE_SUMMARY})
-        for part in ("gpu-node-07", "gpu-node-09", HOSTILE_NODE):
+        for part in ("gpu-node-07", "gpu-node-09", "gpu-node-11", HOSTILE_NODE):
             incident_id(proc.url, part)
         yield proc
     finally:
@@ -115,9 +140,15 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
+@pytest.fixture(params=LANGUAGES)
+def language(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def page(browser: Browser, language: str) -> Iterator[Page]:
+    """A tab whose browser asks for `language` (Chromium sends it as Accept-Language)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=language)
     dialogs: list[str] = []
     pg = context.new_page()
     pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -137,9 +168,11 @@ def login(page: Page, server: Proc, path: str = "/incidents") -> None:
     page.wait_for_url(f"**{path}")
 
 
-def test_incident_list_and_incident(server: Proc, page: Page) -> None:
+def test_incident_list_and_incident(server: Proc, page: Page, language: str) -> None:
+    says = SAYS[language]
     login(page, server)
-    row = page.locator("li", has_text="gpu-node-07: GPUHighTemp on 3/8 GPUs")
+    assert page.locator("html").get_attribute("lang") == language
+    row = page.locator("li", has_text=says["gpu-node-07"])
     assert row.count() == 1
     assert row.locator(".grid span.on").count() == 3
     assert row.locator(".grid span").count() == 8
@@ -147,56 +180,56 @@ def test_incident_list_and_incident(server: Proc, page: Page) -> None:
     page.click("form.filters button")
     page.wait_for_url("**region=south**")
     assert page.locator("ul.incidents li").count() == 1
-    page.click("text=gpu-node-09: GPUHighTemp on 2/8 GPUs")
+    page.click(f"text={says['gpu-node-09']}")
     page.wait_for_url("**/incidents/*")
     assert page.locator("#alerts tr[data-fingerprint]").count() == 2
-    assert page.locator("h1").inner_text().endswith("gpu-node-09: GPUHighTemp on 2/8 GPUs")
+    assert page.locator("h1").inner_text().endswith(says["gpu-node-09"])
 
 
-def test_acknowledge_through_a_signed_link_without_login(server: Proc, page: Page) -> None:
+def test_acknowledge_through_a_signed_link_without_login(server: Proc, page: Page, language: str) -> None:
+    says = SAYS[language]
     incident = incident_id(server.url, "gpu-node-07")
     link = action_link(
         Signer(SECRET, LINK_PURPOSE), server.url, Action.ACK, incident, now=utcnow(), ttl=timedelta(hours=1)
     )
     page.goto(link)
-    assert "Acknowledge this incident?" in page.content()
+    assert says["confirm"] in page.content()
     page.click("#confirm")
     page.wait_for_selector("#result")
-    assert page.locator("#result").inner_text() == "Acknowledged"
+    assert page.locator("#result").inner_text() == says["acknowledged"]
     page.goto(link)  # the same link again
-    assert page.locator("#title").inner_text() == "Link already used"
+    assert page.locator("#title").inner_text() == says["used"]
     login(page, server, f"/incidents/{incident}")
-    assert page.locator("dd [data-state]").inner_text() == "acknowledged"
+    assert page.locator("dd [data-state]").get_attribute("data-state") == "acknowledged"
 
 
-def test_create_a_silence_and_see_its_effect(server: Proc, page: Page) -> None:
-    incident = incident_id(server.url, "gpu-node-09")
+def test_create_a_silence_and_see_its_effect(server: Proc, page: Page, language: str) -> None:
+    node = SILENCED_NODE[language]
+    incident = incident_id(server.url, node)
     login(page, server, "/silences")
-    page.fill("textarea[name=matchers]", 'node="gpu-node-09"')
+    page.fill("textarea[name=matchers]", f'node="{node}"')
     page.fill("input[name=duration]", "2h")
     page.fill("input[name=comment]", "maintenance")
     page.click("#new-silence button[type=submit]")
     page.wait_for_url("**/silences?created=*")
-    assert page.locator('#silences tr[data-state="active"]', has_text='node="gpu-node-09"').count() == 1
+    assert page.locator('#silences tr[data-state="active"]', has_text=f'node="{node}"').count() == 1
 
     def silenced() -> bool:
         page.goto(f"{server.url}/incidents/{incident}")
-        decisions = page.locator("#alerts [data-decision]").all_inner_texts()
-        return (
-            bool(decisions)
-            and set(decisions) == {"silenced"}
-            and page.locator("dd [data-state]").inner_text() == "silenced"
-        )
+        badges = page.locator("#alerts [data-decision]")
+        decisions = {badges.nth(i).get_attribute("data-decision") for i in range(badges.count())}
+        return decisions == {"silenced"} and page.locator("dd [data-state]").get_attribute("data-state") == "silenced"
 
     wait_for(silenced, "the engine to apply the silence")
     page.goto(f"{server.url}/silences")
-    muting = page.locator('#silences tr[data-state="active"] td').nth(4).inner_text()
+    row = page.locator('#silences tr[data-state="active"]', has_text=f'node="{node}"')
+    muting = row.locator("td").nth(4).inner_text()
     assert muting == "2"
 
 
-def test_hostile_label_values_render_as_text(server: Proc, page: Page) -> None:
+def test_hostile_label_values_render_as_text(server: Proc, page: Page, language: str) -> None:
     login(page, server, "/incidents?status=all")
-    headline = f"{HOSTILE_NODE}: GPUHighTemp on 1/8 GPUs"
+    headline = SAYS[language]["hostile"]
     assert page.get_by_text(headline, exact=True).count() == 1
     assert page.locator("img").count() == 0
     page.get_by_text(headline, exact=True).click()
@@ -206,3 +239,15 @@ def test_hostile_label_values_render_as_text(server: Proc, page: Page) -> None:
     assert HOSTILE_NODE in page.locator("#alerts").inner_text()
     assert page.locator("#alerts .summary").inner_text() == HOSTILE_SUMMARY
     assert page.dialogs == []  # type: ignore[attr-defined]
+
+
+def test_the_language_switch_is_remembered_over_the_browsers_language(server: Proc, page: Page, language: str) -> None:
+    other = next(code for code in LANGUAGES if code != language)
+    login(page, server, "/silences")
+    assert page.locator("html").get_attribute("lang") == language
+    page.click(f'#language a[hreflang="{other}"]')
+    page.wait_for_url("**/silences")  # back on the page it was clicked on
+    assert page.locator("html").get_attribute("lang") == other
+    assert page.locator("h1").inner_text() == SAYS[other]["silences"]
+    page.goto(f"{server.url}/incidents")  # remembered on every page, though the browser still asks for `language`
+    assert page.locator("html").get_attribute("lang") == other
