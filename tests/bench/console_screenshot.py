@@ -1,17 +1,23 @@
 """Screenshots of the console's incident list over a realistic storm, for the README.
 
     .venv/bin/python tests/bench/console_screenshot.py --out docs/
+    .venv/bin/python tests/bench/console_screenshot.py --out docs/ --language zh-CN
 
 Starts `alertrouter serve` on a throwaway SQLite store, sends it what Alertmanager would during a storm
 (Xid 79 on 14 nodes of one rack, rolled up into a cluster incident, plus unrelated node incidents, one
 acknowledged, one silenced, one resolved), logs in with Debian's Chromium through Playwright and saves
-`console-incidents.png` (desktop) and `console-incidents-phone.png` (390 px wide).
+`console-incidents.png` (desktop) and `console-incidents-phone.png` (390 px wide). With `--language zh-CN`
+the browser asks for Chinese (Accept-Language, as a Chinese desktop's browser does), the rules' time zone is
+Asia/Shanghai, and the files are `console-incidents-zh-CN.png` and `console-incidents-phone-zh-CN.png`
+(Chinese drawn with Debian's fonts-noto-cjk).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import shutil
 import sys
 import tempfile
 import time
@@ -26,8 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from playwright.sync_api import sync_playwright
 
 from alertrouter.auth.passwords import hash_password
+from alertrouter.i18n import LANGUAGES
 from e2e.harness import gpu_labels, webhook, webhook_alert
-from support.procs import start_alertrouter
+from support.procs import REPO, start_alertrouter
 
 HOOK_TOKEN = "screenshot-hook-token"
 API_TOKEN = "screenshot-api-token-0123456789"
@@ -81,15 +88,33 @@ def seed(url: str) -> None:
     time.sleep(1.5)  # let the engine apply the silence and the resolve (it runs every 200 ms)
 
 
-def shoot(url: str, out: Path, chromium: str) -> list[Path]:
+def zoned_rules(work: Path, language: str) -> Path:
+    """The shipped rules; for Chinese, with times in Asia/Shanghai as a Chinese team would set them (the
+    language itself comes from the browser, as it would for a person whose rules say English)."""
+    if language == "en":
+        return REPO / "rules"
+    rules = work / "rules"
+    shutil.copytree(REPO / "rules", rules)
+    main = rules / "alertrouter.yml"
+    text = main.read_text(encoding="utf-8")
+    if re.search(r"^  timezone:", text, flags=re.M):  # the rules set one already: Shanghai instead
+        text = re.sub(r"^  timezone:.*$", "  timezone: Asia/Shanghai", text, count=1, flags=re.M)
+    else:
+        text = re.sub(r"^global:\n", "global:\n  timezone: Asia/Shanghai\n", text, count=1, flags=re.M)
+    main.write_text(text, encoding="utf-8")
+    return rules
+
+
+def shoot(url: str, out: Path, chromium: str, language: str) -> list[Path]:
     saved = []
+    suffix = "" if language == "en" else f"-{language}"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=ARGS)
         for name, viewport, scale in (
-            ("console-incidents.png", {"width": 1280, "height": 900}, 1),
-            ("console-incidents-phone.png", {"width": 390, "height": 844}, 2),
+            (f"console-incidents{suffix}.png", {"width": 1280, "height": 900}, 1),
+            (f"console-incidents-phone{suffix}.png", {"width": 390, "height": 844}, 2),
         ):
-            context = browser.new_context(viewport=viewport, device_scale_factor=scale)  # type: ignore[arg-type]
+            context = browser.new_context(viewport=viewport, device_scale_factor=scale, locale=language)  # type: ignore[arg-type]
             page = context.new_page()
             page.goto(f"{url}/login?next=/incidents")
             page.fill("input[name=user]", "oncall")
@@ -97,7 +122,7 @@ def shoot(url: str, out: Path, chromium: str) -> list[Path]:
             page.click("button[type=submit]")
             page.wait_for_url("**/incidents")
             path = out / name
-            page.screenshot(path=str(path), full_page=name == "console-incidents.png")
+            page.screenshot(path=str(path), full_page="phone" not in name)
             saved.append(path)
             context.close()
         browser.close()
@@ -108,12 +133,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("docs"))
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--language", choices=LANGUAGES, default="en", help="the language the browser asks for")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="alertrouter-screenshot-") as tmp:
         work = Path(tmp)
         proc = start_alertrouter(
             work,
+            config=zoned_rules(work, args.language),
             database_url=f"sqlite+aiosqlite:///{work / 'console.db'}",
             env={
                 "ALERTROUTER_BEARER_TOKEN": HOOK_TOKEN,
@@ -127,7 +154,7 @@ def main() -> int:
         )
         try:
             seed(proc.url)
-            for path in shoot(proc.url, args.out, args.chromium):
+            for path in shoot(proc.url, args.out, args.chromium, args.language):
                 print(path)
         finally:
             proc.stop()
