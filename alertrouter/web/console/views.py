@@ -19,6 +19,7 @@ __all__ = [
     "DECISION_TEXT",
     "LABELS_SHOWN",
     "LANGUAGE_NAMES",
+    "MESSAGE_KINDS",
     "N_",
     "VALUE_CAP",
     "WORDS",
@@ -30,6 +31,7 @@ __all__ = [
     "incident_age",
     "incident_headline",
     "incident_state",
+    "message_kind",
     "short_time",
     "shown_labels",
     "silence_state",
@@ -107,14 +109,27 @@ WORDS = {
     "error": N_("error"),
     "rate_limited": N_("rate limited"),
     "retry": N_("will retry"),
-    # message kinds
-    "update": N_("update"),
     # node addresses
     "learned": N_("learned"),
     "configured": N_("configured"),
     "prometheus": N_("Prometheus"),
     "pod": N_("pod"),
 }
+
+
+# What a delivery carried (`channels.base.MessageKind`), in the deliveries and dead letters tables.
+MESSAGE_KINDS = {
+    "firing": N_("firing message"),
+    "update": N_("update message"),
+    "resolved": N_("resolved message"),
+    "cluster": N_("storm message"),
+    "coalesced": N_("combined message"),
+}
+
+
+def message_kind(tr: NullTranslations, kind: object) -> str:
+    text = "" if kind is None else str(kind)
+    return tr.gettext(MESSAGE_KINDS[text]) if text in MESSAGE_KINDS else text
 
 
 def who(tr: NullTranslations, name: object) -> str:
