@@ -113,7 +113,6 @@ WORDS = {
     "learned": N_("learned"),
     "configured": N_("configured"),
     "prometheus": N_("Prometheus"),
-    "pod": N_("pod"),
 }
 
 

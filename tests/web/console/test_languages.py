@@ -23,7 +23,7 @@ from .conftest import HOOK, REPO, SECRET, TOKEN, App, running
 from .deliveries import add_delivery
 
 ZONE = "Asia/Shanghai"
-NORTH = [gpu_labels("gpu-node-07", g, region="north") for g in (0, 3, 5)]
+NORTH = [gpu_labels("gpu-node-07", g, region="north", instance="10.0.0.7:9400") for g in (0, 3, 5)]
 SOUTH = [gpu_labels("gpu-node-21", 5, region="south", severity="critical")]
 DOWN = node_down_labels("gpu-node-07", region="north")
 COMMENT = "PSU swap OPS-4821"
@@ -141,6 +141,7 @@ async def test_every_page_in_chinese_has_no_english_word_of_the_product(zh_app: 
     assert "已静默" in listed
     incident = await zh_app.incident_id("gpu-node-07: GPUHighTemp")
     assert "UTC" not in _visible(pages[f"/incidents/{incident}"], data)
+    assert 'data-address="10.0.0.7"' in pages["/nodes"]  # the nodes page with a learned address, not only empty
 
 
 async def test_every_page_in_english_has_no_chinese(zh_app: App) -> None:
