@@ -7,12 +7,14 @@ storm roll-up into cluster incidents, routing, and the notify decision per incid
 
 from __future__ import annotations
 
-from collections import defaultdict
+import heapq
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import TypeVar
 
-from alertrouter.labels import alert_title
+from alertrouter.labels import alert_title, matches_all
 from alertrouter.model import AlertView, IncidentKind
 from alertrouter.pipeline.aggregate import (
     AggregationRule,
@@ -21,6 +23,7 @@ from alertrouter.pipeline.aggregate import (
     common_labels,
     incident_key,
     rollup_key,
+    severity_rank,
     storm_headline,
     storm_members,
     storm_scope,
@@ -53,6 +56,8 @@ from alertrouter.pipeline.types import (
 
 __all__ = ["Evaluator"]
 
+_T = TypeVar("_T")
+
 
 @dataclass(frozen=True, slots=True)
 class _Placement:
@@ -61,6 +66,20 @@ class _Placement:
     rule: AggregationRule
     key: str  # its node incident
     hold_down: timedelta | None
+
+
+@dataclass(slots=True)
+class _Node:
+    """A node incident as its last evaluation left it: the alerts sorted into it (muted, held, counting),
+    what it says, what a storm reads of it, and the decisions about its alerts before a storm's mutes."""
+
+    group: IncidentGroup
+    summary: IncidentSummary
+    opening: IncidentSummary | None  # of the alerts that count or are held: what a storm counts of it
+    ckey: str | None  # the storm it may roll up into, while it has alerts opening
+    first: datetime | None  # when its earliest opening alert first fired
+    hold_wake: datetime | None  # the earliest end of a hold-down among its alerts
+    decisions: dict[str, AlertDecision] = field(default_factory=dict)
 
 
 def _with_mutes(decision: AlertDecision, mutes: Mapping[str, IntervalMute]) -> AlertDecision:
@@ -75,14 +94,39 @@ def _with_mutes(decision: AlertDecision, mutes: Mapping[str, IntervalMute]) -> A
     )
 
 
+def _earliest(*times: datetime | None) -> datetime | None:
+    return min((t for t in times if t is not None), default=None)
+
+
+def _keep(into: dict[str, _T], key: str, value: _T | None) -> None:
+    """Hold `value` under `key`, or nothing when it is empty."""
+    if value:
+        into[key] = value
+    else:
+        into.pop(key, None)
+
+
 class Evaluator:
-    """Keeps the inhibitor (it is incremental) and each alert's placement between passes; the
-    incidents, decisions and notifications are recomputed every pass."""
+    """Evaluates incrementally: a pass works out again only what its changes can touch, and keeps the
+    rest as the pass that last evaluated it left it.
+
+    What a node incident decides depends on its alerts (their firing state, labels, first firing),
+    the inhibitions and silences muting them, its stored record (what receivers were told, an
+    acknowledgement), the storm it belongs to, and the clock only through the times it asked to be
+    woken at (a hold-down ending, a group wait, a repeat) and the time intervals of its routes. So a
+    pass re-evaluates the incidents of changed alerts, of the targets a changed inhibition source can
+    mute or release, of the alerts a silence that started, ended or changed matches, whose record
+    changed (by identity: `next_records` and the engine keep an unchanged record's object), and
+    whose wake-up is due; the storms of those; and the members a storm took in or let go. A change of
+    a time interval's state, or `full=True`, evaluates everything: the periodic safety net, and the
+    oracle the incremental passes are tested against (`tests/pipeline/test_incremental.py`).
+    """
 
     def __init__(self, pipeline: CompiledRules) -> None:
         self.pipeline = pipeline
         self._nodes = pipeline.nodes
         self._inhibitor = Inhibitor(pipeline.inhibit_rules)
+        self._alerts: dict[str, LiveAlert] = {}
         self._views: dict[str, AlertView] = {}
         self._placements: dict[str, _Placement] = {}
         self._addresses: dict[str, str] = {}  # fingerprint -> the IP address that names its node
@@ -91,6 +135,27 @@ class Evaluator:
         self._intervals = IntervalClock(pipeline.time_intervals)
         # A route's time-interval mute, worked out once per pass: (mute, active) names -> the mute or None.
         self._mutes: dict[tuple[tuple[str, ...], tuple[str, ...]], IntervalMute | None] = {}
+        # What the passes left: node incidents and their alerts, storms, decisions, states, wake-ups.
+        self._members: dict[str, set[str]] = {}  # node incident key -> its alerts
+        self._groups: dict[str, _Node] = {}
+        self._candidates: dict[str, dict[str, AggregationRule]] = defaultdict(dict)  # ckey -> node key -> rule
+        self._storm_members: dict[str, frozenset[str]] = {}  # ckey -> node keys it rolls up now
+        self._rollup_parent: dict[str, str] = {}
+        self._ending_parent: dict[str, str] = {}
+        self._children: dict[str, set[str]] = defaultdict(set)  # parent key in a node's record -> node keys
+        self._record_parent: dict[str, str] = {}
+        self._kept: dict[str, set[str]] = {}  # storm key -> members it keeps until it is over
+        self._ending: dict[str, list[str]] = {}  # storm key -> its members, while it is ending
+        self._muting_storms: set[str] = set()  # storms whose routes a time interval mutes
+        self._decisions: dict[str, AlertDecision] = {}
+        self._counts: Counter[str] = Counter()
+        self._states: dict[str, IncidentState] = {}
+        self._seen: dict[str, IncidentRecord] = {}  # the records the last pass was given
+        self._wakes: dict[str, datetime] = {}  # incident key -> when it asked to be evaluated again
+        self._wake_heap: list[tuple[datetime, str]] = []
+        self._silences_active: frozenset[Silence] = frozenset()
+        self._interval_change: datetime | None = None
+        self._evaluated_once = False
 
     def _learn(self, learned: Mapping[str, str]) -> set[str]:
         """Take a new learned-alias map; the fingerprints whose node it may rename."""
@@ -118,27 +183,53 @@ class Evaluator:
             stale.update(fp for fp, view in self._views.items() if view.labels.get(label) in nodes)
         return stale
 
+    def _place(self, fp: str, key: str | None) -> None:
+        """Move an alert's membership to node incident `key` (None: it is gone)."""
+        before = self._placements.get(fp)
+        if before is not None and before.key != key:
+            members = self._members.get(before.key)
+            if members is not None:
+                members.discard(fp)
+                if not members:
+                    del self._members[before.key]
+        if key is not None:
+            self._members.setdefault(key, set()).add(fp)
+
     def _sync(
-        self, alerts: Iterable[LiveAlert], stale: set[str], placed_before: Mapping[str, str]
-    ) -> tuple[dict[str, AlertView], dict[str, str]]:
-        """The views of this pass, and the node incidents alerts left for another key (old -> new)."""
+        self,
+        changed: Iterable[LiveAlert],
+        removed: Iterable[str],
+        stale: set[str],
+        placed_before: Mapping[str, str],
+    ) -> tuple[set[str], dict[str, str]]:
+        """Take the changed and removed alerts; the node incidents whose alerts changed, and those
+        alerts left for another key (old -> new)."""
         nodes = self._nodes
-        views: dict[str, AlertView] = {}
+        dirty: set[str] = set()
         moves: dict[str, str] = {}
         self.rekeyed = set()
-        for a in alerts:
-            fp = a.fingerprint
+        todo: dict[str, LiveAlert] = {}
+        for a in changed:
+            self._alerts[a.fingerprint] = a
+            todo[a.fingerprint] = a
+        for fp in stale:
+            if fp not in todo and fp in self._alerts:
+                todo[fp] = self._alerts[fp]
+        gone = set(removed)
+        for fp in gone:
+            todo.pop(fp, None)
+        for fp, a in todo.items():
             old = self._views.get(fp)
             relabel = fp in stale
             if old is not None and not relabel and old.firing == a.firing and old.first_seen == a.fired_at:
-                views[fp] = old
                 continue
             # The labels of a fingerprint never change: a view made again keeps its enrichment, unless
             # a learned alias or a discovered name or topology label changed it.
             labels = old.labels if old is not None and not relabel else nodes.enrich(a.labels)
             view = AlertView(fp, labels, a.firing, a.starts_at, a.fired_at)
-            views[fp] = view
+            self._views[fp] = view
             self._inhibitor.update(view)  # a view with other labels is placed again
+            self._inhibitor.track(view)
             if old is None:
                 address = nodes.address(a.labels)
                 if address is not None:
@@ -152,18 +243,31 @@ class Evaluator:
                 if old is not None:
                     self.rekeyed.add(fp)
                     before: str | None = self._placements[fp].key
+                    dirty.add(self._placements[fp].key)
                 else:  # placed by another process (before a restart or a lease takeover), if at all
                     before = placed_before.get(fp)
                 if before is not None and before != placed.key:
                     moves[before] = placed.key
+                self._place(fp, placed.key)
                 self._placements[fp] = placed
-        for gone in self._views.keys() - views.keys():
-            self._inhibitor.remove(gone)
-            del self._placements[gone]
-            self._addresses.pop(gone, None)
-            self._keys.pop(gone, None)
-        self._views = views
-        return views, moves
+            dirty.add(self._placements[fp].key)
+        for fp in gone:
+            self._alerts.pop(fp, None)
+            if self._views.pop(fp, None) is None:
+                continue
+            self._inhibitor.remove(fp)
+            self._inhibitor.untrack(fp)
+            self._drop_decision(fp)
+            dirty.add(self._placements[fp].key)
+            self._place(fp, None)
+            del self._placements[fp]
+            self._addresses.pop(fp, None)
+            self._keys.pop(fp, None)
+        return dirty, moves
+
+    def holds(self, key: str) -> bool:
+        """Whether an incident is still described by live alerts (a node incident's, or a storm's)."""
+        return key in self._groups or key in self._states
 
     def label_of(self, fingerprint: str, name: str) -> str | None:
         """A label of an alert as the last pass saw it, enrichment (node, topology) included."""
@@ -180,8 +284,45 @@ class Evaluator:
         learned: Mapping[str, str] | None = None,
         placed_before: Mapping[str, str] | None = None,
         discovered: Discovered | None = None,
+        full: bool = False,
     ) -> EvalResult:
-        """`learned`: the learned aliases in force (address -> node); None keeps the last ones.
+        """A pass over the whole set of live alerts (those missing from `alerts` are gone); it evaluates
+        what changed since the last pass, or everything with `full`. See `evaluate_changes`."""
+        changed = []
+        live: set[str] = set()
+        for a in alerts:
+            live.add(a.fingerprint)
+            if self._alerts.get(a.fingerprint) != a:
+                changed.append(a)
+        removed = [fp for fp in self._alerts if fp not in live]
+        return self.evaluate_changes(
+            changed,
+            removed,
+            incidents,
+            now=now,
+            silences=silences,
+            learned=learned,
+            placed_before=placed_before,
+            discovered=discovered,
+            full=full,
+        )
+
+    def evaluate_changes(
+        self,
+        changed: Iterable[LiveAlert],
+        removed: Iterable[str],
+        incidents: Mapping[str, IncidentRecord],
+        *,
+        now: datetime,
+        silences: Sequence[Silence] = (),
+        learned: Mapping[str, str] | None = None,
+        placed_before: Mapping[str, str] | None = None,
+        discovered: Discovered | None = None,
+        full: bool = False,
+    ) -> EvalResult:
+        """A pass given the alerts that changed (new, or another firing state or labels) and those gone
+        since the last pass. `incidents`: every incident record, as the store holds them.
+        `learned`: the learned aliases in force (address -> node); None keeps the last ones.
         `placed_before`: the node incident each alert was last decided under, as stored (fingerprint ->
         key), consulted for alerts this evaluator has not placed yet. A new process places an alert
         under the name learned meanwhile at once; its stored key still says it left the address, and
@@ -189,103 +330,279 @@ class Evaluator:
         (None keeps the last); a change re-keys and re-labels the alerts it concerns in this pass."""
         stale = self._discover(discovered) if discovered is not None else set()
         stale |= self._learn(learned) if learned is not None else set()
-        views, moves = self._sync(alerts, stale, placed_before or {})
+        dirty, moves = self._sync(changed, removed, stale, placed_before or {})
         result = EvalResult()
-        groups: dict[str, IncidentGroup] = {}
         silencer = Silencer(silences)
+        self._mutes = {}
+        full = full or not self._evaluated_once or (self._interval_change is not None and now >= self._interval_change)
+        self._evaluated_once = True
+
+        # what else the changes touch: inhibition targets, silences, records, wake-ups
+        touched = self._inhibitor.affected()
+        active = frozenset(s for s in silences if s.matchers and s.active(now))
+        if active != self._silences_active:
+            flipped = active ^ self._silences_active
+            for fp, view in self._views.items():
+                if any(matches_all(s.matchers, view.labels) for s in flipped):
+                    touched.add(fp)
+            self._silences_active = active
+        dirty.update(self._placements[fp].key for fp in touched if fp in self._placements)
+        storms = self._records_changed(incidents, dirty)
+        due = self._due(now)
+        dirty.update(k for k in due if k in self._members or k in self._groups)
+        storms.update(k for k in due if k not in self._members)
+        if full:
+            dirty.update(self._members)
+            dirty.update(self._groups)
+            storms.update(k for k, c in self._candidates.items() if c)
+            storms.update(self._storm_members)
+            storms.update(self._ending)
+            storms.update(k for k, r in incidents.items() if r.kind == IncidentKind.CLUSTER)
+            storms.update(k for k, s in self._states.items() if s.kind == IncidentKind.CLUSTER)
+
+        # inhibition, hold-down, aggregation: the node incidents whose alerts or mutes may have changed
+        for key in sorted(dirty):
+            storms.update(self._sort(key, silencer, now))
+        given = incidents
+        incidents = self._moved(moves, self._members, incidents, result)
+
+        # storms: which node incidents they take in (or keep) now
+        regrouped: set[str] = set()
+        for ckey in sorted(storms):
+            regrouped |= self._membership(ckey, incidents, now)
+        for key in sorted(dirty | regrouped):
+            node = self._groups.get(key)
+            if node is None:
+                continue
+            node.group.parent = self._rollup_parent.get(key) or self._ending_parent.get(key)
+            self._incident(node, incidents.get(key), now, result)
+        for ckey in sorted(storms):
+            self._storm(ckey, incidents, now, result)
+
+        result.decisions = dict(self._decisions)
+        result.incidents = dict(self._states)
+        result.counts = {k: n for k, n in self._counts.items() if n}
         change = silencer.next_change(now)
         if change is not None:
             result.wake(change)
-        self._mutes = {}
         self._interval_changes(now, result)
+        heap = self._wake_heap
+        while heap and self._wakes.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)  # a wake-up asked for before the incident was evaluated again
+        if heap:
+            result.wake(heap[0][0])
+        self._seen = dict(given)
+        return result
 
-        # inhibition, hold-down, aggregation
-        for view in views.values():
-            placed = self._placements[view.fingerprint]
-            key = placed.key
-            group = groups.get(key) or groups.setdefault(key, IncidentGroup(key, placed.rule))
+    def _records_changed(self, incidents: Mapping[str, IncidentRecord], dirty: set[str]) -> set[str]:
+        """Records that are not the objects the last pass was given: their node incidents are evaluated
+        again (into `dirty`), and the storms they are or name as parent (returned)."""
+        storms: set[str] = set()
+        seen = self._seen
+        changed = [k for k, r in incidents.items() if seen.get(k) is not r]
+        changed += [k for k in seen if k not in incidents]
+        for key in changed:
+            record = incidents.get(key)
+            if record is not None and record.kind == IncidentKind.CLUSTER:
+                storms.add(key)
+                continue
+            dirty.add(key)
+            parent = record.parent if record is not None else None
+            before = self._record_parent.get(key)
+            if before is not None and before != parent:
+                self._children[before].discard(key)
+                storms.add(before)
+            if parent is None:
+                self._record_parent.pop(key, None)
+            else:
+                self._children[parent].add(key)
+                self._record_parent[key] = parent
+                storms.add(parent)
+        return storms
+
+    def _due(self, now: datetime) -> set[str]:
+        """The incidents whose wake-up time has come."""
+        out: set[str] = set()
+        heap = self._wake_heap
+        while heap and heap[0][0] <= now:
+            at, key = heapq.heappop(heap)
+            if self._wakes.get(key) == at:
+                del self._wakes[key]
+                out.add(key)
+        return out
+
+    def _set_wake(self, key: str, at: datetime | None) -> None:
+        if at is None:
+            self._wakes.pop(key, None)
+        elif self._wakes.get(key) != at:
+            self._wakes[key] = at
+            heapq.heappush(self._wake_heap, (at, key))
+
+    def _set_decision(self, fp: str, decision: AlertDecision, result: EvalResult) -> None:
+        old = self._decisions.get(fp)
+        if old is not None:
+            self._counts[old.decision.value] -= 1
+        self._decisions[fp] = decision
+        self._counts[decision.decision.value] += 1
+        result.decided.add(fp)
+
+    def _drop_decision(self, fp: str) -> None:
+        old = self._decisions.pop(fp, None)
+        if old is not None:
+            self._counts[old.decision.value] -= 1
+
+    def _sort(self, key: str, silencer: Silencer, now: datetime) -> set[str]:
+        """Sort a node incident's alerts into muted, held and counting (inhibition, silences, hold-down)
+        and describe it; returns the storms this may concern (the one it may roll up into, before and
+        now, and the one its record names as parent)."""
+        storms: set[str] = set()
+        old = self._groups.get(key)
+        if old is not None and old.ckey is not None:
+            storms.add(old.ckey)
+        if (parent := self._record_parent.get(key)) is not None:
+            storms.add(parent)
+        fps = self._members.get(key)
+        if not fps:
+            if old is not None:  # its alerts are gone: so is the incident from what passes evaluate
+                del self._groups[key]
+                self._states.pop(key, None)
+                self._set_wake(key, None)
+                if old.ckey is not None:
+                    self._candidates[old.ckey].pop(key, None)
+            return storms
+        rule = self._placements[next(iter(fps))].rule
+        group = IncidentGroup(key, rule)
+        decisions: dict[str, AlertDecision] = {}
+        hold_wake: datetime | None = None
+        for fp in sorted(fps):
+            view = self._views[fp]
             group.alerts.append(view)
             muted = self._inhibitor.mutes(view)
             # After inhibition, as Alertmanager: an inhibited alert is reported as inhibited, not silenced.
             silence = silencer.mutes(view.labels, now) if muted is None and silencer else None
             if muted is not None:
                 group.muted += 1
-                result.decisions[view.fingerprint] = AlertDecision(
+                decisions[fp] = AlertDecision(
                     Decision.INHIBITED, key, inhibited_by=muted.source_fingerprint, inhibit_rule=muted.rule
                 )
             elif silence is not None:
                 group.muted += 1
                 group.silenced += 1
-                result.decisions[view.fingerprint] = AlertDecision(Decision.SILENCED, key, silenced_by=silence.id)
+                decisions[fp] = AlertDecision(Decision.SILENCED, key, silenced_by=silence.id)
             if not view.firing:
                 if muted is None and silence is None:
-                    result.decisions[view.fingerprint] = AlertDecision(Decision.RESOLVED, key)
+                    decisions[fp] = AlertDecision(Decision.RESOLVED, key)
                 continue
             group.firing += 1
             if muted is not None or silence is not None:
                 continue
-            hold = placed.hold_down
+            hold = self._placements[fp].hold_down
             if hold and view.first_seen is not None and now < view.first_seen + hold:
                 until = view.first_seen + hold
                 group.held.append(view)
                 group.held_until = until if group.held_until is None else max(group.held_until, until)
-                result.decisions[view.fingerprint] = AlertDecision(Decision.HELD, key, held_until=until)
-                result.wake(until)
+                decisions[fp] = AlertDecision(Decision.HELD, key, held_until=until)
+                hold_wake = until if hold_wake is None else min(hold_wake, until)
                 continue
             group.eligible.append(view)
+        opening_views = group.eligible + group.held
+        opening: IncidentSummary | None = None
+        ckey: str | None = None
+        if rule.rollup is not None and opening_views:
+            p = self.pipeline
+            opening = summarize_incident(
+                rule, key, opening_views, severity_label=p.severity_label, severities=p.severities
+            )
+            ckey = rollup_key(rule, opening_views[0].labels)
+        first = min((v.first_seen for v in opening_views if v.first_seen), default=None)
+        self._groups[key] = _Node(group, self._summary(group), opening, ckey, first, hold_wake, decisions)
+        if old is not None and old.ckey is not None and old.ckey != ckey:
+            self._candidates[old.ckey].pop(key, None)
+        if ckey is not None:
+            self._candidates[ckey][key] = rule
+            storms.add(ckey)
+        return storms
 
-        incidents = self._moved(moves, groups, incidents, result)
-        summaries = {key: self._summary(g) for key, g in groups.items()}
-        clusters = self._rollups(groups, summaries, incidents, now)
-        ending = self._storms_ending(groups, incidents, clusters)
+    def _parent(self, key: str) -> str | None:
+        """The storm a node incident belongs to: the one rolling it up now, else the one it joined."""
+        return self._rollup_parent.get(key) or self._ending_parent.get(key)
 
-        for key, group in groups.items():
-            self._incident(group, summaries[key], incidents.get(key), now, result)
-        for ckey, (rule, members) in clusters.items():
-            self._cluster(ckey, rule, [groups[m] for m in members], incidents.get(ckey), now, result)
-        for ckey, members in ending.items():
-            self._cluster_ending(incidents[ckey], [groups[m] for m in members], now, result)
-        return result
-
-    @staticmethod
-    def _storms_ending(
-        groups: Mapping[str, IncidentGroup],
-        incidents: Mapping[str, IncidentRecord],
-        clusters: Mapping[str, tuple[AggregationRule, list[str]]],
-    ) -> dict[str, list[str]]:
-        """Node incidents stay members of their storm once they joined it, resolved or not: no node tells
-        its own resolve (or anything else) on its own while its storm is open. Returns the storms with no
-        member opening any more (every node resolved, or all muted), and resolved ones whose resolve is
-        not told yet: cluster key -> the node incidents that were its members."""
-        out: dict[str, list[str]] = {}
-        for ckey, record in incidents.items():
-            if record.kind != IncidentKind.CLUSTER:
-                continue
-            members = sorted(k for k in groups if (r := incidents.get(k)) is not None and r.parent == ckey)
+    def _membership(self, ckey: str, incidents: Mapping[str, IncidentRecord], now: datetime) -> set[str]:
+        """Work out which node incidents storm `ckey` takes in now (a roll-up) or keeps (one that
+        joined it stays a member while it is open: no node tells its own resolve, or anything else, on
+        its own; after the storm, a node that fires again is a new incident of its own). Returns the
+        node incidents whose storm this changed."""
+        candidates = self._candidates.get(ckey) or {}
+        record = incidents.get(ckey)
+        members: frozenset[str] = frozenset()
+        if candidates:
+            rule = next(iter(candidates.values()))
+            assert rule.rollup is not None
+            opened: dict[str, datetime] = {}
+            for key in candidates:
+                own = incidents.get(key)
+                opened[key] = own.active_since if own and own.active_since else (self._groups[key].first or now)
+            is_open = record is not None and record.firing
+            members = storm_members(rule.rollup, opened, now=now, cluster_open=is_open)
+        kept: set[str] = set()
+        ending: list[str] | None = None
+        if record is not None and record.kind == IncidentKind.CLUSTER:
+            kids = sorted(k for k in self._children.get(ckey, ()) if k in self._groups)
             untold = any(n.firing for n in record.notify.values())
             over = not (record.firing or untold)
-            for m in members:
-                # after the storm, a node that fires again is a new incident of its own
-                if groups[m].parent is None and not (over and (groups[m].eligible or groups[m].held)):
-                    groups[m].parent = ckey
-            if not over and ckey not in clusters:
-                out[ckey] = members
-        return out
+            for m in kids:
+                group = self._groups[m].group
+                if not (over and (group.eligible or group.held)):
+                    kept.add(m)
+            if not over and not members:
+                ending = kids
+        before_members = self._storm_members.get(ckey, frozenset())
+        before_kept = self._kept.get(ckey, set())
+        concerned = before_members | members | before_kept | kept
+        before = {k: self._parent(k) for k in concerned}
+        for k in before_members - members:
+            if self._rollup_parent.get(k) == ckey:
+                del self._rollup_parent[k]
+        for k in members:
+            self._rollup_parent[k] = ckey
+        for k in before_kept - kept:
+            if self._ending_parent.get(k) == ckey:
+                del self._ending_parent[k]
+        for k in kept:
+            self._ending_parent[k] = ckey
+        _keep(self._storm_members, ckey, members)
+        _keep(self._kept, ckey, kept)
+        _keep(self._ending, ckey, ending)
+        return {k for k in concerned if self._parent(k) != before[k]}
 
-    def _cluster_ending(
-        self, record: IncidentRecord, members: list[IncidentGroup], now: datetime, result: EvalResult
-    ) -> None:
+    def _storm(self, ckey: str, incidents: Mapping[str, IncidentRecord], now: datetime, result: EvalResult) -> None:
+        """Evaluate storm `ckey` as `_membership` left it: rolling up, ending, or not (any more) one."""
+        members = self._storm_members.get(ckey)
+        ending = self._ending.get(ckey)
+        if members:
+            rule = next(iter(self._candidates[ckey].values()))
+            self._cluster(ckey, rule, [self._groups[m] for m in sorted(members)], incidents.get(ckey), now, result)
+        elif ending is not None:
+            self._cluster_ending(incidents[ckey], [self._groups[m] for m in ending], now, result)
+        else:
+            self._states.pop(ckey, None)
+            self._set_wake(ckey, None)
+            self._storm_mutes(ckey, [], {}, (), result)
+
+    def _cluster_ending(self, record: IncidentRecord, members: list[_Node], now: datetime, result: EvalResult) -> None:
         """A storm with nothing left to tell: resolved (with its resolved message where the route sends
         them) when no member fires any more; quiet while members still fire, muted. Like a node
         incident's resolve, it is described by all its alerts: "NodeDown on 8 nodes", not "on 0"."""
         rule = next((r for r in self.pipeline.aggregation if r.name == record.rule), None)
-        still = any(m.firing for m in members)
+        still = any(m.group.firing for m in members)
         headline, labels = record.headline, dict(record.labels)
-        alerts = [v for m in members for v in m.alerts]
+        alerts = [v for m in members for v in m.group.alerts]
         if rule is not None and rule.rollup is not None and alerts:
             p = self.pipeline
             summaries = [
-                summarize_incident(rule, m.key, m.alerts, severity_label=p.severity_label, severities=p.severities)
+                summarize_incident(
+                    rule, m.group.key, m.group.alerts, severity_label=p.severity_label, severities=p.severities
+                )
                 for m in members
             ]
             headline = storm_headline(alerts[0].alertname, summaries, rule.rollup.scope_labels, rule.unit_name)
@@ -304,16 +621,20 @@ class Evaluator:
             parent=None,
             now=now,
         )
-        result.incidents[record.key] = state
+        self._states[record.key] = state
+        result.evaluated.add(record.key)
+        self._storm_mutes(record.key, [], {}, (), result)
         if rule is None:  # its rule is gone from the config: it resolves without a word
+            self._set_wake(record.key, None)
             return
         routes = self._routes(labels, record.severity)
-        self._notify(state, rule, routes, frozenset(), None, record, now, result, quiet=still)
+        _, earliest = self._notify(state, rule, routes, frozenset(), None, record, now, result, quiet=still)
+        self._set_wake(record.key, earliest)
 
     @staticmethod
     def _moved(
         moves: Mapping[str, str],
-        groups: Mapping[str, IncidentGroup],
+        groups: Mapping[str, object],
         incidents: Mapping[str, IncidentRecord],
         result: EvalResult,
     ) -> Mapping[str, IncidentRecord]:
@@ -348,48 +669,15 @@ class Evaluator:
             summary = replace(summary, firing=frozenset())
         return summary
 
-    def _rollups(
-        self,
-        groups: Mapping[str, IncidentGroup],
-        summaries: Mapping[str, IncidentSummary],
-        incidents: Mapping[str, IncidentRecord],
-        now: datetime,
-    ) -> dict[str, tuple[AggregationRule, list[str]]]:
-        """Cluster key -> (rule, member node-incident keys), for storms that roll up now."""
-        candidates: dict[str, dict[str, datetime]] = defaultdict(dict)
-        rules: dict[str, AggregationRule] = {}
-        for key, group in groups.items():
-            # Incidents still in hold-down count too: a storm is recognised as it arrives, not 30 s later.
-            opening = group.eligible + group.held
-            if group.rule.rollup is None or not opening:
-                continue
-            ckey = rollup_key(group.rule, opening[0].labels)
-            if ckey is None:
-                continue
-            record = incidents.get(key)
-            first = min((v.first_seen for v in opening if v.first_seen), default=now)
-            candidates[ckey][key] = record.active_since if record and record.active_since else first
-            rules[ckey] = group.rule
-        out: dict[str, tuple[AggregationRule, list[str]]] = {}
-        for ckey, opened_at in candidates.items():
-            rule = rules[ckey]
-            assert rule.rollup is not None
-            existing = incidents.get(ckey)
-            is_open = existing is not None and existing.firing
-            members = storm_members(rule.rollup, opened_at, now=now, cluster_open=is_open)
-            if members:
-                out[ckey] = (rule, sorted(members))
-                for m in members:
-                    groups[m].parent = ckey
-        return out
-
     def _interval_changes(self, now: datetime, result: EvalResult) -> None:
         """Wake when a time interval starts or ends: what a muted route holds back is sent then, and the
-        decisions of the alerts it routes change."""
+        decisions of the alerts it routes change (that pass evaluates everything)."""
+        self._interval_change = None
         for name in self.pipeline.time_intervals:
             change = self._intervals.next_change(name, now)
             if change is not None:
                 result.wake(change)
+                self._interval_change = change if self._interval_change is None else min(self._interval_change, change)
 
     def _mute(self, route: RouteMatch, now: datetime) -> IntervalMute | None:
         if not route.mute_time_intervals and not route.active_time_intervals:
@@ -413,14 +701,8 @@ class Evaluator:
                 out.append(match)
         return out
 
-    def _incident(
-        self,
-        group: IncidentGroup,
-        summary: IncidentSummary,
-        record: IncidentRecord | None,
-        now: datetime,
-        result: EvalResult,
-    ) -> None:
+    def _incident(self, node: _Node, record: IncidentRecord | None, now: datetime, result: EvalResult) -> None:
+        group, summary = node.group, node.summary
         all_labels = common_labels(a.labels for a in group.alerts)
         severity = summary.severity or worst_severity(group.alerts, self.pipeline)
         state = next_incident_state(
@@ -438,7 +720,8 @@ class Evaluator:
             now=now,
             activated=min((v.first_seen for v in group.eligible if v.first_seen), default=None),
         )
-        result.incidents[group.key] = state
+        self._states[group.key] = state
+        result.evaluated.add(group.key)
         routes = self._routes(all_labels, severity)
         routed_to = tuple(r.receiver for r in routes)
         mutes = {r.receiver: m for r in routes if (m := self._mute(r, now)) is not None}
@@ -463,7 +746,10 @@ class Evaluator:
             decision = self._eligible_decision(
                 group, record, routed_to, next_send, notified=notified, all_muted=all_muted
             )
-            result.decisions[view.fingerprint] = _with_mutes(decision, mutes)
+            node.decisions[view.fingerprint] = _with_mutes(decision, mutes)
+        for fp, decision in node.decisions.items():
+            self._set_decision(fp, decision, result)
+        self._set_wake(group.key, _earliest(node.hold_wake, next_send))
 
     @staticmethod
     def _eligible_decision(
@@ -498,7 +784,7 @@ class Evaluator:
         self,
         key: str,
         rule: AggregationRule,
-        members: list[IncidentGroup],
+        members: list[_Node],
         record: IncidentRecord | None,
         now: datetime,
         result: EvalResult,
@@ -506,33 +792,31 @@ class Evaluator:
         assert rule.rollup is not None
         # A storm is told as it arrives: members' alerts still in hold-down count (node messages wait for
         # them; a cluster message does not, so it would otherwise undercount the storm it announces).
-        p = self.pipeline
-        member_summaries = [
-            summarize_incident(
-                rule, m.key, m.eligible + m.held, severity_label=p.severity_label, severities=p.severities
-            )
-            for m in members
-        ]
-        opening = [v for m in members for v in (m.eligible + m.held)]
-        alertname = alert_title(opening[0].labels) if opening else ""
-        headline = storm_headline(alertname, member_summaries, rule.rollup.scope_labels, rule.unit_name)
-        labels = common_labels(v.labels for v in opening)
+        # Each member's part (`_Node.opening`) is worked out when the member is: the labels common to
+        # all their alerts are those common to the members' common labels.
+        parts = [m.opening for m in members if m.opening is not None]
+        first = next((m.group.eligible + m.group.held for m in members if m.opening is not None), [])
+        alertname = alert_title(first[0].labels) if first else ""
+        headline = storm_headline(alertname, parts, rule.rollup.scope_labels, rule.unit_name)
+        labels = common_labels(s.common_labels for s in parts)
         labels = {k: v for k, v in labels.items() if k != self.pipeline.nodes.label}
-        severity = worst_severity(opening, self.pipeline)
-        firing = frozenset().union(*(s.firing for s in member_summaries))
+        severity = min(
+            (s.severity for s in parts), key=lambda v: severity_rank(v, self.pipeline.severities), default=""
+        )
+        firing = frozenset().union(*(s.firing for s in parts))
         summary = {
             "headline": headline,
             "nodes": len(members),
-            "units": sum(len(s.units) for s in member_summaries),
-            "members": [s.headline for s in member_summaries][:MAX_ALERTS_IN_MESSAGE],
+            "units": sum(len(s.units) for s in parts),
+            "members": [s.headline for s in parts[:MAX_ALERTS_IN_MESSAGE]],
             "alerts": len(firing),
             # the facts messages word the storm from, in each receiver's language (alertrouter.i18n)
             "alertname": alertname,
             "unit_name": rule.unit_name,
-            "scope": [list(pair) for pair in storm_scope(member_summaries, rule.rollup.scope_labels)],
+            "scope": [list(pair) for pair in storm_scope(parts, rule.rollup.scope_labels)],
             "member_facts": [
                 {"where": s.where, "units": len(s.units), "units_total": s.units_total}
-                for s in member_summaries[:MAX_ALERTS_IN_MESSAGE]
+                for s in parts[:MAX_ALERTS_IN_MESSAGE]
             ],
         }
         state = next_incident_state(
@@ -540,7 +824,7 @@ class Evaluator:
             key=key,
             kind=IncidentKind.CLUSTER,
             rule=rule.name,
-            firing=any(m.firing for m in members),
+            firing=any(m.group.firing for m in members),
             eligible=bool(firing),
             severity=severity,
             headline=headline,
@@ -548,22 +832,41 @@ class Evaluator:
             summary=summary,
             parent=None,
             now=now,
-            activated=min((v.first_seen for v in opening if v.first_seen), default=None),
+            activated=min((m.first for m in members if m.first), default=None),
         )
-        result.incidents[key] = state
+        self._states[key] = state
+        result.evaluated.add(key)
         routes = self._routes(labels, severity)
-        self._notify(state, rule, routes, firing, None, record, now, result, quiet=False)
+        _, earliest = self._notify(state, rule, routes, firing, None, record, now, result, quiet=False)
+        self._set_wake(key, earliest)
         mutes = {r.receiver: m for r in routes if (m := self._mute(r, now)) is not None}
-        if mutes:  # the storm's message is what its members' alerts wait on
-            all_muted = len(mutes) == len(routes)
-            for member in members:
-                for view in member.eligible:
-                    decision = result.decisions[view.fingerprint]
-                    if all_muted:
-                        decision = AlertDecision(
-                            Decision.MUTED_BY_INTERVAL, key, routed_to=tuple(r.receiver for r in routes)
-                        )
-                    result.decisions[view.fingerprint] = _with_mutes(decision, mutes)
+        self._storm_mutes(key, members, mutes, tuple(r.receiver for r in routes), result)
+
+    def _storm_mutes(
+        self,
+        key: str,
+        members: Sequence[_Node],
+        mutes: Mapping[str, IntervalMute],
+        routed_to: tuple[str, ...],
+        result: EvalResult,
+    ) -> None:
+        """The storm's message is what its members' alerts wait on: when time intervals mute its routes,
+        their decisions say so. When they no longer do, the members' own decisions stand again."""
+        if not mutes:
+            if key in self._muting_storms:
+                self._muting_storms.discard(key)
+                for member in members:
+                    for fp, decision in member.decisions.items():
+                        self._set_decision(fp, decision, result)
+            return
+        self._muting_storms.add(key)
+        all_muted = len(mutes) == len(routed_to)
+        for member in members:
+            for view in member.group.eligible:
+                decision = member.decisions[view.fingerprint]
+                if all_muted:
+                    decision = AlertDecision(Decision.MUTED_BY_INTERVAL, key, routed_to=routed_to)
+                self._set_decision(view.fingerprint, _with_mutes(decision, mutes), result)
 
     def _notify(
         self,
@@ -578,7 +881,8 @@ class Evaluator:
         *,
         quiet: bool,
     ) -> tuple[bool, datetime | None]:
-        """Decide per receiver; returns (whether anything was intended, the earliest next send)."""
+        """Decide per receiver; returns (whether anything was intended, the earliest time this incident
+        must be looked at again: a hold-down's end, a group wait, the next repeat)."""
         sent = False
         earliest: datetime | None = None
         for route in routes:
@@ -592,7 +896,6 @@ class Evaluator:
             if group is not None and group.held_until is not None and (previous is None or not previous.firing):
                 # The first message waits for the incident's alerts in hold-down: "6/8 GPUs", not "1/8" then
                 # "6/8"; a hold-down never lasts longer than its rule says.
-                result.wake(group.held_until)
                 earliest = group.held_until if earliest is None else min(earliest, group.held_until)
                 continue
             if not firing and quiet:
@@ -616,7 +919,6 @@ class Evaluator:
             )
             if decision.reason is None:
                 if decision.next_at is not None:
-                    result.wake(decision.next_at)
                     earliest = decision.next_at if earliest is None else min(earliest, decision.next_at)
                 continue
             new = next_state(previous, decision.reason, firing, now)
@@ -625,7 +927,6 @@ class Evaluator:
                 new, firing, active_since=state.active_since, now=now, policy=policy, acknowledged=state.acknowledged
             )
             if follow.next_at is not None:
-                result.wake(follow.next_at)
                 earliest = follow.next_at if earliest is None else min(earliest, follow.next_at)
             result.notify_states[(state.key, route.receiver)] = new
             result.intents.append(
