@@ -12,7 +12,7 @@ import contextlib
 import heapq
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -115,6 +115,12 @@ class EngineRunner:
         self._book: dict[str, aliases.LearnedAlias] | None = None
         self._sightings: dict[str, aliases.Sighting] = {}
         self._alias_expiry: datetime | None = None
+        # The same claims by address, the addresses whose claims changed since the last pass, when the
+        # next alias is due to be re-confirmed (then every claim is looked at), and the map in force.
+        self._claims: dict[str, dict[str, aliases.Sighting]] = {}
+        self._claimed: set[str] = set()
+        self._refresh_at: datetime | None = None
+        self._learned: dict[str, str] | None = None
         self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -169,6 +175,10 @@ class EngineRunner:
         self._book = None
         self._sightings.clear()
         self._alias_expiry = None
+        self._claims = {}
+        self._claimed = set()
+        self._refresh_at = None
+        self._learned = None
         self._discovered_seen = None
         self._last = None
         self._lease_renewed = None
@@ -239,7 +249,7 @@ class EngineRunner:
                 if key is not None and decision != Decision.ROLLED_UP.value:
                     placed_before[live.fingerprint] = key
                 if (seen := aliases.sighting(nodes, live)) is not None:
-                    self._sightings[live.fingerprint] = seen
+                    self._claim(live.fingerprint, seen)
                 self._alerts[live.fingerprint] = live
                 self._updated[live.fingerprint] = updated_at
                 self._decisions.setdefault(live.fingerprint, (decision, detail))
@@ -254,9 +264,18 @@ class EngineRunner:
         # stored before the alias was learned is re-keyed in the very pass that learns it.
         book = self._book
         ttl = self.pipeline.nodes.learned_ttl
-        learnt = aliases.learn(book, self._sightings.values(), now=now, refresh=aliases.refresh_every(ttl))
-        merged = {**book, **{a.address: a for a in learnt}}
-        learned = aliases.active(merged, now=now, ttl=ttl)
+        refresh = aliases.refresh_every(ttl)
+        every_claim = self._refresh_at is None or now >= self._refresh_at
+        if every_claim:
+            claims: Iterable[aliases.Sighting] = self._sightings.values()
+        else:  # only the addresses whose claims changed can have a new best claim
+            claims = [s for address in self._claimed for s in self._claims.get(address, {}).values()]
+        learnt = aliases.learn(book, claims, now=now, refresh=refresh)
+        merged: Mapping[str, aliases.LearnedAlias] = book
+        learned: dict[str, str] | None = None  # None: the map in force has not changed
+        if learnt or self._learned is None or (self._alias_expiry is not None and now >= self._alias_expiry):
+            merged = {**book, **{a.address: a for a in learnt}}
+            learned = aliases.active(merged, now=now, ttl=ttl)
         for alias in learnt:
             if alias.changed_at == now:
                 log.warning(
@@ -300,9 +319,21 @@ class EngineRunner:
             return None
         self._records = after
         self._saved_at.update((state.key, now) for state in written)
-        self._book = merged
+        if merged is not book:
+            self._book = dict(merged)
         self._discovered_seen = discovered
-        self._alias_expiry = aliases.next_expiry(merged, now=now, ttl=ttl)
+        self._claimed.clear()
+        if learned is not None:
+            self._learned = learned
+            self._alias_expiry = aliases.next_expiry(merged, now=now, ttl=ttl)
+        if every_claim:
+            self._refresh_at = min(
+                (a.last_seen + refresh for address, a in merged.items() if address in self._claims), default=None
+            )
+            if self._refresh_at is None:
+                self._refresh_at = now + refresh
+        elif learnt:
+            self._refresh_at = min([self._refresh_at or now + refresh, *(a.last_seen + refresh for a in learnt)])
         await self._write_decisions(changes)
         if self._metrics is not None:
             for rule, count in changes.inhibited.items():
@@ -378,9 +409,23 @@ class EngineRunner:
                 continue  # changed since: a later entry (if any) stands for it
             del self._alerts[fp], self._updated[fp]
             self._decisions.pop(fp, None)
-            self._sightings.pop(fp, None)
+            self._claim(fp, None)
             out.append(fp)
         return out
+
+    def _claim(self, fp: str, seen: aliases.Sighting | None) -> None:
+        """An alert's claim (address -> node), new or changed, or gone with the alert (None)."""
+        old = self._sightings.pop(fp, None)
+        if old is not None:
+            claims = self._claims[old.claim.address]
+            del claims[fp]
+            if not claims:
+                del self._claims[old.claim.address]
+            self._claimed.add(old.claim.address)
+        if seen is not None:
+            self._sightings[fp] = seen
+            self._claims.setdefault(seen.claim.address, {})[fp] = seen
+            self._claimed.add(seen.claim.address)
 
     async def _load_records(self, session: AsyncSession, now: datetime) -> dict[str, IncidentRecord]:
         """The incident records as stored: read whole after the lease is taken, then kept in step with
