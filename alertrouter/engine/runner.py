@@ -434,7 +434,7 @@ class EngineRunner:
         the store's read (`load_incidents`), RECENT after it was last written, unless alerts still
         describe it."""
         if self._records is None:
-            self._records, self._saved_at = await store.load_incidents_stamped(session, resolved_since=now - RECENT)
+            self._records, self._saved_at = await store.load_incidents(session, resolved_since=now - RECENT)
             self._acked = {k for k, r in self._records.items() if r.acknowledged}
         records = self._records
         acked = await store.load_acknowledged(session, resolved_since=now - RECENT)

@@ -25,7 +25,6 @@ __all__ = [
     "insert_intents",
     "load_acknowledged",
     "load_incidents",
-    "load_incidents_stamped",
     "load_live_alerts",
     "load_silences",
     "move_incidents",
@@ -137,17 +136,11 @@ async def quarantine_alerts(session: AsyncSession, errors: Mapping[str, str], no
         )
 
 
-async def load_incidents(session: AsyncSession, *, resolved_since: datetime) -> dict[str, IncidentRecord]:
-    """The incidents firing, or resolved and written since `resolved_since`, with what each receiver
-    was told."""
-    records, _ = await load_incidents_stamped(session, resolved_since=resolved_since)
-    return records
-
-
-async def load_incidents_stamped(
+async def load_incidents(
     session: AsyncSession, *, resolved_since: datetime
 ) -> tuple[dict[str, IncidentRecord], dict[str, datetime]]:
-    """`load_incidents`, and when each was last written (`updated_at`)."""
+    """The incidents firing, or resolved and written since `resolved_since`, with what each receiver
+    was told; and when each was last written (`updated_at`)."""
     rows = (
         await session.scalars(
             select(IncidentRow).where(or_(IncidentRow.status == "firing", IncidentRow.updated_at >= resolved_since))
