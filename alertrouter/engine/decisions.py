@@ -41,6 +41,7 @@ class DecisionChanges:
 
 def decision_changes(
     result: EvalResult,
+    decided: Collection[str],
     now: datetime,
     *,
     previous: Mapping[str, tuple[str | None, dict[str, Any] | None]],
@@ -48,12 +49,16 @@ def decision_changes(
     node_of: Callable[[str], str | None],
     rekeyed: Collection[str] = (),
 ) -> DecisionChanges:
-    """The decisions that differ from those stored (`previous`), as rows and trail events: built before
+    """The decisions of `decided` (the alerts the pass worked out again) that differ from those stored
+    (`previous`), as rows and trail events: built before
     the write transaction (in a storm they are thousands), remembered only once it has committed.
     `rekeyed`: alerts whose node a learned alias renamed, written even when their decision is the same
     (the row's `node` and `incident_key` are what the console filters on)."""
     changes = DecisionChanges()
-    for fp, decision in result.decisions.items():
+    for fp in sorted(decided):
+        decision = result.decisions.get(fp)
+        if decision is None:  # decided, then gone within the pass
+            continue
         detail = decision.detail()
         stored = (decision.decision.value, detail)
         if previous.get(fp) == stored and fp not in rekeyed:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,7 +28,15 @@ from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence
-from alertrouter.pipeline.types import QUIET_RESOLVE, Decision, EvalResult, LiveAlert
+from alertrouter.pipeline.types import (
+    QUIET_RESOLVE,
+    Decision,
+    EvalResult,
+    IncidentRecord,
+    IncidentState,
+    LiveAlert,
+    next_records,
+)
 from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage, leases
 from alertrouter.store import incidents as store
 from alertrouter.store import nodes as node_store
@@ -47,6 +57,7 @@ INSERTED_MAX = 200_000  # handed-over new alerts kept at most (each pass takes w
 INGEST_QUIET = 0.05  # seconds without a webhook being stored before a due pass starts ...
 INGEST_WAIT_MAX = 3.0  # ... waiting at most this long for it
 QUARANTINE_ROUNDS = 5  # a pass is retried after quarantining at most this often, then fails as it may
+FULL_EVERY = timedelta(minutes=10)  # a full pass this often, whatever changed: the incremental ones' safety net
 
 
 class EngineRunner:
@@ -64,8 +75,15 @@ class EngineRunner:
         ingest_quiet: Callable[[], float] | None = None,
         loops: LoopHealth | None = None,
         discovered: Callable[[], Discovered] | None = None,
+        incremental: bool = True,
+        full_every: timedelta = FULL_EVERY,
     ) -> None:
         self._db = db
+        # Incremental passes evaluate what changed (`Evaluator.evaluate_changes`); a full one every
+        # `full_every` is the safety net. `incremental=False`: every pass full (the tests' oracle).
+        self._incremental = incremental
+        self._full_every = full_every
+        self._full_at: datetime | None = None
         # What the node lookup (topology.prometheus) found: read at every pass, a new snapshot makes
         # the pass a full one (the lookup nudges the engine when it has one).
         self._discovered = discovered
@@ -82,6 +100,13 @@ class EngineRunner:
         self._alerts: dict[str, LiveAlert] = {}
         self._updated: dict[str, datetime] = {}
         self._decisions: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
+        # Resolved alerts by when they changed last (lazily kept: checked when popped), to evict them.
+        self._resolved: list[tuple[datetime, str]] = []
+        # The incident records as stored, kept in step with what each pass writes (None: read them at
+        # the next pass), and when each was last written; acknowledged ones, as last read.
+        self._records: dict[str, IncidentRecord] | None = None
+        self._saved_at: dict[str, datetime] = {}
+        self._acked: set[str] = set()
         self._inserted: dict[str, tuple[LiveAlert, datetime]] = {}
         self._watermark: datetime | None = None
         self._silences: list[Silence] = []
@@ -90,6 +115,12 @@ class EngineRunner:
         self._book: dict[str, aliases.LearnedAlias] | None = None
         self._sightings: dict[str, aliases.Sighting] = {}
         self._alias_expiry: datetime | None = None
+        # The same claims by address, the addresses whose claims changed since the last pass, when the
+        # next alias is due to be re-confirmed (then every claim is looked at), and the map in force.
+        self._claims: dict[str, dict[str, aliases.Sighting]] = {}
+        self._claimed: set[str] = set()
+        self._refresh_at: datetime | None = None
+        self._learned: dict[str, str] | None = None
         self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -133,12 +164,21 @@ class EngineRunner:
         self._alerts.clear()
         self._updated.clear()
         self._decisions.clear()
+        self._resolved = []
+        self._records = None
+        self._saved_at = {}
+        self._acked = set()
+        self._full_at = None
         self._inserted.clear()
         self._watermark = None
         self._silences = []
         self._book = None
         self._sightings.clear()
         self._alias_expiry = None
+        self._claims = {}
+        self._claimed = set()
+        self._refresh_at = None
+        self._learned = None
         self._discovered_seen = None
         self._last = None
         self._lease_renewed = None
@@ -204,25 +244,38 @@ class EngineRunner:
             # placed yet: a NodeDown told under its address before a restart, and named by an alias
             # learned since, moves as it does within a process. A rolled-up alert's key is its storm's.
             placed_before: dict[str, str] = {}
+            fresh: list[LiveAlert] = []
             for live, updated_at, decision, detail, key in changed:
                 if key is not None and decision != Decision.ROLLED_UP.value:
                     placed_before[live.fingerprint] = key
                 if (seen := aliases.sighting(nodes, live)) is not None:
-                    self._sightings[live.fingerprint] = seen
+                    self._claim(live.fingerprint, seen)
                 self._alerts[live.fingerprint] = live
                 self._updated[live.fingerprint] = updated_at
                 self._decisions.setdefault(live.fingerprint, (decision, detail))
+                if not live.firing:
+                    heapq.heappush(self._resolved, (updated_at, live.fingerprint))
                 if self._watermark is None or updated_at > self._watermark:
                     self._watermark = updated_at
-            self._evict(now)
-            records = await store.load_incidents(session, resolved_since=now - RECENT)
+                fresh.append(live)
+            evicted = self._evict(now)
+            records = await self._load_records(session, now)
         # Learn from the live alerts' claims, and evaluate with what is in force after that: an alert
         # stored before the alias was learned is re-keyed in the very pass that learns it.
         book = self._book
         ttl = self.pipeline.nodes.learned_ttl
-        learnt = aliases.learn(book, self._sightings.values(), now=now, refresh=aliases.refresh_every(ttl))
-        merged = {**book, **{a.address: a for a in learnt}}
-        learned = aliases.active(merged, now=now, ttl=ttl)
+        refresh = aliases.refresh_every(ttl)
+        every_claim = self._refresh_at is None or now >= self._refresh_at
+        if every_claim:
+            claims: Iterable[aliases.Sighting] = self._sightings.values()
+        else:  # only the addresses whose claims changed can have a new best claim
+            claims = [s for address in self._claimed for s in self._claims.get(address, {}).values()]
+        learnt = aliases.learn(book, claims, now=now, refresh=refresh)
+        merged: Mapping[str, aliases.LearnedAlias] = book
+        learned: dict[str, str] | None = None  # None: the map in force has not changed
+        if learnt or self._learned is None or (self._alias_expiry is not None and now >= self._alias_expiry):
+            merged = {**book, **{a.address: a for a in learnt}}
+            learned = aliases.active(merged, now=now, ttl=ttl)
         for alias in learnt:
             if alias.changed_at == now:
                 log.warning(
@@ -234,29 +287,53 @@ class EngineRunner:
                     alias.fingerprint,
                 )
         # Pure CPU work: in a worker thread, so the event loop keeps answering webhooks during a big pass.
-        alerts = list(self._alerts.values())
+        full = not self._incremental or self._full_at is None or now >= self._full_at
         try:
             result = await asyncio.to_thread(
-                self._evaluator.evaluate,
-                alerts,
+                self._evaluator.evaluate_changes,
+                fresh,
+                evicted,
                 records,
                 now=now,
                 silences=silences,
                 learned=learned,
                 placed_before=placed_before,
                 discovered=discovered,
+                full=full,
             )
         except Exception as exc:
+            alerts = list(self._alerts.values())
             culprits = await asyncio.to_thread(find_culprits, self.pipeline, alerts, records, now, silences)
             if culprits:
                 raise Poisoned(culprits) from exc
             raise
+        if full:
+            self._full_at = now + self._full_every
         changes = self._decision_changes(result, now)
-        if not await self._under_lease(now, lambda session: self._persist(session, result, learnt, now)):
+        after = next_records(records, result)
+        # Only the incidents whose record changed are written: `updated_at` is when one last changed.
+        written = [
+            result.incidents[k] for k in sorted(result.evaluated) if k in after and after[k] is not records.get(k)
+        ]
+        if not await self._under_lease(now, lambda session: self._persist(session, result, written, learnt, now)):
             return None
-        self._book = merged
+        self._records = after
+        self._saved_at.update((state.key, now) for state in written)
+        if merged is not book:
+            self._book = dict(merged)
         self._discovered_seen = discovered
-        self._alias_expiry = aliases.next_expiry(merged, now=now, ttl=ttl)
+        self._claimed.clear()
+        if learned is not None:
+            self._learned = learned
+            self._alias_expiry = aliases.next_expiry(merged, now=now, ttl=ttl)
+        if every_claim:
+            self._refresh_at = min(
+                (a.last_seen + refresh for address, a in merged.items() if address in self._claims), default=None
+            )
+            if self._refresh_at is None:
+                self._refresh_at = now + refresh
+        elif learnt:
+            self._refresh_at = min([self._refresh_at or now + refresh, *(a.last_seen + refresh for a in learnt)])
         await self._write_decisions(changes)
         if self._metrics is not None:
             for rule, count in changes.inhibited.items():
@@ -321,15 +398,63 @@ class EngineRunner:
         self._leader = False
         self._forget()
 
-    def _evict(self, now: datetime) -> None:
-        for fp in [fp for fp, a in self._alerts.items() if not a.firing and self._updated[fp] < now - RECENT]:
+    def _evict(self, now: datetime) -> list[str]:
+        """Forget the alerts resolved longer than RECENT ago; returns their fingerprints."""
+        out = []
+        heap = self._resolved
+        while heap and heap[0][0] < now - RECENT:
+            updated_at, fp = heapq.heappop(heap)
+            alert = self._alerts.get(fp)
+            if alert is None or alert.firing or self._updated[fp] != updated_at:
+                continue  # changed since: a later entry (if any) stands for it
             del self._alerts[fp], self._updated[fp]
             self._decisions.pop(fp, None)
-            self._sightings.pop(fp, None)
+            self._claim(fp, None)
+            out.append(fp)
+        return out
+
+    def _claim(self, fp: str, seen: aliases.Sighting | None) -> None:
+        """An alert's claim (address -> node), new or changed, or gone with the alert (None)."""
+        old = self._sightings.pop(fp, None)
+        if old is not None:
+            claims = self._claims[old.claim.address]
+            del claims[fp]
+            if not claims:
+                del self._claims[old.claim.address]
+            self._claimed.add(old.claim.address)
+        if seen is not None:
+            self._sightings[fp] = seen
+            self._claims.setdefault(seen.claim.address, {})[fp] = seen
+            self._claimed.add(seen.claim.address)
+
+    async def _load_records(self, session: AsyncSession, now: datetime) -> dict[str, IncidentRecord]:
+        """The incident records as stored: read whole after the lease is taken, then kept in step with
+        what each pass writes. Acknowledgements are the one change made elsewhere (the console, an
+        acknowledge link, on any replica): read every pass. A resolved record leaves as it does from
+        the store's read (`load_incidents`), RECENT after it was last written, unless alerts still
+        describe it."""
+        if self._records is None:
+            self._records, self._saved_at = await store.load_incidents(session, resolved_since=now - RECENT)
+            self._acked = {k for k, r in self._records.items() if r.acknowledged}
+        records = self._records
+        acked = await store.load_acknowledged(session, resolved_since=now - RECENT)
+        for key in acked ^ self._acked:
+            record = records.get(key)
+            if record is not None and record.acknowledged != (key in acked):
+                records[key] = replace(record, acknowledged=key in acked)
+        self._acked = acked
+        old = now - RECENT
+        for key in [k for k, at in self._saved_at.items() if at < old]:
+            record = records.get(key)
+            if record is None or (not record.firing and not self._evaluator.holds(key)):
+                records.pop(key, None)
+                del self._saved_at[key]
+        return records
 
     def _decision_changes(self, result: EvalResult, now: datetime) -> DecisionChanges:
         return decision_changes(
             result,
+            result.decided,
             now,
             previous=self._decisions,
             alerts=self._alerts,
@@ -341,14 +466,19 @@ class EngineRunner:
         return self._evaluator.label_of(fingerprint, self.pipeline.nodes.label)
 
     async def _persist(
-        self, session: AsyncSession, result: EvalResult, learnt: Sequence[aliases.LearnedAlias], now: datetime
+        self,
+        session: AsyncSession,
+        result: EvalResult,
+        written: Sequence[IncidentState],
+        learnt: Sequence[aliases.LearnedAlias],
+        now: datetime,
     ) -> None:
-        """What must commit under the lease: learned aliases, incidents (those whose alerts moved to a
-        learned name first), what each receiver was told, the outbox."""
+        """What must commit under the lease: learned aliases, the incidents that changed (those whose
+        alerts moved to a learned name first), what each receiver was told, the outbox."""
         await node_store.save_node_aliases(session, learnt)
         await store.move_incidents(session, result.moved, now)
-        await store.save_incidents(session, result.incidents.values(), now)
-        await store.clear_acknowledgements(session, [s.key for s in result.incidents.values() if s.opened_at == now])
+        await store.save_incidents(session, written, now)
+        await store.clear_acknowledgements(session, [s.key for s in written if s.opened_at == now])
         # A state changed with no message (a resolve while muted by a time interval) keeps that as its reason.
         reasons = {key: QUIET_RESOLVE for key in result.notify_states}
         reasons.update({(i.incident, i.receiver): i.reason.value for i in result.intents})
@@ -399,11 +529,8 @@ class EngineRunner:
         m.engine_pass.observe(seconds)
         for intent in result.intents:
             m.intended.labels(receiver=intent.receiver, reason=intent.reason.value).inc()
-        counts: dict[str, int] = {}
-        for decision in result.decisions.values():
-            counts[decision.decision.value] = counts.get(decision.decision.value, 0) + 1
         for name in Decision:
-            m.decisions.labels(decision=name.value).set(counts.get(name.value, 0))
+            m.decisions.labels(decision=name.value).set(result.counts.get(name.value, 0))
 
     async def _loop(self) -> None:
         """A pass every `interval`, or sooner when nudged or a timer is due, but never two passes closer

@@ -1,174 +1,99 @@
 """One engine pass, pure: from the live alerts and what receivers were told, every alert's decision,
 every incident's state, and the notifications to send now. No database, no clock of its own.
 
-Order of the stages: node identity, inhibition (and hold-down), aggregation into node incidents,
-storm roll-up into cluster incidents, routing, and the notify decision per incident and receiver.
+Order of the stages: node identity (`views`), inhibition (and hold-down), aggregation into node
+incidents, storm roll-up into cluster incidents (`storms`), routing and the notify decision per
+incident and receiver (`telling`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import heapq
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import replace
+from datetime import datetime
 
-from alertrouter.labels import alert_title
-from alertrouter.model import AlertView, IncidentKind
-from alertrouter.pipeline.aggregate import (
-    AggregationRule,
-    IncidentSummary,
-    assign_rule,
-    common_labels,
-    incident_key,
-    rollup_key,
-    storm_headline,
-    storm_members,
-    storm_scope,
-    summarize_incident,
-)
+from alertrouter.model import IncidentKind
+from alertrouter.pipeline.aggregate import IncidentSummary, common_labels, rollup_key, summarize_incident
 from alertrouter.pipeline.incident import (
-    MAX_ALERTS_IN_MESSAGE,
     IncidentGroup,
-    message_snapshot,
+    NodeIncident,
     next_incident_state,
     summary_dict,
     worst_severity,
 )
 from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.nodes import Discovered
-from alertrouter.pipeline.route import RouteMatch, match_routes, severity_interval
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence, Silencer
-from alertrouter.pipeline.throttle import NotifyState, ThrottlePolicy, needs_update, next_state
-from alertrouter.pipeline.timeinterval import IntervalClock, IntervalMute
+from alertrouter.pipeline.storms import Storms, ending_state, storm_state
+from alertrouter.pipeline.telling import Teller, with_mutes
+from alertrouter.pipeline.timeinterval import IntervalMute
 from alertrouter.pipeline.types import (
     AlertDecision,
     Decision,
     EvalResult,
     IncidentRecord,
     IncidentState,
-    Intent,
     LiveAlert,
 )
+from alertrouter.pipeline.views import AlertViews
 
 __all__ = ["Evaluator"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Placement:
-    """What an alert's labels alone decide, so it is worked out once per fingerprint, not every pass."""
-
-    rule: AggregationRule
-    key: str  # its node incident
-    hold_down: timedelta | None
-
-
-def _with_mutes(decision: AlertDecision, mutes: Mapping[str, IntervalMute]) -> AlertDecision:
-    """The decision, saying which receivers' routes time intervals mute now, by which, until when."""
-    if not mutes:
-        return decision
-    return replace(
-        decision,
-        muted_by_interval={r: m.intervals for r, m in mutes.items() if not m.outside_active},
-        outside_active={r: m.intervals for r, m in mutes.items() if m.outside_active},
-        mute_ends_at=min((m.until for m in mutes.values() if m.until), default=None),
-    )
+def _earliest(*times: datetime | None) -> datetime | None:
+    return min((t for t in times if t is not None), default=None)
 
 
 class Evaluator:
-    """Keeps the inhibitor (it is incremental) and each alert's placement between passes; the
-    incidents, decisions and notifications are recomputed every pass."""
+    """Evaluates incrementally: a pass works out again only what its changes can touch, and keeps the
+    rest as the pass that last evaluated it left it.
+
+    What a node incident decides depends on its alerts (their firing state, labels, first firing),
+    the inhibitions and silences muting them, its stored record (what receivers were told, an
+    acknowledgement), the storm it belongs to, and the clock only through the times it asked to be
+    woken at (a hold-down ending, a group wait, a repeat) and the time intervals of its routes. So a
+    pass re-evaluates the incidents of changed alerts, of the targets a changed inhibition source can
+    mute or release, of the alerts a silence that started, ended or changed matches, whose record
+    changed (by identity: `next_records` and the engine keep an unchanged record's object), and
+    whose wake-up is due; the storms of those; and the members a storm took in or let go. A change of
+    a time interval's state, or `full=True`, evaluates everything: the periodic safety net, and the
+    oracle the incremental passes are tested against (`tests/pipeline/test_incremental.py`).
+    """
 
     def __init__(self, pipeline: CompiledRules) -> None:
         self.pipeline = pipeline
-        self._nodes = pipeline.nodes
         self._inhibitor = Inhibitor(pipeline.inhibit_rules)
-        self._views: dict[str, AlertView] = {}
-        self._placements: dict[str, _Placement] = {}
-        self._addresses: dict[str, str] = {}  # fingerprint -> the IP address that names its node
-        self._keys: dict[str, str] = {}  # fingerprint -> the value its node is looked up by (discovered names)
-        self.rekeyed: set[str] = set()  # alerts whose node the last pass renamed
-        self._intervals = IntervalClock(pipeline.time_intervals)
-        # A route's time-interval mute, worked out once per pass: (mute, active) names -> the mute or None.
-        self._mutes: dict[tuple[tuple[str, ...], tuple[str, ...]], IntervalMute | None] = {}
+        self._views = AlertViews(pipeline.aggregation, pipeline.nodes, self._inhibitor)
+        self._teller = Teller(pipeline)
+        self._storms = Storms()
+        # What the passes left: node incidents, decisions, incident states, wake-ups.
+        self._groups: dict[str, NodeIncident] = {}
+        self._muting_storms: set[str] = set()  # storms whose routes a time interval mutes
+        self._decisions: dict[str, AlertDecision] = {}
+        self._counts: Counter[str] = Counter()
+        self._states: dict[str, IncidentState] = {}
+        self._seen: dict[str, IncidentRecord] = {}  # the records the last pass was given
+        self._wakes: dict[str, datetime] = {}  # incident key -> when it asked to be evaluated again
+        self._wake_heap: list[tuple[datetime, str]] = []
+        self._silences_active: frozenset[Silence] = frozenset()
+        self._interval_change: datetime | None = None
+        self._evaluated_once = False
 
-    def _learn(self, learned: Mapping[str, str]) -> set[str]:
-        """Take a new learned-alias map; the fingerprints whose node it may rename."""
-        before = self._nodes.learned
-        if learned == before:
-            return set()
-        changed = {a for a in before.keys() | learned.keys() if before.get(a) != learned.get(a)}
-        self._nodes = replace(self._nodes, learned=dict(learned))
-        return {fp for fp, address in self._addresses.items() if address in changed}
+    @property
+    def rekeyed(self) -> set[str]:
+        """The alerts whose node the last pass renamed."""
+        return self._views.rekeyed
 
-    def _discover(self, discovered: Discovered) -> set[str]:
-        """Take a new discovered snapshot; the fingerprints whose node or topology labels it may change:
-        those looked up by a key whose entry changed, and those on a node whose labels changed."""
-        before = self._nodes.discovered
-        if discovered is before:
-            return set()
-        old, new = before.names, discovered.names
-        keys = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
-        was, now = before.topology, discovered.topology
-        nodes = {n for n in was.keys() | now.keys() if was.get(n) != now.get(n)}
-        self._nodes = replace(self._nodes, discovered=discovered)
-        stale = {fp for fp, key in self._keys.items() if key in keys}
-        if nodes:
-            label = self._nodes.label
-            stale.update(fp for fp, view in self._views.items() if view.labels.get(label) in nodes)
-        return stale
-
-    def _sync(
-        self, alerts: Iterable[LiveAlert], stale: set[str], placed_before: Mapping[str, str]
-    ) -> tuple[dict[str, AlertView], dict[str, str]]:
-        """The views of this pass, and the node incidents alerts left for another key (old -> new)."""
-        nodes = self._nodes
-        views: dict[str, AlertView] = {}
-        moves: dict[str, str] = {}
-        self.rekeyed = set()
-        for a in alerts:
-            fp = a.fingerprint
-            old = self._views.get(fp)
-            relabel = fp in stale
-            if old is not None and not relabel and old.firing == a.firing and old.first_seen == a.fired_at:
-                views[fp] = old
-                continue
-            # The labels of a fingerprint never change: a view made again keeps its enrichment, unless
-            # a learned alias or a discovered name or topology label changed it.
-            labels = old.labels if old is not None and not relabel else nodes.enrich(a.labels)
-            view = AlertView(fp, labels, a.firing, a.starts_at, a.fired_at)
-            views[fp] = view
-            self._inhibitor.update(view)  # a view with other labels is placed again
-            if old is None:
-                address = nodes.address(a.labels)
-                if address is not None:
-                    self._addresses[fp] = address
-                key = nodes.key(a.labels)
-                if key is not None:
-                    self._keys[fp] = key
-            if old is None or (relabel and labels != old.labels):
-                rule = assign_rule(self.pipeline.aggregation, labels)
-                placed = _Placement(rule, incident_key(rule, labels), self._inhibitor.hold_down(view))
-                if old is not None:
-                    self.rekeyed.add(fp)
-                    before: str | None = self._placements[fp].key
-                else:  # placed by another process (before a restart or a lease takeover), if at all
-                    before = placed_before.get(fp)
-                if before is not None and before != placed.key:
-                    moves[before] = placed.key
-                self._placements[fp] = placed
-        for gone in self._views.keys() - views.keys():
-            self._inhibitor.remove(gone)
-            del self._placements[gone]
-            self._addresses.pop(gone, None)
-            self._keys.pop(gone, None)
-        self._views = views
-        return views, moves
+    def holds(self, key: str) -> bool:
+        """Whether an incident is still described by live alerts (a node incident's, or a storm's)."""
+        return key in self._groups or key in self._states
 
     def label_of(self, fingerprint: str, name: str) -> str | None:
         """A label of an alert as the last pass saw it, enrichment (node, topology) included."""
-        view = self._views.get(fingerprint)
-        return None if view is None else view.labels.get(name)
+        return self._views.label_of(fingerprint, name)
 
     def evaluate(
         self,
@@ -180,140 +105,347 @@ class Evaluator:
         learned: Mapping[str, str] | None = None,
         placed_before: Mapping[str, str] | None = None,
         discovered: Discovered | None = None,
+        full: bool = False,
     ) -> EvalResult:
-        """`learned`: the learned aliases in force (address -> node); None keeps the last ones.
+        """A pass over the whole set of live alerts (those missing from `alerts` are gone); it evaluates
+        what changed since the last pass, or everything with `full`. See `evaluate_changes`."""
+        changed = []
+        live: set[str] = set()
+        for a in alerts:
+            live.add(a.fingerprint)
+            if self._views.alerts.get(a.fingerprint) != a:
+                changed.append(a)
+        removed = [fp for fp in self._views.alerts if fp not in live]
+        return self.evaluate_changes(
+            changed,
+            removed,
+            incidents,
+            now=now,
+            silences=silences,
+            learned=learned,
+            placed_before=placed_before,
+            discovered=discovered,
+            full=full,
+        )
+
+    def evaluate_changes(
+        self,
+        changed: Iterable[LiveAlert],
+        removed: Iterable[str],
+        incidents: Mapping[str, IncidentRecord],
+        *,
+        now: datetime,
+        silences: Sequence[Silence] = (),
+        learned: Mapping[str, str] | None = None,
+        placed_before: Mapping[str, str] | None = None,
+        discovered: Discovered | None = None,
+        full: bool = False,
+    ) -> EvalResult:
+        """A pass given the alerts that changed (new, or another firing state or labels) and those gone
+        since the last pass. `incidents`: every incident record, as the store holds them.
+        `learned`: the learned aliases in force (address -> node); None keeps the last ones.
         `placed_before`: the node incident each alert was last decided under, as stored (fingerprint ->
         key), consulted for alerts this evaluator has not placed yet. A new process places an alert
         under the name learned meanwhile at once; its stored key still says it left the address, and
         the move is made as when a pass re-keys it (`_moved`). `discovered`: what the node lookup found
         (None keeps the last); a change re-keys and re-labels the alerts it concerns in this pass."""
-        stale = self._discover(discovered) if discovered is not None else set()
-        stale |= self._learn(learned) if learned is not None else set()
-        views, moves = self._sync(alerts, stale, placed_before or {})
+        views = self._views
+        stale = views.discover(discovered) if discovered is not None else set()
+        stale |= views.learn(learned) if learned is not None else set()
+        synced = views.sync(changed, removed, stale, placed_before or {})
+        for fp in synced.gone:
+            self._drop_decision(fp)
+        dirty = synced.dirty
         result = EvalResult()
-        groups: dict[str, IncidentGroup] = {}
         silencer = Silencer(silences)
-        change = silencer.next_change(now)
-        if change is not None:
-            result.wake(change)
-        self._mutes = {}
-        self._interval_changes(now, result)
+        interval_change = self._teller.new_pass(now)
+        full = full or not self._evaluated_once or (self._interval_change is not None and now >= self._interval_change)
+        self._evaluated_once = True
 
-        # inhibition, hold-down, aggregation
-        for view in views.values():
-            placed = self._placements[view.fingerprint]
-            key = placed.key
-            group = groups.get(key) or groups.setdefault(key, IncidentGroup(key, placed.rule))
+        # what else the changes touch: inhibition targets, silences, records, wake-ups
+        touched = self._inhibitor.affected()
+        active = frozenset(s for s in silences if s.matchers and s.active(now))
+        if active != self._silences_active:
+            touched |= views.matching(s.matchers for s in active ^ self._silences_active)
+            self._silences_active = active
+        dirty.update(views.placements[fp].key for fp in touched if fp in views.placements)
+        storms = self._records_changed(incidents, dirty)
+        due = self._due(now)
+        dirty.update(k for k in due if k in views.members or k in self._groups)
+        storms.update(k for k in due if k not in views.members)
+        if full:
+            dirty.update(views.members)
+            dirty.update(self._groups)
+            storms |= self._storms.keys()
+            storms.update(k for k, r in incidents.items() if r.kind == IncidentKind.CLUSTER)
+            storms.update(k for k, s in self._states.items() if s.kind == IncidentKind.CLUSTER)
+
+        # inhibition, hold-down, aggregation: the node incidents whose alerts or mutes may have changed
+        for key in sorted(dirty):
+            storms |= self._sort(key, silencer, now)
+        given = incidents
+        incidents = self._moved(synced.moves, views.members, incidents, result)
+
+        # storms: which node incidents they take in (or keep) now; then each incident told
+        regrouped: set[str] = set()
+        for ckey in sorted(storms):
+            regrouped |= self._storms.membership(ckey, incidents, self._groups, now)
+        for key in sorted(dirty | regrouped):
+            node = self._groups.get(key)
+            if node is not None:
+                node.group.parent = self._storms.parent(key)
+                self._incident(node, incidents.get(key), now, result)
+        for ckey in sorted(storms):
+            self._storm(ckey, incidents, now, result)
+
+        result.decisions = dict(self._decisions)
+        result.incidents = dict(self._states)
+        result.counts = {k: n for k, n in self._counts.items() if n}
+        for wake in (silencer.next_change(now), interval_change):
+            if wake is not None:
+                result.wake(wake)
+        self._interval_change = interval_change
+        heap = self._wake_heap
+        while heap and self._wakes.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)  # a wake-up asked for before the incident was evaluated again
+        if heap:
+            result.wake(heap[0][0])
+        self._seen = dict(given)
+        return result
+
+    def _records_changed(self, incidents: Mapping[str, IncidentRecord], dirty: set[str]) -> set[str]:
+        """Records that are not the objects the last pass was given: their node incidents are evaluated
+        again (into `dirty`), and the storms they are or name as parent (returned)."""
+        storms: set[str] = set()
+        seen = self._seen
+        changed = [k for k, r in incidents.items() if seen.get(k) is not r]
+        changed += [k for k in seen if k not in incidents]
+        for key in changed:
+            record = incidents.get(key)
+            if record is not None and record.kind == IncidentKind.CLUSTER:
+                storms.add(key)
+                continue
+            dirty.add(key)
+            storms |= self._storms.record_parent(key, record.parent if record is not None else None)
+        return storms
+
+    def _due(self, now: datetime) -> set[str]:
+        """The incidents whose wake-up time has come."""
+        out: set[str] = set()
+        heap = self._wake_heap
+        while heap and heap[0][0] <= now:
+            at, key = heapq.heappop(heap)
+            if self._wakes.get(key) == at:
+                del self._wakes[key]
+                out.add(key)
+        return out
+
+    def _set_wake(self, key: str, at: datetime | None) -> None:
+        if at is None:
+            self._wakes.pop(key, None)
+        elif self._wakes.get(key) != at:
+            self._wakes[key] = at
+            heapq.heappush(self._wake_heap, (at, key))
+
+    def _set_decision(self, fp: str, decision: AlertDecision, result: EvalResult) -> None:
+        old = self._decisions.get(fp)
+        if old is not None:
+            self._counts[old.decision.value] -= 1
+        self._decisions[fp] = decision
+        self._counts[decision.decision.value] += 1
+        result.decided.add(fp)
+
+    def _drop_decision(self, fp: str) -> None:
+        old = self._decisions.pop(fp, None)
+        if old is not None:
+            self._counts[old.decision.value] -= 1
+
+    def _sort(self, key: str, silencer: Silencer, now: datetime) -> set[str]:
+        """Sort a node incident's alerts into muted, held and counting (inhibition, silences, hold-down)
+        and describe it; returns the storms this may concern (the one it may roll up into, before and
+        now, and the one its record names as parent)."""
+        storms: set[str] = set()
+        old = self._groups.get(key)
+        if old is not None and old.ckey is not None:
+            storms.add(old.ckey)
+        if (parent := self._storms.named_by(key)) is not None:
+            storms.add(parent)
+        views = self._views
+        fps = views.members.get(key)
+        if not fps:
+            if old is not None:  # its alerts are gone: so is the incident from what passes evaluate
+                del self._groups[key]
+                self._states.pop(key, None)
+                self._set_wake(key, None)
+                self._storms.candidate(key, old.ckey, None, old.group.rule)
+            return storms
+        rule = views.placements[next(iter(fps))].rule
+        group = IncidentGroup(key, rule)
+        decisions: dict[str, AlertDecision] = {}
+        hold_wake: datetime | None = None
+        for fp in sorted(fps):
+            view = views.views[fp]
             group.alerts.append(view)
             muted = self._inhibitor.mutes(view)
             # After inhibition, as Alertmanager: an inhibited alert is reported as inhibited, not silenced.
             silence = silencer.mutes(view.labels, now) if muted is None and silencer else None
             if muted is not None:
                 group.muted += 1
-                result.decisions[view.fingerprint] = AlertDecision(
+                decisions[fp] = AlertDecision(
                     Decision.INHIBITED, key, inhibited_by=muted.source_fingerprint, inhibit_rule=muted.rule
                 )
             elif silence is not None:
                 group.muted += 1
                 group.silenced += 1
-                result.decisions[view.fingerprint] = AlertDecision(Decision.SILENCED, key, silenced_by=silence.id)
+                decisions[fp] = AlertDecision(Decision.SILENCED, key, silenced_by=silence.id)
             if not view.firing:
                 if muted is None and silence is None:
-                    result.decisions[view.fingerprint] = AlertDecision(Decision.RESOLVED, key)
+                    decisions[fp] = AlertDecision(Decision.RESOLVED, key)
                 continue
             group.firing += 1
             if muted is not None or silence is not None:
                 continue
-            hold = placed.hold_down
+            hold = views.placements[fp].hold_down
             if hold and view.first_seen is not None and now < view.first_seen + hold:
                 until = view.first_seen + hold
                 group.held.append(view)
                 group.held_until = until if group.held_until is None else max(group.held_until, until)
-                result.decisions[view.fingerprint] = AlertDecision(Decision.HELD, key, held_until=until)
-                result.wake(until)
+                decisions[fp] = AlertDecision(Decision.HELD, key, held_until=until)
+                hold_wake = until if hold_wake is None else min(hold_wake, until)
                 continue
             group.eligible.append(view)
-
-        incidents = self._moved(moves, groups, incidents, result)
-        summaries = {key: self._summary(g) for key, g in groups.items()}
-        clusters = self._rollups(groups, summaries, incidents, now)
-        ending = self._storms_ending(groups, incidents, clusters)
-
-        for key, group in groups.items():
-            self._incident(group, summaries[key], incidents.get(key), now, result)
-        for ckey, (rule, members) in clusters.items():
-            self._cluster(ckey, rule, [groups[m] for m in members], incidents.get(ckey), now, result)
-        for ckey, members in ending.items():
-            self._cluster_ending(incidents[ckey], [groups[m] for m in members], now, result)
-        return result
-
-    @staticmethod
-    def _storms_ending(
-        groups: Mapping[str, IncidentGroup],
-        incidents: Mapping[str, IncidentRecord],
-        clusters: Mapping[str, tuple[AggregationRule, list[str]]],
-    ) -> dict[str, list[str]]:
-        """Node incidents stay members of their storm once they joined it, resolved or not: no node tells
-        its own resolve (or anything else) on its own while its storm is open. Returns the storms with no
-        member opening any more (every node resolved, or all muted), and resolved ones whose resolve is
-        not told yet: cluster key -> the node incidents that were its members."""
-        out: dict[str, list[str]] = {}
-        for ckey, record in incidents.items():
-            if record.kind != IncidentKind.CLUSTER:
-                continue
-            members = sorted(k for k in groups if (r := incidents.get(k)) is not None and r.parent == ckey)
-            untold = any(n.firing for n in record.notify.values())
-            over = not (record.firing or untold)
-            for m in members:
-                # after the storm, a node that fires again is a new incident of its own
-                if groups[m].parent is None and not (over and (groups[m].eligible or groups[m].held)):
-                    groups[m].parent = ckey
-            if not over and ckey not in clusters:
-                out[ckey] = members
-        return out
-
-    def _cluster_ending(
-        self, record: IncidentRecord, members: list[IncidentGroup], now: datetime, result: EvalResult
-    ) -> None:
-        """A storm with nothing left to tell: resolved (with its resolved message where the route sends
-        them) when no member fires any more; quiet while members still fire, muted. Like a node
-        incident's resolve, it is described by all its alerts: "NodeDown on 8 nodes", not "on 0"."""
-        rule = next((r for r in self.pipeline.aggregation if r.name == record.rule), None)
-        still = any(m.firing for m in members)
-        headline, labels = record.headline, dict(record.labels)
-        alerts = [v for m in members for v in m.alerts]
-        if rule is not None and rule.rollup is not None and alerts:
+        opening_views = group.eligible + group.held
+        opening: IncidentSummary | None = None
+        ckey: str | None = None
+        if rule.rollup is not None and opening_views:
             p = self.pipeline
-            summaries = [
-                summarize_incident(rule, m.key, m.alerts, severity_label=p.severity_label, severities=p.severities)
-                for m in members
-            ]
-            headline = storm_headline(alerts[0].alertname, summaries, rule.rollup.scope_labels, rule.unit_name)
-            labels = {k: v for k, v in common_labels(v.labels for v in alerts).items() if k != p.nodes.label}
+            opening = summarize_incident(
+                rule, key, opening_views, severity_label=p.severity_label, severities=p.severities
+            )
+            ckey = rollup_key(rule, opening_views[0].labels)
+        first = min((v.first_seen for v in opening_views if v.first_seen), default=None)
+        self._groups[key] = NodeIncident(group, self._summary(group), opening, ckey, first, hold_wake, decisions)
+        self._storms.candidate(key, old.ckey if old is not None else None, ckey, rule)
+        if ckey is not None:
+            storms.add(ckey)
+        return storms
+
+    def _storm(self, ckey: str, incidents: Mapping[str, IncidentRecord], now: datetime, result: EvalResult) -> None:
+        """Evaluate storm `ckey` as its membership was left: rolling up, ending, or not (any more) one."""
+        members = self._storms.members.get(ckey)
+        ending = self._storms.ending.get(ckey)
+        if members:
+            nodes = [self._groups[m] for m in sorted(members)]
+            rule = self._storms.rule(ckey)
+            record = incidents.get(ckey)
+            state, firing = storm_state(ckey, rule, nodes, record, now, self.pipeline)
+            self._states[ckey] = state
+            result.evaluated.add(ckey)
+            routes = self._teller.routes(state.labels, state.severity)
+            _, earliest = self._teller.notify(state, rule, routes, firing, None, record, now, result, quiet=False)
+            self._set_wake(ckey, earliest)
+            mutes = self._teller.mutes(routes, now)
+            self._storm_mutes(ckey, nodes, mutes, tuple(r.receiver for r in routes), result)
+        elif ending is not None:
+            record = incidents[ckey]
+            nodes = [self._groups[m] for m in ending]
+            state, gone_rule = ending_state(record, nodes, now, self.pipeline)
+            self._states[ckey] = state
+            result.evaluated.add(ckey)
+            self._storm_mutes(ckey, nodes, {}, (), result)
+            earliest = None
+            if gone_rule is not None:  # else its rule is gone from the config: it resolves without a word
+                routes = self._teller.routes(state.labels, state.severity)
+                still = state.firing
+                _, earliest = self._teller.notify(
+                    state, gone_rule, routes, frozenset(), None, record, now, result, quiet=still
+                )
+            self._set_wake(ckey, earliest)
+        else:
+            self._states.pop(ckey, None)
+            self._set_wake(ckey, None)
+            self._storm_mutes(ckey, [], {}, (), result)
+
+    def _storm_mutes(
+        self,
+        key: str,
+        members: Sequence[NodeIncident],
+        mutes: Mapping[str, IntervalMute],
+        routed_to: tuple[str, ...],
+        result: EvalResult,
+    ) -> None:
+        """The storm's message is what its members' alerts wait on: when time intervals mute its routes,
+        their decisions say so. When they no longer do, the members' own decisions stand again."""
+        if not mutes:
+            if key in self._muting_storms:
+                self._muting_storms.discard(key)
+                for member in members:
+                    for fp, decision in member.decisions.items():
+                        self._set_decision(fp, decision, result)
+            return
+        self._muting_storms.add(key)
+        all_muted = len(mutes) == len(routed_to)
+        for member in members:
+            for view in member.group.eligible:
+                decision = member.decisions[view.fingerprint]
+                if all_muted:
+                    decision = AlertDecision(Decision.MUTED_BY_INTERVAL, key, routed_to=routed_to)
+                self._set_decision(view.fingerprint, with_mutes(decision, mutes), result)
+
+    def _incident(self, node: NodeIncident, record: IncidentRecord | None, now: datetime, result: EvalResult) -> None:
+        group, summary = node.group, node.summary
+        all_labels = common_labels(a.labels for a in group.alerts)
+        severity = summary.severity or worst_severity(group.alerts, self.pipeline)
         state = next_incident_state(
             record,
-            key=record.key,
-            kind=IncidentKind.CLUSTER,
-            rule=record.rule,
-            firing=still,
-            eligible=False,
-            severity=record.severity,
-            headline=headline,
-            labels=labels,
-            summary={**record.summary, "headline": headline, "alerts": 0},
-            parent=None,
+            key=group.key,
+            kind=IncidentKind.NODE,
+            rule=group.rule.name,
+            firing=group.firing > 0,
+            eligible=bool(group.eligible),
+            severity=severity,
+            headline=summary.headline,
+            labels=all_labels,
+            summary=summary_dict(summary, group),
+            parent=group.parent,
             now=now,
+            activated=min((v.first_seen for v in group.eligible if v.first_seen), default=None),
         )
-        result.incidents[record.key] = state
-        if rule is None:  # its rule is gone from the config: it resolves without a word
-            return
-        routes = self._routes(labels, record.severity)
-        self._notify(state, rule, routes, frozenset(), None, record, now, result, quiet=still)
+        self._states[group.key] = state
+        result.evaluated.add(group.key)
+        routes = self._teller.routes(all_labels, severity)
+        routed_to = tuple(r.receiver for r in routes)
+        mutes = self._teller.mutes(routes, now)
+        next_send: datetime | None = None
+        notified = False
+        if group.parent is None:
+            notified, next_send = self._teller.notify(
+                state,
+                group.rule,
+                routes,
+                summary.firing,
+                group,
+                record,
+                now,
+                result,
+                quiet=group.muted > 0 or bool(group.held),
+            )
+        if group.parent is not None:
+            mutes = {}  # a rolled-up incident is told by its storm's routes (`_storm`)
+        all_muted = bool(routes) and len(mutes) == len(routes)
+        for view in group.eligible:
+            decision = self._teller.eligible_decision(
+                group, record, routed_to, next_send, notified=notified, all_muted=all_muted
+            )
+            node.decisions[view.fingerprint] = with_mutes(decision, mutes)
+        for fp, decision in node.decisions.items():
+            self._set_decision(fp, decision, result)
+        self._set_wake(group.key, _earliest(node.hold_wake, next_send))
 
     @staticmethod
     def _moved(
         moves: Mapping[str, str],
-        groups: Mapping[str, IncidentGroup],
+        groups: Mapping[str, object],
         incidents: Mapping[str, IncidentRecord],
         result: EvalResult,
     ) -> Mapping[str, IncidentRecord]:
@@ -347,289 +479,3 @@ class Evaluator:
         if described is not group.eligible:
             summary = replace(summary, firing=frozenset())
         return summary
-
-    def _rollups(
-        self,
-        groups: Mapping[str, IncidentGroup],
-        summaries: Mapping[str, IncidentSummary],
-        incidents: Mapping[str, IncidentRecord],
-        now: datetime,
-    ) -> dict[str, tuple[AggregationRule, list[str]]]:
-        """Cluster key -> (rule, member node-incident keys), for storms that roll up now."""
-        candidates: dict[str, dict[str, datetime]] = defaultdict(dict)
-        rules: dict[str, AggregationRule] = {}
-        for key, group in groups.items():
-            # Incidents still in hold-down count too: a storm is recognised as it arrives, not 30 s later.
-            opening = group.eligible + group.held
-            if group.rule.rollup is None or not opening:
-                continue
-            ckey = rollup_key(group.rule, opening[0].labels)
-            if ckey is None:
-                continue
-            record = incidents.get(key)
-            first = min((v.first_seen for v in opening if v.first_seen), default=now)
-            candidates[ckey][key] = record.active_since if record and record.active_since else first
-            rules[ckey] = group.rule
-        out: dict[str, tuple[AggregationRule, list[str]]] = {}
-        for ckey, opened_at in candidates.items():
-            rule = rules[ckey]
-            assert rule.rollup is not None
-            existing = incidents.get(ckey)
-            is_open = existing is not None and existing.firing
-            members = storm_members(rule.rollup, opened_at, now=now, cluster_open=is_open)
-            if members:
-                out[ckey] = (rule, sorted(members))
-                for m in members:
-                    groups[m].parent = ckey
-        return out
-
-    def _interval_changes(self, now: datetime, result: EvalResult) -> None:
-        """Wake when a time interval starts or ends: what a muted route holds back is sent then, and the
-        decisions of the alerts it routes change."""
-        for name in self.pipeline.time_intervals:
-            change = self._intervals.next_change(name, now)
-            if change is not None:
-                result.wake(change)
-
-    def _mute(self, route: RouteMatch, now: datetime) -> IntervalMute | None:
-        if not route.mute_time_intervals and not route.active_time_intervals:
-            return None
-        key = (route.mute_time_intervals, route.active_time_intervals)
-        if key not in self._mutes:
-            self._mutes[key], _ = self._intervals.route_mute(
-                mute=route.mute_time_intervals, active=route.active_time_intervals, at=now
-            )
-        return self._mutes[key]
-
-    def _routes(self, labels: Mapping[str, str], severity: str) -> list[RouteMatch]:
-        routed = dict(labels)
-        if severity:
-            routed[self.pipeline.severity_label] = severity
-        seen: set[str] = set()
-        out = []
-        for match in match_routes(self.pipeline.route, routed):
-            if match.receiver not in seen:  # two branches reaching one receiver send one message
-                seen.add(match.receiver)
-                out.append(match)
-        return out
-
-    def _incident(
-        self,
-        group: IncidentGroup,
-        summary: IncidentSummary,
-        record: IncidentRecord | None,
-        now: datetime,
-        result: EvalResult,
-    ) -> None:
-        all_labels = common_labels(a.labels for a in group.alerts)
-        severity = summary.severity or worst_severity(group.alerts, self.pipeline)
-        state = next_incident_state(
-            record,
-            key=group.key,
-            kind=IncidentKind.NODE,
-            rule=group.rule.name,
-            firing=group.firing > 0,
-            eligible=bool(group.eligible),
-            severity=severity,
-            headline=summary.headline,
-            labels=all_labels,
-            summary=summary_dict(summary, group),
-            parent=group.parent,
-            now=now,
-            activated=min((v.first_seen for v in group.eligible if v.first_seen), default=None),
-        )
-        result.incidents[group.key] = state
-        routes = self._routes(all_labels, severity)
-        routed_to = tuple(r.receiver for r in routes)
-        mutes = {r.receiver: m for r in routes if (m := self._mute(r, now)) is not None}
-        next_send: datetime | None = None
-        notified = False
-        if group.parent is None:
-            notified, next_send = self._notify(
-                state,
-                group.rule,
-                routes,
-                summary.firing,
-                group,
-                record,
-                now,
-                result,
-                quiet=group.muted > 0 or bool(group.held),
-            )
-        if group.parent is not None:
-            mutes = {}  # a rolled-up incident is told by its storm's routes (`_cluster`)
-        all_muted = bool(routes) and len(mutes) == len(routes)
-        for view in group.eligible:
-            decision = self._eligible_decision(
-                group, record, routed_to, next_send, notified=notified, all_muted=all_muted
-            )
-            result.decisions[view.fingerprint] = _with_mutes(decision, mutes)
-
-    @staticmethod
-    def _eligible_decision(
-        group: IncidentGroup,
-        record: IncidentRecord | None,
-        routed_to: tuple[str, ...],
-        next_send: datetime | None,
-        *,
-        notified: bool,
-        all_muted: bool,
-    ) -> AlertDecision:
-        """The decision about a firing alert that counts (neither muted by another alert nor held)."""
-        if group.parent is not None:
-            return AlertDecision(
-                Decision.ROLLED_UP, group.parent, routed_to=routed_to, aggregation_rule=group.rule.name
-            )
-        if all_muted:  # every receiver's route is muted by a time interval: nothing goes out now
-            return AlertDecision(Decision.MUTED_BY_INTERVAL, group.key, routed_to=routed_to)
-        if len(group.eligible) > 1:
-            return AlertDecision(
-                Decision.AGGREGATED,
-                group.key,
-                routed_to=routed_to,
-                next_send_at=next_send,
-                aggregation_rule=group.rule.name,
-            )
-        if not notified and record is not None and any(record.notify.get(r) for r in routed_to):
-            return AlertDecision(Decision.THROTTLED, group.key, routed_to=routed_to, next_send_at=next_send)
-        return AlertDecision(Decision.NOTIFY, group.key, routed_to=routed_to, next_send_at=next_send)
-
-    def _cluster(
-        self,
-        key: str,
-        rule: AggregationRule,
-        members: list[IncidentGroup],
-        record: IncidentRecord | None,
-        now: datetime,
-        result: EvalResult,
-    ) -> None:
-        assert rule.rollup is not None
-        # A storm is told as it arrives: members' alerts still in hold-down count (node messages wait for
-        # them; a cluster message does not, so it would otherwise undercount the storm it announces).
-        p = self.pipeline
-        member_summaries = [
-            summarize_incident(
-                rule, m.key, m.eligible + m.held, severity_label=p.severity_label, severities=p.severities
-            )
-            for m in members
-        ]
-        opening = [v for m in members for v in (m.eligible + m.held)]
-        alertname = alert_title(opening[0].labels) if opening else ""
-        headline = storm_headline(alertname, member_summaries, rule.rollup.scope_labels, rule.unit_name)
-        labels = common_labels(v.labels for v in opening)
-        labels = {k: v for k, v in labels.items() if k != self.pipeline.nodes.label}
-        severity = worst_severity(opening, self.pipeline)
-        firing = frozenset().union(*(s.firing for s in member_summaries))
-        summary = {
-            "headline": headline,
-            "nodes": len(members),
-            "units": sum(len(s.units) for s in member_summaries),
-            "members": [s.headline for s in member_summaries][:MAX_ALERTS_IN_MESSAGE],
-            "alerts": len(firing),
-            # the facts messages word the storm from, in each receiver's language (alertrouter.i18n)
-            "alertname": alertname,
-            "unit_name": rule.unit_name,
-            "scope": [list(pair) for pair in storm_scope(member_summaries, rule.rollup.scope_labels)],
-            "member_facts": [
-                {"where": s.where, "units": len(s.units), "units_total": s.units_total}
-                for s in member_summaries[:MAX_ALERTS_IN_MESSAGE]
-            ],
-        }
-        state = next_incident_state(
-            record,
-            key=key,
-            kind=IncidentKind.CLUSTER,
-            rule=rule.name,
-            firing=any(m.firing for m in members),
-            eligible=bool(firing),
-            severity=severity,
-            headline=headline,
-            labels=labels,
-            summary=summary,
-            parent=None,
-            now=now,
-            activated=min((v.first_seen for v in opening if v.first_seen), default=None),
-        )
-        result.incidents[key] = state
-        routes = self._routes(labels, severity)
-        self._notify(state, rule, routes, firing, None, record, now, result, quiet=False)
-        mutes = {r.receiver: m for r in routes if (m := self._mute(r, now)) is not None}
-        if mutes:  # the storm's message is what its members' alerts wait on
-            all_muted = len(mutes) == len(routes)
-            for member in members:
-                for view in member.eligible:
-                    decision = result.decisions[view.fingerprint]
-                    if all_muted:
-                        decision = AlertDecision(
-                            Decision.MUTED_BY_INTERVAL, key, routed_to=tuple(r.receiver for r in routes)
-                        )
-                    result.decisions[view.fingerprint] = _with_mutes(decision, mutes)
-
-    def _notify(
-        self,
-        state: IncidentState,
-        rule: AggregationRule,
-        routes: list[RouteMatch],
-        firing: frozenset[str],
-        group: IncidentGroup | None,
-        record: IncidentRecord | None,
-        now: datetime,
-        result: EvalResult,
-        *,
-        quiet: bool,
-    ) -> tuple[bool, datetime | None]:
-        """Decide per receiver; returns (whether anything was intended, the earliest next send)."""
-        sent = False
-        earliest: datetime | None = None
-        for route in routes:
-            previous = record.notify.get(route.receiver) if record else None
-            if self._mute(route, now) is not None:
-                # Sends nothing while muted; its notify state stays, so what still fires when the mute
-                # ends is told then. As in Alertmanager, a resolve during the mute is never told.
-                if not firing and not quiet and previous is not None and previous.firing:
-                    result.notify_states[(state.key, route.receiver)] = NotifyState(previous.last_sent_at, frozenset())
-                continue
-            if group is not None and group.held_until is not None and (previous is None or not previous.firing):
-                # The first message waits for the incident's alerts in hold-down: "6/8 GPUs", not "1/8" then
-                # "6/8"; a hold-down never lasts longer than its rule says.
-                result.wake(group.held_until)
-                earliest = group.held_until if earliest is None else min(earliest, group.held_until)
-                continue
-            if not firing and quiet:
-                # Nothing to show, but not because it is over: muted or held alerts are not resolved
-                # (and a resolved target that is still muted gets no resolved message, as in Alertmanager).
-                continue
-            policy = ThrottlePolicy(
-                group_wait=rule.group_wait if rule.group_wait is not None else route.policy.group_wait,
-                group_interval=rule.group_interval if rule.group_interval is not None else route.policy.group_interval,
-                repeat_interval=severity_interval(route.policy, state.severity),
-                send_resolved=route.policy.send_resolved,
-                max_repeats=route.policy.max_repeats,
-            )
-            decision = needs_update(
-                previous,
-                firing,
-                active_since=state.active_since,
-                now=now,
-                policy=policy,
-                acknowledged=state.acknowledged,
-            )
-            if decision.reason is None:
-                if decision.next_at is not None:
-                    result.wake(decision.next_at)
-                    earliest = decision.next_at if earliest is None else min(earliest, decision.next_at)
-                continue
-            new = next_state(previous, decision.reason, firing, now)
-            # When the receiver is next due (a repeat), so an idle engine wakes for it.
-            follow = needs_update(
-                new, firing, active_since=state.active_since, now=now, policy=policy, acknowledged=state.acknowledged
-            )
-            if follow.next_at is not None:
-                result.wake(follow.next_at)
-                earliest = follow.next_at if earliest is None else min(earliest, follow.next_at)
-            result.notify_states[(state.key, route.receiver)] = new
-            result.intents.append(
-                Intent(state.key, route.receiver, decision.reason, message_snapshot(state, decision.reason, group, now))
-            )
-            sent = True
-        return sent, earliest

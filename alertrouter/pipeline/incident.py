@@ -12,11 +12,12 @@ from alertrouter.pipeline import aggregate
 from alertrouter.pipeline.aggregate import AggregationRule, IncidentSummary
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.throttle import NotifyReason
-from alertrouter.pipeline.types import IncidentRecord, IncidentState
+from alertrouter.pipeline.types import AlertDecision, IncidentRecord, IncidentState
 
 __all__ = [
     "MAX_ALERTS_IN_MESSAGE",
     "IncidentGroup",
+    "NodeIncident",
     "message_snapshot",
     "next_incident_state",
     "summary_dict",
@@ -38,6 +39,20 @@ class IncidentGroup:
     held_until: datetime | None = None
     firing: int = 0
     parent: str | None = None
+
+
+@dataclass(slots=True)
+class NodeIncident:
+    """A node incident as its last evaluation left it: the alerts sorted into it (muted, held, counting),
+    what it says, what a storm reads of it, and the decisions about its alerts before a storm's mutes."""
+
+    group: IncidentGroup
+    summary: IncidentSummary
+    opening: IncidentSummary | None  # of the alerts that count or are held: what a storm counts of it
+    ckey: str | None  # the storm it may roll up into, while it has alerts opening
+    first: datetime | None  # when its earliest opening alert first fired
+    hold_wake: datetime | None  # the earliest end of a hold-down among its alerts
+    decisions: dict[str, AlertDecision] = field(default_factory=dict)
 
 
 def worst_severity(alerts: Iterable[AlertView], pipeline: CompiledRules) -> str:

@@ -155,6 +155,12 @@ class Inhibitor:
         self._hold_by_target = {name: _by_hold_down(listed) for name, listed in self._by_target.items()}
         self._hold_generic = _by_hold_down(self._generic_target)
         self._placed: dict[str, _Placement] = {}
+        # Targets by the buckets that can mute them (rule, `equal` values) -> fingerprints, and the
+        # buckets whose sources changed since `affected()` was last asked: an engine pass re-checks
+        # only the targets a changed source can mute or release.
+        self._targets: dict[tuple[int, tuple[str, ...]], set[str]] = {}
+        self._target_keys: dict[str, tuple[Mapping[str, str], tuple[tuple[int, tuple[str, ...]], ...]]] = {}
+        self._touched: set[tuple[int, tuple[str, ...]]] = set()
 
     def _source_candidates(self, labels: Mapping[str, str]) -> tuple[_Rule, ...]:
         return self._by_source.get(labels.get(_ALERTNAME, ""), self._generic_source)
@@ -180,6 +186,7 @@ class Inhibitor:
                 two_sided = matches_all(rule.rule.target, labels)
                 rule.add(key, alert.fingerprint, two_sided)
                 entries.append((rule, key, two_sided))
+                self._touched.add((rule.order, key))
         # Held even when no rule matched, so the next refresh is recognised as one.
         self._placed[alert.fingerprint] = _Placement(dict(labels), tuple(entries))
 
@@ -190,6 +197,42 @@ class Inhibitor:
             return
         for rule, key, two_sided in placed.entries:
             rule.discard(key, fingerprint, two_sided)
+            self._touched.add((rule.order, key))
+
+    def track(self, alert: AlertView) -> None:
+        """Index ``alert`` as a potential target (firing or not: a resolved target stays muted)."""
+        labels = alert.labels
+        held = self._target_keys.get(alert.fingerprint)
+        if held is not None:
+            if held[0] == labels:
+                return
+            self.untrack(alert.fingerprint)
+        keys = tuple(
+            (rule.order, rule.key(labels))
+            for rule in self._target_candidates(labels)
+            if matches_all(rule.rule.target, labels)
+        )
+        for key in keys:
+            self._targets.setdefault(key, set()).add(alert.fingerprint)
+        self._target_keys[alert.fingerprint] = (dict(labels), keys)
+
+    def untrack(self, fingerprint: str) -> None:
+        """Forget an alert as a target; unknown fingerprints are ignored."""
+        held = self._target_keys.pop(fingerprint, None)
+        for key in held[1] if held is not None else ():
+            targets = self._targets[key]
+            targets.discard(fingerprint)
+            if not targets:
+                del self._targets[key]
+
+    def affected(self) -> set[str]:
+        """The tracked targets whose inhibition may have changed since the last call: those a source
+        added, refreshed with other labels, or removed since then can mute."""
+        out: set[str] = set()
+        for key in self._touched:
+            out.update(self._targets.get(key, ()))
+        self._touched.clear()
+        return out
 
     def mutes(self, alert: AlertView) -> Inhibition | None:
         """The inhibition muting ``alert``, or None; ``alert.firing`` is deliberately ignored."""

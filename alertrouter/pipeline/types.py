@@ -167,6 +167,12 @@ class EvalResult:
     # old key -> new key. The old one resolves quietly; the new one carries on from the old one's
     # record (what receivers were told) when it had none of its own.
     moved: dict[str, str] = field(default_factory=dict)
+    # What this pass worked out again (an incremental pass: only what its changes can touch; a full
+    # pass: everything). `decisions` and `incidents` are whole either way: what the pass did not
+    # evaluate is as the pass that last did left it.
+    evaluated: set[str] = field(default_factory=set)  # incident keys
+    decided: set[str] = field(default_factory=set)  # alert fingerprints
+    counts: dict[str, int] = field(default_factory=dict)  # decision -> how many alerts have it
 
     def wake(self, at: datetime) -> None:
         """Remember the earliest time a pass may decide differently without any new alert."""
@@ -176,17 +182,20 @@ class EvalResult:
 
 def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> dict[str, IncidentRecord]:
     """The records the next pass starts from: what a store would hold after persisting `result` (the
-    incidents the pass did not touch stay as they were; those it moved to another key are left out: they
-    resolved quietly, and their alerts carry on under the new key)."""
-    out = {k: r for k, r in previous.items() if k not in result.incidents and k not in result.moved}
+    incidents the pass did not evaluate stay as they were, the same objects; those it moved to another
+    key are left out: they resolved quietly, and their alerts carry on under the new key)."""
+    out = {k: r for k, r in previous.items() if k not in result.moved}
     moved_from = {new: old for old, new in result.moved.items()}
-    for key, state in result.incidents.items():
+    for key in result.evaluated:
+        state = result.incidents.get(key)
+        if state is None:  # evaluated and gone (its alerts left): its record stays as it was
+            continue
         before = previous.get(key) or previous.get(moved_from.get(key, ""))
         notify = dict(before.notify) if before is not None else {}
         for (incident, receiver), sent in result.notify_states.items():
             if incident == key:
                 notify[receiver] = sent
-        out[key] = IncidentRecord(
+        record = IncidentRecord(
             key=key,
             firing=state.firing,
             opened_at=state.opened_at,
@@ -202,4 +211,7 @@ def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> 
             labels=state.labels,
             summary=state.summary,
         )
+        # The same object when nothing changed: an incremental pass tells changed records by identity.
+        kept = previous.get(key)
+        out[key] = kept if kept is not None and kept == record else record
     return out

@@ -23,6 +23,7 @@ __all__ = [
     "LoadedAlert",
     "clear_acknowledgements",
     "insert_intents",
+    "load_acknowledged",
     "load_incidents",
     "load_live_alerts",
     "load_silences",
@@ -135,7 +136,11 @@ async def quarantine_alerts(session: AsyncSession, errors: Mapping[str, str], no
         )
 
 
-async def load_incidents(session: AsyncSession, *, resolved_since: datetime) -> dict[str, IncidentRecord]:
+async def load_incidents(
+    session: AsyncSession, *, resolved_since: datetime
+) -> tuple[dict[str, IncidentRecord], dict[str, datetime]]:
+    """The incidents firing, or resolved and written since `resolved_since`, with what each receiver
+    was told; and when each was last written (`updated_at`)."""
     rows = (
         await session.scalars(
             select(IncidentRow).where(or_(IncidentRow.status == "firing", IncidentRow.updated_at >= resolved_since))
@@ -148,7 +153,7 @@ async def load_incidents(session: AsyncSession, *, resolved_since: datetime) -> 
             notify.setdefault(n.incident_key, {})[n.receiver] = NotifyState(
                 last_sent_at=n.last_sent_at, firing=frozenset(n.firing), repeats=n.repeats
             )
-    return {
+    records = {
         r.key: IncidentRecord(
             key=r.key,
             firing=r.status == "firing",
@@ -167,6 +172,17 @@ async def load_incidents(session: AsyncSession, *, resolved_since: datetime) -> 
         )
         for r in rows
     }
+    return records, {r.key: r.updated_at for r in rows}
+
+
+async def load_acknowledged(session: AsyncSession, *, resolved_since: datetime) -> set[str]:
+    """The keys of the acknowledged incidents among those `load_incidents` reads: acknowledgements are
+    written by people (any replica), so the engine reads them every pass; there are few."""
+    c = incidents_t.c
+    stmt = select(c.key).where(
+        c.acknowledged_at.is_not(None), or_(c.status == "firing", c.updated_at >= resolved_since)
+    )
+    return set(await session.scalars(stmt))
 
 
 def _incident_row(state: IncidentState, now: datetime) -> dict[str, Any]:

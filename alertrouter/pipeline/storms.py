@@ -1,0 +1,237 @@
+"""Storms across passes: which node incidents roll up into a cluster incident now, which stay members
+of one they joined until it is over, and what a storm's incident says (while it rolls up, and while it
+ends). Membership is kept per storm and worked out again only for the storms a pass's changes concern.
+
+Roll-up: more than `threshold` node incidents of one roll-up key opening within `window` become one
+cluster incident, which later node incidents of the key join for as long as it stays open. A node
+incident that joined a storm stays its member, resolved or not, until the storm is over: no node tells
+its own resolve (or anything else) on its own while its storm is open; after the storm, a node that
+fires again is a new incident of its own.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from alertrouter.labels import alert_title
+from alertrouter.model import IncidentKind
+from alertrouter.pipeline.aggregate import (
+    AggregationRule,
+    common_labels,
+    severity_rank,
+    storm_headline,
+    storm_members,
+    storm_scope,
+    summarize_incident,
+)
+from alertrouter.pipeline.incident import MAX_ALERTS_IN_MESSAGE, NodeIncident, next_incident_state
+from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.types import IncidentRecord, IncidentState
+
+__all__ = ["Storms", "ending_state", "storm_state"]
+
+_T = TypeVar("_T")
+
+
+def _keep(into: dict[str, _T], key: str, value: _T | None) -> None:
+    """Hold `value` under `key`, or nothing when it is empty."""
+    if value:
+        into[key] = value
+    else:
+        into.pop(key, None)
+
+
+class Storms:
+    def __init__(self) -> None:
+        self._candidates: dict[str, dict[str, AggregationRule]] = defaultdict(dict)  # ckey -> node key -> rule
+        self.members: dict[str, frozenset[str]] = {}  # ckey -> node keys it rolls up now
+        self._kept: dict[str, set[str]] = {}  # ckey -> the members it keeps until it is over
+        self.ending: dict[str, list[str]] = {}  # ckey -> its members, while it ends
+        self._rollup_parent: dict[str, str] = {}
+        self._ending_parent: dict[str, str] = {}
+        self._children: dict[str, set[str]] = defaultdict(set)  # parent in a node's record -> node keys
+        self._record_parent: dict[str, str] = {}
+
+    def keys(self) -> set[str]:
+        """Every storm held: candidates, rolling up, ending."""
+        return {k for k, c in self._candidates.items() if c} | self.members.keys() | self.ending.keys()
+
+    def rule(self, ckey: str) -> AggregationRule:
+        return next(iter(self._candidates[ckey].values()))
+
+    def candidate(self, key: str, before: str | None, ckey: str | None, rule: AggregationRule) -> None:
+        """Node incident `key` may roll up into `ckey` now (None: into none), and could into `before`."""
+        if before is not None and before != ckey:
+            self._candidates[before].pop(key, None)
+        if ckey is not None:
+            self._candidates[ckey][key] = rule
+
+    def record_parent(self, key: str, parent: str | None) -> set[str]:
+        """A node incident's record names `parent` now; the storms this concerns."""
+        storms: set[str] = set()
+        before = self._record_parent.get(key)
+        if before is not None and before != parent:
+            self._children[before].discard(key)
+            storms.add(before)
+        if parent is None:
+            self._record_parent.pop(key, None)
+        else:
+            self._children[parent].add(key)
+            self._record_parent[key] = parent
+            storms.add(parent)
+        return storms
+
+    def named_by(self, key: str) -> str | None:
+        """The storm a node incident's record names as its parent."""
+        return self._record_parent.get(key)
+
+    def parent(self, key: str) -> str | None:
+        """The storm a node incident belongs to: the one rolling it up now, else the one it joined."""
+        return self._rollup_parent.get(key) or self._ending_parent.get(key)
+
+    def membership(
+        self,
+        ckey: str,
+        incidents: Mapping[str, IncidentRecord],
+        nodes: Mapping[str, NodeIncident],
+        now: datetime,
+    ) -> set[str]:
+        """Work out which node incidents storm `ckey` takes in now (a roll-up) or keeps; returns the node
+        incidents whose storm this changed."""
+        candidates = self._candidates.get(ckey) or {}
+        record = incidents.get(ckey)
+        members: frozenset[str] = frozenset()
+        if candidates:
+            rule = next(iter(candidates.values()))
+            assert rule.rollup is not None
+            opened: dict[str, datetime] = {}
+            for key in candidates:
+                own = incidents.get(key)
+                opened[key] = own.active_since if own and own.active_since else (nodes[key].first or now)
+            is_open = record is not None and record.firing
+            members = storm_members(rule.rollup, opened, now=now, cluster_open=is_open)
+        kept: set[str] = set()
+        ending: list[str] | None = None
+        if record is not None and record.kind == IncidentKind.CLUSTER:
+            kids = sorted(k for k in self._children.get(ckey, ()) if k in nodes)
+            untold = any(n.firing for n in record.notify.values())
+            over = not (record.firing or untold)
+            for m in kids:
+                group = nodes[m].group
+                if not (over and (group.eligible or group.held)):
+                    kept.add(m)
+            if not over and not members:
+                ending = kids
+        before_members = self.members.get(ckey, frozenset())
+        before_kept = self._kept.get(ckey, set())
+        concerned = before_members | members | before_kept | kept
+        before = {k: self.parent(k) for k in concerned}
+        for k in before_members - members:
+            if self._rollup_parent.get(k) == ckey:
+                del self._rollup_parent[k]
+        for k in members:
+            self._rollup_parent[k] = ckey
+        for k in before_kept - kept:
+            if self._ending_parent.get(k) == ckey:
+                del self._ending_parent[k]
+        for k in kept:
+            self._ending_parent[k] = ckey
+        _keep(self.members, ckey, members)
+        _keep(self._kept, ckey, kept)
+        _keep(self.ending, ckey, ending)
+        return {k for k in concerned if self.parent(k) != before[k]}
+
+
+def storm_state(
+    key: str,
+    rule: AggregationRule,
+    members: Sequence[NodeIncident],
+    record: IncidentRecord | None,
+    now: datetime,
+    pipeline: CompiledRules,
+) -> tuple[IncidentState, frozenset[str]]:
+    """A rolling-up storm's incident, and the alerts that count for it. It is told as it arrives:
+    members' alerts still in hold-down count (node messages wait for them; a cluster message does not,
+    so it would otherwise undercount the storm it announces). Each member's part (`NodeIncident.opening`)
+    was worked out with the member: the labels common to all their alerts are those common to the
+    members' common labels."""
+    assert rule.rollup is not None
+    parts = [m.opening for m in members if m.opening is not None]
+    first = next((m.group.eligible + m.group.held for m in members if m.opening is not None), [])
+    alertname = alert_title(first[0].labels) if first else ""
+    headline = storm_headline(alertname, parts, rule.rollup.scope_labels, rule.unit_name)
+    labels = common_labels(s.common_labels for s in parts)
+    labels = {k: v for k, v in labels.items() if k != pipeline.nodes.label}
+    severity = min((s.severity for s in parts), key=lambda v: severity_rank(v, pipeline.severities), default="")
+    firing = frozenset().union(*(s.firing for s in parts))
+    summary: dict[str, Any] = {
+        "headline": headline,
+        "nodes": len(members),
+        "units": sum(len(s.units) for s in parts),
+        "members": [s.headline for s in parts[:MAX_ALERTS_IN_MESSAGE]],
+        "alerts": len(firing),
+        # the facts messages word the storm from, in each receiver's language (alertrouter.i18n)
+        "alertname": alertname,
+        "unit_name": rule.unit_name,
+        "scope": [list(pair) for pair in storm_scope(parts, rule.rollup.scope_labels)],
+        "member_facts": [
+            {"where": s.where, "units": len(s.units), "units_total": s.units_total}
+            for s in parts[:MAX_ALERTS_IN_MESSAGE]
+        ],
+    }
+    state = next_incident_state(
+        record,
+        key=key,
+        kind=IncidentKind.CLUSTER,
+        rule=rule.name,
+        firing=any(m.group.firing for m in members),
+        eligible=bool(firing),
+        severity=severity,
+        headline=headline,
+        labels=labels,
+        summary=summary,
+        parent=None,
+        now=now,
+        activated=min((m.first for m in members if m.first), default=None),
+    )
+    return state, firing
+
+
+def ending_state(
+    record: IncidentRecord, members: Sequence[NodeIncident], now: datetime, pipeline: CompiledRules
+) -> tuple[IncidentState, AggregationRule | None]:
+    """A storm with nothing left to tell, and its rule (None: gone from the config; it resolves without a
+    word): resolved when no member fires any more; quiet while members still fire, muted. Like a node
+    incident's resolve, it is described by all its alerts: "NodeDown on 8 nodes", not "on 0"."""
+    rule = next((r for r in pipeline.aggregation if r.name == record.rule), None)
+    still = any(m.group.firing for m in members)
+    headline, labels = record.headline, dict(record.labels)
+    alerts = [v for m in members for v in m.group.alerts]
+    if rule is not None and rule.rollup is not None and alerts:
+        p = pipeline
+        summaries = [
+            summarize_incident(
+                rule, m.group.key, m.group.alerts, severity_label=p.severity_label, severities=p.severities
+            )
+            for m in members
+        ]
+        headline = storm_headline(alerts[0].alertname, summaries, rule.rollup.scope_labels, rule.unit_name)
+        labels = {k: v for k, v in common_labels(v.labels for v in alerts).items() if k != p.nodes.label}
+    state = next_incident_state(
+        record,
+        key=record.key,
+        kind=IncidentKind.CLUSTER,
+        rule=record.rule,
+        firing=still,
+        eligible=False,
+        severity=record.severity,
+        headline=headline,
+        labels=labels,
+        summary={**record.summary, "headline": headline, "alerts": 0},
+        parent=None,
+        now=now,
+    )
+    return state, rule
