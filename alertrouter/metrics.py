@@ -81,6 +81,18 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.engine_passes = Counter(
+            "alertrouter_engine_passes_total",
+            "Engine passes that evaluated something, by scope: incremental (what the changes touched) or "
+            "full (everything: the first after the lease is taken, a time interval's change, the periodic one).",
+            ["scope"],
+            registry=r,
+        )
+        self.engine_evaluated = Counter(
+            "alertrouter_engine_incidents_evaluated_total",
+            "Incidents (node and storm) the engine passes worked out again.",
+            registry=r,
+        )
         self.notifications = Counter(
             "alertrouter_notifications_total",
             "Deliveries by channel and result (sent, retry, rate_limited, dead, coalesced, failed_over, capped, "

@@ -346,7 +346,7 @@ class EngineRunner:
         self.wake_at = result.wake_at
         if self._alias_expiry is not None and (self.wake_at is None or self._alias_expiry < self.wake_at):
             self.wake_at = self._alias_expiry
-        self._observe(result, time.perf_counter() - started)
+        self._observe(result, time.perf_counter() - started, full=full)
         if result.intents and self._on_intents is not None:
             self._on_intents()  # committed: the delivery loop can take them now
         return result
@@ -522,11 +522,13 @@ class EngineRunner:
             await session.commit()
         self._decisions.update((row["fingerprint"], stored[row["fingerprint"]]) for row in rows)
 
-    def _observe(self, result: EvalResult, seconds: float) -> None:
+    def _observe(self, result: EvalResult, seconds: float, *, full: bool) -> None:
         m = self._metrics
         if m is None:
             return
         m.engine_pass.observe(seconds)
+        m.engine_passes.labels(scope="full" if full else "incremental").inc()
+        m.engine_evaluated.inc(len(result.evaluated))
         for intent in result.intents:
             m.intended.labels(receiver=intent.receiver, reason=intent.reason.value).inc()
         for name in Decision:

@@ -22,6 +22,7 @@ from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
+from alertrouter.metrics import Metrics
 from alertrouter.store import Database, actions
 from alertrouter.store.migrate import upgrade
 from alertrouter.store.tables import AlertRow, Base, IncidentRow, NotifyStateRow, OutboxRow, SilenceRow
@@ -197,3 +198,37 @@ async def test_incremental_runner_stores_what_full_passes_store(stores: tuple[Da
             assert a[part] == b[part], f"{part} differ, {where}"
         told = len(a["outbox"])
     assert told > 0, "the sequence sent nothing: it compared nothing that matters"
+
+
+async def test_a_webhook_about_one_node_evaluates_only_that_node(tmp_path: Path) -> None:
+    """Three nodes overheating (too few for a storm); once settled, a webhook about one of them makes
+    the next pass evaluate that node's incident alone, counted as an incremental pass."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'one.db'}"
+    upgrade(url)
+    db = Database(url)
+    try:
+        clock, metrics = Clock(), Metrics()
+        ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+        runner = EngineRunner(db, shipped_pipeline(), clock=clock, metrics=metrics)
+        nodes = [f"gpu-node-{n:02d}" for n in range(3)]
+        await ingestor.ingest(parse_webhook(webhook([gpu_labels(n, 0, region="north") for n in nodes])).batch)
+        first = await runner.run_once()
+        assert first is not None
+        assert len(first.evaluated) == 3
+        # The next pass that evaluates anything looks again at the incidents whose records the last one
+        # wrote (their notify states changed); a forced pass settles them.
+        clock.now += 5 * S
+        runner.nudge(force=True)
+        settled = await runner.run_once()
+        assert settled is not None
+        assert len(settled.evaluated) == 3
+        before = metrics.engine_passes.labels(scope="incremental")._value.get()
+        clock.now += 5 * S
+        await ingestor.ingest(parse_webhook(webhook([gpu_labels(nodes[1], 3, region="north")])).batch)
+        result = await runner.run_once()
+        assert result is not None
+        assert result.evaluated == {'gpu-by-node{alertname="GPUHighTemp",node="gpu-node-01"}'}
+        assert metrics.engine_passes.labels(scope="incremental")._value.get() == before + 1
+        assert metrics.engine_passes.labels(scope="full")._value.get() == 1
+    finally:
+        await db.dispose()
