@@ -7,12 +7,12 @@ import asyncio
 import sys
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
 from alertrouter.digest.period import due_period, parse_week, shift_week, week_of
 from alertrouter.digest.send import DigestRunner, DigestTarget
+from alertrouter.i18n import LANGUAGES
 from alertrouter.logs import configure_logging
 from alertrouter.model import utcnow
 from alertrouter.render.templates import Templates
@@ -39,7 +39,9 @@ errors; time to resolve and to acknowledge; charts.
               alone unless --force is given (the resend is logged)
 
 The week defaults to the latest one whose digest is due (the previous ISO week once the
-receiver's schedule has passed), in the receiver's time zone.
+receiver's schedule has passed), in the receiver's time zone. The digest is written in the
+receiver's language (`language:` on the receiver, else `global.language`); --language and
+--timezone override both for a preview.
 """
 
 
@@ -58,7 +60,12 @@ def add_digest_parser(sub: Any) -> None:
     p.add_argument("--receiver", help="receiver with a digest: block (default: the first one)")
     p.add_argument("--out", type=Path, metavar="FILE.html", help="--preview: write standalone HTML here")
     p.add_argument("--force", action="store_true", help="--send: resend a week already sent")
-    p.add_argument("--timezone", help="--preview without a digest receiver: the week's time zone (default UTC)")
+    p.add_argument(
+        "--timezone", help="--preview: the week's time zone (default: the receiver's digest, else global.timezone)"
+    )
+    p.add_argument(
+        "--language", choices=LANGUAGES, help="--preview: the digest's language (default: the receiver's, else global)"
+    )
     p.add_argument("--config", type=Path, help="rules directory or file (env ALERTROUTER_CONFIG)")
     p.add_argument("--database-url", help="sqlite:///path.db or postgresql://... (env ALERTROUTER_DATABASE_URL)")
     p.set_defaults(func=cmd_digest)
@@ -126,10 +133,10 @@ async def _run(args: argparse.Namespace, settings: Settings, ruleset: Ruleset) -
         target = _target(runner, args.receiver)
         if args.send:
             return await _send(runner, target, args)
-        tz = zone(args.timezone) if args.timezone else (target.tz if target else ZoneInfo("UTC"))
+        tz = zone(args.timezone or (target.tz.key if target else ruleset.global_.timezone))
         now = utcnow()
         week = args.week or (due_period(now, target.schedule, tz) if target else shift_week(week_of(now, tz), -1))
-        _, rendered = await runner.build(target, week, tz=tz, inline=True)
+        _, rendered = await runner.build(target, week, tz=tz, language=args.language, inline=True)
         if args.out is None:
             print(rendered.text, end="")
         else:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from email.message import EmailMessage
 from email.utils import parseaddr
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -29,6 +30,7 @@ from alertrouter.digest.stats import gather
 from alertrouter.digest.summarize import Labelling, summarize
 from alertrouter.digest.types import DigestStats
 from alertrouter.digest.view import RenderedDigest, render_digest
+from alertrouter.i18n import DEFAULT_LANGUAGE
 from alertrouter.model import utcnow
 from alertrouter.pipeline import aliases
 from alertrouter.pipeline.rules import CompiledRules
@@ -57,7 +59,8 @@ class DigestTarget:
     channel: EmailChannelConfig | None  # None: unconfigured (no SMTP host in this deployment)
     channel_name: str
     schedule: Schedule
-    tz: ZoneInfo
+    tz: ZoneInfo  # the digest's own `timezone`, else the receiver's, else `global.timezone`
+    language: str = DEFAULT_LANGUAGE  # the receiver's, else `global.language`
 
     @property
     def job(self) -> str:
@@ -91,8 +94,9 @@ def digest_targets(ruleset: Ruleset) -> list[DigestTarget]:
             continue
         cfg = channels.get(receiver.digest.channel)
         channel = cfg if isinstance(cfg, EmailChannelConfig) and cfg.name not in unconfigured else None
-        d = receiver.digest
-        out.append(DigestTarget(receiver.name, d, channel, d.channel, parse_schedule(d.schedule), zone(d.timezone)))
+        d, locale = receiver.digest, ruleset.locale(receiver.name)
+        tz = zone(d.timezone or locale.timezone)
+        out.append(DigestTarget(receiver.name, d, channel, d.channel, parse_schedule(d.schedule), tz, locale.language))
     return out
 
 
@@ -153,14 +157,28 @@ class DigestRunner:
         return summarize(rows, period=period, tz=tz, labelling=self._labelling(learned), receiver=receiver)
 
     async def build(
-        self, target: DigestTarget | None, period: str, *, tz: ZoneInfo | None = None, inline: bool = False
+        self,
+        target: DigestTarget | None,
+        period: str,
+        *,
+        tz: ZoneInfo | None = None,
+        language: str | None = None,
+        inline: bool = False,
     ) -> tuple[DigestStats, RenderedDigest]:
-        """The digest of `period` for `target` (None: the whole cluster in `tz`), rendered."""
-        stats = await self.stats(target, period, tz or (target.tz if target else ZoneInfo("UTC")))
+        """The digest of `period` for `target` (None: the whole cluster), rendered; `tz` and `language`
+        default to the target's, else to `global`'s."""
+        tz = tz or (target.tz if target else zone(self._global.timezone))
+        language = language or (target.language if target else self._global.language)
+        stats = await self.stats(target, period, tz)
         charts = await asyncio.to_thread(
-            draw_charts, stats.per_day, stats.severities, stats.noisiest_nodes, stats.noise
+            partial(draw_charts, language=language),
+            stats.per_day,
+            stats.severities,
+            stats.noisiest_nodes,
+            stats.noise,
         )
-        return stats, render_digest(self._templates, stats, charts, now=self._clock(), inline=inline)
+        rendered = render_digest(self._templates, stats, charts, now=self._clock(), inline=inline, language=language)
+        return stats, rendered
 
     async def pending(self, target: DigestTarget, period: str) -> bool:
         """A plain read: whether `period` still needs a run now (never run, or failed or crashed and

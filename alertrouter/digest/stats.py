@@ -4,6 +4,7 @@ received payloads, the outbox, deliveries and incidents, into `WeekRows`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.digest.types import EpisodeRow, IncidentFact, WeekRows
+from alertrouter.model import MessageError, MessageSnapshot
 from alertrouter.store.tables import (
     AlertEpisodeRow,
     AlertEventRow,
@@ -76,6 +78,9 @@ async def gather(session: AsyncSession, *, start: datetime, end: datetime) -> We
     ):
         msg = message if isinstance(message, dict) else {}
         rows.intents.append((receiver, reason, key, _text(msg, "severity"), _text(msg, "headline") or key, created_at))
+        if key not in rows.snapshots:  # the first message about the incident: its headline's facts
+            with suppress(MessageError):  # a damaged row: its stored headline is shown
+                rows.snapshots[key] = MessageSnapshot.from_json(msg)
 
     dl = DeliveryRow
     for status, n in await session.execute(

@@ -134,12 +134,12 @@ def _noise(rows: WeekRows) -> Noise:
 def _receiver(rows: WeekRows, receiver: str) -> ReceiverSection:
     mine = [i for i in rows.intents if i[0] == receiver]
     reasons = Counter(reason for _, reason, *_ in mine)
-    incidents: dict[str, tuple[str, str, datetime, int]] = {}
+    incidents: dict[str, tuple[str, str, datetime, int, str]] = {}
     for _, _, key, severity, headline, at in sorted(mine, key=lambda i: i[5]):
         first = incidents.get(key)
-        incidents[key] = (headline, severity, first[2] if first else at, (first[3] if first else 0) + 1)
+        incidents[key] = (headline, severity, first[2] if first else at, (first[3] if first else 0) + 1, key)
     ranked = sorted(incidents.values(), key=lambda i: (-i[3], i[2], i[0]))
-    listed = [ReceiverIncident(h, s, at, n) for h, s, at, n in ranked[:15]]
+    listed = [ReceiverIncident(h, s, at, n, rows.snapshots.get(k)) for h, s, at, n, k in ranked[:15]]
     return ReceiverSection(receiver, len(mine), _top(reasons), listed, max(0, len(ranked) - len(listed)))
 
 
@@ -255,7 +255,7 @@ def summarize(
         end=end,
         totals=totals,
         noise=_noise(rows),
-        noisiest_alerts=_top(by_alertname, extra={k: f"{len(v)} nodes" for k, v in nodes_of.items()}),
+        noisiest_alerts=_top(by_alertname, extra={k: str(len(v)) for k, v in nodes_of.items()}),  # nodes
         noisiest_nodes=_top(
             node, extra={k: ", ".join(sorted(v)[:3]) + (" …" if len(v) > 3 else "") for k, v in names_of.items()}
         ),

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from alertrouter.model import MessageSnapshot
+
 __all__ = [
     "AckStats",
     "Count",
@@ -63,13 +65,14 @@ class WeekRows:
     # ^ (receiver, reason, incident key, severity, headline, created_at) of outbox rows in the week
     deliveries: dict[str, int] = field(default_factory=dict)  # status -> count, created in the week
     incidents: list[IncidentFact] = field(default_factory=list)
+    snapshots: dict[str, MessageSnapshot] = field(default_factory=dict)  # incident key -> its first message
 
 
 @dataclass(frozen=True, slots=True)
 class Count:
     name: str
     count: int
-    extra: str = ""
+    extra: str = ""  # the noisiest alerts: on how many nodes; the noisiest nodes: their alert names
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +158,11 @@ class AckStats:
 
 @dataclass(frozen=True, slots=True)
 class ReceiverIncident:
-    headline: str
+    headline: str  # as stored (English)
     severity: str
     first_at: datetime
     messages: int
+    snapshot: MessageSnapshot | None = None  # the first message: the facts a headline is worded from
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,21 +1,38 @@
 """The digest as an email: a view of `DigestStats` rendered by `templates/digest/digest.{html,txt}.j2`.
 
-Numbers and times are formatted here, label values cleaned and capped here, and the templates
-(sandboxed, HTML autoescaped) only lay them out. Charts are `cid:` images for the email, or `data:`
+Numbers and times are formatted here, label values cleaned and capped here, the product's own words
+made in Python (dates, durations, severity and mechanism names) worded in the digest's language
+(`digest.words`), and the templates (sandboxed, HTML autoescaped) lay them out with their own words
+marked for translation (`_()`). Charts are `cid:` images for the email, or `data:`
 URIs for a standalone preview file.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from gettext import NullTranslations
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from alertrouter.digest.charts import SEVERITY_COLORS, Chart
 from alertrouter.digest.types import Count, DigestStats
+from alertrouter.digest.words import (
+    NONE,
+    day_label,
+    duration,
+    mechanism_name,
+    range_label,
+    reason_name,
+    rule_name,
+    severity_label,
+    status_name,
+    time_label,
+)
+from alertrouter.i18n import DEFAULT_LANGUAGE, headline, translations
 from alertrouter.render.context import LABEL_CAP, clean
 from alertrouter.render.templates import Templates
 
@@ -32,19 +49,9 @@ class RenderedDigest:
     charts: tuple[Chart, ...]
 
 
-def format_duration(value: timedelta | None) -> str:
-    """`45s`, `12m`, `3h 05m`, `2d 4h`; an em dash for no value."""
-    if value is None:
-        return "—"
-    seconds = int(value.total_seconds())
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, hours = seconds // 60, seconds // 3600
-    if hours == 0:
-        return f"{minutes}m"
-    if hours < 48:
-        return f"{hours}h {minutes % 60:02d}m"
-    return f"{hours // 24}d {hours % 24}h"
+def format_duration(value: timedelta | None, tr: NullTranslations | None = None) -> str:
+    """`45s`, `12m`, `3h 05m`, `2d 4h` (in `tr`'s language; English without); an em dash for no value."""
+    return duration(tr or NullTranslations(), value)
 
 
 def _n(value: int) -> str:
@@ -55,42 +62,73 @@ def _name(value: str) -> str:
     return clean(value, LABEL_CAP)
 
 
-def _rows(counts: Sequence[Count], total: int | None = None) -> list[dict[str, Any]]:
+def _rows(
+    counts: Sequence[Count],
+    total: int | None = None,
+    *,
+    name: Callable[[str], str] = _name,
+    extra: Callable[[str], str] = _name,
+) -> list[dict[str, Any]]:
     top = max((c.count for c in counts), default=0) or 1
     out = []
     for c in counts:
         pct = f"{100 * c.count / total:.0f}%" if total else ""
         bar = max(1, round(_BAR_WIDTH * c.count / top)) if c.count else 0
-        out.append({"name": _name(c.name), "count": _n(c.count), "extra": _name(c.extra), "pct": pct, "bar": bar})
+        out.append({"name": name(c.name), "count": _n(c.count), "extra": extra(c.extra), "pct": pct, "bar": bar})
     return out
 
 
-def _when(t: datetime, tz: ZoneInfo) -> str:
-    return t.astimezone(tz).strftime("%a %d %b %H:%M")
+def _unit(tr: NullTranslations, detail: str) -> str:
+    """`gpu 3` (a flapping alert's GPU, as `summarize` names it) / `GPU 3`."""
+    if detail.startswith("gpu "):
+        return tr.gettext("GPU %(unit)s") % {"unit": detail.removeprefix("gpu ")}
+    return detail
 
 
-def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: datetime) -> dict[str, Any]:
+def pad(text: object, width: int) -> str:
+    """`text` followed by spaces up to `width` columns of a monospace font, a CJK character taking two
+    (the text part's aligned columns)."""
+    value = str(text)
+    columns = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in value)
+    return value + " " * max(1, width - columns)
+
+
+def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: datetime, language: str) -> dict[str, Any]:
+    tr = translations(language)
     tz = ZoneInfo(stats.timezone)
     t, noise = stats.totals, stats.noise
     first, last = stats.start.astimezone(tz), (stats.end - timedelta(seconds=1)).astimezone(tz)
     ratio = noise.ratio
     severity = [
         {**row, "color": SEVERITY_COLORS.get(c.name, "#616161")}
-        for row, c in zip(_rows(t.by_severity, t.fired), t.by_severity, strict=True)
+        for row, c in zip(
+            _rows(t.by_severity, t.fired, name=lambda s: severity_label(tr, s)), t.by_severity, strict=True
+        )
     ]
+
+    def data(value: str) -> str:
+        return tr.gettext("(none)") if value == NONE else _name(value)
+
+    def nodes(extra: str) -> str:  # the noisiest alerts' spread: on how many nodes
+        if not extra.isdigit():
+            return _name(extra)
+        return tr.ngettext("%(num)s node", "%(num)s nodes", int(extra)) % {"num": int(extra)}
+
     receiver = stats.receiver
     return {
-        "title": f"Weekly alert digest {stats.period}",
+        "title": tr.gettext("Weekly alert digest %(period)s") % {"period": stats.period},
+        "lang": "zh-CN" if language == "zh-CN" else "en",
         "period": stats.period,
-        "range": f"{first:%a %d %b %Y} – {last:%a %d %b %Y}",
+        "range": range_label(first.date(), last.date(), language),
         "timezone": stats.timezone,
         "hours": stats.hours,
         "generated": now.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z"),
+        "pad": pad,
         "highlights": [
-            {"label": "alerts fired", "value": _n(t.fired)},
-            {"label": "messages to people", "value": _n(noise.messages_intended)},
-            {"label": "alert changes per message", "value": f"{ratio:.1f}" if ratio is not None else "—"},
-            {"label": "still firing at the end", "value": _n(t.open_at_end)},
+            {"label": tr.gettext("alerts fired"), "value": _n(t.fired)},
+            {"label": tr.gettext("messages to people"), "value": _n(noise.messages_intended)},
+            {"label": tr.gettext("alert changes per message"), "value": f"{ratio:.1f}" if ratio is not None else "—"},
+            {"label": tr.gettext("still firing at the end"), "value": _n(t.open_at_end)},
         ],
         "totals": {
             "fired": _n(t.fired),
@@ -102,30 +140,39 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
             "incidents_open_at_end": _n(t.incidents_open_at_end),
         },
         "by_severity": severity,
-        "by_region": _rows(t.by_region, t.fired),
-        "by_alertname": _rows(t.by_alertname, t.fired),
+        "by_region": _rows(t.by_region, t.fired, name=data),
+        "by_alertname": _rows(t.by_alertname, t.fired, name=data),
         "noise": {
             "changes": _n(noise.alert_changes),
             "payloads": _n(noise.payloads),
             "payload_alerts": _n(noise.payload_alerts),
             "intended": _n(noise.messages_intended),
             "sent": _n(noise.messages_sent),
-            "unsent": [{"name": k, "count": _n(v)} for k, v in noise.messages_unsent.items()],
+            "unsent": [{"name": status_name(tr, k), "count": _n(v)} for k, v in noise.messages_unsent.items()],
             "ratio": f"{ratio:.1f}" if ratio is not None else "—",
         },
         "mechanisms": [
-            {"name": m.name.replace("_", " "), "alerts": _n(m.alerts), "rules": _rows(m.rules)}
+            {
+                "name": mechanism_name(tr, m.name),
+                "alerts": _n(m.alerts),
+                "rules": _rows(m.rules, name=lambda r: _name(rule_name(tr, r))),
+            }
             for m in noise.mechanisms
         ],
-        "noisiest_alerts": _rows(stats.noisiest_alerts),
-        "noisiest_nodes": _rows(stats.noisiest_nodes),
+        "noisiest_alerts": _rows(stats.noisiest_alerts, name=data, extra=nodes),
+        "noisiest_nodes": _rows(stats.noisiest_nodes, name=data),
         "flapping": [
-            {"alertname": _name(f.alertname), "node": _name(f.node), "detail": _name(f.detail), "episodes": f.episodes}
+            {
+                "alertname": data(f.alertname),
+                "node": data(f.node),
+                "detail": _name(_unit(tr, f.detail)),
+                "episodes": f.episodes,
+            }
             for f in stats.flapping
         ],
         "xid": [
             {
-                "node": _name(x.node),
+                "node": data(x.node),
                 "episodes": x.episodes,
                 "xids": _name(", ".join(x.xids)) or "—",
                 "gpus": _name(", ".join(x.gpus)) or "—",
@@ -134,28 +181,30 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
         ],
         "resolve": [
             {
-                "name": r.name,
+                "name": severity_label(tr, r.name),
                 "resolved": _n(r.resolved),
-                "mean": format_duration(r.mean),
-                "median": format_duration(r.median),
+                "mean": format_duration(r.mean, tr),
+                "median": format_duration(r.median, tr),
             }
             for r in stats.resolve
         ],
         "ack": [
             {
-                "name": a.name,
+                "name": severity_label(tr, a.name),
                 "opened": _n(a.opened),
                 "acknowledged": _n(a.acknowledged),
-                "mean": format_duration(a.mean),
-                "median": format_duration(a.median),
+                "mean": format_duration(a.mean, tr),
+                "median": format_duration(a.median, tr),
             }
             for a in stats.ack
         ],
         "per_day": [
             {
-                "day": d.day.strftime("%a %d %b"),
+                "day": day_label(d.day, language),
                 "total": _n(d.total),
-                "by": ", ".join(f"{s} {_n(d.by_severity[s])}" for s in stats.severities if d.by_severity.get(s)),
+                "by": tr.gettext(", ").join(
+                    f"{severity_label(tr, s)} {_n(d.by_severity[s])}" for s in stats.severities if d.by_severity.get(s)
+                ),
             }
             for d in stats.per_day
         ],
@@ -174,12 +223,12 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
         else {
             "name": _name(receiver.receiver),
             "messages": _n(receiver.messages),
-            "by_reason": _rows(receiver.by_reason),
+            "by_reason": _rows(receiver.by_reason, name=lambda r: reason_name(tr, r)),
             "incidents": [
                 {
-                    "headline": clean(i.headline, 200),
-                    "severity": _name(i.severity),
-                    "first": _when(i.first_at, tz),
+                    "headline": clean(headline(tr, i.snapshot) if i.snapshot else i.headline, 200),
+                    "severity": severity_label(tr, _name(i.severity)),
+                    "first": time_label(i.first_at.astimezone(tz), language),
                     "messages": i.messages,
                     "color": SEVERITY_COLORS.get(i.severity, "#616161"),
                 }
@@ -191,15 +240,24 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
 
 
 def render_digest(
-    templates: Templates, stats: DigestStats, charts: Sequence[Chart], *, now: datetime, inline: bool = False
+    templates: Templates,
+    stats: DigestStats,
+    charts: Sequence[Chart],
+    *,
+    now: datetime,
+    inline: bool = False,
+    language: str = DEFAULT_LANGUAGE,
 ) -> RenderedDigest:
-    """Subject, text and HTML of one digest; `inline` puts the charts in the HTML as data: URIs."""
-    view = _view(stats, charts, inline=inline, now=now)
-    subject = (
-        f"Weekly alert digest {stats.period}: {view['totals']['fired']} alerts, {view['noise']['intended']} messages"
-    )
+    """Subject, text and HTML of one digest in `language`; `inline` puts the charts in the HTML as data: URIs."""
+    tr = translations(language)
+    view = _view(stats, charts, inline=inline, now=now, language=language)
+    subject = tr.gettext("Weekly alert digest %(period)s: %(alerts)s alerts, %(messages)s messages") % {
+        "period": stats.period,
+        "alerts": view["totals"]["fired"],
+        "messages": view["noise"]["intended"],
+    }
     if stats.receiver is not None:
-        subject += f" ({_name(stats.receiver.receiver)})"
-    html = templates.template("digest", "html", "digest").render(view)
-    text = templates.template("digest", "txt", "digest").render(view)
+        subject += tr.gettext(" (%(receiver)s)") % {"receiver": _name(stats.receiver.receiver)}
+    html = templates.template("digest", "html", "digest", language=language).render(view)
+    text = templates.template("digest", "txt", "digest", language=language).render(view)
     return RenderedDigest(subject=subject, text=text.strip() + "\n", html=html, charts=tuple(charts))

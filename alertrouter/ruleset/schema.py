@@ -443,12 +443,17 @@ class ReceiverChannelConfig(Section):
 
 
 class DigestConfig(Section):
-    """The receiver's weekly digest email: which email channel, to whom, when, in which time zone."""
+    """The receiver's weekly digest email: which email channel, to whom, when, in which time zone (its
+    language is the receiver's messages' language)."""
 
     channel: str = Field(description="An email channel")
     to: list[str] = Field(default_factory=list, description="Recipients; default: the channel's `to`")
     schedule: str = Field("mon 09:00", description="Day and local time the previous week's digest is sent")
-    timezone: str = Field("UTC", description="IANA time zone of the schedule and of the week's bounds")
+    timezone: str | None = Field(
+        None,
+        description="IANA time zone of the schedule, of the week's bounds and of the times shown; "
+        "default: the receiver's `timezone`, else `global.timezone`",
+    )
 
     @field_validator("schedule")
     @classmethod
@@ -457,8 +462,9 @@ class DigestConfig(Section):
 
     @field_validator("timezone")
     @classmethod
-    def _timezone(cls, value: str) -> str:
-        zone(value)
+    def _timezone(cls, value: str | None) -> str | None:
+        if value is not None:
+            zone(value)
         return value
 
 

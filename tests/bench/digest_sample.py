@@ -1,6 +1,8 @@
 """Renders docs/digest-sample.{html,txt,png}: the weekly digest of a synthetic week on 1,000 GPU nodes.
 
-    .venv/bin/python tests/bench/digest_sample.py --out docs/digest-sample.html
+    .venv/bin/python tests/bench/digest_sample.py --language en --out docs/digest-sample.html
+    .venv/bin/python tests/bench/digest_sample.py --language zh-CN --out docs/digest-sample-zh-CN.html \
+        --screenshot docs/digest-zh-CN.png
 
 The week (2026-W47, Asia/Shanghai, the shipped rules) goes through the real Ingestor and EngineRunner
 on a temporary SQLite store with a manual clock: every day a few dozen nodes run hot for a while; one
@@ -9,7 +11,9 @@ inhibited); info alerts go to the weekly-digest receiver; and on Wednesday the s
 tests/e2e/test_storm_delivery_e2e.py: GPUHighTemp on all 8 GPUs of 1,000 nodes (dcgm-exporter labels),
 while a rack of 40 nodes goes dark (NodeDown and GPUFallenOffBus), rolled up into cluster incidents.
 Some incidents are acknowledged. Nothing is sent: the digest is rendered with its charts inlined as
-data: URIs (so the HTML opens on its own), plus the text part and the alerts-per-day chart as PNG.
+data: URIs (so the HTML opens on its own), plus the text part and the alerts-per-day chart as PNG, in
+--language (default: the receiver's, as the shipped rules say). --screenshot also captures the HTML as a
+reader sees it, with Debian's Chromium through Playwright (the Chinese drawn with fonts-noto-cjk).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from sqlalchemy import select
 
 from alertrouter.digest.period import week_bounds
 from alertrouter.digest.send import DigestRunner
+from alertrouter.i18n import LANGUAGES
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules
@@ -118,7 +123,7 @@ def week_events(start: datetime, rng: random.Random) -> list[Event]:
     return sorted(events, key=lambda e: (e[0], e[1] == "fire"))  # resolves before fires at the same time
 
 
-async def build(out: Path, db_path: Path) -> None:
+async def build(out: Path, db_path: Path, language: str | None) -> None:
     url = f"sqlite+aiosqlite:///{db_path}"
     await asyncio.to_thread(upgrade, url)
     db = Database(url, sqlite_synchronous="NORMAL")
@@ -148,7 +153,7 @@ async def build(out: Path, db_path: Path) -> None:
         send_at = end + timedelta(hours=9)  # Monday 09:00 local: when the scheduler would send it
         runner = DigestRunner(db, ruleset, pipeline, templates=Templates(), holder="sample", clock=lambda: send_at)
         target = runner.targets["weekly-digest"]
-        _, html = await runner.build(target, WEEK, inline=True)
+        _, html = await runner.build(target, WEEK, inline=True, language=language)
         await asyncio.to_thread(write, out, html.html, f"Subject: {html.subject}\n\n{html.text}", html.charts[0].png)
         print(f"wrote {out}, {out.with_suffix('.txt')}, {out.with_suffix('.png')}: {html.subject}", file=sys.stderr)
     finally:
@@ -183,10 +188,30 @@ async def acknowledge_new(db: Database, now: datetime, rng: random.Random) -> in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "digest-sample.html")
+    parser.add_argument("--language", choices=LANGUAGES, help="default: the weekly-digest receiver's")
+    parser.add_argument("--screenshot", type=Path, metavar="FILE.png", help="capture the HTML with Chromium")
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="alertrouter-digest-sample-") as tmp:
-        asyncio.run(build(args.out, Path(tmp) / "week.db"))
+        asyncio.run(build(args.out, Path(tmp) / "week.db", args.language))
+    if args.screenshot is not None:
+        screenshot(args.out, args.screenshot, args.chromium)
+        print(f"wrote {args.screenshot}", file=sys.stderr)
+
+
+def screenshot(source: Path, out: Path, chromium: str) -> None:
+    """The whole digest as a mail reader 700 px wide shows it."""
+    from playwright.sync_api import sync_playwright  # only for --screenshot
+
+    args = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=args)
+        context = browser.new_context(viewport={"width": 700, "height": 900}, device_scale_factor=1)
+        page = context.new_page()
+        page.goto(source.resolve().as_uri())
+        page.screenshot(path=str(out), full_page=True)
+        browser.close()
 
 
 if __name__ == "__main__":

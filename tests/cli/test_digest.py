@@ -35,7 +35,8 @@ def test_preview_writes_standalone_html(store: str, tmp_path: Path) -> None:
     out = tmp_path / "digest.html"
     assert main(["digest", "--preview", "--week", "2026-W47", "--out", str(out)]) == 0
     html = out.read_text()
-    assert "Weekly alert digest 2026-W47" in html
+    assert "<title>告警周报 2026-W47</title>" in html  # the shipped rules: zh-CN (msgstr of "Weekly alert digest")
+    assert '<html lang="zh-CN">' in html
     assert html.count('src="data:image/png;base64,') == 3
     assert "cid:" not in html
 
@@ -43,7 +44,14 @@ def test_preview_writes_standalone_html(store: str, tmp_path: Path) -> None:
 def test_preview_prints_text(store: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["digest", "--preview", "--week", "2026-W53"]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("Weekly alert digest 2026-W53\nMon 28 Dec 2026 – Sun 03 Jan 2027 (Asia/Shanghai, 168 hours)")
+    assert text.startswith("告警周报 2026-W53\n2026年12月28日 周一 – 2027年1月3日 周日 (Asia/Shanghai, 168 小时)")
+
+
+def test_preview_in_another_language_and_zone(store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["digest", "--preview", "--week", "2026-W53", "--language", "en", "--timezone", "Europe/Berlin"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Weekly alert digest 2026-W53\nMon 28 Dec 2026 – Sun 03 Jan 2027 (Europe/Berlin, 168 hours)")
 
 
 def test_send_through_an_unconfigured_channel_refuses(store: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from cluster.box import DINGTALK_CORE, DINGTALK_OPS, WECOM_KEY, ClusterBox
+from cluster.box import DINGTALK_CORE, DINGTALK_OPS, WECOM_KEY, ClusterBox, is_digest
 from cluster.rack import DARK, NODES, run_rack
 from e2e.harness import TOKEN, read_metric
 
@@ -29,7 +29,7 @@ def figures(box: ClusterBox) -> str:
     ams = [am.url for am in box.alertmanagers]
     routers = [r.url for r in box.routers]
     v = box.vendors
-    digests = sum("digest" in str(m["Subject"]).lower() for m in v.smtp.messages)
+    digests = sum(is_digest(m) for m in v.smtp.messages)
     decided = Counter((a["alertname"], a["decision"]) for a in box.routers[0].alerts())
     lines = [
         f"fleet: {NODES} nodes x 8 GPUs, {len(DARK)} dark",

@@ -50,6 +50,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,12 @@ class Vendors:
 
 _RULE = re.compile(r"^( *)- (?:alert|record):")
 _FOR = re.compile(r"^( *)for:( *)[^\s#]+(.*)$")
+
+
+def is_digest(mail: EmailMessage) -> bool:
+    """The weekly digest (a fresh install sends one), in whatever language the rules write it: its Message-ID
+    is `<alertrouter-digest.WEEK.RECEIVER@domain>` (alertrouter.digest.send), its subject is worded."""
+    return str(mail.get("Message-ID", "")).startswith("<alertrouter-digest.")
 
 
 def shorten_for(rules_yaml: str, duration: str = FOR) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Any
 
-from cluster.box import DINGTALK_CORE, DINGTALK_OPS, ONCALL_PHONE, WECOM_KEY, ClusterBox
+from cluster.box import DINGTALK_CORE, DINGTALK_OPS, ONCALL_PHONE, WECOM_KEY, ClusterBox, is_digest
 from e2e.harness import Router, wait_for
 
 __all__ = ["DARK", "DARK_NAMES", "HOT", "NODES", "XID48", "Rack", "run_rack", "settled"]
@@ -50,7 +50,7 @@ class Rack:
 
     def mails(self) -> list[EmailMessage]:
         """Alert mails to ops (a weekly digest, should the box run across its send time, is left out)."""
-        return [m for m in self.box.vendors.smtp.messages if "digest" not in str(m["Subject"]).lower()]
+        return [m for m in self.box.vendors.smtp.messages if not is_digest(m)]
 
     def delivered(self, incident_id: int) -> dict[str, int]:
         """Channel -> sent deliveries of one incident."""

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.box import DINGTALK_CORE, DINGTALK_OPS, WECOM_KEY, ClusterBox
+from cluster.box import DINGTALK_CORE, DINGTALK_OPS, WECOM_KEY, ClusterBox, is_digest
 from cluster.rack import settled
 from e2e.harness import Router, wait_for
 
@@ -54,7 +54,7 @@ class Vendored:
             dingtalk_ops=[json.dumps(b, ensure_ascii=False) for b in v.dingtalk.messages(DINGTALK_OPS)],
             wecom=[json.dumps(b, ensure_ascii=False) for b in v.wecom.messages(WECOM_KEY)],
             sms=[params for _, params in v.aliyun.sent],
-            mails=[str(m["Subject"]) for m in v.smtp.messages if "digest" not in str(m["Subject"]).lower()],
+            mails=[str(m["Subject"]) for m in v.smtp.messages if not is_digest(m)],
         )
 
     def since(self, before: Vendored) -> dict[str, list[Any]]:

@@ -77,7 +77,7 @@ def test_nothing_twice_at_any_vendor(failover: Failover) -> None:
         ("dingtalk", [json.dumps(b, ensure_ascii=False) for b in v.dingtalk.messages(DINGTALK_CORE)]),
         ("wecom", [json.dumps(b, ensure_ascii=False) for b in v.wecom.messages(WECOM_KEY)]),
     ):
-        assert len([t for t in texts if f"NodeDown on {len(STORM)} nodes" in t]) == 1, (vendor, texts)
+        assert len([t for t in texts if f"{len(STORM)} 个节点 NodeDown" in t]) == 1, (vendor, texts)  # zh-CN
         assert len([t for t in texts if "GPUXidError" in t]) == 1, (vendor, texts)
         assert len(texts) == 2, (vendor, texts)
     assert sorted(p["alert"] for _, p in v.aliyun.sent) == ["GPUXidError", "NodeDown"]

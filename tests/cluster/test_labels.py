@@ -46,8 +46,8 @@ def test_a_north_node_pages_the_north_and_not_the_south(labels: Labels) -> None:
         }
         # the region's robot and phone got it, the other region's and the region-less ones did not
         (robot,) = about(told[f"dingtalk-{region}"], "GPUXidError")
-        assert f"{node}: GPUXidError on 1/8 GPUs" in robot
-        assert f"region {region}" in robot
+        assert f"{node}：1/8 块 GPU GPUXidError" in robot  # zh-CN, as the shipped rules say
+        assert f"{region} 区" in robot  # "region %(value)s" in zh-CN
         assert not about(told[f"dingtalk-{other}"], node)
         assert not about(told["dingtalk-core"], node)
         assert [t for t in told[f"sms-{region}"]] == [
@@ -55,7 +55,7 @@ def test_a_north_node_pages_the_north_and_not_the_south(labels: Labels) -> None:
         ]
         assert not about(told[f"sms-{other}"], node)
         assert not about(told["sms-oncall"], node)
-        assert len(about(told["wecom-core"], f"{node}: GPUXidError")) == 1
+        assert len(about(told["wecom-core"], f"{node}：1/8 块 GPU GPUXidError")) == 1
         (alert,) = store.of("GPUXidError", node)
         assert (alert["labels"]["gpu"], alert["labels"]["xid"]) == (str(XID48_GPU[index]), "48")
 
@@ -118,9 +118,9 @@ def test_unrelabelled_node_is_three_names_as_the_readme_says(labels: Labels) -> 
     incident = store.incident(alertname="DCGMExporterDown", node=pod_ip)
     assert store.delivered(incident["id"]) == {"dingtalk-ops": 1, "email-ops": 1}
     (ops,) = told["dingtalk-ops"]
-    assert f"{pod_ip}: DCGMExporterDown" in ops
+    assert f"{pod_ip}：DCGMExporterDown" in ops
     (mail,) = told["email-ops"]
-    assert mail.startswith(f"[WARNING] {pod_ip}: DCGMExporterDown")
+    assert mail.startswith(f"[警告] {pod_ip}：DCGMExporterDown")
     # no address was learned from the Kubernetes alerts (every one carries a `pod`)
     learned = {a["address"] for a in store.addresses}
     assert learned == {"10.0.0.1", "10.0.0.2"}  # the bare-metal nodes' GPU alerts taught theirs

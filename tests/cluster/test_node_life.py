@@ -29,6 +29,8 @@ from cluster.scenarios import MARKS, on_a_box
 from cluster.told import about
 
 pytestmark = MARKS
+# The shipped rules write zh-CN. Titles are "[%s] %s" with the catalogue's severity words (严重, 警告, 已恢复) and
+# headlines "%(where)s：%(what)s" / "%(where)s：%(count)s %(what)s" with "%(count)s 块 GPU" (alertrouter/locale).
 
 CRITICAL = {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
 WARNING = {"dingtalk-ops": 1, "email-ops": 1}
@@ -53,8 +55,8 @@ def test_a_node_coming_back_is_told_resolved_once_per_channel(life: NodeLife) ->
     kinds = [r["kind"] for r in store.notifications if r["incident_id"] == incident["id"]]
     assert sorted(kinds) == ["firing"] * 3 + ["resolved"] * 3
     for channel, down, up in (
-        ("dingtalk-core", f"[CRITICAL] {node}: NodeDown", f"[RESOLVED] {node}: NodeDown"),
-        ("wecom-core", f"CRITICAL</font> {node}: NodeDown", f"RESOLVED</font> {node}: NodeDown"),
+        ("dingtalk-core", f"[严重] {node}：NodeDown", f"[已恢复] {node}：NodeDown"),
+        ("wecom-core", f"严重</font> {node}：NodeDown", f"已恢复</font> {node}：NodeDown"),
     ):
         texts = about(told[channel], node)
         assert len(texts) == 2, texts
@@ -83,7 +85,7 @@ def test_a_node_refusing_connections_is_down_and_named(life: NodeLife) -> None:
     incident = store.incident(alertname="NodeDown", node=node)
     assert store.delivered(incident["id"]) == CRITICAL
     (core,) = about(told["dingtalk-core"], node)
-    assert f"[CRITICAL] {node}: NodeDown" in core
+    assert f"[严重] {node}：NodeDown" in core
     assert about(told["sms-oncall"], node) == [sms(node, "NodeDown", "critical")]
     (dcgm,) = store.of("DCGMExporterDown", node)
     assert (dcgm["status"], dcgm["decision"]) == ("firing", "inhibited")
@@ -109,8 +111,8 @@ def test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts(life: Nod
     assert dcgm["labels"]["instance"] == "10.0.0.3:9400"  # named by the address its GPU alerts taught
     incident = store.incident(alertname="DCGMExporterDown", node=node)
     assert store.delivered(incident["id"]) == WARNING
-    assert len(about(told["dingtalk-ops"], f"{node}: DCGMExporterDown")) == 1
-    assert len(about(told["email-ops"], f"[WARNING] {node}: DCGMExporterDown")) == 1
+    assert len(about(told["dingtalk-ops"], f"{node}：DCGMExporterDown")) == 1
+    assert len(about(told["email-ops"], f"[警告] {node}：DCGMExporterDown")) == 1
     # the node itself is up: no NodeDown
     assert not store.of("NodeDown", node)
     # its hot GPUs were told once; their series went stale with the exporter: muted, never "resolved"
@@ -123,9 +125,9 @@ def test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts(life: Nod
     temp = store.incident(alertname="GPUHighTemp", node=node)
     assert store.delivered(temp["id"]) == WARNING
     assert [r["kind"] for r in store.notifications if r["incident_id"] == temp["id"]] == ["firing", "firing"]
-    texts = about(told["dingtalk-ops"], f"{node}: GPUHighTemp")
+    texts = about(told["dingtalk-ops"], node, "GPUHighTemp")
     assert len(texts) == 1
-    assert f"[WARNING] {node}: GPUHighTemp on 2/8 GPUs" in texts[0]
+    assert f"[警告] {node}：2/8 块 GPU GPUHighTemp" in texts[0]
 
 
 def test_dcgm_exporter_down_names_a_node_whose_gpus_never_alerted(life: NodeLife) -> None:
@@ -139,7 +141,7 @@ def test_dcgm_exporter_down_names_a_node_whose_gpus_never_alerted(life: NodeLife
     incident = store.incident(alertname="DCGMExporterDown", node=node)
     assert store.delivered(incident["id"]) == WARNING
     (ops,) = about(told["dingtalk-ops"], "10.0.0.7")
-    assert f"[WARNING] {node}: DCGMExporterDown" in ops
+    assert f"[警告] {node}：DCGMExporterDown" in ops
     assert not [a for a in store.alerts if a["node"] == "10.0.0.7"]
 
 
@@ -161,17 +163,17 @@ def test_memory_and_disk_pressure_are_told_by_node_name(life: NodeLife) -> None:
     assert store.delivered(store.incident(alertname="NodeMemoryPressure", node=node)["id"]) == CRITICAL
     assert store.delivered(store.incident(alertname="NodeDiskPressure", node=node)["id"]) == WARNING
     (core,) = about(told["dingtalk-core"], "NodeMemoryPressure")
-    assert f"[CRITICAL] {node}: NodeMemoryPressure" in core
+    assert f"[严重] {node}：NodeMemoryPressure" in core
     assert "has 3% memory available" in core
     (wecom,) = about(told["wecom-core"], "NodeMemoryPressure")
-    assert f"{node}: NodeMemoryPressure" in wecom
+    assert f"{node}：NodeMemoryPressure" in wecom
     assert about(told["sms-oncall"], "NodeMemoryPressure") == [sms(node, "NodeMemoryPressure", "critical")]
     (ops,) = about(told["dingtalk-ops"], "NodeDiskPressure")
-    assert f"[WARNING] {node}: NodeDiskPressure" in ops
+    assert f"[警告] {node}：NodeDiskPressure" in ops
     assert f"{node}: Node 10.0.0.4:9100: / has 7% free" in ops  # the device /dev/nvme0n1p2 is no GPU
     assert "GPU /dev/nvme0n1p2" not in ops
     (mail,) = about(told["email-ops"], "NodeDiskPressure")
-    assert mail.startswith(f"[WARNING] {node}: NodeDiskPressure")
+    assert mail.startswith(f"[警告] {node}：NodeDiskPressure")
 
 
 def test_a_flapping_gpu_costs_one_message_and_one_resolve_per_channel(life: NodeLife) -> None:
@@ -189,13 +191,14 @@ def test_a_flapping_gpu_costs_one_message_and_one_resolve_per_channel(life: Node
     assert store.delivered(incident["id"]) == {"dingtalk-ops": 2, "email-ops": 2}
     kinds = sorted(r["kind"] for r in store.notifications if r["incident_id"] == incident["id"])
     assert kinds == ["firing", "firing", "resolved", "resolved"]
-    texts = about(told["dingtalk-ops"], f"{node}: GPUHighTemp")
+    headline = f"{node}：1/8 块 GPU GPUHighTemp"
+    texts = about(told["dingtalk-ops"], headline)
     assert len(texts) == 2
-    assert f"[WARNING] {node}: GPUHighTemp on 1/8 GPUs" in texts[0]
-    assert f"[RESOLVED] {node}: GPUHighTemp on 1/8 GPUs" in texts[1]
-    assert [m.split("\n", 1)[0] for m in about(told["email-ops"], f"{node}: GPUHighTemp")] == [
-        f"[WARNING] {node}: GPUHighTemp on 1/8 GPUs",
-        f"[RESOLVED] {node}: GPUHighTemp on 1/8 GPUs",
+    assert f"[警告] {headline}" in texts[0]
+    assert f"[已恢复] {headline}" in texts[1]
+    assert [m.split("\n", 1)[0] for m in about(told["email-ops"], headline)] == [
+        f"[警告] {headline}",
+        f"[已恢复] {headline}",
     ]
 
 

@@ -107,6 +107,7 @@ def test_what_was_told_before_the_restart(restart: Restart) -> None:
     assert len([t for t in told.dingtalk_core if "NodeDown" in t]) == 1
     assert len([t for t in told.dingtalk_core if "GPUXidError" in t]) == 1
     assert f"gpu-node-{DOWN:02d}" in json.dumps(told.dingtalk_core)
-    assert [t for t in told.dingtalk_ops if f"gpu-node-{HOT[0]:02d}: GPUHighTemp on 6/8 GPUs" in t] == told.dingtalk_ops
+    hot = f"gpu-node-{HOT[0]:02d}：6/8 块 GPU GPUHighTemp"  # zh-CN, as the shipped rules say
+    assert [t for t in told.dingtalk_ops if hot in t] == told.dingtalk_ops
     assert len(told.dingtalk_ops) == 1
     assert sorted(p["alert"] for p in told.sms) == ["GPUXidError", "NodeDown"]

@@ -41,15 +41,16 @@ def test_one_cluster_node_down_message_per_critical_channel(rack: Rack) -> None:
     assert len(dingtalk) == 1, dingtalk
     assert len(wecom) == 1, wecom
     card, markdown = dingtalk[0]["actionCard"], wecom[0]["markdown"]["content"]
-    assert card["title"] == f"[CRITICAL] NodeDown on {len(DARK)} nodes"
+    # zh-CN, as the shipped rules say: the catalogue's "%(nodes)s 个节点 %(what)s" and "告警风暴：..."
+    assert card["title"] == f"[严重] {len(DARK)} 个节点 NodeDown"
     for text in (card["text"], markdown):
-        assert f"NodeDown on {len(DARK)} nodes" in text
-        assert f"Storm: {len(DARK)} nodes rolled up into one incident" in text
+        assert f"{len(DARK)} 个节点 NodeDown" in text
+        assert f"告警风暴：{len(DARK)} 个节点已合并为一个事件" in text
         # the listing: every dark node once, in order; none left out (the product lists up to 50 members
-        # and says "+N more nodes" beyond what the message size allows: 40 fit both vendors' limits)
-        listed = re.findall(r"gpu-node-\d\d(?=: NodeDown)", text)
+        # and says "另有 N 个节点" (+N more nodes) beyond what the message size allows: 40 fit both vendors' limits)
+        listed = re.findall(r"gpu-node-\d\d(?=：NodeDown)", text)
         assert listed == sorted(DARK_NAMES), text
-        assert "more nodes" not in text
+        assert "另有" not in text
     assert len(json.dumps(dingtalk[0], ensure_ascii=False).encode()) <= DINGTALK_MAX_BODY
     assert len(markdown.encode()) <= WECOM_MAX_CONTENT["markdown"]
     assert [p for p in rack.sms() if p["alert"] == "NodeDown"] == [
@@ -107,9 +108,9 @@ def test_hot_node_is_one_message_per_warning_channel(rack: Rack) -> None:
     assert incident["summary"]["units"] == [str(g) for g in HOT[1]]
     assert rack.delivered(incident["id"]) == {"dingtalk-ops": 1, "email-ops": 1}
     (ops,) = rack.dingtalk(DINGTALK_OPS)
-    assert f"{node}: GPUHighTemp on 6/8 GPUs" in ops
+    assert f"{node}：6/8 块 GPU GPUHighTemp" in ops  # zh-CN: "%(where)s：%(count)s %(what)s"
     (mail,) = rack.mails()
-    assert mail["Subject"].endswith(f"{node}: GPUHighTemp on 6/8 GPUs")
+    assert mail["Subject"].endswith(f"{node}：6/8 块 GPU GPUHighTemp")
     assert mail["To"] == OPS_EMAIL
     hot = [a for a in rack.alerts if a["alertname"] == "GPUHighTemp"]
     assert len(hot) == len(HOT[1])

@@ -21,6 +21,7 @@ from cluster.box import (
     ONCALL_PHONE_SOUTH,
     WECOM_KEY,
     ClusterBox,
+    is_digest,
 )
 from cluster.rack import settled
 from e2e.harness import wait_for
@@ -52,7 +53,7 @@ def told(box: ClusterBox) -> dict[str, list[str]]:
     for number, params in list(v.aliyun.sent):
         out[_PHONES.get(number, f"sms {number}")].append(dump(params))
     for mail in list(v.smtp.messages):
-        if "digest" not in str(mail["Subject"]).lower():
+        if not is_digest(mail):
             body = mail.get_body(("plain",))
             out["email-ops"].append(f"{mail['Subject']}\n{body.get_content() if body is not None else ''}")
     return out

@@ -4,6 +4,7 @@ from the code under test."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -120,7 +121,7 @@ async def test_totals(seeded: tuple[DigestRunner, DigestStats]) -> None:
         ("node-04", 1),
         ("node-06", 1),
     ]
-    assert stats.noisiest_alerts[0].extra == "4 nodes"  # GPUHighTemp on node-01, -02, -05 and -07
+    assert stats.noisiest_alerts[0].extra == "4"  # nodes: GPUHighTemp on node-01, -02, -05 and -07
     assert [d.total for d in stats.per_day] == [1, 3, 1, 2, 5, 5, 0]  # local days Mon..Sun (Sat's disk at 12:00)
     assert stats.per_day[0].day.isoformat() == "2026-11-16"
     assert stats.hours == 168
@@ -199,6 +200,12 @@ async def test_html_escapes_label_values_and_text_has_the_numbers(seeded: tuple[
     for chart in rendered.charts:
         assert chart.png.startswith(b"\x89PNG\r\n\x1a\n")
         assert f'src="cid:{chart.cid}"' in rendered.html
-    assert "alerts fired (episodes)       17" in rendered.text
-    assert "node-03: 2 XID alerts, XIDs 13, 48, GPUs 0, 2" in rendered.text
-    assert rendered.subject.startswith("Weekly alert digest 2026-W47: 17 alerts")
+    # the shipped rules write the digest in zh-CN: the catalogue's msgstr of "alerts fired (episodes)",
+    # "%(node)s: %(episodes)s XID alerts, XIDs %(xids)s, GPUs %(gpus)s" and the subject's
+    assert re.search(r"^  触发的告警（次） +17$", rendered.text, re.MULTILINE)
+    assert "node-03：XID 告警 2 次，XID 编号 13, 48，GPU 0, 2" in rendered.text
+    assert rendered.subject.startswith("告警周报 2026-W47：告警 17 次")
+    _, english = await runner.build(target, WEEK, language="en")
+    assert "alerts fired (episodes)       17" in english.text
+    assert "node-03: 2 XID alerts, XIDs 13, 48, GPUs 0, 2" in english.text
+    assert english.subject.startswith("Weekly alert digest 2026-W47: 17 alerts")

@@ -1,0 +1,133 @@
+"""The digest's wording made in Python, in the digest's language: dates (CLDR patterns from the catalogue,
+names of days and months from Babel's locale data), durations, and the names of the product's own
+categories (severities it knows, noise mechanisms, notification reasons, delivery outcomes).
+
+What the stats hold as label values (alert names, nodes, regions, rule names, a severity the product does
+not know) is data and is shown as written.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from gettext import NullTranslations
+
+from babel.dates import format_date, format_datetime
+
+from alertrouter.i18n import severity_name, translations
+
+__all__ = [
+    "NONE",
+    "day_label",
+    "duration",
+    "mechanism_name",
+    "range_label",
+    "reason_name",
+    "rule_name",
+    "severity_label",
+    "status_name",
+    "time_label",
+]
+
+NONE = "(none)"  # how `summarize` names a missing label value
+
+
+def _babel_locale(language: str) -> str:
+    return language.replace("-", "_")
+
+
+def day_label(day: date, language: str, *, short: bool = False) -> str:
+    """`Mon 17 Nov` / `11月17日 周一`; short (a chart's axis): `Mon 17` / `17日 周一`."""
+    tr = translations(language)
+    pattern = tr.pgettext("date format", "EEE dd") if short else tr.pgettext("date format", "EEE dd MMM")
+    return format_date(day, pattern, locale=_babel_locale(language))
+
+
+def range_label(first: date, last: date, language: str) -> str:
+    """`Mon 17 Nov 2026 – Sun 23 Nov 2026` / `2026年11月17日 周一 – 2026年11月23日 周日`."""
+    tr = translations(language)
+    pattern = tr.pgettext("date format", "EEE dd MMM yyyy")
+    locale = _babel_locale(language)
+    return f"{format_date(first, pattern, locale=locale)} – {format_date(last, pattern, locale=locale)}"
+
+
+def time_label(at: datetime, language: str) -> str:
+    """A local time (`at` already in the zone): `Wed 19 Nov 15:00` / `11月19日 周三 15:00`."""
+    pattern = translations(language).pgettext("date format", "EEE dd MMM HH:mm")
+    return format_datetime(at, pattern, tzinfo=at.tzinfo, locale=_babel_locale(language))
+
+
+def duration(tr: NullTranslations, value: timedelta | None) -> str:
+    """`45s`, `12m`, `3h 05m`, `2d 4h` (`45 秒`, `3 小时 05 分钟`, ...); an em dash for no value."""
+    if value is None:
+        return "—"
+    seconds = int(value.total_seconds())
+    if seconds < 60:
+        return tr.gettext("%(s)ss") % {"s": seconds}
+    minutes, hours = seconds // 60, seconds // 3600
+    if hours == 0:
+        return tr.gettext("%(m)sm") % {"m": minutes}
+    if hours < 48:
+        return tr.gettext("%(h)sh %(m)sm") % {"h": hours, "m": f"{minutes % 60:02d}"}
+    return tr.gettext("%(d)sd %(h)sh") % {"d": hours // 24, "h": hours % 24}
+
+
+def severity_label(tr: NullTranslations, severity: str) -> str:
+    """A severity the product knows in the digest's language; `all` (every severity) too; others as written."""
+    if severity == "all":
+        return tr.pgettext("severity", "all")
+    if severity == NONE:
+        return tr.gettext("(none)")
+    return severity_name(tr, severity)
+
+
+def mechanism_name(tr: NullTranslations, name: str) -> str:
+    """What kept alerts from being messages of their own (`summarize.MECHANISMS`)."""
+    names = {
+        "inhibited": tr.pgettext("mechanism", "inhibited"),
+        "aggregated": tr.pgettext("mechanism", "aggregated"),
+        "rolled_up": tr.pgettext("mechanism", "rolled up"),
+        "throttled": tr.pgettext("mechanism", "throttled"),
+        "silenced": tr.pgettext("mechanism", "silenced"),
+        "muted_by_interval": tr.pgettext("mechanism", "muted by interval"),
+        "held": tr.pgettext("mechanism", "held"),
+    }
+    return names.get(name, name.replace("_", " "))
+
+
+def reason_name(tr: NullTranslations, reason: str) -> str:
+    """Why a message was intended (`pipeline.throttle.NotifyReason`)."""
+    names = {
+        "first": tr.pgettext("reason", "first"),
+        "grew": tr.pgettext("reason", "grew"),
+        "repeat": tr.pgettext("reason", "repeat"),
+        "resolved": tr.pgettext("reason", "resolved"),
+    }
+    return names.get(reason, reason)
+
+
+def status_name(tr: NullTranslations, status: str) -> str:
+    """A delivery outcome other than sent (`model.DeliveryStatus`)."""
+    names = {
+        "pending": tr.pgettext("delivery", "pending"),
+        "sending": tr.pgettext("delivery", "sending"),
+        "dead": tr.pgettext("delivery", "dead"),
+        "coalesced": tr.pgettext("delivery", "coalesced"),
+        "failed_over": tr.pgettext("delivery", "failed over"),
+        "split": tr.pgettext("delivery", "split"),
+        "capped": tr.pgettext("delivery", "capped"),
+        "unconfigured": tr.pgettext("delivery", "unconfigured"),
+        "discarded": tr.pgettext("delivery", "discarded"),
+    }
+    return names.get(status, status)
+
+
+def rule_name(tr: NullTranslations, rule: str) -> str:
+    """A noise rule as `summarize` names it: a configured rule's name is data; the product's own
+    (`silence ID`, `time interval NAMES`, `repeat interval`, `-`) are worded in the language."""
+    if rule == "repeat interval":
+        return tr.gettext("repeat interval")
+    if rule.startswith("silence "):
+        return tr.gettext("silence %(id)s") % {"id": rule.removeprefix("silence ")}
+    if rule.startswith("time interval "):
+        return tr.gettext("time interval %(names)s") % {"names": rule.removeprefix("time interval ")}
+    return rule
