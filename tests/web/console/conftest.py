@@ -82,9 +82,18 @@ def settings(database_url: str, **overrides: Any) -> Settings:
     return Settings(**{k: v for k, v in values.items() if v is not None})
 
 
+def in_english(rules: Ruleset) -> Ruleset:
+    """The rules with `global.language: en` and UTC: most console tests read its English words (the
+    shipped rules say zh-CN and Asia/Shanghai; `test_languages.py` reads the console in both)."""
+    return rules.model_copy(update={"global_": rules.global_.model_copy(update={"language": "en", "timezone": "UTC"})})
+
+
 @contextlib.asynccontextmanager
-async def running(database_url: str, *, ruleset: Ruleset | None = None, **overrides: Any) -> AsyncIterator[App]:
-    app = create_app(settings(database_url, **overrides), ruleset or load_ruleset(REPO / "rules", {}))
+async def running(
+    database_url: str, *, ruleset: Ruleset | None = None, english: bool = True, **overrides: Any
+) -> AsyncIterator[App]:
+    rules = ruleset or load_ruleset(REPO / "rules", {})
+    app = create_app(settings(database_url, **overrides), in_english(rules) if english else rules)
     transport = httpx.ASGITransport(app=app)
     async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://ar") as c:
         yield App(c, app.state.runtime)

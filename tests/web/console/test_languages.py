@@ -49,7 +49,7 @@ def _zoned_rules() -> Ruleset:
 async def zh_app(database_url: str) -> AsyncIterator[App]:
     """A console whose rules say zh-CN and Asia/Shanghai, seeded with node incidents, an inhibited alert, a
     silence, a dead letter and a learned address."""
-    async with running(database_url, ruleset=_zoned_rules()) as app:
+    async with running(database_url, ruleset=_zoned_rules(), english=False) as app:
         await app.seed([*NORTH, *SOUTH, DOWN])
         await app.seed(SOUTH[:0])  # one more engine pass: the source's hold-down decided
         api = await app.client.post(
