@@ -294,6 +294,7 @@ class DeliveryWorker:
             return "split" if batch.coalesced else "error"
         if attempt is None:
             return "skipped"
+        log.debug("delivery %d through %s: claimed, sending", row.id, name)
         started = time.perf_counter()
         failure: ChannelError | Unexpected | None = None
         try:
@@ -314,6 +315,7 @@ class DeliveryWorker:
         except Exception as exc:  # a bug, or a message the channel cannot take: it alone waits
             failure = self._unexpected(exc, f"send of delivery {row.id} through {name}")
         seconds = time.perf_counter() - started
+        log.debug("delivery %d through %s: answered in %.1f ms", row.id, name, seconds * 1000)
         note = _capped(capped) if capped else None
         return await self._recorder.attempt(config, row, attempt, failure, recipients, note, seconds)
 
