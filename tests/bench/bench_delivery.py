@@ -14,7 +14,7 @@
 On SQLite (the embedded default), with the shipped inhibition and aggregation rules. The fake robot
 checks signatures exactly as DingTalk does. Results: markdown on stdout and in
 tests/bench/results/delivery.md. (Alertmanager has no DingTalk channel to compare with: it would need a
-separate bridge, which is what alertrouter replaces.) About one minute with --quick, two and a half without.
+separate bridge, which is what alertrouter replaces.) About one minute with --quick, two without.
 """
 
 from __future__ import annotations
