@@ -89,6 +89,7 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         compile_rules(ruleset),
         metrics,
         interval=settings.engine_interval,
+        min_gap=settings.engine_min_gap,
         on_intents=delivery.nudge if delivery is not None else None,
         ingest_quiet=activity.quiet_for,
         loops=loops,

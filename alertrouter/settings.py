@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     engine_interval: timedelta = Field(
         timedelta(seconds=1), description="Longest time between engine passes (they also run after each ingest)"
     )
+    engine_min_gap: timedelta = Field(
+        timedelta(milliseconds=50),
+        description="Shortest time between the start of a pass and that of one for a newly firing alert",
+    )
     templates_dir: Path | None = Field(
         None, description="A directory of message templates overriding the shipped ones file by file"
     )
@@ -110,6 +114,7 @@ class Settings(BaseSettings):
         "touch_flush_interval",
         "store_timeout",
         "engine_interval",
+        "engine_min_gap",
         "delivery_interval",
         "link_ttl",
         "link_silence",

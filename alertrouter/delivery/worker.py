@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import time
@@ -111,9 +112,22 @@ class DeliveryWorker:
             )
 
     async def _loop(self) -> None:
+        """At every nudge and tick: expand the outbox and start work on every channel with something
+        due. A channel still being worked (a vendor slow to answer, a long backlog) holds back no
+        other channel's messages; one that became due again meanwhile is looked at once it is free."""
+        working: dict[str, asyncio.Task[None]] = {}
+        again: set[str] = set()
+
+        def freed(name: str, task: asyncio.Task[None]) -> None:
+            if working.get(name) is task:
+                del working[name]
+            if name in again:
+                again.discard(name)
+                self._wake.set()
+
         while not self._stopping:
             try:
-                await self.run_once()
+                due = await self._due()
             except STORE_ERRORS as exc:
                 log.warning("delivery pass failed, will retry: %s", describe_error(exc))
                 if self._metrics is not None:
@@ -122,12 +136,25 @@ class DeliveryWorker:
                 self._loops.failed(LOOP, exc)
             else:
                 self._loops.passed(LOOP)
+                for name in due:
+                    if name in working:
+                        again.add(name)
+                        continue
+                    task = asyncio.create_task(self._guarded(name), name=f"alertrouter-delivery-{name}")
+                    working[name] = task
+                    task.add_done_callback(functools.partial(freed, name))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._interval)
             self._wake.clear()
+        await asyncio.gather(*working.values())  # sends in flight finish and are recorded
 
     async def run_once(self) -> None:
         """Expand new outbox rows, recover stale claims, and work every channel with something due."""
+        due = await self._due()
+        await asyncio.gather(*(self._guarded(name) for name in due))
+
+    async def _due(self) -> list[str]:
+        """Expand new outbox rows, recover stale claims; the channels with something due."""
         await self.expand()
         now = self._clock()
         async with self._db.write() as session:
@@ -136,8 +163,7 @@ class DeliveryWorker:
         if recovered:
             log.warning("%d deliveries were in flight when a worker stopped; retrying them", recovered)
         async with self._db.read() as session:
-            due = await store.due_channels(session, now=now)
-        await asyncio.gather(*(self._guarded(name) for name in due))
+            return await store.due_channels(session, now=now)
 
     async def expand(self) -> int:
         """Turn pending outbox rows into deliveries; returns how many deliveries were created. An outbox
@@ -268,6 +294,7 @@ class DeliveryWorker:
             return "split" if batch.coalesced else "error"
         if attempt is None:
             return "skipped"
+        log.debug("delivery %d through %s: claimed, sending", row.id, name)
         started = time.perf_counter()
         failure: ChannelError | Unexpected | None = None
         try:
@@ -288,6 +315,7 @@ class DeliveryWorker:
         except Exception as exc:  # a bug, or a message the channel cannot take: it alone waits
             failure = self._unexpected(exc, f"send of delivery {row.id} through {name}")
         seconds = time.perf_counter() - started
+        log.debug("delivery %d through %s: answered in %.1f ms", row.id, name, seconds * 1000)
         note = _capped(capped) if capped else None
         return await self._recorder.attempt(config, row, attempt, failure, recipients, note, seconds)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.engine.cadence import Cadence, firing
 from alertrouter.engine.decisions import DecisionChanges, Poisoned, decision_changes, describe, find_culprits
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
@@ -56,6 +57,7 @@ DECISION_CHUNK = 1000  # decisions (and trail events) written per transaction
 INSERTED_MAX = 200_000  # handed-over new alerts kept at most (each pass takes what it reads)
 INGEST_QUIET = 0.05  # seconds without a webhook being stored before a due pass starts ...
 INGEST_WAIT_MAX = 3.0  # ... waiting at most this long for it
+LONE_POLL = 0.001  # a lone commit's pass waits for its own payload's answer, looking this often
 QUARANTINE_ROUNDS = 5  # a pass is retried after quarantining at most this often, then fails as it may
 FULL_EVERY = timedelta(minutes=10)  # a full pass this often, whatever changed: the incremental ones' safety net
 
@@ -69,6 +71,7 @@ class EngineRunner:
         *,
         clock: Callable[[], datetime] = utcnow,
         interval: timedelta = timedelta(seconds=1),
+        min_gap: timedelta = timedelta(milliseconds=50),
         lease_ttl: timedelta = timedelta(seconds=15),
         holder: str | None = None,
         on_intents: Callable[[], None] | None = None,
@@ -94,6 +97,7 @@ class EngineRunner:
         self._metrics = metrics
         self._clock = clock
         self._interval = interval
+        self._cadence = Cadence(interval=interval.total_seconds(), min_gap=min_gap.total_seconds(), quiet=INGEST_QUIET)
         self._lease_ttl = lease_ttl
         self.holder = holder or new_holder()
         self._evaluator = Evaluator(pipeline)
@@ -148,9 +152,11 @@ class EngineRunner:
             self._inserted[live.fingerprint] = (live, row["updated_at"])
 
     def committed(self, inserted: Sequence[Mapping[str, Any]]) -> None:
-        """This process's ingest committed a change, with these new alert rows: hand them over and look soon."""
+        """This process's ingest committed a change, with these new alert rows: hand them over and look
+        soon; at once if one of them is firing (see `engine.cadence`)."""
         if inserted:
             self.inserted(inserted)
+        self._cadence.committed(new_firing=firing(inserted))
         self.nudge()
 
     def nudge(self, *, force: bool = False) -> None:
@@ -319,6 +325,8 @@ class EngineRunner:
             return None
         self._records = after
         self._saved_at.update((state.key, now) for state in written)
+        if result.intents and self._on_intents is not None:
+            self._on_intents()  # committed: the delivery loop can take them now, while decisions are written
         if merged is not book:
             self._book = dict(merged)
         self._discovered_seen = discovered
@@ -347,8 +355,6 @@ class EngineRunner:
         if self._alias_expiry is not None and (self.wake_at is None or self._alias_expiry < self.wake_at):
             self.wake_at = self._alias_expiry
         self._observe(result, time.perf_counter() - started, full=full)
-        if result.intents and self._on_intents is not None:
-            self._on_intents()  # committed: the delivery loop can take them now
         return result
 
     async def _find_unreadable(self, exc: Exception, now: datetime) -> None:
@@ -535,26 +541,27 @@ class EngineRunner:
             m.decisions.labels(decision=name.value).set(result.counts.get(name.value, 0))
 
     async def _loop(self) -> None:
-        """A pass every `interval`, or sooner when nudged or a timer is due, but never two passes closer
-        than `interval` apart: during an ingest burst one pass covers many webhooks."""
-        gap = self._interval.total_seconds()
-        last = -gap
+        """A pass every `interval`, or sooner when nudged or a timer is due: at once for a newly firing
+        alert, else never two passes closer than `interval` apart, so that during an ingest burst one
+        pass covers many webhooks (`engine.cadence` says when)."""
+        cadence = self._cadence
         while not self._stopping:
-            timeout = gap
+            timeout = self._interval.total_seconds()
             if self.wake_at is not None:
                 timeout = min(timeout, max(0.0, (self.wake_at - self._clock()).total_seconds()))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._nudged.wait(), timeout)
-            early = last + gap - time.monotonic()
-            if early > 0 and not self._stopping:
-                await asyncio.sleep(early)
-            await self._after_ingest_burst()
+            woke = time.monotonic()
+            await self._hold_back()
+            held = time.monotonic()
+            await self._after_ingest_burst(lone=cadence.urgent and cadence.lone)
             self._nudged.clear()
             if self._stopping:
                 break
-            last = time.monotonic()
+            paused = time.monotonic()
+            urgent = cadence.start()
             try:
-                await self.run_once()
+                result = await self.run_once()
             except STORE_ERRORS as exc:
                 log.warning("engine pass failed, will retry: %s", describe_error(exc))
                 self._forget()  # the transaction rolled back; what we remembered may not have been stored
@@ -563,17 +570,45 @@ class EngineRunner:
                 self._forget()
             else:
                 self._loops.passed(LOOP_NAME)
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug(
+                        "engine pass%s: held back %.1f ms by the cadence, %.1f ms for ingest to pause; "
+                        "took %.1f ms, %d intents",
+                        " (new firing alert)" if urgent else "",
+                        (held - woke) * 1000,
+                        (paused - held) * 1000,
+                        (time.monotonic() - paused) * 1000,
+                        len(result.intents) if result is not None else 0,
+                    )
+            finally:
+                cadence.end()
 
-    async def _after_ingest_burst(self) -> None:
+    async def _hold_back(self) -> None:
+        """Until the cadence lets the next pass start; a newly firing alert stored meanwhile may bring
+        that moment forward."""
+        while not self._stopping and (wait := self._cadence.wait()) > 0:
+            self._nudged.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._nudged.wait(), wait)
+
+    async def _after_ingest_burst(self, *, lone: bool = False) -> None:
         """While webhooks are being stored, wait for a pause (at most INGEST_WAIT_MAX) before a pass.
 
         A pass over a storm is hundreds of milliseconds of Python, and it shares the interpreter lock
         with the ingest: run in the middle of a burst, it held every webhook answer back for as long
         as it ran. An answer is what Alertmanager waits for (and retries on timeout), while a decision
         made a moment later loses nothing; and a storm evaluated whole is summarised whole.
+
+        A `lone` commit (a newly firing alert after a quiet spell) is no burst: its pass waits only
+        until no payload is being stored (its own answer), for at most INGEST_QUIET, and then as above.
         """
         if self.ingest_quiet is None:
             return
+        if lone:
+            for _ in range(round(INGEST_QUIET / LONE_POLL)):
+                if self._stopping or self.ingest_quiet() > 0.0:
+                    return
+                await asyncio.sleep(LONE_POLL)
         deadline = time.monotonic() + INGEST_WAIT_MAX
         while not self._stopping and (quiet := self.ingest_quiet()) < INGEST_QUIET:
             left = deadline - time.monotonic()

@@ -14,11 +14,10 @@ from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.pipeline.types import EvalResult
 from alertrouter.store import Database
 from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, NotifyStateRow, OutboxRow
 from support.counting import Commits
-from support.passes import Clock, rows, run_for
+from support.passes import Clock, Passes, rows, run_for
 from support.scenario import gpu_labels, node_down_labels, shipped_pipeline
 
 S = timedelta(seconds=1)
@@ -195,26 +194,6 @@ async def test_a_storms_decisions_are_written_in_short_transactions(
     clock.now += 5 * S
     await runner.run_once()
     assert commits.count <= 1  # at most the lease renewal
-
-
-class Passes:
-    """Counts the passes a started runner's loop makes."""
-
-    def __init__(self, runner: EngineRunner) -> None:
-        self.count = 0
-        self._changed = asyncio.Condition()
-        self._run_once = runner.run_once
-        runner.run_once = self._counted  # type: ignore[method-assign]
-
-    async def _counted(self) -> EvalResult | None:
-        async with self._changed:
-            self.count += 1
-            self._changed.notify_all()
-        return await self._run_once()
-
-    async def wait(self, minimum: int = 1, limit: float = 10.0) -> None:
-        async with asyncio.timeout(limit), self._changed:
-            await self._changed.wait_for(lambda: self.count >= minimum)
 
 
 async def test_a_due_pass_waits_for_a_pause_in_ingest(db: Database) -> None:

@@ -1,13 +1,17 @@
-"""What the engine runner tests share: a clock the test moves, a table's rows, passes over simulated time."""
+"""What the engine runner tests share: a clock the test moves, a table's rows, passes over simulated time,
+and a count of the passes a started runner's loop makes."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 
 from alertrouter.engine.runner import EngineRunner
+from alertrouter.pipeline.types import EvalResult
 from alertrouter.store import Database
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
@@ -36,3 +40,28 @@ async def run_for(
     while clock.now <= end:
         await runner.run_once()
         clock.now += every
+
+
+class Passes:
+    """Counts the passes a started runner's loop makes; `note`, if given, is called as each starts and
+    what it returns kept in `notes`."""
+
+    def __init__(self, runner: EngineRunner, note: Callable[[], object] | None = None) -> None:
+        self.count = 0
+        self.notes: list[object] = []
+        self._note = note
+        self._changed = asyncio.Condition()
+        self._run_once = runner.run_once
+        runner.run_once = self._counted  # type: ignore[method-assign]
+
+    async def _counted(self) -> EvalResult | None:
+        async with self._changed:
+            if self._note is not None:
+                self.notes.append(self._note())
+            self.count += 1
+            self._changed.notify_all()
+        return await self._run_once()
+
+    async def wait(self, minimum: int = 1, limit: float = 10.0) -> None:
+        async with asyncio.timeout(limit), self._changed:
+            await self._changed.wait_for(lambda: self.count >= minimum)

@@ -1,0 +1,78 @@
+"""When the engine's next pass may start: at once for a newly firing alert, at the tick for the rest.
+
+A pass decides what was stored since the last one. Most stored changes (a resolve, new annotations, an
+acknowledgement) lose nothing by waiting for the next tick (`interval`, 1 s), and during a burst of
+webhooks one pass then covers many of them. A newly firing alert is what someone waits for: its pass
+may start `min_gap` after the previous one started, and no sooner after the previous one ended than
+that pass took, so back-to-back passes never take more than half of the interpreter from ingest.
+
+Whether the pass also waits for a pause in ingest (`EngineRunner._after_ingest_burst`) depends on
+`lone`: a commit that came after a quiet spell is not part of a burst and is decided at once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from alertrouter.model import AlertStatus
+
+__all__ = ["Cadence", "firing"]
+
+
+def firing(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any of these newly stored alert rows is firing (a new alert can arrive resolved)."""
+    return any(row["status"] == AlertStatus.FIRING.value for row in rows)
+
+
+class Cadence:
+    """The timings of passes and commits, on `clock` (seconds, monotonic), and what they make due."""
+
+    def __init__(
+        self,
+        *,
+        interval: float,
+        min_gap: float,
+        quiet: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.interval = interval
+        self.min_gap = min_gap
+        self.quiet = quiet  # commits closer than this to the previous one are a burst
+        self._clock = clock
+        self.urgent = False  # a newly firing alert was stored since the last pass started
+        self.lone = False  # the last commit came `quiet` or more after the one before it
+        self._last_commit = -math.inf
+        self._started = -math.inf
+        self._ended = -math.inf
+
+    def committed(self, *, new_firing: bool) -> None:
+        """Ingest committed a change (`new_firing`: with a newly firing alert)."""
+        now = self._clock()
+        self.lone = now - self._last_commit >= self.quiet
+        self._last_commit = now
+        self.urgent = self.urgent or new_firing
+
+    def next_start(self) -> float:
+        """The earliest time the next pass may start, by what is pending."""
+        if self.urgent:
+            took = max(0.0, self._ended - self._started)
+            return max(self._started + self.min_gap, self._ended + took)
+        return self._started + self.interval
+
+    def wait(self) -> float:
+        """Seconds until the next pass may start (0 if it may start now)."""
+        return max(0.0, self.next_start() - self._clock())
+
+    def start(self) -> bool:
+        """A pass starts: it takes what is pending. Returns whether that was urgent."""
+        urgent = self.urgent
+        self.urgent = False
+        self._started = self._clock()
+        self._ended = max(self._ended, self._started)  # until it ends, it is as if it just had
+        return urgent
+
+    def end(self) -> None:
+        self._ended = self._clock()

@@ -1,0 +1,193 @@
+"""When engine passes run: at once for a newly firing alert, at the tick for other changes, after the
+pause in a burst. The rule on a clock the test sets; the loop by counting its passes (no timings)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from engine.test_runner import webhook
+
+import alertrouter.engine.runner as runner_module
+from alertrouter.engine.cadence import Cadence, firing
+from alertrouter.engine.runner import INGEST_QUIET, EngineRunner
+from alertrouter.ingest.payloads import parse_webhook
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
+from alertrouter.store import Database
+from support.passes import Passes
+from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
+
+HOUR = timedelta(hours=1)
+
+
+class Monotonic:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def cadence(clock: Monotonic) -> Cadence:
+    return Cadence(interval=1.0, min_gap=0.05, quiet=INGEST_QUIET, clock=clock)
+
+
+def after_pass(clock: Monotonic, took: float) -> Cadence:
+    """A cadence whose last pass started at 1000.0 and took `took` seconds; the clock at its end."""
+    c = cadence(clock)
+    c.start()
+    clock.now += took
+    c.end()
+    return c
+
+
+def test_the_first_pass_may_start_at_once() -> None:
+    clock = Monotonic()
+    c = cadence(clock)
+    assert c.wait() == 0.0
+    c.committed(new_firing=True)
+    assert c.wait() == 0.0
+
+
+@pytest.mark.parametrize(
+    ("took", "new_firing", "next_start"),
+    [
+        # another change (a resolve, new annotations): at the tick, `interval` after the last start
+        (0.01, False, 1001.0),
+        (0.3, False, 1001.0),
+        # a newly firing alert: `min_gap` after the last start ...
+        (0.01, True, 1000.05),
+        # ... but after a pass that took longer, no sooner after its end than it took
+        (0.3, True, 1000.6),
+    ],
+)
+def test_a_newly_firing_alert_makes_the_next_pass_due_sooner(took: float, new_firing: bool, next_start: float) -> None:
+    clock = Monotonic()
+    c = after_pass(clock, took)
+    c.committed(new_firing=new_firing)
+    assert c.next_start() == pytest.approx(next_start)
+
+
+def test_a_pass_takes_the_urgency_and_a_commit_during_it_brings_it_back() -> None:
+    clock = Monotonic()
+    c = cadence(clock)
+    c.committed(new_firing=True)
+    assert c.start() is True
+    c.committed(new_firing=True)  # stored while the pass runs: it may have read it or not
+    clock.now += 0.01
+    c.end()
+    assert c.urgent
+    assert c.start() is True
+    assert c.start() is False
+
+
+def test_a_commit_is_lone_after_a_quiet_spell_and_not_inside_a_burst() -> None:
+    clock = Monotonic()
+    c = cadence(clock)
+    c.committed(new_firing=True)
+    assert c.lone  # the first commit ever
+    clock.now += INGEST_QUIET / 5
+    c.committed(new_firing=False)
+    assert not c.lone  # a second webhook right behind it: a burst
+    assert c.urgent  # still owed its pass
+    clock.now += 2 * INGEST_QUIET
+    c.committed(new_firing=True)
+    assert c.lone
+
+
+def test_only_firing_rows_are_urgent() -> None:
+    assert firing([{"status": "firing"}, {"status": "resolved"}])
+    assert not firing([{"status": "resolved"}])  # an alert first seen already resolved
+    assert not firing([])  # a change to alerts already stored
+
+
+# -- the loop --------------------------------------------------------------------------------------
+
+
+def gpu_webhook(host: str, status: str = "firing") -> bytes:
+    return webhook([dcgm_labels("10.0.3.17", host, 0, alertname="GPUXidError")], status=status)
+
+
+async def test_a_newly_firing_alert_is_decided_without_waiting_for_the_tick(db: Database) -> None:
+    runner = EngineRunner(db, shipped_pipeline(), interval=HOUR)
+    ingestor = Ingestor(db, TouchBuffer(), on_committed=runner.committed)
+    runner.ingest_quiet = ingestor.quiet_for
+    passes = Passes(runner)
+    runner.start()
+    try:
+        await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-01")).batch)
+        await passes.wait(1)
+        # the next tick is an hour away; a second newly firing alert does not wait for it
+        await ingestor.ingest(parse_webhook(webhook([node_exporter_down_labels("10.0.3.18")])).batch)
+        await passes.wait(2)
+    finally:
+        await runner.stop()
+    assert len(runner.live_alerts()) == 2
+
+
+async def test_a_lone_new_alert_does_not_wait_for_ingest_to_stay_quiet(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner_module, "INGEST_WAIT_MAX", HOUR.total_seconds())
+    runner = EngineRunner(db, shipped_pipeline(), interval=HOUR)
+    ingestor = Ingestor(db, TouchBuffer(), on_committed=runner.committed)
+    # ingest always answered a moment ago: a pass owed to anything else waits for it to stay quiet
+    runner.ingest_quiet = lambda: INGEST_QUIET / 10
+    passes = Passes(runner)
+    runner.start()
+    try:
+        await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-01")).batch)
+        await passes.wait(1)
+    finally:
+        await runner.stop()
+
+
+async def test_new_alerts_in_a_burst_still_wait_for_its_pause(db: Database) -> None:
+    runner = EngineRunner(db, shipped_pipeline(), interval=timedelta(milliseconds=10))
+    stored: list[list[dict[str, Any]]] = []
+    ingestor = Ingestor(db, TouchBuffer(), on_committed=stored.append)
+    await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-01")).batch)
+    await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-02")).batch)
+    # ingest storing for four looks, then answered a moment ago for three (enough for a lone alert's
+    # pass, not for a burst's), then quiet
+    answers = iter([0.0] * 4 + [INGEST_QUIET / 10] * 3)
+    paused = False
+
+    def quiet() -> float:
+        nonlocal paused
+        answer = next(answers, 1.0)
+        paused = paused or answer >= INGEST_QUIET
+        return answer
+
+    runner.ingest_quiet = quiet
+    passes = Passes(runner, note=lambda: paused)
+    runner.start()
+    try:
+        # two commits with new firing alerts right behind each other: a burst, not a lone alert
+        runner.committed(stored[0])
+        runner.committed(stored[1])
+        await passes.wait(1)
+    finally:
+        await runner.stop()
+    assert passes.notes[0] is True  # the first pass started only once ingest had paused
+    assert len(runner.live_alerts()) == 2
+
+
+async def test_other_changes_are_decided_at_the_tick(db: Database) -> None:
+    # a resolve commits, but is no newly firing alert: the cadence holds its pass back to the tick
+    runner = EngineRunner(db, shipped_pipeline(), interval=HOUR)
+    ingestor = Ingestor(db, TouchBuffer(), on_committed=runner.committed)
+    runner.ingest_quiet = ingestor.quiet_for
+    passes = Passes(runner)
+    runner.start()
+    try:
+        await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-01")).batch)
+        await passes.wait(1)
+        await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-01", status="resolved")).batch)
+        assert not runner._cadence.urgent
+        assert runner._cadence.wait() > HOUR.total_seconds() / 2
+    finally:
+        await runner.stop()
+    assert passes.count == 1
