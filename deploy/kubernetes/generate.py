@@ -4,7 +4,8 @@
 - base/rules/*.yml: copies of rules/*.yml, the alertrouter rules the configMapGenerator packs (kustomize
   refuses files outside the kustomization's directory, so they cannot be referenced in place);
 - base/prometheusrules/<name>.yaml: one PrometheusRule per rules/prometheus/<name>.rules.yml, whose
-  `spec.groups` is exactly that file's `groups`.
+  `spec.groups` is exactly that file's `groups`;
+- base/grafana/alertrouter.json: a copy of deploy/grafana/alertrouter.json, for the dashboard ConfigMap.
 
     python deploy/kubernetes/generate.py           # write them
     python deploy/kubernetes/generate.py --check   # exit 1, naming the files, when they have drifted
@@ -28,6 +29,8 @@ RULES = REPO / "rules"
 PROMETHEUS_RULES = RULES / "prometheus"
 RULES_OUT = BASE / "rules"
 PROMETHEUS_RULES_OUT = BASE / "prometheusrules"
+DASHBOARD = REPO / "deploy" / "grafana" / "alertrouter.json"
+DASHBOARD_OUT = BASE / "grafana" / "alertrouter.json"
 # kube-prometheus-stack's Prometheus selects PrometheusRule objects by its Helm release's name.
 RULE_LABELS = {"app.kubernetes.io/name": "alertrouter", "release": "kube-prometheus-stack"}
 
@@ -67,11 +70,12 @@ def expected() -> dict[Path, str]:
     files = {RULES_OUT / path.name: path.read_text(encoding="utf-8") for path in sorted(RULES.glob("*.yml"))}
     for path in sorted(PROMETHEUS_RULES.glob("*.rules.yml")):
         files[PROMETHEUS_RULES_OUT / f"{path.name.removesuffix('.rules.yml')}.yaml"] = prometheus_rule(path)
+    files[DASHBOARD_OUT] = DASHBOARD.read_text(encoding="utf-8")
     return files
 
 
 def _present() -> set[Path]:
-    return set(RULES_OUT.glob("*.yml")) | set(PROMETHEUS_RULES_OUT.glob("*.yaml"))
+    return set(RULES_OUT.glob("*.yml")) | set(PROMETHEUS_RULES_OUT.glob("*.yaml")) | set(DASHBOARD_OUT.parent.glob("*"))
 
 
 def drift() -> list[str]:

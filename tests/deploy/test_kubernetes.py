@@ -115,15 +115,20 @@ def build(directory: Path, root: Path = K8S) -> list[dict[str, Any]]:
         objects.extend(build(path, root) if path.is_dir() else _documents(path))
     renamed: dict[str, str] = {}
     for generator in kustomization.get("configMapGenerator", []):
-        assert set(generator) <= {"name", "files"}, generator
+        assert set(generator) <= {"name", "files", "options"}, generator
+        options = generator.get("options", {})
+        assert set(options) <= {"labels", "disableNameSuffixHash"}, options
         data = {}
         for file in generator["files"]:
             path = (directory / file).resolve()
             assert path.is_relative_to(directory), f"{file}: kustomize refuses files outside {directory}"
             data[path.name] = path.read_text(encoding="utf-8")
         digest = hashlib.sha256(yaml.safe_dump(data, sort_keys=True).encode()).hexdigest()[:10]
-        renamed[generator["name"]] = f"{generator['name']}-{digest}"
-        meta = {"name": renamed[generator["name"]]}
+        if not options.get("disableNameSuffixHash"):
+            renamed[generator["name"]] = f"{generator['name']}-{digest}"
+        meta: dict[str, Any] = {"name": renamed.get(generator["name"], generator["name"])}
+        if "labels" in options:
+            meta["labels"] = options["labels"]
         objects.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data})
     for patch in kustomization.get("patches", []):
         assert set(patch) == {"path"}, f"only `patches: - path:` is implemented: {patch}"
@@ -170,7 +175,7 @@ def test_the_build_is_what_kubectl_kustomize_builds(name: str) -> None:
     mine = build(OVERLAYS[name])
 
     def normalized(objects: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
-        generated = the(objects, "ConfigMap")["metadata"]["name"]
+        generated = rules_configmap(objects)["metadata"]["name"]
         text = json.dumps(objects).replace(generated, "alertrouter-rules-HASH")
         return {(obj["kind"], obj["metadata"]["name"]): obj for obj in json.loads(text)}
 
@@ -179,6 +184,13 @@ def test_the_build_is_what_kubectl_kustomize_builds(name: str) -> None:
 
 def the(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     (found,) = [obj for obj in objects if obj["kind"] == kind]
+    return found
+
+
+def rules_configmap(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (found,) = [
+        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("alertrouter-rules-")
+    ]
     return found
 
 
@@ -610,7 +622,7 @@ def test_postgres_overlay_is_several_replicas_that_survive_a_drain() -> None:
 def test_the_rules_configmap_is_rules_dir_and_loads(overlay: tuple[str, list[dict[str, Any]]], tmp_path: Path) -> None:
     _, objects = overlay
     _, pod, container = deployment_parts(objects)
-    configmap = the(objects, "ConfigMap")
+    configmap = rules_configmap(objects)
     sources = {path.name: path.read_text(encoding="utf-8") for path in (REPO / "rules").glob("*.yml")}
     assert configmap["data"] == sources
     volume = next(v for v in pod["volumes"] if v.get("configMap", {}).get("name") == configmap["metadata"]["name"])
@@ -626,19 +638,26 @@ def test_a_changed_rule_renames_the_configmap(tmp_path: Path) -> None:
     Deployment's reference to it."""
     copied = tmp_path / "kubernetes"
     shutil.copytree(K8S, copied)
-    before = the(build(copied / "overlays" / "postgres", root=copied), "ConfigMap")["metadata"]["name"]
+    before = rules_configmap(build(copied / "overlays" / "postgres", root=copied))["metadata"]["name"]
     rules = copied / "base" / "rules" / "routes.yml"
     rules.write_text(rules.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
     objects = build(copied / "overlays" / "postgres", root=copied)
-    after = the(objects, "ConfigMap")["metadata"]["name"]
+    after = rules_configmap(objects)["metadata"]["name"]
     assert before != after
     _, pod, _ = deployment_parts(objects)
     assert {"name": after} == next(v["configMap"] for v in pod["volumes"] if "configMap" in v)
 
 
+def test_the_dashboard_configmap_is_for_grafanas_sidecar(overlay: tuple[str, list[dict[str, Any]]]) -> None:
+    _, objects = overlay
+    dashboard = _find(objects, "ConfigMap", "alertrouter-dashboard")
+    assert dashboard["metadata"]["labels"] == {"grafana_dashboard": "1"}
+    assert dashboard["data"] == {"alertrouter.json": (REPO / "deploy" / "grafana" / "alertrouter.json").read_text()}
+
+
 def test_the_configmap_generator_lists_every_rule_file() -> None:
     kustomization = yaml.safe_load((K8S / "base" / "kustomization.yaml").read_text(encoding="utf-8"))
-    (generator,) = kustomization["configMapGenerator"]
+    (generator,) = [g for g in kustomization["configMapGenerator"] if g["name"] == "alertrouter-rules"]
     assert sorted(generator["files"]) == sorted(f"rules/{path.name}" for path in (REPO / "rules").glob("*.yml"))
 
 
@@ -668,6 +687,7 @@ def test_drift_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         "PROMETHEUS_RULES": rules / "prometheus",
         "RULES_OUT": base / "rules",
         "PROMETHEUS_RULES_OUT": base / "prometheusrules",
+        "DASHBOARD_OUT": base / "grafana" / "alertrouter.json",
     }.items():
         monkeypatch.setattr(generate, name, value)
     assert generate.drift()  # nothing generated yet
