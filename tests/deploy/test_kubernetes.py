@@ -12,6 +12,7 @@ import copy
 import hashlib
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -575,6 +576,39 @@ def test_environment_names_are_real_settings(overlay: tuple[str, list[dict[str, 
     assert {name for name in env_of(container) if name.startswith("ALERTROUTER_")} <= settings
     example = _example_secret_keys()
     assert {key for key in example if key.startswith("ALERTROUTER_") and key not in rule_variables()} <= settings
+
+
+def test_the_literal_environment_is_valid_settings(
+    overlay: tuple[str, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The values the manifests set parse as alertrouter's settings (with a token, as the Secret gives)."""
+    _, objects = overlay
+    _, _, container = deployment_parts(objects)
+    for name in list(os.environ):
+        if name.startswith("ALERTROUTER_"):
+            monkeypatch.delenv(name)
+    for name, item in env_of(container).items():
+        if "value" in item:
+            monkeypatch.setenv(name, item["value"])
+    monkeypatch.setenv("ALERTROUTER_BEARER_TOKEN", "x" * 32)
+    settings = Settings()
+    assert settings.listen_host() == ("0.0.0.0", None)
+    assert str(settings.config) == "/etc/alertrouter/rules"
+    if "ALERTROUTER_DATABASE_URL" in env_of(container) and "value" in env_of(container)["ALERTROUTER_DATABASE_URL"]:
+        assert settings.database_url == "sqlite+aiosqlite:////var/lib/alertrouter/alertrouter.db"
+
+
+def test_the_pod_runs_as_the_images_user(overlay: tuple[str, list[dict[str, Any]]]) -> None:
+    """runAsUser is the user docker-compose.yml's image build creates (scope 2 may move it to a Dockerfile)."""
+    _, objects = overlay
+    _, pod, _ = deployment_parts(objects)
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
+    build_file = compose["services"]["alertrouter"]["build"].get("dockerfile_inline")
+    if build_file is None:
+        build_file = (REPO / compose["services"]["alertrouter"]["build"].get("dockerfile", "Dockerfile")).read_text()
+    uid = re.search(r"--uid\s+(\d+)", build_file)
+    assert uid is not None, "the image's user id is no longer visible in its build"
+    assert pod["securityContext"]["runAsUser"] == int(uid[1])
 
 
 def test_secrets_come_from_the_secret_never_from_a_literal(overlay: tuple[str, list[dict[str, Any]]]) -> None:
