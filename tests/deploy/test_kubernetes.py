@@ -708,7 +708,7 @@ def _generate() -> ModuleType:
 
 
 def test_generated_files_match_their_sources() -> None:
-    assert _generate().drift() == [], "run: python deploy/kubernetes/generate.py"
+    assert _generate().drift() == [], "run: .venv/bin/python deploy/kubernetes/generate.py"
 
 
 def test_drift_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
