@@ -838,6 +838,83 @@ def test_alertmanagerconfig_sends_everything_to_the_service_with_the_token(
     assert catch_all == {"receiver": config["route"]["receiver"]}
 
 
+_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def _snake(name: str) -> str:
+    return {"requireTLS": "require_tls"}.get(name, _SNAKE.sub("_", name).lower())
+
+
+def _as_alertmanager_yml(spec: dict[str, Any], secrets: Path) -> dict[str, Any]:
+    """An AlertmanagerConfig spec in alertmanager.yml form, as the operator renders it with the matcher
+    strategy None (no namespace matcher): camelCase keys in snake_case, matchers as strings, Secret
+    references as files under `secrets`."""
+
+    def route(node: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "matchers":
+                out["matchers"] = [f'{m["name"]}{m.get("matchType", "=")}"{m["value"]}"' for m in value]
+            elif key == "routes":
+                out["routes"] = [route(child) for child in value]
+            else:
+                out[_snake(key)] = value
+        return out
+
+    def secret_file(reference: dict[str, str]) -> str:
+        path = secrets / reference["name"] / reference["key"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("s3cret-from-the-secret\n", encoding="utf-8")
+        return str(path)
+
+    def config(node: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "authPassword":
+                out["auth_password_file"] = secret_file(value)
+            elif key == "httpConfig":
+                authorization = value["authorization"]
+                out["http_config"] = {
+                    "authorization": {
+                        "type": authorization["type"],
+                        "credentials_file": secret_file(authorization["credentials"]),
+                    }
+                }
+            else:
+                out[_snake(key)] = value
+        return out
+
+    receivers = []
+    for receiver in spec["receivers"]:
+        converted: dict[str, Any] = {"name": receiver["name"]}
+        for key, configs in receiver.items():
+            if key != "name":
+                converted[_snake(key)] = [config(item) for item in configs]
+        receivers.append(converted)
+    return {"route": route(spec["route"]), "receivers": receivers}
+
+
+@pytest.mark.parametrize(
+    ("labels", "receivers"),
+    [
+        (["alertname=AlertrouterDown", "component=alertrouter"], "alertrouter-fallback,alertrouter"),
+        (["alertname=GPUXidError", "component=gpu", "node=10.0.0.7"], "alertrouter"),
+        (["alertname=NodeDown", "node=10.0.0.7"], "alertrouter"),
+    ],
+)
+def test_the_alertmanagerconfig_routes_as_documented(tmp_path: Path, labels: list[str], receivers: str) -> None:
+    """The AlertmanagerConfig's routing tree, run through the real Alertmanager's config loader and router."""
+    amtool = _amtool()
+    spec = the(build(OVERLAYS["postgres"]), "AlertmanagerConfig")["spec"]
+    path = tmp_path / "alertmanager.yml"
+    path.write_text(yaml.safe_dump(_as_alertmanager_yml(spec, tmp_path / "secrets")), encoding="utf-8")
+    check = _run([amtool, "check-config", str(path)])
+    assert check.returncode == 0, check.stdout + check.stderr
+    result = _run([amtool, "config", "routes", "test", f"--config.file={path}", *labels])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == receivers
+
+
 def test_every_self_alert_carries_the_label_the_fallback_route_matches() -> None:
     rules = yaml.safe_load((PROM_RULES_DIR / "alertrouter.rules.yml").read_text(encoding="utf-8"))
     for group in rules["groups"]:
