@@ -10,7 +10,7 @@
     .venv/bin/python deploy/kubernetes/generate.py          # write them
     .venv/bin/python deploy/kubernetes/generate.py --check  # exit 1, naming the files, when they have drifted
 
-tests/deploy/test_kubernetes.py runs the check, so CI fails when someone edits one side only.
+tests/deploy/test_kubernetes_alerting.py runs the check, so CI fails when someone edits one side only.
 """
 
 from __future__ import annotations

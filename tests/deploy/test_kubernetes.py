@@ -1,16 +1,13 @@
-"""deploy/kubernetes without a cluster: the overlays built as kustomize would build them, every object
-validated against the Kubernetes API schemas (kubernetes-validate) or, for the prometheus-operator's
-CRDs, against the fields their CRDs define; the rules checked by promtool, the Alertmanager side by amtool.
-
-`kustomize` (and `kubectl kustomize`) are not installed here, so `build` below implements the part of
-kustomize these kustomizations use, and refuses any kustomization field or patch form it does not implement.
+"""deploy/kubernetes without a cluster: the overlays built as kustomize builds them (support/kustomize.py,
+checked against `kubectl kustomize`), every object validated against the Kubernetes API schemas
+(kubernetes-validate) or, for the prometheus-operator's CRDs, against the fields their CRDs define; the
+objects fit together, and the pod is what alertrouter needs. The rules and Alertmanager side:
+test_kubernetes_alerting.py.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -20,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Any
-from urllib.parse import urlsplit
 
 import jsonschema
 import pytest
@@ -28,139 +24,31 @@ import yaml
 
 from alertrouter.ruleset import load_ruleset
 from alertrouter.settings import Settings
+from support.kustomize import (
+    K8S,
+    OVERLAYS,
+    KubectlLoader,
+    build,
+    deployment_parts,
+    env_of,
+    find,
+    rules_configmap,
+    selects,
+    the,
+)
 from support.need import need
 
 REPO = Path(__file__).resolve().parents[2]
-K8S = REPO / "deploy" / "kubernetes"
-OVERLAYS = {"sqlite": K8S / "overlays" / "sqlite", "postgres": K8S / "overlays" / "postgres"}
 PROM_RULES_DIR = REPO / "rules" / "prometheus"
 VALUES = K8S / "alertmanager-values.yaml"
 SECRET_EXAMPLE = K8S / "secret.example.env"
 KUBERNETES_VERSION = "1.30"  # oldest minor still supported upstream when this was written
 SECRET = "alertrouter-env"
-CLUSTER_SCOPED = {"Namespace"}
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "AlertmanagerConfig"}
 
 
-# --- a kustomize build, limited to what deploy/kubernetes uses -----------------------------------------
-
-KUSTOMIZATION_FIELDS = {
-    "apiVersion",
-    "kind",
-    "namespace",
-    "resources",
-    "configMapGenerator",
-    "images",
-    "replicas",
-    "patches",
-}
-# Strategic merge patch: the merge key of each list the patches touch (Kubernetes' patchMergeKey).
-MERGE_KEYS = {
-    "containers": "name",
-    "initContainers": "name",
-    "env": "name",
-    "volumes": "name",
-    "volumeMounts": "mountPath",
-}
-
-
-def _documents(path: Path) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
-
-
-def strategic_merge(base: Any, patch: Any, key: str | None = None) -> Any:
-    if isinstance(base, dict) and isinstance(patch, dict):
-        merged = dict(base)
-        for name, value in patch.items():
-            assert not name.startswith("$"), f"patch directive {name} not supported by this build"
-            if value is None:
-                merged.pop(name, None)
-            else:
-                merged[name] = strategic_merge(merged[name], value, name) if name in merged else value
-        return merged
-    if isinstance(base, list) and isinstance(patch, list) and key in MERGE_KEYS:
-        merge_key = MERGE_KEYS[key]
-        merged_list = list(base)
-        added = []
-        for item in patch:
-            at = next((i for i, old in enumerate(merged_list) if old.get(merge_key) == item.get(merge_key)), None)
-            if at is None:
-                added.append(item)
-            else:
-                merged_list[at] = strategic_merge(merged_list[at], item)
-        return added + merged_list  # kustomize puts the patch's new items first
-    return patch
-
-
-def _find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
-    found = [obj for obj in objects if obj["kind"] == kind and obj["metadata"]["name"] == name]
-    assert len(found) == 1, f"{kind}/{name}: {len(found)} objects"
-    return found[0]
-
-
-def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    pod = obj.get("spec", {}).get("template", {}).get("spec", {})
-    return [*pod.get("initContainers", []), *pod.get("containers", [])]
-
-
-def build(directory: Path, root: Path = K8S) -> list[dict[str, Any]]:
-    """The objects `kubectl apply -k directory` would send (generated names get a hash suffix, not
-    kustomize's own hash, but like it one that changes with the content)."""
-    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text(encoding="utf-8"))
-    unknown = set(kustomization) - KUSTOMIZATION_FIELDS
-    assert not unknown, f"{directory}: kustomization fields {unknown} not implemented by this test's build"
-    objects: list[dict[str, Any]] = []
-    for resource in kustomization.get("resources", []):
-        path = (directory / resource).resolve()
-        assert path.is_relative_to(root), f"{resource}: outside deploy/kubernetes"
-        objects.extend(build(path, root) if path.is_dir() else _documents(path))
-    renamed: dict[str, str] = {}
-    for generator in kustomization.get("configMapGenerator", []):
-        assert set(generator) <= {"name", "files", "options"}, generator
-        options = generator.get("options", {})
-        assert set(options) <= {"labels", "disableNameSuffixHash"}, options
-        data = {}
-        for file in generator["files"]:
-            path = (directory / file).resolve()
-            assert path.is_relative_to(directory), f"{file}: kustomize refuses files outside {directory}"
-            data[path.name] = path.read_text(encoding="utf-8")
-        digest = hashlib.sha256(yaml.safe_dump(data, sort_keys=True).encode()).hexdigest()[:10]
-        if not options.get("disableNameSuffixHash"):
-            renamed[generator["name"]] = f"{generator['name']}-{digest}"
-        meta: dict[str, Any] = {"name": renamed.get(generator["name"], generator["name"])}
-        if "labels" in options:
-            meta["labels"] = options["labels"]
-        objects.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data})
-    for patch in kustomization.get("patches", []):
-        assert set(patch) == {"path"}, f"only `patches: - path:` is implemented: {patch}"
-        (document,) = _documents(directory / patch["path"])
-        target = _find(objects, document["kind"], document["metadata"]["name"])
-        objects[objects.index(target)] = strategic_merge(target, document)
-    for replicas in kustomization.get("replicas", []):
-        _find(objects, "Deployment", replicas["name"])["spec"]["replicas"] = replicas["count"]
-    for obj in objects:
-        for container in _containers(obj):
-            for image in kustomization.get("images", []):
-                if container["image"].split(":")[0] == image["name"]:
-                    container["image"] = f"{image.get('newName', image['name'])}:{image['newTag']}"
-        for volume in obj.get("spec", {}).get("template", {}).get("spec", {}).get("volumes", []):
-            if "configMap" in volume and volume["configMap"]["name"] in renamed:
-                volume["configMap"]["name"] = renamed[volume["configMap"]["name"]]
-        if "namespace" in kustomization and obj["kind"] not in CLUSTER_SCOPED:
-            obj["metadata"]["namespace"] = kustomization["namespace"]
-    return objects
-
-
-@pytest.fixture(scope="module", params=sorted(OVERLAYS))
-def overlay(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]]]:
-    return request.param, build(OVERLAYS[request.param])
-
-
-class _KubectlLoader(yaml.SafeLoader):
-    """kustomize writes `matchType: =` unquoted, which YAML 1.1 reads as its `value` type: a plain string here."""
-
-
-_KubectlLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+def _run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.mark.parametrize("name", sorted(OVERLAYS))
@@ -172,7 +60,7 @@ def test_the_build_is_what_kubectl_kustomize_builds(name: str) -> None:
     assert kubectl is not None
     result = _run([kubectl, "kustomize", str(OVERLAYS[name])])
     assert result.returncode == 0, result.stderr
-    real = [doc for doc in yaml.load_all(result.stdout, Loader=_KubectlLoader) if doc]
+    real = [doc for doc in yaml.load_all(result.stdout, Loader=KubectlLoader) if doc]
     mine = build(OVERLAYS[name])
 
     def normalized(objects: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
@@ -181,46 +69,6 @@ def test_the_build_is_what_kubectl_kustomize_builds(name: str) -> None:
         return {(obj["kind"], obj["metadata"]["name"]): obj for obj in json.loads(text)}
 
     assert normalized(mine) == normalized(real)
-
-
-def the(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    (found,) = [obj for obj in objects if obj["kind"] == kind]
-    return found
-
-
-def rules_configmap(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    (found,) = [
-        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("alertrouter-rules-")
-    ]
-    return found
-
-
-def deployment_parts(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    deployment = the(objects, "Deployment")
-    pod = deployment["spec"]["template"]["spec"]
-    (container,) = pod["containers"]
-    return deployment, pod, container
-
-
-def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {item["name"]: item for item in container.get("env", [])}
-
-
-def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    """A LabelSelector (matchLabels and matchExpressions In/NotIn/Exists/DoesNotExist) matching labels."""
-    if any(labels.get(key) != value for key, value in selector.get("matchLabels", {}).items()):
-        return False
-    for expression in selector.get("matchExpressions", []):
-        key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
-        ok = {
-            "In": key in labels and labels[key] in values,
-            "NotIn": labels.get(key) not in values,
-            "Exists": key in labels,
-            "DoesNotExist": key not in labels,
-        }[operator]
-        if not ok:
-            return False
-    return True
 
 
 # --- the prometheus-operator CRDs' fields, as far as our manifests use them ---------------------------
@@ -516,7 +364,7 @@ def test_selectors_ports_and_references_resolve(overlay: tuple[str, list[dict[st
     assert selects(monitor["spec"]["selector"], service["metadata"]["labels"])
     assert [endpoint["port"] for endpoint in monitor["spec"]["endpoints"]] == [service_port["name"]]
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
-    assert _find(objects, "ServiceAccount", pod["serviceAccountName"])
+    assert find(objects, "ServiceAccount", pod["serviceAccountName"])
     names = {(obj["kind"], obj["metadata"]["name"]) for obj in objects}
     for volume in pod["volumes"]:
         if "configMap" in volume:
@@ -635,7 +483,7 @@ def test_sqlite_overlay_is_one_replica_on_a_volume() -> None:
     volumes = {volume["name"]: volume for volume in pod["volumes"]}
     (mount,) = [m for m in container["volumeMounts"] if PurePosixPath(m["mountPath"]) == database_dir]
     claim = volumes[mount["name"]]["persistentVolumeClaim"]["claimName"]
-    assert _find(objects, "PersistentVolumeClaim", claim)["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert find(objects, "PersistentVolumeClaim", claim)["spec"]["accessModes"] == ["ReadWriteOnce"]
     assert not mount.get("readOnly")
     # One replica: a PDB demanding one available would block every node drain.
     assert "minAvailable" not in the(objects, "PodDisruptionBudget")["spec"]
@@ -684,7 +532,7 @@ def test_a_changed_rule_renames_the_configmap(tmp_path: Path) -> None:
 
 def test_the_dashboard_configmap_is_for_grafanas_sidecar(overlay: tuple[str, list[dict[str, Any]]]) -> None:
     _, objects = overlay
-    dashboard = _find(objects, "ConfigMap", "alertrouter-dashboard")
+    dashboard = find(objects, "ConfigMap", "alertrouter-dashboard")
     assert dashboard["metadata"]["labels"] == {"grafana_dashboard": "1"}
     assert dashboard["data"] == {"alertrouter.json": (REPO / "deploy" / "grafana" / "alertrouter.json").read_text()}
 
@@ -693,293 +541,6 @@ def test_the_configmap_generator_lists_every_rule_file() -> None:
     kustomization = yaml.safe_load((K8S / "base" / "kustomization.yaml").read_text(encoding="utf-8"))
     (generator,) = [g for g in kustomization["configMapGenerator"] if g["name"] == "alertrouter-rules"]
     assert sorted(generator["files"]) == sorted(f"rules/{path.name}" for path in (REPO / "rules").glob("*.yml"))
-
-
-# --- one source of truth: generate.py -----------------------------------------------------------------
-
-
-def _generate() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("k8s_generate", K8S / "generate.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_generated_files_match_their_sources() -> None:
-    assert _generate().drift() == [], "run: .venv/bin/python deploy/kubernetes/generate.py"
-
-
-def test_drift_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    generate = _generate()
-    rules, base = tmp_path / "rules", tmp_path / "deploy" / "kubernetes" / "base"
-    shutil.copytree(REPO / "rules", rules, ignore=shutil.ignore_patterns("deploy"))
-    for name, value in {
-        "REPO": tmp_path,
-        "RULES": rules,
-        "PROMETHEUS_RULES": rules / "prometheus",
-        "RULES_OUT": base / "rules",
-        "PROMETHEUS_RULES_OUT": base / "prometheusrules",
-        "DASHBOARD_OUT": base / "grafana" / "alertrouter.json",
-    }.items():
-        monkeypatch.setattr(generate, name, value)
-    assert generate.drift()  # nothing generated yet
-    generate.write()
-    assert generate.drift() == []
-    gpu = rules / "prometheus" / "gpu.rules.yml"
-    gpu.write_text(gpu.read_text(encoding="utf-8").replace("> 85", "> 86"), encoding="utf-8")
-    (rules / "new.yml").write_text("{}\n", encoding="utf-8")
-    assert sorted(generate.drift()) == [
-        "missing: deploy/kubernetes/base/rules/new.yml",
-        "out of date: deploy/kubernetes/base/prometheusrules/gpu.yaml",
-    ]
-    (rules / "new.yml").unlink()
-    assert generate.drift() == ["out of date: deploy/kubernetes/base/prometheusrules/gpu.yaml"]
-    generate.write()
-    (rules / "routes.yml").unlink()
-    assert generate.drift() == ["no longer generated: deploy/kubernetes/base/rules/routes.yml"]
-
-
-def test_prometheusrule_groups_are_the_rule_files(overlay: tuple[str, list[dict[str, Any]]]) -> None:
-    _, objects = overlay
-    by_groups = {
-        tuple(group["name"] for group in obj["spec"]["groups"]): obj["spec"]["groups"]
-        for obj in objects
-        if obj["kind"] == "PrometheusRule"
-    }
-    for path in PROM_RULES_DIR.glob("*.rules.yml"):
-        groups = yaml.safe_load(path.read_text(encoding="utf-8"))["groups"]
-        assert by_groups[tuple(group["name"] for group in groups)] == groups
-
-
-def _extract_rule_files(objects: list[dict[str, Any]], directory: Path) -> list[Path]:
-    """Each PrometheusRule's spec.groups as the rule file Prometheus would load."""
-    files = []
-    for obj in objects:
-        if obj["kind"] == "PrometheusRule":
-            # generate.py backwards: alertrouter-gpu-rules from gpu.rules.yml, alertrouter-rules from alertrouter.*
-            name = obj["metadata"]["name"].removesuffix("-rules")
-            name = name if name == "alertrouter" else name.removeprefix("alertrouter-")
-            path = directory / f"{name}.rules.yml"
-            path.write_text(yaml.safe_dump({"groups": obj["spec"]["groups"]}, sort_keys=False), encoding="utf-8")
-            files.append(path)
-    return files
-
-
-def _promtool() -> str:
-    found = shutil.which("promtool")
-    need(found is not None, "promtool not installed (apt-get install -y prometheus)")
-    assert found is not None
-    return found
-
-
-def _run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
-
-
-def test_promtool_checks_the_groups_of_the_prometheusrules(tmp_path: Path) -> None:
-    promtool = _promtool()
-    files = _extract_rule_files(build(OVERLAYS["postgres"]), tmp_path)
-    assert len(files) == len(list(PROM_RULES_DIR.glob("*.rules.yml")))
-    result = _run([promtool, "check", "rules", *map(str, files)])
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("SUCCESS") == len(files)
-
-
-def test_promtool_unit_tests_pass_on_the_prometheusrules(tmp_path: Path) -> None:
-    """The rule unit tests of rules/prometheus, run against the rules as the PrometheusRules carry them."""
-    promtool = _promtool()
-    names = {path.name for path in _extract_rule_files(build(OVERLAYS["postgres"]), tmp_path)}
-    assert names == {path.name for path in PROM_RULES_DIR.glob("*.rules.yml")}
-    tests = sorted(PROM_RULES_DIR.glob("*tests.yml"))
-    assert len(tests) >= 2
-    for test in tests:
-        shutil.copy(test, tmp_path / test.name)
-    result = _run([promtool, "test", "rules", *(test.name for test in tests)], cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_promtool_rejects_a_broken_extracted_group(tmp_path: Path) -> None:
-    promtool = _promtool()
-    objects = copy.deepcopy(build(OVERLAYS["postgres"]))
-    rule = next(obj for obj in objects if obj["kind"] == "PrometheusRule")["spec"]["groups"][0]["rules"][0]
-    rule["expr"] = "sum(rate(x[5m]) >"
-    result = _run([promtool, "check", "rules", *map(str, _extract_rule_files(objects, tmp_path))])
-    assert result.returncode != 0
-
-
-# --- Alertmanager: everything to alertrouter, alertrouter's own alerts also around it ---------------
-
-
-def test_alertmanagerconfig_sends_everything_to_the_service_with_the_token(
-    overlay: tuple[str, list[dict[str, Any]]],
-) -> None:
-    _, objects = overlay
-    config = the(objects, "AlertmanagerConfig")["spec"]
-    service = the(objects, "Service")
-    _, _, container = deployment_parts(objects)
-    receivers = {receiver["name"]: receiver for receiver in config["receivers"]}
-    (hook,) = receivers[config["route"]["receiver"]]["webhookConfigs"]
-    url = urlsplit(hook["url"])
-    assert url.hostname == f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
-    assert url.port == service["spec"]["ports"][0]["port"]
-    assert url.path == "/webhook/alertmanager"
-    assert hook["sendResolved"] is True
-    assert hook["maxAlerts"] == 0
-    token = env_of(container)["ALERTROUTER_BEARER_TOKEN"]["valueFrom"]["secretKeyRef"]
-    assert hook["httpConfig"]["authorization"] == {"type": "Bearer", "credentials": token}
-    # Routes: the self-alerts to a receiver that is not alertrouter (continue), then a catch-all.
-    self_route, catch_all = config["route"]["routes"]
-    assert self_route["matchers"] == [{"name": "component", "value": "alertrouter", "matchType": "="}]
-    assert self_route["continue"] is True
-    assert self_route["receiver"] != config["route"]["receiver"]
-    assert "webhookConfigs" not in receivers[self_route["receiver"]]
-    assert catch_all == {"receiver": config["route"]["receiver"]}
-
-
-_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
-
-
-def _snake(name: str) -> str:
-    return {"requireTLS": "require_tls"}.get(name, _SNAKE.sub("_", name).lower())
-
-
-def _as_alertmanager_yml(spec: dict[str, Any], secrets: Path) -> dict[str, Any]:
-    """An AlertmanagerConfig spec in alertmanager.yml form, as the operator renders it with the matcher
-    strategy None (no namespace matcher): camelCase keys in snake_case, matchers as strings, Secret
-    references as files under `secrets`."""
-
-    def route(node: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key == "matchers":
-                out["matchers"] = [f'{m["name"]}{m.get("matchType", "=")}"{m["value"]}"' for m in value]
-            elif key == "routes":
-                out["routes"] = [route(child) for child in value]
-            else:
-                out[_snake(key)] = value
-        return out
-
-    def secret_file(reference: dict[str, str]) -> str:
-        path = secrets / reference["name"] / reference["key"]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("s3cret-from-the-secret\n", encoding="utf-8")
-        return str(path)
-
-    def config(node: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key == "authPassword":
-                out["auth_password_file"] = secret_file(value)
-            elif key == "httpConfig":
-                authorization = value["authorization"]
-                out["http_config"] = {
-                    "authorization": {
-                        "type": authorization["type"],
-                        "credentials_file": secret_file(authorization["credentials"]),
-                    }
-                }
-            else:
-                out[_snake(key)] = value
-        return out
-
-    receivers = []
-    for receiver in spec["receivers"]:
-        converted: dict[str, Any] = {"name": receiver["name"]}
-        for key, configs in receiver.items():
-            if key != "name":
-                converted[_snake(key)] = [config(item) for item in configs]
-        receivers.append(converted)
-    return {"route": route(spec["route"]), "receivers": receivers}
-
-
-@pytest.mark.parametrize(
-    ("labels", "receivers"),
-    [
-        (["alertname=AlertrouterDown", "component=alertrouter"], "alertrouter-fallback,alertrouter"),
-        (["alertname=GPUXidError", "component=gpu", "node=10.0.0.7"], "alertrouter"),
-        (["alertname=NodeDown", "node=10.0.0.7"], "alertrouter"),
-    ],
-)
-def test_the_alertmanagerconfig_routes_as_documented(tmp_path: Path, labels: list[str], receivers: str) -> None:
-    """The AlertmanagerConfig's routing tree, run through the real Alertmanager's config loader and router."""
-    amtool = _amtool()
-    spec = the(build(OVERLAYS["postgres"]), "AlertmanagerConfig")["spec"]
-    path = tmp_path / "alertmanager.yml"
-    path.write_text(yaml.safe_dump(_as_alertmanager_yml(spec, tmp_path / "secrets")), encoding="utf-8")
-    check = _run([amtool, "check-config", str(path)])
-    assert check.returncode == 0, check.stdout + check.stderr
-    result = _run([amtool, "config", "routes", "test", f"--config.file={path}", *labels])
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip() == receivers
-
-
-def test_every_self_alert_carries_the_label_the_fallback_route_matches() -> None:
-    rules = yaml.safe_load((PROM_RULES_DIR / "alertrouter.rules.yml").read_text(encoding="utf-8"))
-    for group in rules["groups"]:
-        for rule in group["rules"]:
-            assert rule["labels"]["component"] == "alertrouter", rule["alert"]
-
-
-def _values_config(tmp_path: Path) -> tuple[dict[str, Any], Path]:
-    values = yaml.safe_load(VALUES.read_text(encoding="utf-8"))
-    path = tmp_path / "alertmanager.yml"
-    path.write_text(yaml.safe_dump(values["alertmanager"]["config"]), encoding="utf-8")
-    return values, path
-
-
-def _amtool() -> str:
-    found = shutil.which("amtool")
-    need(found is not None, "amtool not installed (apt-get install -y prometheus-alertmanager)")
-    assert found is not None
-    return found
-
-
-def test_the_values_snippet_is_a_valid_alertmanager_config(tmp_path: Path) -> None:
-    amtool = _amtool()
-    values, path = _values_config(tmp_path)
-    result = _run([amtool, "check-config", str(path)])
-    assert result.returncode == 0, result.stdout + result.stderr
-    spec = values["alertmanager"]["alertmanagerSpec"]
-    assert spec["alertmanagerConfigMatcherStrategy"] == {"type": "None"}
-    objects = build(OVERLAYS["postgres"])
-    labels = the(objects, "AlertmanagerConfig")["metadata"]["labels"]
-    assert selects(spec["alertmanagerConfigSelector"], labels)
-    hook = next(r for r in values["alertmanager"]["config"]["receivers"] if r["name"] == "alertrouter")
-    (webhook,) = hook["webhook_configs"]
-    assert webhook["url"] == the(objects, "AlertmanagerConfig")["spec"]["receivers"][0]["webhookConfigs"][0]["url"]
-    secret_dir = PurePosixPath("/etc/alertmanager/secrets") / spec["secrets"][0]
-    assert PurePosixPath(webhook["http_config"]["authorization"]["credentials_file"]).parent == secret_dir
-
-
-@pytest.mark.parametrize(
-    ("labels", "receivers"),
-    [
-        (
-            ["alertname=AlertrouterDown", "component=alertrouter", "severity=critical"],
-            "alertrouter-fallback,alertrouter",
-        ),
-        (["alertname=GPUHighTemp", "severity=critical", "node=10.0.0.7"], "alertrouter"),
-        (["alertname=Watchdog", "severity=none"], "deadmans-switch"),
-    ],
-)
-def test_the_values_snippet_routes_as_documented(tmp_path: Path, labels: list[str], receivers: str) -> None:
-    """The real Alertmanager routing tree: alertrouter's own alerts reach a human without alertrouter."""
-    amtool = _amtool()
-    _, path = _values_config(tmp_path)
-    result = _run([amtool, "config", "routes", "test", f"--config.file={path}", *labels])
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip() == receivers
-
-
-def test_a_broken_values_snippet_is_rejected(tmp_path: Path) -> None:
-    amtool = _amtool()
-    values, path = _values_config(tmp_path)
-    config = values["alertmanager"]["config"]
-    config["route"]["routes"][1]["receiver"] = "nobody"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    assert _run([amtool, "check-config", str(path)]).returncode != 0
 
 
 # --- the Secret's keys ----------------------------------------------------------------------------------
