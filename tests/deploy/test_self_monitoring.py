@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ DASHBOARD = REPO / "deploy" / "grafana" / "alertrouter.json"
 SELF_RULES = REPO / "rules" / "prometheus" / "alertrouter.rules.yml"
 SELF_RULE_TESTS = REPO / "rules" / "prometheus" / "alertrouter.tests.yml"
 TOKEN = "t0k-0123456789abcdef"
+WEBHOOK = (REPO / "tests" / "fixtures" / "webhook_gpu_temp_firing.json").read_bytes()
 METRIC = re.compile(r"\balertrouter_[a-z0-9_]+\b")
 # Series names a metric family of each type puts on /metrics (prometheus_client's parser strips _total).
 SUFFIXES = {
@@ -84,20 +87,75 @@ def metric_names(texts: list[str]) -> set[str]:
 
 
 @pytest.fixture
-async def exposed(tmp_path: Path) -> set[str]:
-    """The series names a real app (the shipped rules, a migrated SQLite store) puts on /metrics."""
+async def scraped(tmp_path: Path) -> str:
+    """/metrics of a real app (the shipped rules, a migrated SQLite store) that has stored one webhook of
+    real GPU alerts and decided it."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'alertrouter.db'}"
     upgrade(url)
     app = create_app(Settings(database_url=url, bearer_token=TOKEN), load_ruleset(REPO / "rules", {}))
     transport = httpx.ASGITransport(app=app)
     async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://ar") as client:
-        answer = await client.get("/metrics")
-    assert answer.status_code == 200
+        stored = await client.post(
+            "/webhook/alertmanager", content=WEBHOOK, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert stored.status_code == 200
+        deadline = time.monotonic() + 60
+        while True:  # until the engine has decided (a loaded machine may take a while)
+            text = (await client.get("/metrics")).text
+            if "alertrouter_alert_decisions{" in text or time.monotonic() > deadline:
+                return text
+            await asyncio.sleep(0.1)
+
+
+@pytest.fixture
+def exposed(scraped: str) -> set[str]:
+    """The series names /metrics exposes, samples or not (a family without samples still has its TYPE)."""
     names = set()
-    for family in text_string_to_metric_families(answer.text):
+    for family in text_string_to_metric_families(scraped):
         names.update(family.name + suffix for suffix in SUFFIXES[family.type])
         names.update(sample.name for sample in family.samples)
     return names
+
+
+@pytest.fixture
+def labels_seen(scraped: str) -> dict[str, set[str]]:
+    """Series name -> the label names its samples carry."""
+    seen: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(scraped):
+        for sample in family.samples:
+            seen.setdefault(sample.name, set()).update(sample.labels)
+    return seen
+
+
+# `by (labels) (argument)`, the argument with one level of nested parentheses.
+GROUPING = re.compile(r"\bby\s*\(([^)]*)\)\s*\(((?:[^()]|\([^()]*\))*)\)")
+TARGET_LABELS = {"job", "namespace", "instance", "pod", "le"}
+
+
+def grouping_labels(queries: list[str]) -> set[tuple[str, str]]:
+    """(metric, label) for each label a query groups a metric by, target labels left out."""
+    pairs = set()
+    for query in queries:
+        for found in GROUPING.finditer(query):
+            labels = {label.strip() for label in found[1].split(",")} - TARGET_LABELS - {""}
+            pairs.update((name, label) for name in METRIC.findall(found[2]) for label in labels)
+    return pairs
+
+
+async def test_the_queries_group_by_labels_the_metrics_have(labels_seen: dict[str, set[str]]) -> None:
+    """A renamed label (channel -> robot) would leave every panel and alert grouped by nothing."""
+    pairs = grouping_labels(dashboard_queries() + rule_texts())
+    checkable = {(name, label) for name, label in pairs if name in labels_seen}
+    assert len(checkable) >= 12, f"too few checkable (metric, label) pairs: {sorted(checkable)}"
+    assert {(name, label) for name, label in checkable if label not in labels_seen[name]} == set()
+    assert ("alertrouter_dead_letters", "channel") in checkable
+    assert ("alertrouter_loop_stalled", "loop") in checkable
+    assert ("alertrouter_ingest_duration_seconds_bucket", "endpoint") in checkable
+
+
+def test_grouping_labels_reads_nested_arguments() -> None:
+    query = 'histogram_quantile(0.5, sum by (channel, le) (rate(alertrouter_x_bucket{job=~"$job"}[1m])))'
+    assert grouping_labels([query]) == {("alertrouter_x_bucket", "channel")}
 
 
 def unknown(names: set[str], exposed: set[str]) -> set[str]:
