@@ -28,6 +28,8 @@ AM_CONFIG = REPO / "rules" / "deploy" / "alertmanager.yml"
 PROM_CONFIG = REPO / "rules" / "deploy" / "prometheus.yml"
 PROM_RULES_DIR = REPO / "rules" / "prometheus"
 PROM_RULE_TESTS = PROM_RULES_DIR / "tests.yml"
+NODE_RULE_FILES = ("gpu.rules.yml", "node.rules.yml")
+RULE_FILES = (*NODE_RULE_FILES, "alertrouter.rules.yml")
 
 STACK_SERVICES = ("alertrouter", "postgres", "alertmanager", "prometheus")
 ALERTROUTER_ENV = [
@@ -163,9 +165,11 @@ def inline_credentials(node: Any, path: str = "") -> list[str]:
     return found
 
 
-def all_rules() -> list[dict[str, Any]]:
+def all_rules(files: tuple[str, ...] = NODE_RULE_FILES) -> list[dict[str, Any]]:
+    """The rules of the GPU and node rule files (alertrouter.rules.yml, about alertrouter itself, aggregates
+    on purpose and is checked by tests/deploy/test_self_monitoring.py)."""
     rules = []
-    for path in sorted(PROM_RULES_DIR.glob("*.rules.yml")):
+    for path in (PROM_RULES_DIR / name for name in files):
         for group in load_yaml(path)["groups"]:
             rules.extend(group["rules"])
     return rules
@@ -227,9 +231,8 @@ def test_alertrouter_image_is_built_inline_from_the_repo(compose: dict[str, Any]
             sources = [word for word in words[1:-1] if not word.startswith("--")]
             for source in sources:
                 assert (REPO / source).exists(), f"COPY source {source} missing: the image build would fail"
-    # The design fixes the top level: no Dockerfile, no deploy/ directory.
+    # No Dockerfile: the image is defined inline (deploy/ holds the Kubernetes and Grafana files).
     assert not (REPO / "Dockerfile").exists()
-    assert not (REPO / "deploy").exists()
 
 
 def test_alertrouter_service_wiring(compose: dict[str, Any]) -> None:
@@ -271,7 +274,7 @@ def test_prometheus_mounts_config_and_rules_where_rule_files_points(
         source = mounted_rules.get(in_container.parent)
         assert source == "./rules/prometheus", f"nothing mounted at {in_container.parent}"
         matched = {path.name for path in (REPO / source).glob(in_container.name)}
-        assert matched == {"gpu.rules.yml", "node.rules.yml"}, "tests.yml must not be loaded as rules"
+        assert matched == set(RULE_FILES), "the *tests.yml unit tests must not be loaded as rules"
 
 
 def test_webhook_url_matches_the_alertrouter_service(compose: dict[str, Any], am_config: dict[str, Any]) -> None:
@@ -470,6 +473,7 @@ def test_promtool_accepts_the_prometheus_config_and_loads_the_rules(tmp_path: Pa
     # The relative glob matched the rule files and promtool checked them through the config.
     assert "gpu.rules.yml" in result.stdout
     assert "node.rules.yml" in result.stdout
+    assert "alertrouter.rules.yml" in result.stdout
     assert "tests.yml" not in result.stdout
 
 
@@ -494,7 +498,7 @@ def test_promtool_rejects_a_broken_prometheus_config(prom_config: dict[str, Any]
 def test_promtool_accepts_the_rules() -> None:
     promtool = require_tool("promtool")
     rule_files = sorted(str(path) for path in PROM_RULES_DIR.glob("*.rules.yml"))
-    assert len(rule_files) == 2
+    assert len(rule_files) == len(RULE_FILES)
     result = run([promtool, "check", "rules", *rule_files])
     assert result.returncode == 0, output_of(result)
 
