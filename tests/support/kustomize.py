@@ -1,12 +1,15 @@
 """A kustomize build in Python, limited to what deploy/kubernetes uses, and accessors for the built objects.
 
-tests/deploy compares `build` with `kubectl kustomize` where kubectl is installed; without it, `build` is what
-the Kubernetes tests check. It refuses any kustomization field or patch form it does not implement.
+tests/deploy holds `build` to what the real kustomize (`kubectl kustomize`) built of each overlay, kept as
+digests in tests/deploy/kustomize-reference.json (written by `.venv/bin/python tests/support/kustomize.py`
+where kubectl is installed: CI need not have it). It refuses any kustomization field or patch form it does
+not implement.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +171,33 @@ def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
         if not ok:
             return False
     return True
+
+
+REFERENCE = Path(__file__).resolve().parents[1] / "deploy" / "kustomize-reference.json"
+
+
+def fingerprint_of(objects: list[dict[str, Any]]) -> str:
+    """A build's objects as a digest, keyed by kind and name, the generated ConfigMap's hash suffix left
+    out (kustomize's hash function is its own): equal for equal builds, whatever the object order."""
+    generated = rules_configmap(objects)["metadata"]["name"]
+    text = json.dumps(objects).replace(generated, "alertrouter-rules-HASH")
+    keyed = {f"{o['kind']}/{o['metadata']['name']}": o for o in json.loads(text)}
+    return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
+
+
+def write_reference() -> None:
+    """What the real kustomize (`kubectl kustomize`, v5) builds of each overlay, as digests, into
+    tests/deploy/kustomize-reference.json: run after changing deploy/kubernetes, where kubectl is
+    installed (`.venv/bin/python tests/support/kustomize.py`). The tests hold `build` to it."""
+    import subprocess
+
+    digests = {}
+    for name, path in sorted(OVERLAYS.items()):
+        out = subprocess.run(["kubectl", "kustomize", str(path)], capture_output=True, text=True, check=True).stdout
+        real = [doc for doc in yaml.load_all(out, Loader=KubectlLoader) if doc]
+        digests[name] = fingerprint_of(real)
+    REFERENCE.write_text(json.dumps(digests, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    write_reference()
