@@ -255,6 +255,8 @@ def parse_webhook(body: bytes) -> Parsed:
         external_url=env.external_url,
         truncated_alerts=env.truncated_alerts,
         rejected_alerts=len(env.alerts) - len(alerts),
+        # Only a payload answered plainly 200 (no alert refused, none cut by Alertmanager) may skip the parse.
+        body_digest=None if problems or env.truncated_alerts else hashlib.sha256(body).digest(),
     )
     return Parsed(batch, problems)
 

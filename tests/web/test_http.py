@@ -172,3 +172,20 @@ async def test_raw_events_keep_the_original_body(client: httpx.AsyncClient) -> N
     assert one["body"].encode() == FIXTURE
     assert (await client.get("/api/v1/raw-events")).status_code == 401
     assert (await client.get("/api/v1/raw-events/999", headers=BEARER)).status_code == 404
+
+
+async def test_a_byte_identical_webhook_resend_is_answered_without_parsing(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (await client.post("/webhook/alertmanager", content=FIXTURE, headers=BEARER)).status_code == 200
+
+    def unparsable(body: bytes) -> Any:
+        raise AssertionError("a committed webhook re-sent byte for byte was parsed again")
+
+    monkeypatch.setattr("alertrouter.web.receive.parse_webhook", unparsable)
+    again = await client.post("/webhook/alertmanager", content=FIXTURE, headers=BEARER)
+    assert (again.status_code, again.json()) == (200, {"status": "ok", "alerts": 3})
+    assert (await client.post("/webhook/alertmanager", content=FIXTURE)).status_code == 401  # still authenticated
+    text = (await client.get("/metrics")).text
+    assert 'alertrouter_webhooks_received_total{endpoint="webhook",result="repeat"} 1.0' in text
+    assert 'alertrouter_alerts_received_total{endpoint="webhook"} 6.0' in text
