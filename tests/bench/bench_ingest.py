@@ -817,7 +817,8 @@ def markdown(
     if len(load.webhooks) < 100:
         lines.append(f"- p99 of {len(load.webhooks)} requests is close to the slowest request of the phase")
     if profiles:
-        lines += ["", "## Where alertrouter's CPU goes (cProfile of the server's event loop thread)", "", *profiles]
+        title = "## Where alertrouter's CPU goes (cProfile of the server's event loop thread, in its own CPU time)"
+        lines += ["", title, "", *profiles]
     return "\n".join(lines) + "\n"
 
 
