@@ -189,3 +189,19 @@ async def test_a_byte_identical_webhook_resend_is_answered_without_parsing(
     text = (await client.get("/metrics")).text
     assert 'alertrouter_webhooks_received_total{endpoint="webhook",result="repeat"} 1.0' in text
     assert 'alertrouter_alerts_received_total{endpoint="webhook"} 6.0' in text
+
+
+@pytest.mark.parametrize("path", ["/webhook/alertmanager", "/api/v2/alerts"])
+async def test_ingest_requests_stay_on_the_event_loop(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """No worker-thread hop per request (FastAPI runs a plain `def` dependency in its thread pool)."""
+
+    async def no_thread(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"an ingest request went through the thread pool: {args[:1]}")
+
+    monkeypatch.setattr("fastapi.dependencies.utils.run_in_threadpool", no_thread)
+    monkeypatch.setattr("fastapi.routing.run_in_threadpool", no_thread)
+    body = FIXTURE if path == "/webhook/alertmanager" else json.dumps(json.loads(FIXTURE)["alerts"]).encode()
+    response = await client.post(path, content=body, headers=BEARER)
+    assert response.status_code == 200, response.text
