@@ -640,23 +640,15 @@ AREAS = (
     ("alertrouter/delivery/", "engine pass (engine, pipeline, delivery)"),
     ("asyncio", "event loop (asyncio)"),
     ("selectors", "event loop (asyncio)"),
+    ("pstats", "other Python"),
 )
 
 
-def area(filename: str, function: str) -> str:
+def area(filename: str) -> str:
     for needle, name in AREAS:
         if needle in filename:
             return name
-    if filename == "~":  # a built-in: orjson, hashlib, socket calls, ...
-        for needle, name in (
-            ("orjson", "JSON (orjson)"),
-            ("sha256", "fingerprints (labels.py)"),
-            ("socket", "HTTP edge (FastAPI, Starlette, uvicorn, httptools)"),
-        ):
-            if needle in function:
-                return name
-        return "built-ins (other)"
-    return "other Python"
+    return "other Python" if filename != "~" else "built-ins called by built-ins"
 
 
 @dataclass
@@ -671,9 +663,12 @@ def read_profile(phase: str, path: Path, alerts: int) -> Profile:
     stats = pstats.Stats(str(path))
     areas: dict[str, float] = {}
     top = []
-    for (filename, line, function), (_cc, _nc, own, cumulative, _callers) in stats.stats.items():  # type: ignore[attr-defined]
-        key = area(filename, function)
-        areas[key] = areas.get(key, 0.0) + own
+    for (filename, line, function), (_cc, _nc, own, cumulative, callers) in stats.stats.items():  # type: ignore[attr-defined]
+        if filename != "~":
+            areas[area(filename)] = areas.get(area(filename), 0.0) + own
+        else:  # a built-in (len, orjson, hashlib, datetime, int.from_bytes...) counts for the code calling it
+            for (caller_file, _line, _function), (_ncalls, _pcalls, caller_own, _cum) in callers.items():
+                areas[area(caller_file)] = areas.get(area(caller_file), 0.0) + caller_own
         where = filename.split("site-packages/")[-1].split("/alertrouter/", 1)[-1] if filename != "~" else ""
         top.append((f"{where}:{line}({function})" if where else function, own, cumulative))
     top.sort(key=lambda t: -t[1])
