@@ -1,18 +1,24 @@
 """Ingest benchmark: alertrouter on SQLite and on PostgreSQL, with a real Alertmanager as the reference.
 
-    .venv/bin/python tests/bench/bench_ingest.py [--quick] [--rounds N]
+    .venv/bin/python tests/bench/bench_ingest.py [--quick] [--rounds N] [--store sqlite|postgresql] [--profile]
 
-8,000 GPU alerts (1,000 nodes x 8 GPUs, dcgm-exporter labels) in payloads of 100 alerts, sent by
-4 concurrent clients, in two phases: (a) all alerts new, (b) the same payloads re-sent unchanged
-(what Alertmanager does every group_interval, and Prometheus every evaluation). Systems, each a real
-process on a fresh store:
+8,000 GPU alerts (1,000 nodes x 8 GPUs, dcgm-exporter labels) in payloads of 100 alerts, sent by a
+lean load generator (`LeanClient`: 4 keep-alive connections, one thread each, pre-encoded bodies,
+`http.client`) in three phases: `new` (all alerts new), `unchanged, busy` (the same payloads re-sent
+while alertrouter's engine decides the new ones) and `unchanged` (re-sent once it has settled: what
+Alertmanager does every group_interval, and Prometheus every evaluation). Systems, each a real
+process on a fresh store, rounds interleaved:
 
 - Alertmanager 0.25, `POST /api/v2/alerts` (the reference: in memory, nothing durable);
 - alertrouter on SQLite and on PostgreSQL, `POST /webhook/alertmanager` (version 4 webhooks);
 - alertrouter on SQLite and on PostgreSQL, `POST /api/v2/alerts` (the same bodies as Alertmanager got).
 
-After phase (a) every alertrouter is checked to hold all alerts, through its API and by counting
-rows in the database itself. Results: a markdown table on stdout and in tests/bench/results/ingest.md,
+alertrouter runs the code of the tree this file is in. After phase `new` every alertrouter is checked
+to hold all alerts, through its API and by counting rows in the database itself. After phase
+`unchanged`, the client-speed check sends the same re-sends from the lean client and from Debian's
+`wrk` (C) for the same time: if wrk measures more, the lean client was the bottleneck. `--profile`
+adds one server per store and endpoint under cProfile (profiling/sitecustomize.py) and reports where
+its event loop's CPU goes. Results: a markdown table on stdout and in tests/bench/results/ingest.md,
 and the raw numbers in tests/bench/results/ingest.json.
 """
 
