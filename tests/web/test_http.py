@@ -205,3 +205,18 @@ async def test_ingest_requests_stay_on_the_event_loop(
     body = FIXTURE if path == "/webhook/alertmanager" else json.dumps(json.loads(FIXTURE)["alerts"]).encode()
     response = await client.post(path, content=body, headers=BEARER)
     assert response.status_code == 200, response.text
+
+
+async def test_reads_by_id_stay_on_the_event_loop(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The id dependencies (path and query) run on the event loop too."""
+    assert (await client.post("/webhook/alertmanager", content=FIXTURE, headers=BEARER)).status_code == 200
+
+    async def no_thread(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"a read went through the thread pool: {args[:1]}")
+
+    monkeypatch.setattr("fastapi.dependencies.utils.run_in_threadpool", no_thread)
+    monkeypatch.setattr("fastapi.routing.run_in_threadpool", no_thread)
+    event_id = (await client.get("/api/v1/raw-events", headers=BEARER)).json()[0]["id"]
+    assert (await client.get(f"/api/v1/raw-events/{event_id}", headers=BEARER)).status_code == 200
+    assert (await client.get("/api/v1/raw-events", params={"before_id": event_id + 1}, headers=BEARER)).json()
+    assert (await client.get("/api/v1/incidents/999999", headers=BEARER)).status_code == 404
