@@ -24,6 +24,9 @@ class IngestBatch:
     external_url: str | None = None
     truncated_alerts: int = 0
     rejected_alerts: int = 0
+    # sha256 of the exact request bytes, for a webhook whose every alert was accepted: a byte-identical
+    # re-send of it, once committed, is answered without being parsed again (`Ingestor.repeat_body`).
+    body_digest: bytes | None = None
 
     @property
     def always_logged(self) -> bool:

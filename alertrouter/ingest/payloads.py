@@ -8,12 +8,13 @@ rejecting the whole batch would lose alerts that were fine.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError
 
 from alertrouter.ingest.batch import IngestBatch
 from alertrouter.ingest.limits import (
@@ -25,6 +26,8 @@ from alertrouter.ingest.limits import (
     MAX_LABELS,
     MAX_RECEIVER,
     MAX_TRUNCATED,
+    TIME_MAX,
+    TIME_MIN,
     check_instant,
     check_mapping,
 )
@@ -84,6 +87,7 @@ class _WebhookEnvelope(_Model):
 
 
 _A = TypeVar("_A", bound=_PostableAlert)
+_STATUSES = {s.value: s for s in AlertStatus}
 
 
 def _load_json(body: bytes) -> Any:
@@ -200,6 +204,45 @@ def _checked(
     return a, labels, starts_at, ends_at
 
 
+_Checked = tuple[_A, dict[str, str], datetime | None, datetime | None]
+_WEBHOOK_ALERTS = TypeAdapter(list[_WebhookAlert])
+_POSTABLE_ALERTS = TypeAdapter(list[_PostableAlert])
+
+
+def _utc(value: datetime | None) -> datetime | bool | None:
+    """`_instant(_zero_is_none(value))` without the message: None when not set, the instant in UTC, or
+    False when it is refused."""
+    if value is None or value.year <= 1:
+        return None
+    if value.tzinfo is None or value.utcoffset() is None:
+        return False
+    try:
+        utc = value if value.tzinfo is UTC else value.astimezone(UTC)
+    except OverflowError:
+        return False
+    return utc if TIME_MIN <= utc < TIME_MAX else False
+
+
+def _all_checked(adapter: TypeAdapter[list[_A]], raw: list[Any]) -> list[_Checked[_A]] | None:
+    """What `_checked` gives for every alert, when every alert passes: one validation call for the
+    whole list and no per-alert message building. None as soon as any alert would be refused; the
+    caller then checks alert by alert, which names the problems."""
+    try:
+        models = adapter.validate_python(raw)
+    except ValidationError:
+        return None
+    out: list[_Checked[_A]] = []
+    for a in models:
+        labels = a.labels if all(a.labels.values()) else _non_empty(a.labels)
+        if _check_alert(labels, a.annotations, a.generator_url, "") is not None:
+            return None
+        starts_at, ends_at = _utc(a.starts_at), _utc(a.ends_at)
+        if starts_at is False or ends_at is False:
+            return None
+        out.append((a, labels, starts_at, ends_at))  # type: ignore[arg-type]  # bools are gone
+    return out
+
+
 def _fingerprint(given: str | None, labels: dict[str, str]) -> str:
     if given and len(given) == 16 and _FINGERPRINT_CHARS.issuperset(given):
         return given
@@ -219,23 +262,25 @@ def parse_webhook(body: bytes) -> Parsed:
 
     alerts: list[IncomingAlert] = []
     problems: list[str] = []
-    for i, raw in enumerate(env.alerts):
-        where = f"alerts[{i}]"
-        if (checked := _checked(_WebhookAlert, raw, where, problems)) is None:
+    checked_alerts: Iterable[_Checked[_WebhookAlert] | None] = _all_checked(_WEBHOOK_ALERTS, env.alerts) or (
+        _checked(_WebhookAlert, raw, f"alerts[{i}]", problems) for i, raw in enumerate(env.alerts)
+    )
+    for i, checked in enumerate(checked_alerts):
+        if checked is None:
             continue
         a, labels, starts_at, ends_at = checked
         if starts_at is None:
-            problems.append(f"{where}.startsAt: not set (Go's zero time)")
+            problems.append(f"alerts[{i}].startsAt: not set (Go's zero time)")
             continue
         if ends_at is not None and ends_at < starts_at:
-            problems.append(f"{where}.endsAt: before startsAt")
+            problems.append(f"alerts[{i}].endsAt: before startsAt")
             continue
         alerts.append(
             IncomingAlert(
                 fingerprint=_fingerprint(a.fingerprint, labels),
                 labels=labels,
                 annotations=a.annotations,
-                status=AlertStatus(a.status),
+                status=_STATUSES[a.status],
                 starts_at=starts_at,
                 ends_at=ends_at,
                 generator_url=a.generator_url,
@@ -255,6 +300,8 @@ def parse_webhook(body: bytes) -> Parsed:
         external_url=env.external_url,
         truncated_alerts=env.truncated_alerts,
         rejected_alerts=len(env.alerts) - len(alerts),
+        # Only a payload answered plainly 200 (no alert refused, none cut by Alertmanager) may skip the parse.
+        body_digest=None if problems or env.truncated_alerts else hashlib.sha256(body).digest(),
     )
     return Parsed(batch, problems)
 
@@ -267,15 +314,17 @@ def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
         raise PayloadError([f"body: expected a JSON array of alerts, got {type(data).__name__}"])
     valid: list[tuple[_PostableAlert, dict[str, str], datetime, datetime]] = []
     problems: list[str] = []
-    for i, raw in enumerate(data):
-        where = f"[{i}]"
-        if (checked := _checked(_PostableAlert, raw, where, problems)) is None:
+    checked_alerts: Iterable[_Checked[_PostableAlert] | None] = _all_checked(_POSTABLE_ALERTS, data) or (
+        _checked(_PostableAlert, raw, f"[{i}]", problems) for i, raw in enumerate(data)
+    )
+    for i, checked in enumerate(checked_alerts):
+        if checked is None:
             continue
         a, labels, given_start, given_end = checked
         starts_at = given_start or now
         ends_at = given_end or max(now, starts_at) + API_V2_DEFAULT_TTL
         if ends_at < starts_at:
-            problems.append(f"{where}.endsAt: before startsAt")
+            problems.append(f"[{i}].endsAt: before startsAt")
             continue
         valid.append((a, labels, starts_at, ends_at))
     if data and not valid:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
 from collections import Counter, OrderedDict, deque
@@ -74,6 +75,8 @@ class Ingestor:
         self._clock = clock
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._recent_max = recent_digests
+        # sha256 of a committed webhook's exact bytes -> (its digest, its fingerprints packed 8 bytes each)
+        self._bodies: OrderedDict[bytes, tuple[str, bytes]] = OrderedDict()
         self._known: dict[str, None] = {}  # fingerprints this process found or put in the store
         self._known_max = known_fingerprints
         self._max_group = max_group_alerts
@@ -99,6 +102,37 @@ class Ingestor:
         if len(self._recent) > self._recent_max:
             self._recent.popitem(last=False)
 
+    def _remember_body(self, batch: IngestBatch) -> None:
+        if batch.body_digest is None:
+            return
+        self._bodies[batch.body_digest] = (batch.digest, bytes.fromhex("".join(a.fingerprint for a in batch.alerts)))
+        self._bodies.move_to_end(batch.body_digest)
+        if len(self._bodies) > self._recent_max:
+            self._bodies.popitem(last=False)
+
+    def repeat_body(self, body: bytes) -> int | None:
+        """A webhook whose exact bytes this process committed (or recognised) and still remembers: its alerts'
+        `last_seen` is refreshed and their number returned, without parsing it again. None for anything
+        else, which goes through `parse_webhook` and `ingest` (a repeat by digest is still recognised there).
+
+        Alertmanager re-sends every group each `group_interval` byte for byte (the same alerts, times and
+        order), and parsing was nine tenths of the cost of recognising one."""
+        if not self._bodies:
+            return None
+        key = hashlib.sha256(body).digest()
+        known = self._bodies.get(key)
+        if known is None:
+            return None
+        digest, packed = known
+        if not self._seen_recently(digest):
+            del self._bodies[key]
+            return None
+        self._bodies.move_to_end(key)
+        with self.activity.storing():
+            hexed = packed.hex()
+            self._touches.seen_many((hexed[i : i + 16] for i in range(0, len(hexed), 16)), self._clock())
+        return len(packed) // 8
+
     def _know(self, batches: Sequence[IngestBatch]) -> None:
         known = self._known
         for batch in batches:
@@ -118,6 +152,7 @@ class Ingestor:
     async def _ingest(self, batch: IngestBatch) -> IngestResult:
         if batch.always_logged and self._seen_recently(batch.digest):
             self._touches.seen_many((a.fingerprint for a in batch.alerts), self._clock())
+            self._remember_body(batch)  # e.g. the twin Alertmanager's copy (another externalURL)
             return IngestResult(repeat=True)
         # A push with an alert this process never stored nor found cannot be a mere confirmation:
         # straight to the writer, without the read (the writer's own read decides all the same).
@@ -224,6 +259,7 @@ class Ingestor:
             for batch in batches:
                 if batch.always_logged:
                     self._remember(batch.digest)
+                    self._remember_body(batch)
             self._know(batches)
             self._touches.add(plan.seen, plan.extended)
             if self._on_committed is not None and any(r.written for r in results):

@@ -36,9 +36,10 @@ def in_range(value: int) -> bool:
 
 def path_id(name: str, *, missing: Callable[[int], Exception]) -> Any:
     """A dependency reading the path parameter `name`; `missing(value)` is raised for an id out of
-    range, the same exception the route raises for an id with no row."""
+    range, the same exception the route raises for an id with no row. (The dependencies here are
+    `async` only so that FastAPI runs them on the event loop, not in its thread pool.)"""
 
-    def read(value: int = Path(alias=name, description=f"1 to {MAX_ID}")) -> int:
+    async def read(value: int = Path(alias=name, description=f"1 to {MAX_ID}")) -> int:
         if not in_range(value):
             raise missing(value)
         return value
@@ -49,7 +50,7 @@ def path_id(name: str, *, missing: Callable[[int], Exception]) -> Any:
 def query_id(name: str, *, description: str) -> Any:
     """A dependency reading the optional query parameter `name`: None when absent, 400 out of range."""
 
-    def read(value: int | None = Query(None, alias=name, description=description)) -> int | None:
+    async def read(value: int | None = Query(None, alias=name, description=description)) -> int | None:
         if value is not None and not in_range(value):
             raise HTTPException(400, f"{name}: must be an id from 1 to {MAX_ID}")
         return value

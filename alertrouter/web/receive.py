@@ -58,6 +58,9 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
         body = await read_body(request, runtime.settings.max_body_bytes)
     except BodyTooLarge as exc:
         return answer("too_large", 413, {"error": str(exc)})
+    if endpoint == "webhook" and (repeated := runtime.ingestor.repeat_body(body)) is not None:
+        m.alerts_received.labels(endpoint=endpoint).inc(repeated)
+        return answer("repeat", 200, {"status": "ok", "alerts": repeated})
     try:
         parsed = parse(body)
     except PayloadError as exc:

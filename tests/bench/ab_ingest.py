@@ -7,10 +7,11 @@ environment variables), interleaved rounds on the same machine within minutes.
 This machine's speed drifts by up to 2x within an hour, so only arms measured side by side, round
 after round, can be compared; a change that is not clearly ahead in most rounds is noise. Each
 round starts every arm on a fresh store and sends the load of `bench_ingest.py` (8,000 GPU alerts,
-4 senders, payloads of 100): phase `new`, then (after the engine settles) `unchanged`. For each
-arm: the median round's alerts/s with every round's figure, latency over all requests, and the
-CPU seconds the server process used per phase (against the wall time: a server far from one busy
-core is waiting, on the database or on itself, rather than computing).
+4 keep-alive connections of its lean client, payloads of 100): phase `new`, `unchanged, busy`
+(re-sent while the engine decides) and, after the engine settles, `unchanged`. For each arm: the
+median round's alerts/s with every round's figure, latency over all requests, and the CPU seconds
+the server process used per phase (against the wall time: a server far from one busy core is
+waiting, on the database or on itself, rather than computing).
 
 `--base REV` checks REV out in a temporary git worktree and runs the server from it (PYTHONPATH),
 with this tree's venv; the tree under test is the current one (uncommitted changes included).
@@ -34,10 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_ingest as bench
 
-from support import procs
-
 REPO = Path(__file__).resolve().parents[2]
-PHASES = ("new", "unchanged")
+PHASES = bench.PHASES
 
 
 @dataclass
@@ -48,12 +47,6 @@ class Arm:
     latencies: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
     cpu: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: {p: [] for p in PHASES})
     machine: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
-
-
-def process_cpu(pid: int) -> float:
-    """User plus system CPU seconds of a process so far (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def machine_busy() -> float:
@@ -83,24 +76,15 @@ def worktree(stack: ExitStack, rev: str) -> Path:
 
 
 def run_round(arm: Arm, store: str, endpoint: str, load: bench.Load) -> None:
-    path, bodies = (
-        ("/webhook/alertmanager", load.webhooks) if endpoint == "webhook" else ("/api/v2/alerts", load.pushes)
-    )
-    with tempfile.TemporaryDirectory() as tmp, bench.fresh_store(store, Path(tmp)) as (url, _count):
-        env = {"ALERTROUTER_BEARER_TOKEN": bench.TOKEN, "ALERTROUTER_LOG_LEVEL": "WARNING", **arm.env}
-        proc = procs.start_alertrouter(Path(tmp), database_url=url, env=env)
-        try:
-            for phase in PHASES:
-                if phase == "unchanged":
-                    bench.wait_settled(proc.url, bench.AUTH, quiet=bench.SETTLE_QUIET)
-                before, busy = process_cpu(proc.popen.pid), machine_busy()
-                sample = bench.measure(arm.name, path, phase, proc.url + path, bodies, load.alerts, bench.AUTH)
-                arm.cpu[phase].append((process_cpu(proc.popen.pid) - before, sample.seconds))
-                arm.machine[phase].append(machine_busy() - busy)
-                arm.rates[phase].append(load.alerts / sample.seconds)
-                arm.latencies[phase] += sample.latencies
-        finally:
-            proc.stop()
+    with tempfile.TemporaryDirectory() as tmp:
+        busy = machine_busy()
+        run = bench.run_alertrouter(Path(tmp), store, endpoint, load, name=arm.name, env=arm.env, client_check=False)
+        for sample in run.samples:
+            arm.cpu[sample.phase].append((sample.cpu, sample.seconds))
+            arm.rates[sample.phase].append(load.alerts / sample.seconds)
+            arm.latencies[sample.phase] += sample.latencies
+        # The whole round's machine CPU (server, clients, database and everyone else), per round.
+        arm.machine[PHASES[0]].append(machine_busy() - busy)
 
 
 def report(arms: list[Arm]) -> str:
@@ -113,7 +97,7 @@ def report(arms: list[Arm]) -> str:
             lat = sorted(arm.latencies[phase])
             rounds = ", ".join(f"{r:,.0f}" for r in arm.rates[phase])
             cpu = ", ".join(f"{c:.2f}/{w:.2f}" for c, w in arm.cpu[phase])
-            machine = ", ".join(f"{m:.2f}" for m in arm.machine[phase])
+            machine = ", ".join(f"{m:.1f}" for m in arm.machine[phase]) or "–"
             lines.append(
                 f"| {arm.name} | {phase} | {statistics.median(arm.rates[phase]):,.0f} | {rounds} | "
                 f"{bench.percentile(lat, 50) * 1000:.1f} | {bench.percentile(lat, 99) * 1000:.1f} | {cpu} | {machine} |"

@@ -494,3 +494,52 @@ async def test_the_engine_is_told_once_per_commit_that_wrote_and_only_then(db: D
     resolved = webhook([gpu_alert(0, status="resolved", ends="2026-11-21T08:05:00Z")])
     await ingestor.ingest(resolved)
     assert told[1:] == [[]]  # a change, but no new alert row to hand over
+
+
+def webhook_bytes(alerts: list[dict[str, Any]], **extra: Any) -> bytes:
+    data = {"version": "4", "receiver": "alertrouter", "status": "firing", "groupKey": "g", "alerts": alerts, **extra}
+    return json.dumps(data).encode()
+
+
+async def test_a_byte_identical_resend_is_recognised_from_its_bytes(db: Database) -> None:
+    clock = Clock()
+    touches = TouchBuffer()
+    ingestor = Ingestor(db, touches, clock=clock)
+    body = webhook_bytes([gpu_alert(g) for g in range(8)], externalURL="http://am-0:9093")
+    batch = parse_webhook(body).batch
+    assert ingestor.repeat_body(body) is None  # nothing committed yet
+    await ingestor.ingest(batch)
+    touches.take()
+    clock.now += timedelta(minutes=5)  # Alertmanager's group_interval
+    assert ingestor.repeat_body(body) == 8
+    seen, extended = touches.take()
+    assert seen == sorted((a.fingerprint, clock.now) for a in batch.alerts)
+    assert extended == []
+    # the twin Alertmanager's copy differs in externalURL only: not the same bytes, parsed, then a repeat
+    twin = webhook_bytes([gpu_alert(g) for g in range(8)], externalURL="http://am-1:9093")
+    assert ingestor.repeat_body(twin) is None
+    assert (await ingestor.ingest(parse_webhook(twin).batch)).repeat
+    assert ingestor.repeat_body(twin) == 8  # and its bytes are known from then on
+    assert await count(db, RawEventRow) == 1
+
+
+async def test_a_resend_with_a_refused_or_truncated_alert_is_parsed_every_time(db: Database) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock())
+    refused = webhook_bytes([gpu_alert(0), gpu_alert(1, starts="0001-01-01T00:00:00Z")])
+    parsed = parse_webhook(refused)
+    assert parsed.problems  # each re-send must answer 400 with them again
+    await ingestor.ingest(parsed.batch)
+    assert ingestor.repeat_body(refused) is None
+    truncated = webhook_bytes([gpu_alert(2)], truncatedAlerts=40)
+    await ingestor.ingest(parse_webhook(truncated).batch)
+    assert ingestor.repeat_body(truncated) is None  # its truncation is counted and logged on every copy
+
+
+async def test_bytes_are_forgotten_with_their_payload(db: Database) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock(), recent_digests=1)
+    first = webhook_bytes([gpu_alert(0)])
+    await ingestor.ingest(parse_webhook(first).batch)
+    await ingestor.ingest(parse_webhook(webhook_bytes([gpu_alert(1)])).batch)
+    assert ingestor.repeat_body(first) is None  # the writer no longer knows it: it goes to the database again
+    result = await ingestor.ingest(parse_webhook(first).batch)
+    assert (result.repeat, result.written) == (False, 0)

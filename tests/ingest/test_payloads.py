@@ -227,3 +227,48 @@ def test_any_label_set_alertmanager_accepts_is_stored(labels: dict[str, str]) ->
         assert alert.labels == labels
         assert alert.fingerprint == fingerprint(labels)
         assert alert.alertname == labels.get("alertname", "")
+
+
+# Valid alerts with every shape the boundary normalises: an offset time zone, nanoseconds, Go's zero
+# time, an empty label value (dropped), no annotations, non-ASCII label values, a resolved alert.
+_TRICKY = [
+    {
+        "status": "firing",
+        "labels": {"alertname": "GPUHighTemp", "Hostname": "gpu-node-07", "gpu": "3", "team": ""},
+        "annotations": {"summary": "GPU 3 on gpu-node-07 is at 91°C"},
+        "startsAt": "2026-11-21T16:14:03.517889123+08:00",
+        "endsAt": "0001-01-01T00:00:00Z",
+        "generatorURL": "http://prometheus-0:9090/graph?g0.expr=DCGM_FI_DEV_GPU_TEMP+%3E+85",
+        "fingerprint": "1a2b3c4d5e6f7081",
+    },
+    {
+        "status": "resolved",
+        "labels": {"alertname": "GPUXidError", "Hostname": "gpu-node-08", "err_msg": "显存 ECC 错误"},
+        "startsAt": "2026-11-21T08:00:00Z",
+        "endsAt": "2026-11-21T08:05:00.5Z",
+    },
+]
+_REFUSED = {"status": "firing", "labels": {"alertname": "Broken"}, "startsAt": "not a time"}
+
+
+def test_a_payload_of_valid_alerts_parses_as_its_alerts_do_beside_a_refused_one() -> None:
+    """A payload whose alerts all pass is validated in one go; beside a refused alert, the same alerts are
+    checked one by one. Both ways must give the same alerts."""
+    envelope = {"version": "4", "receiver": "r", "status": "firing", "groupKey": "g"}
+    whole = parse_webhook(body({**envelope, "alerts": _TRICKY}))
+    mixed = parse_webhook(body({**envelope, "alerts": [_TRICKY[0], _REFUSED, _TRICKY[1]]}))
+    assert whole.problems == []
+    assert mixed.problems == ["alerts[1].startsAt: Input should be a valid datetime or date, invalid character in year"]
+    assert mixed.batch.alerts == whole.batch.alerts
+    assert whole.batch.alerts[0].starts_at == datetime(2026, 11, 21, 8, 14, 3, 517889, tzinfo=UTC)
+    assert whole.batch.alerts[0].starts_at.tzinfo is UTC
+    assert "team" not in whole.batch.alerts[0].labels
+
+    pushes = [{k: v for k, v in a.items() if k not in ("status", "fingerprint")} for a in _TRICKY]
+    pushes.append({"labels": {"alertname": "NoTimes", "instance": "10.0.0.1:9400"}})
+    whole_v2 = parse_api_v2(body(pushes), now=NOW)
+    mixed_v2 = parse_api_v2(body([pushes[0], _REFUSED, *pushes[1:]]), now=NOW)
+    assert whole_v2.problems == []
+    assert len(mixed_v2.problems) == 1
+    assert mixed_v2.batch.alerts == whole_v2.batch.alerts
+    assert (whole_v2.batch.alerts[2].starts_at, whole_v2.batch.alerts[2].ends_at) == (NOW, NOW + timedelta(minutes=5))

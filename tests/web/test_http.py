@@ -172,3 +172,51 @@ async def test_raw_events_keep_the_original_body(client: httpx.AsyncClient) -> N
     assert one["body"].encode() == FIXTURE
     assert (await client.get("/api/v1/raw-events")).status_code == 401
     assert (await client.get("/api/v1/raw-events/999", headers=BEARER)).status_code == 404
+
+
+async def test_a_byte_identical_webhook_resend_is_answered_without_parsing(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (await client.post("/webhook/alertmanager", content=FIXTURE, headers=BEARER)).status_code == 200
+
+    def unparsable(body: bytes) -> Any:
+        raise AssertionError("a committed webhook re-sent byte for byte was parsed again")
+
+    monkeypatch.setattr("alertrouter.web.receive.parse_webhook", unparsable)
+    again = await client.post("/webhook/alertmanager", content=FIXTURE, headers=BEARER)
+    assert (again.status_code, again.json()) == (200, {"status": "ok", "alerts": 3})
+    assert (await client.post("/webhook/alertmanager", content=FIXTURE)).status_code == 401  # still authenticated
+    text = (await client.get("/metrics")).text
+    assert 'alertrouter_webhooks_received_total{endpoint="webhook",result="repeat"} 1.0' in text
+    assert 'alertrouter_alerts_received_total{endpoint="webhook"} 6.0' in text
+
+
+@pytest.mark.parametrize("path", ["/webhook/alertmanager", "/api/v2/alerts"])
+async def test_ingest_requests_stay_on_the_event_loop(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """No worker-thread hop per request (FastAPI runs a plain `def` dependency in its thread pool)."""
+
+    async def no_thread(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"an ingest request went through the thread pool: {args[:1]}")
+
+    monkeypatch.setattr("fastapi.dependencies.utils.run_in_threadpool", no_thread)
+    monkeypatch.setattr("fastapi.routing.run_in_threadpool", no_thread)
+    body = FIXTURE if path == "/webhook/alertmanager" else json.dumps(json.loads(FIXTURE)["alerts"]).encode()
+    response = await client.post(path, content=body, headers=BEARER)
+    assert response.status_code == 200, response.text
+
+
+async def test_reads_by_id_stay_on_the_event_loop(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The id dependencies (path and query) run on the event loop too."""
+    assert (await client.post("/webhook/alertmanager", content=FIXTURE, headers=BEARER)).status_code == 200
+
+    async def no_thread(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"a read went through the thread pool: {args[:1]}")
+
+    monkeypatch.setattr("fastapi.dependencies.utils.run_in_threadpool", no_thread)
+    monkeypatch.setattr("fastapi.routing.run_in_threadpool", no_thread)
+    event_id = (await client.get("/api/v1/raw-events", headers=BEARER)).json()[0]["id"]
+    assert (await client.get(f"/api/v1/raw-events/{event_id}", headers=BEARER)).status_code == 200
+    assert (await client.get("/api/v1/raw-events", params={"before_id": event_id + 1}, headers=BEARER)).json()
+    assert (await client.get("/api/v1/incidents/999999", headers=BEARER)).status_code == 404
