@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from types import ModuleType
@@ -46,10 +45,6 @@ SECRET_EXAMPLE = K8S / "secret.example.env"
 KUBERNETES_VERSION = "1.30"  # oldest minor still supported upstream when this was written
 SECRET = "alertrouter-env"
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "AlertmanagerConfig"}
-
-
-def _run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.mark.parametrize("name", sorted(OVERLAYS))

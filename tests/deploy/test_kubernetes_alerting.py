@@ -10,7 +10,6 @@ import copy
 import importlib.util
 import re
 import shutil
-import subprocess
 from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Any
@@ -20,7 +19,7 @@ import pytest
 import yaml
 
 from support.kustomize import K8S, OVERLAYS, build, deployment_parts, env_of, selects, the
-from support.need import need
+from support.procs import run_tool, tool
 
 REPO = Path(__file__).resolve().parents[2]
 PROM_RULES_DIR = REPO / "rules" / "prometheus"
@@ -99,45 +98,34 @@ def _extract_rule_files(objects: list[dict[str, Any]], directory: Path) -> list[
     return files
 
 
-def _promtool() -> str:
-    found = shutil.which("promtool")
-    need(found is not None, "promtool not installed (apt-get install -y prometheus)")
-    assert found is not None
-    return found
-
-
-def _run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
-
-
 def test_promtool_checks_the_groups_of_the_prometheusrules(tmp_path: Path) -> None:
-    promtool = _promtool()
+    promtool = tool("promtool", "prometheus")
     files = _extract_rule_files(build(OVERLAYS["postgres"]), tmp_path)
     assert len(files) == len(list(PROM_RULES_DIR.glob("*.rules.yml")))
-    result = _run([promtool, "check", "rules", *map(str, files)])
+    result = run_tool([promtool, "check", "rules", *map(str, files)])
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("SUCCESS") == len(files)
 
 
 def test_promtool_unit_tests_pass_on_the_prometheusrules(tmp_path: Path) -> None:
     """The rule unit tests of rules/prometheus, run against the rules as the PrometheusRules carry them."""
-    promtool = _promtool()
+    promtool = tool("promtool", "prometheus")
     names = {path.name for path in _extract_rule_files(build(OVERLAYS["postgres"]), tmp_path)}
     assert names == {path.name for path in PROM_RULES_DIR.glob("*.rules.yml")}
     tests = sorted(PROM_RULES_DIR.glob("*tests.yml"))
     assert len(tests) >= 2
     for test in tests:
         shutil.copy(test, tmp_path / test.name)
-    result = _run([promtool, "test", "rules", *(test.name for test in tests)], cwd=tmp_path)
+    result = run_tool([promtool, "test", "rules", *(test.name for test in tests)], cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_promtool_rejects_a_broken_extracted_group(tmp_path: Path) -> None:
-    promtool = _promtool()
+    promtool = tool("promtool", "prometheus")
     objects = copy.deepcopy(build(OVERLAYS["postgres"]))
     rule = next(obj for obj in objects if obj["kind"] == "PrometheusRule")["spec"]["groups"][0]["rules"][0]
     rule["expr"] = "sum(rate(x[5m]) >"
-    result = _run([promtool, "check", "rules", *map(str, _extract_rule_files(objects, tmp_path))])
+    result = run_tool([promtool, "check", "rules", *map(str, _extract_rule_files(objects, tmp_path))])
     assert result.returncode != 0
 
 
@@ -236,13 +224,13 @@ def _as_alertmanager_yml(spec: dict[str, Any], secrets: Path) -> dict[str, Any]:
 )
 def test_the_alertmanagerconfig_routes_as_documented(tmp_path: Path, labels: list[str], receivers: str) -> None:
     """The AlertmanagerConfig's routing tree, run through the real Alertmanager's config loader and router."""
-    amtool = _amtool()
+    amtool = tool("amtool", "prometheus-alertmanager")
     spec = the(build(OVERLAYS["postgres"]), "AlertmanagerConfig")["spec"]
     path = tmp_path / "alertmanager.yml"
     path.write_text(yaml.safe_dump(_as_alertmanager_yml(spec, tmp_path / "secrets")), encoding="utf-8")
-    check = _run([amtool, "check-config", str(path)])
+    check = run_tool([amtool, "check-config", str(path)])
     assert check.returncode == 0, check.stdout + check.stderr
-    result = _run([amtool, "config", "routes", "test", f"--config.file={path}", *labels])
+    result = run_tool([amtool, "config", "routes", "test", f"--config.file={path}", *labels])
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == receivers
 
@@ -261,17 +249,10 @@ def _values_config(tmp_path: Path) -> tuple[dict[str, Any], Path]:
     return values, path
 
 
-def _amtool() -> str:
-    found = shutil.which("amtool")
-    need(found is not None, "amtool not installed (apt-get install -y prometheus-alertmanager)")
-    assert found is not None
-    return found
-
-
 def test_the_values_snippet_is_a_valid_alertmanager_config(tmp_path: Path) -> None:
-    amtool = _amtool()
+    amtool = tool("amtool", "prometheus-alertmanager")
     values, path = _values_config(tmp_path)
-    result = _run([amtool, "check-config", str(path)])
+    result = run_tool([amtool, "check-config", str(path)])
     assert result.returncode == 0, result.stdout + result.stderr
     spec = values["alertmanager"]["alertmanagerSpec"]
     assert spec["alertmanagerConfigMatcherStrategy"] == {"type": "None"}
@@ -298,17 +279,17 @@ def test_the_values_snippet_is_a_valid_alertmanager_config(tmp_path: Path) -> No
 )
 def test_the_values_snippet_routes_as_documented(tmp_path: Path, labels: list[str], receivers: str) -> None:
     """The real Alertmanager routing tree: alertrouter's own alerts reach a human without alertrouter."""
-    amtool = _amtool()
+    amtool = tool("amtool", "prometheus-alertmanager")
     _, path = _values_config(tmp_path)
-    result = _run([amtool, "config", "routes", "test", f"--config.file={path}", *labels])
+    result = run_tool([amtool, "config", "routes", "test", f"--config.file={path}", *labels])
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == receivers
 
 
 def test_a_broken_values_snippet_is_rejected(tmp_path: Path) -> None:
-    amtool = _amtool()
+    amtool = tool("amtool", "prometheus-alertmanager")
     values, path = _values_config(tmp_path)
     config = values["alertmanager"]["config"]
     config["route"]["routes"][1]["receiver"] = "nobody"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    assert _run([amtool, "check-config", str(path)]).returncode != 0
+    assert run_tool([amtool, "check-config", str(path)]).returncode != 0

@@ -7,7 +7,6 @@ import asyncio
 import json
 import re
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from alertrouter.app import create_app
 from alertrouter.ruleset import load_ruleset
 from alertrouter.settings import Settings
 from alertrouter.store.migrate import upgrade
-from support.need import need
+from support.procs import run_tool, tool
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "deploy" / "grafana" / "alertrouter.json"
@@ -226,17 +225,6 @@ def test_the_dashboard_is_well_formed() -> None:
         assert grid["x"] + grid["w"] <= 24
 
 
-def _promtool() -> str:
-    found = shutil.which("promtool")
-    need(found is not None, "promtool not installed (apt-get install -y prometheus)")
-    assert found is not None
-    return found
-
-
-def _run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
-
-
 def _as_rule_file(queries: list[str], path: Path) -> Path:
     """The queries as recording rules, Grafana's variables filled in: promtool parses each one."""
     rules = []
@@ -252,15 +240,15 @@ def _as_rule_file(queries: list[str], path: Path) -> Path:
 
 
 def test_promtool_parses_every_dashboard_query(tmp_path: Path) -> None:
-    promtool = _promtool()
-    result = _run([promtool, "check", "rules", str(_as_rule_file(dashboard_queries(), tmp_path / "q.yml"))])
+    promtool = tool("promtool", "prometheus")
+    result = run_tool([promtool, "check", "rules", str(_as_rule_file(dashboard_queries(), tmp_path / "q.yml"))])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_promtool_rejects_a_broken_dashboard_query(tmp_path: Path) -> None:
-    promtool = _promtool()
+    promtool = tool("promtool", "prometheus")
     queries = [*dashboard_queries(), 'sum by (channel (rate(alertrouter_notifications_total{job=~"$job"}[1m]))']
-    result = _run([promtool, "check", "rules", str(_as_rule_file(queries, tmp_path / "q.yml"))])
+    result = run_tool([promtool, "check", "rules", str(_as_rule_file(queries, tmp_path / "q.yml"))])
     assert result.returncode != 0
 
 
@@ -268,7 +256,7 @@ def test_promtool_rejects_a_broken_dashboard_query(tmp_path: Path) -> None:
 
 
 def test_promtool_accepts_the_self_alerts() -> None:
-    result = _run([_promtool(), "check", "rules", str(SELF_RULES)])
+    result = run_tool([tool("promtool", "prometheus"), "check", "rules", str(SELF_RULES)])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -297,7 +285,9 @@ def test_the_ingest_503_result_is_the_one_the_app_counts() -> None:
 
 
 def test_promtool_unit_tests_of_the_self_alerts_pass() -> None:
-    result = _run([_promtool(), "test", "rules", SELF_RULE_TESTS.name], cwd=SELF_RULE_TESTS.parent)
+    result = run_tool(
+        [tool("promtool", "prometheus"), "test", "rules", SELF_RULE_TESTS.name], cwd=SELF_RULE_TESTS.parent
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
 
@@ -317,10 +307,10 @@ def test_promtool_unit_tests_of_the_self_alerts_pass() -> None:
     ],
 )
 def test_the_unit_tests_catch_a_weakened_rule(tmp_path: Path, before: str, after: str) -> None:
-    promtool = _promtool()
+    promtool = tool("promtool", "prometheus")
     shutil.copy(SELF_RULE_TESTS, tmp_path / SELF_RULE_TESTS.name)
     text = SELF_RULES.read_text(encoding="utf-8")
     assert before in text
     (tmp_path / SELF_RULES.name).write_text(text.replace(before, after), encoding="utf-8")
-    result = _run([promtool, "test", "rules", SELF_RULE_TESTS.name], cwd=tmp_path)
+    result = run_tool([promtool, "test", "rules", SELF_RULE_TESTS.name], cwd=tmp_path)
     assert result.returncode != 0, result.stdout

@@ -118,3 +118,19 @@ def start_alertmanager(workdir: Path, config_yaml: str, *, extra_args: tuple[str
     proc = Proc("alertmanager", popen, f"http://127.0.0.1:{port}", log)
     proc.wait_ready("/-/ready")
     return proc
+
+
+def tool(name: str, package: str) -> str:
+    """The path of a command-line tool a test runs (promtool, amtool); missing, the test fails under CI
+    (`need`) and names the Debian package that has it."""
+    from support.need import need
+
+    found = shutil.which(name)
+    need(found is not None, f"{name} not installed (apt-get install -y {package})")
+    assert found is not None
+    return found
+
+
+def run_tool(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a command-line tool to its end (at most two minutes), its output captured as text."""
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
