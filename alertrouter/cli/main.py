@@ -107,11 +107,23 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_render(args: argparse.Namespace) -> int:
+def _rules_locale() -> tuple[str, str]:
+    """The rules' `global.language` and `global.timezone` (ALERTROUTER_CONFIG), or the code's defaults
+    when the rules cannot be read (render previews templates; it needs no valid rules)."""
     try:
-        templates = Templates(
-            args.templates_dir or get_settings().templates_dir, language=args.language, timezone=args.timezone
-        )
+        rules = load_ruleset(get_settings().config)
+    except (ConfigError, ValidationError, OSError):
+        return DEFAULT_LANGUAGE, DEFAULT_TIMEZONE
+    return rules.global_.language, rules.global_.timezone
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    language, timezone = args.language, args.timezone
+    if language is None or timezone is None:
+        rules_language, rules_timezone = _rules_locale()
+        language, timezone = language or rules_language, timezone or rules_timezone
+    try:
+        templates = Templates(args.templates_dir or get_settings().templates_dir, language=language, timezone=timezone)
         print(render_sample(templates, args.template))
     except ValueError as exc:
         print(exc, file=sys.stderr)
@@ -384,9 +396,14 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("template", metavar="TEMPLATE", help="CHANNEL/KIND.FORMAT, e.g. wecom/resolved.md")
     render.add_argument("--sample", action="store_true", help="use the built-in sample (the only source today)")
     render.add_argument("--templates-dir", type=Path, help="user templates directory")
-    render.add_argument("--language", choices=LANGUAGES, default=DEFAULT_LANGUAGE, help=f"default {DEFAULT_LANGUAGE}")
     render.add_argument(
-        "--timezone", default=DEFAULT_TIMEZONE, help=f"IANA time zone of the times shown (default {DEFAULT_TIMEZONE})"
+        "--language",
+        choices=LANGUAGES,
+        help=f"default: the rules' global.language (zh-CN in the shipped rules), else {DEFAULT_LANGUAGE}",
+    )
+    render.add_argument(
+        "--timezone",
+        help=f"IANA time zone of the times shown (default: the rules' global.timezone, else {DEFAULT_TIMEZONE})",
     )
     render.set_defaults(func=cmd_render)
 

@@ -100,10 +100,14 @@ def test_shipped_rules_load_with_every_channel_unconfigured(capsys: pytest.Captu
     assert "warning: channel dingtalk-core: access_token empty" in captured.err
 
 
-def test_render_prints_a_sample(capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_prints_a_sample(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ALERTROUTER_CONFIG", str(REPO / "rules"))
     assert main(["render", "dingtalk/firing.md", "--sample"]) == 0
     out = capsys.readouterr().out
     assert "GPUHighTemp" in out
+    assert "严重" in out  # in the shipped rules' language (zh-CN) unless asked otherwise
+    assert main(["render", "dingtalk/firing.md", "--sample", "--language", "en"]) == 0
+    assert "CRITICAL" in capsys.readouterr().out
     assert main(["render", "dingtalk/nonsense.md", "--sample"]) == 1
     assert "available:" in capsys.readouterr().err
 
