@@ -198,7 +198,7 @@ def test_prometheus_names_a_node_down_and_a_pod_ip_gpu_alert(
     assert "node-exporter-q8v4m" not in discovered  # a host-network pod's name is not mapped
     assert nodes["prometheus"]["url"] == prometheus.url
     assert all(s["problem"] is None for s in nodes["prometheus"]["series"])
-    page = router.http.get("/nodes")
+    page = router.http.get("/nodes", headers={"Accept-Language": "en"})  # the shipped rules say zh-CN
     assert page.status_code == 200
     assert "Discovered from Prometheus" in page.text
     assert "10.244.7.23" in page.text
