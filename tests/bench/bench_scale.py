@@ -455,10 +455,10 @@ def main() -> None:
                 finally:
                     pg.drop_database(name)
         results.append(result)
-    text = report(results, args.quick, size)
+        text = report(results, args.quick, size)  # after each store: a long run keeps what it measured
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / ("scale-quick.md" if args.quick else "scale.md")).write_text(text + "\n")
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / ("scale-quick.md" if args.quick else "scale.md")).write_text(text + "\n")
 
 
 if __name__ == "__main__":
