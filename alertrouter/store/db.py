@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,16 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-__all__ = ["STORE_ERRORS", "Database", "describe_error", "is_outage", "json_dumps", "json_loads", "probe"]
+__all__ = [
+    "STORE_ERRORS",
+    "Database",
+    "describe_error",
+    "is_outage",
+    "json_dumps",
+    "json_loads",
+    "probe",
+    "shared_values",
+]
 
 # What "the store is unavailable" looks like from here; ingest answers 503 on these.
 STORE_ERRORS: tuple[type[Exception], ...] = (
@@ -172,23 +181,26 @@ SHARED_MAX = 128  # longer string values are kept as read: a shared copy of them
 
 
 def json_loads(text: str | bytes) -> Any:
-    """orjson for JSON columns, with the short string values of an object shared between rows.
-
-    A live alert's labels are read as one JSON object per row, and orjson (like every JSON parser)
-    makes a new string for every value of every row, though most values repeat across a fleet
-    (`job`, `severity`, `modelName`, `region`, the node's name on each of its GPUs' alerts). The
-    engine keeps every live alert's labels, so with 100,000 alerts those copies were the largest
-    thing `serve` held. Shared through `sys.intern`: a string is kept only while something refers
-    to it. Keys are shared by orjson itself; nested values (summaries, messages) are left as read;
-    only exact `str` values are interned (`sys.intern` refuses subclasses, orjson makes none).
-    """
+    """orjson for JSON columns, with the short string values of an object shared between rows
+    (`shared_values`). Nested values (summaries, messages) are left as read."""
     value = orjson.loads(text)
-    if type(value) is not dict:
-        return value
-    # A new dict rather than the values replaced in place: orjson's dicts carry spare room, and the
-    # copies the engine makes of labels keep the size of their source's table (measured: 12% less).
+    return shared_values(value) if type(value) is dict else value
+
+
+def shared_values(labels: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `labels` whose short string values are the one copy of that string in the process.
+
+    A live alert's labels are read as one JSON object per row (or per alert of a webhook), and every
+    JSON parser makes a new string for every value, though most values repeat across a fleet (`job`,
+    `severity`, `modelName`, `region`, the node's name on each of its GPUs' alerts). The engine keeps
+    every live alert's labels, so with 100,000 alerts those copies were the largest thing `serve`
+    held. Shared through `sys.intern`: a string is kept only while something refers to it; keys are
+    shared by orjson itself. A new dict rather than values replaced in place: orjson's dicts carry
+    spare room, and the copies the engine makes of labels keep the size of their source's table.
+    Only exact `str` values are shared (`sys.intern` refuses subclasses).
+    """
     intern = sys.intern
-    return {k: intern(v) if type(v) is str and len(v) <= SHARED_MAX else v for k, v in value.items()}
+    return {k: intern(v) if type(v) is str and len(v) <= SHARED_MAX else v for k, v in labels.items()}
 
 
 def _install_sqlite_pragmas(engine: AsyncEngine, synchronous: str, busy_timeout: float) -> None:

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import insert, select
 
 from alertrouter.store import Database
-from alertrouter.store.db import SHARED_MAX, json_dumps, json_loads
+from alertrouter.store.db import SHARED_MAX, json_dumps, json_loads, shared_values
 from alertrouter.store.handles import alerts_t
 from support.rows import alert
 from support.scenario import dcgm_labels
@@ -66,3 +66,12 @@ async def test_labels_read_from_the_store_share_their_values(db: Database) -> No
     assert [labels for labels, _ in read] == [r["labels"] for r in rows]
     assert len({id(labels["modelName"]) for labels, _ in read}) == 1
     assert len({id(notes["summary"]) for _, notes in read}) == 1
+
+
+def test_shared_values_keeps_every_label_and_shares_the_short_values() -> None:
+    parsed = [orjson.loads(json_dumps(dcgm_labels("10.0.0.7", "gpu-node-07", g))) for g in range(2)]
+    assert parsed[0]["modelName"] is not parsed[1]["modelName"]  # what a parser makes
+    shared = [shared_values(labels) for labels in parsed]
+    assert shared == parsed
+    assert shared[0]["modelName"] is shared[1]["modelName"]
+    assert shared_values({}) == {}
