@@ -167,6 +167,10 @@ class Server:
     poster: Poster
     live: int = 0  # alerts sent, firing or resolved within the hour: what the engine holds
 
+    def close(self) -> None:
+        self.http.close()
+        self.proc.stop()
+
     def metrics(self) -> str:
         return self.http.get("/metrics").text
 
@@ -244,6 +248,7 @@ class Result:
     )  # x, live, p50, max, passes/webhook
     load_s: dict[str, float] = field(default_factory=dict)
     rss: dict[str, int] = field(default_factory=dict)
+    rss_restarted: dict[str, int] = field(default_factory=dict)
     active: int = 0
     incidents: int = 0
     messages_before: int = 0
@@ -315,19 +320,29 @@ def run_store(url: str, work: Path, size: Size, result: Result) -> None:
             "ALERTROUTER_CONSOLE_ANONYMOUS_READ": "true",
         }
         rules = rules_dir(work, dingtalk.url, wecom.url)
-        proc = start_alertrouter(work, database_url=url, env=env, config=rules)
-        server = Server(
-            proc,
-            httpx.Client(base_url=proc.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60),
-            Poster(proc.url),
-        )
+        server = start(url, work, env, rules)
         try:
             run_phases(server, size, result, told=lambda: len(dingtalk.accepted) + len(wecom.accepted))
             result.violations = len(dingtalk.rate.violations) + len(wecom.rate.violations)
             result.messages_storm = len(dingtalk.accepted) + len(wecom.accepted) - result.messages_before
         finally:
-            server.http.close()
-            proc.stop()
+            server.close()
+        # a restart: the engine's first pass reads every live alert from the store
+        progress(f"{result.store}: restarted on the same store ...")
+        again = start(url, work, env, rules)
+        again.live = server.live
+        try:
+            again.at_rest()
+            result.rss_restarted = again.rss()
+        finally:
+            again.close()
+        progress(f"{result.store}: restarted, RSS {result.rss_restarted}")
+
+
+def start(url: str, work: Path, env: dict[str, str], rules: Path) -> Server:
+    proc = start_alertrouter(work, database_url=url, env=env, config=rules)
+    client = httpx.Client(base_url=proc.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+    return Server(proc, client, Poster(proc.url))
 
 
 def run_phases(server: Server, size: Size, result: Result, *, told: Callable[[], int]) -> None:
@@ -416,6 +431,8 @@ def report(results: list[Result], quick: bool, size: Size) -> str:
         lines += [
             f"| {r.store} | RSS of serve at {r.active:,} active alerts ({r.incidents:,} incidents) | "
             f"{r.rss.get('VmRSS', 0)} MB (peak {r.rss.get('VmHWM', 0)} MB) |",
+            f"| {r.store} | RSS of serve restarted on that store, after its first pass | "
+            f"{r.rss_restarted.get('VmRSS', 0)} MB (peak {r.rss_restarted.get('VmHWM', 0)} MB) |",
             f"| {r.store} | load, posted to engine at rest | {loads} |",
             f"| {r.store} | storm: {r.storm_alerts:,} alerts in, engine at rest after | {r.storm_settled_s:.1f} s |",
             f"| {r.store} | messages out (fake robots' accepted requests): before the storm / for it | "
