@@ -106,7 +106,7 @@ def node_alerts(n: int, nodes: int) -> list[dict[str, str]]:
     ]
 
 
-def annotations(labels: dict[str, str]) -> dict[str, str]:
+def notes(labels: dict[str, str]) -> dict[str, str]:
     if "gpu" in labels:
         return gpu_annotations(labels)
     return {"summary": f"{labels['alertname']} on {labels['instance']}", "description": "node-exporter mixin alert"}
@@ -115,7 +115,7 @@ def annotations(labels: dict[str, str]) -> dict[str, str]:
 def bodies(alerts: list[dict[str, str]], *, at: datetime, resolved: bool = False) -> Iterator[bytes]:
     for i in range(0, len(alerts), BATCH):
         chunk = [
-            webhook_alert(a, starts_at=at, ends_at=at if resolved else None, annotations=annotations(a))
+            webhook_alert(a, starts_at=at, ends_at=at if resolved else None, annotations=notes(a))
             for a in alerts[i : i + BATCH]
         ]
         yield json.dumps(webhook(chunk, group_by=("alertname",))).encode()
