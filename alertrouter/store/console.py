@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, case, func, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import IncidentKind
@@ -78,19 +78,52 @@ def _incident_conditions(f: IncidentFilter) -> list[Any]:
 async def list_incidents(
     session: AsyncSession, f: IncidentFilter, *, limit: int, offset: int
 ) -> tuple[Sequence[IncidentRow], int]:
-    """Firing incidents first, storms (cluster incidents) first among them, then the most recently changed."""
+    """Firing incidents first, storms (cluster incidents) first among them, then the most recently changed.
+
+    Read part by part, each in index order (`ix_incidents_status_kind_updated`): one count per
+    (status, kind), then only the parts the page falls in, from its offset there. Sorting the whole
+    list by that order in SQL sorted every incident of the status shown, per request: tens of
+    thousands of rows during a storm.
+    """
     conditions = _incident_conditions(f)
-    total = int(await session.scalar(select(func.count()).select_from(IncidentRow).where(*conditions)) or 0)
-    firing_first = case((IncidentRow.status == "firing", 0), else_=1)
-    storms_first = case((IncidentRow.kind == IncidentKind.CLUSTER, 0), else_=1)
-    stmt = (
-        select(IncidentRow)
+    counted = await session.execute(
+        select(IncidentRow.status, IncidentRow.kind, func.count())
         .where(*conditions)
-        .order_by(firing_first, storms_first, IncidentRow.updated_at.desc(), IncidentRow.id.desc())
-        .limit(limit)
-        .offset(offset)
+        .group_by(IncidentRow.status, IncidentRow.kind)
     )
-    return (await session.scalars(stmt)).all(), total
+    counts = {(status, kind): int(n) for status, kind, n in counted}
+    rows: list[IncidentRow] = []
+    skip = offset
+    for statuses, kinds in _parts(counts):
+        size = sum(counts.get((s, k), 0) for s in statuses for k in kinds)
+        if skip >= size:
+            skip -= size
+            continue
+        stmt = (
+            select(IncidentRow)
+            .where(*conditions, IncidentRow.status.in_(statuses), IncidentRow.kind.in_(kinds))
+            .order_by(IncidentRow.updated_at.desc(), IncidentRow.id.desc())
+            .limit(limit - len(rows))
+            .offset(skip)
+        )
+        rows.extend((await session.scalars(stmt)).all())
+        skip = 0
+        if len(rows) >= limit:
+            break
+    return rows, sum(counts.values())
+
+
+def _parts(counts: dict[tuple[str, str], int]) -> list[tuple[list[str], list[str]]]:
+    """The list's parts in order, as the statuses and kinds each holds: firing storms, firing node
+    incidents, then the same for every other status. Values other than the usual ones (none are
+    written today) share the part of the usual value they are not."""
+    statuses = sorted({s for s, _ in counts})
+    kinds = sorted({k for _, k in counts})
+    firing, other_status = [s for s in statuses if s == "firing"], [s for s in statuses if s != "firing"]
+    cluster = [k for k in kinds if k == IncidentKind.CLUSTER]
+    other_kind = [k for k in kinds if k != IncidentKind.CLUSTER]
+    parts = [(st, kd) for st in (firing, other_status) for kd in (cluster, other_kind)]
+    return [(st, kd) for st, kd in parts if st and kd]
 
 
 async def filter_choices(session: AsyncSession) -> dict[str, list[str]]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,16 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-__all__ = ["STORE_ERRORS", "Database", "describe_error", "is_outage", "json_dumps", "probe"]
+__all__ = [
+    "STORE_ERRORS",
+    "Database",
+    "describe_error",
+    "is_outage",
+    "json_dumps",
+    "json_loads",
+    "probe",
+    "shared_values",
+]
 
 # What "the store is unavailable" looks like from here; ingest answers 503 on these.
 STORE_ERRORS: tuple[type[Exception], ...] = (
@@ -69,7 +79,7 @@ class Database:
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         kwargs: dict[str, Any] = {
             "json_serializer": json_dumps,
-            "json_deserializer": orjson.loads,
+            "json_deserializer": json_loads,
         }
         if self.is_sqlite:
             # No pre-ping: a file does not drop connections, and each ping was a trip to the
@@ -165,6 +175,32 @@ def json_dumps(value: Any) -> str:
     """orjson for JSON columns (both ways): labels and annotations are serialised for every stored alert
     and read back by every engine pass and every comparison of a re-sent alert."""
     return orjson.dumps(value).decode()
+
+
+SHARED_MAX = 128  # longer string values are kept as read: a shared copy of them is rarely found
+
+
+def json_loads(text: str | bytes) -> Any:
+    """orjson for JSON columns, with the short string values of an object shared between rows
+    (`shared_values`). Nested values (summaries, messages) are left as read."""
+    value = orjson.loads(text)
+    return shared_values(value) if type(value) is dict else value
+
+
+def shared_values(labels: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `labels` whose short string values are the one copy of that string in the process.
+
+    A live alert's labels are read as one JSON object per row (or per alert of a webhook), and every
+    JSON parser makes a new string for every value, though most values repeat across a fleet (`job`,
+    `severity`, `modelName`, `region`, the node's name on each of its GPUs' alerts). The engine keeps
+    every live alert's labels, so with 100,000 alerts those copies were the largest thing `serve`
+    held. Shared through `sys.intern`: a string is kept only while something refers to it; keys are
+    shared by orjson itself. A new dict rather than values replaced in place: orjson's dicts carry
+    spare room, and the copies the engine makes of labels keep the size of their source's table.
+    Only exact `str` values are shared (`sys.intern` refuses subclasses).
+    """
+    intern = sys.intern
+    return {k: intern(v) if type(v) is str and len(v) <= SHARED_MAX else v for k, v in labels.items()}
 
 
 def _install_sqlite_pragmas(engine: AsyncEngine, synchronous: str, busy_timeout: float) -> None:

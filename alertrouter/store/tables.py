@@ -165,6 +165,11 @@ class IncidentRow(Base):
     incident (a storm of node incidents). Reopened under the same key when its alerts fire again."""
 
     __tablename__ = "incidents"
+    __table_args__ = (
+        # the incident lists, read in order from these (store/console.py, store/queries.py)
+        Index("ix_incidents_status_kind_updated", "status", "kind", "updated_at", "id"),
+        Index("ix_incidents_status_updated", "status", "updated_at", "id"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     key: Mapped[str] = mapped_column(String(512), unique=True)

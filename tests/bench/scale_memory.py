@@ -1,0 +1,96 @@
+"""Where `serve`'s memory and time go with a big store: the engine's passes over it, profiled in-process.
+
+    .venv/bin/python tests/bench/bench_scale.py --stores sqlite --keep /tmp/scale   # leaves scale.db
+    .venv/bin/python tests/bench/scale_memory.py /tmp/scale/scale.db [--top 25] [--cpu]
+
+Memory (default): runs what `serve`'s engine holds after its first pass (the runner, its evaluator
+and the last result, on the shipped rules) over every live alert of the store under tracemalloc, and
+prints the allocations still alive afterwards, by source line, plus the bytes per live alert.
+`--cpu`: after that first pass, 100 firing alerts are resolved in the store (as one webhook would),
+and the pass that follows runs under cProfile: the functions by cumulative time.
+The alerts must still be live (firing, or resolved within the hour); the store is changed by `--cpu`.
+A profile to read, not a figure to compare across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import pstats
+import sys
+import tracemalloc
+from pathlib import Path
+
+from sqlalchemy import select, update
+
+from alertrouter.engine.runner import EngineRunner
+from alertrouter.model import utcnow
+from alertrouter.ruleset import load_ruleset
+from alertrouter.ruleset.build import compile_rules
+from alertrouter.store import Database
+from alertrouter.store.handles import alerts_t
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+async def profile(db_path: Path, top: int, frames: int) -> None:
+    db = Database(f"sqlite+aiosqlite:///{db_path}")
+    runner = EngineRunner(db, compile_rules(load_ruleset(REPO / "rules", {})))
+    gc.collect()
+    tracemalloc.start(frames)
+    before = tracemalloc.take_snapshot()
+    result = await runner.run_once()
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    live = len(runner.live_alerts())
+    stats = after.compare_to(before, "traceback" if frames > 1 else "lineno")
+    total = sum(s.size_diff for s in stats)
+    print(f"{live:,} live alerts, {0 if result is None else len(result.incidents):,} incidents in the pass")
+    print(f"held after the pass: {total / 2**20:.1f} MiB, {total / max(live, 1):,.0f} bytes per live alert\n")
+    for s in stats[:top]:
+        print(f"{s.size_diff / 2**20:8.1f} MiB {s.count_diff:>9,} blocks")
+        for line in s.traceback.format()[-2 * frames :]:
+            print("    " + line)
+    tracemalloc.stop()
+    await db.dispose()
+
+
+async def profile_cpu(db_path: Path, top: int) -> None:
+    db = Database(f"sqlite+aiosqlite:///{db_path}")
+    runner = EngineRunner(db, compile_rules(load_ruleset(REPO / "rules", {})))
+    await runner.run_once()
+    c = alerts_t.c
+    async with db.write() as session:
+        firing = select(c.fingerprint).where(c.status == "firing").order_by(c.fingerprint).limit(100)
+        fps = list(await session.scalars(firing))
+        now = utcnow()
+        stmt = update(alerts_t).where(c.fingerprint.in_(fps)).values(status="resolved", ends_at=now, updated_at=now)
+        await session.execute(stmt)
+        await session.commit()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    result = await runner.run_once()
+    profiler.disable()
+    live = len(runner.live_alerts())
+    intents = 0 if result is None else len(result.intents)
+    print(f"{live:,} live alerts; the pass after 100 of them resolved ({intents} intents)")
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(top)
+    await db.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("store", type=Path, help="a SQLite store, e.g. the one bench_scale.py --keep left")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--frames", type=int, default=1, help="traceback depth per allocation site")
+    parser.add_argument("--cpu", action="store_true", help="profile the time of a pass after 100 changes")
+    args = parser.parse_args()
+    if not args.store.exists():
+        sys.exit(f"no store at {args.store}")
+    asyncio.run(profile_cpu(args.store, args.top) if args.cpu else profile(args.store, args.top, args.frames))
+
+
+if __name__ == "__main__":
+    main()
