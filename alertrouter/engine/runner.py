@@ -12,7 +12,7 @@ import contextlib
 import heapq
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.engine.cadence import Cadence, firing
+from alertrouter.engine.claims import Claims
 from alertrouter.engine.decisions import DecisionChanges, Poisoned, decision_changes, describe, find_culprits
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
@@ -116,15 +117,7 @@ class EngineRunner:
         self._silences: list[Silence] = []
         # Learned node aliases as stored (None: read them at the next pass), the claims of the live
         # alerts, and when the next alias in force expires (a pass is due then, to re-key its alerts).
-        self._book: dict[str, aliases.LearnedAlias] | None = None
-        self._sightings: dict[str, aliases.Sighting] = {}
-        self._alias_expiry: datetime | None = None
-        # The same claims by address, the addresses whose claims changed since the last pass, when the
-        # next alias is due to be re-confirmed (then every claim is looked at), and the map in force.
-        self._claims: dict[str, dict[str, aliases.Sighting]] = {}
-        self._claimed: set[str] = set()
-        self._refresh_at: datetime | None = None
-        self._learned: dict[str, str] | None = None
+        self._claims = Claims(pipeline.nodes.learned_ttl)
         self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -178,13 +171,7 @@ class EngineRunner:
         self._inserted.clear()
         self._watermark = None
         self._silences = []
-        self._book = None
-        self._sightings.clear()
-        self._alias_expiry = None
-        self._claims = {}
-        self._claimed = set()
-        self._refresh_at = None
-        self._learned = None
+        self._claims = Claims(self.pipeline.nodes.learned_ttl)
         self._discovered_seen = None
         self._last = None
         self._lease_renewed = None
@@ -243,8 +230,8 @@ class EngineRunner:
             if self._idle(changed, now) and silences == self._silences and discovered is self._discovered_seen:
                 return await self._keep_lease(now)
             self._silences = silences
-            if self._book is None:  # first pass, or the lease was just taken: what the leader learned
-                self._book = await node_store.load_node_aliases(session)
+            if self._claims.book is None:  # first pass, or the lease was just taken: what the leader learned
+                self._claims.book = await node_store.load_node_aliases(session)
             nodes = self.pipeline.nodes
             # The node incident each alert was last decided under, for the alerts this process has not
             # placed yet: a NodeDown told under its address before a restart, and named by an alias
@@ -255,7 +242,7 @@ class EngineRunner:
                 if key is not None and decision != Decision.ROLLED_UP.value:
                     placed_before[live.fingerprint] = key
                 if (seen := aliases.sighting(nodes, live)) is not None:
-                    self._claim(live.fingerprint, seen)
+                    self._claims.claim(live.fingerprint, seen)
                 self._alerts[live.fingerprint] = live
                 self._updated[live.fingerprint] = updated_at
                 self._decisions.setdefault(live.fingerprint, (decision, detail))
@@ -268,20 +255,8 @@ class EngineRunner:
             records = await self._load_records(session, now)
         # Learn from the live alerts' claims, and evaluate with what is in force after that: an alert
         # stored before the alias was learned is re-keyed in the very pass that learns it.
-        book = self._book
-        ttl = self.pipeline.nodes.learned_ttl
-        refresh = aliases.refresh_every(ttl)
-        every_claim = self._refresh_at is None or now >= self._refresh_at
-        if every_claim:
-            claims: Iterable[aliases.Sighting] = self._sightings.values()
-        else:  # only the addresses whose claims changed can have a new best claim
-            claims = [s for address in self._claimed for s in self._claims.get(address, {}).values()]
-        learnt = aliases.learn(book, claims, now=now, refresh=refresh)
-        merged: Mapping[str, aliases.LearnedAlias] = book
-        learned: dict[str, str] | None = None  # None: the map in force has not changed
-        if learnt or self._learned is None or (self._alias_expiry is not None and now >= self._alias_expiry):
-            merged = {**book, **{a.address: a for a in learnt}}
-            learned = aliases.active(merged, now=now, ttl=ttl)
+        learning = self._claims.learn(now)
+        learnt = learning.learnt
         for alias in learnt:
             if alias.changed_at == now:
                 log.warning(
@@ -302,7 +277,7 @@ class EngineRunner:
                 records,
                 now=now,
                 silences=silences,
-                learned=learned,
+                learned=learning.learned,
                 placed_before=placed_before,
                 discovered=discovered,
                 full=full,
@@ -327,21 +302,8 @@ class EngineRunner:
         self._saved_at.update((state.key, now) for state in written)
         if result.intents and self._on_intents is not None:
             self._on_intents()  # committed: the delivery loop can take them now, while decisions are written
-        if merged is not book:
-            self._book = dict(merged)
+        self._claims.written(learning, now)
         self._discovered_seen = discovered
-        self._claimed.clear()
-        if learned is not None:
-            self._learned = learned
-            self._alias_expiry = aliases.next_expiry(merged, now=now, ttl=ttl)
-        if every_claim:
-            self._refresh_at = min(
-                (a.last_seen + refresh for address, a in merged.items() if address in self._claims), default=None
-            )
-            if self._refresh_at is None:
-                self._refresh_at = now + refresh
-        elif learnt:
-            self._refresh_at = min([self._refresh_at or now + refresh, *(a.last_seen + refresh for a in learnt)])
         await self._write_decisions(changes)
         if self._metrics is not None:
             for rule, count in changes.inhibited.items():
@@ -352,8 +314,9 @@ class EngineRunner:
             log.info("engine lease taken by %s", self.holder)
             self._leader = True
         self.wake_at = result.wake_at
-        if self._alias_expiry is not None and (self.wake_at is None or self._alias_expiry < self.wake_at):
-            self.wake_at = self._alias_expiry
+        expiry = self._claims.expiry
+        if expiry is not None and (self.wake_at is None or expiry < self.wake_at):
+            self.wake_at = expiry
         self._observe(result, time.perf_counter() - started, full=full)
         return result
 
@@ -370,7 +333,7 @@ class EngineRunner:
         a full pass (`nudge(force=True)`)."""
         if self._last is None or self._force or (self.wake_at is not None and now >= self.wake_at):
             return False
-        if self._alias_expiry is not None and now >= self._alias_expiry:
+        if self._claims.expiry is not None and now >= self._claims.expiry:
             return False
         return not changed
 
@@ -415,23 +378,9 @@ class EngineRunner:
                 continue  # changed since: a later entry (if any) stands for it
             del self._alerts[fp], self._updated[fp]
             self._decisions.pop(fp, None)
-            self._claim(fp, None)
+            self._claims.claim(fp, None)
             out.append(fp)
         return out
-
-    def _claim(self, fp: str, seen: aliases.Sighting | None) -> None:
-        """An alert's claim (address -> node), new or changed, or gone with the alert (None)."""
-        old = self._sightings.pop(fp, None)
-        if old is not None:
-            claims = self._claims[old.claim.address]
-            del claims[fp]
-            if not claims:
-                del self._claims[old.claim.address]
-            self._claimed.add(old.claim.address)
-        if seen is not None:
-            self._sightings[fp] = seen
-            self._claims.setdefault(seen.claim.address, {})[fp] = seen
-            self._claimed.add(seen.claim.address)
 
     async def _load_records(self, session: AsyncSession, now: datetime) -> dict[str, IncidentRecord]:
         """The incident records as stored: read whole after the lease is taken, then kept in step with
