@@ -215,7 +215,11 @@ def decide_transition(current: AlertState | None, incoming: IncomingAlert) -> Tr
 @dataclass(frozen=True, slots=True)
 class AlertView:
     """What the noise-reduction stages see of one alert: its labels after node identity and
-    topology enrichment (so `node`, `rack`, `region` are present when derivable)."""
+    topology enrichment (so `node`, `rack`, `region` are present when derivable).
+
+    `labels` is never changed once the view is made: the stages hold it by reference (the engine
+    keeps one mapping per live alert, not a copy per stage); an alert whose labels change is a new view.
+    """
 
     fingerprint: str
     labels: Mapping[str, str]

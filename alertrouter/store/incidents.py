@@ -15,7 +15,7 @@ from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
 from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.store import bulk
-from alertrouter.store.db import is_outage
+from alertrouter.store.db import is_outage, shared_values
 from alertrouter.store.handles import alerts_t, incidents_t, notify_t, outbox_t
 from alertrouter.store.tables import IncidentRow, NotifyStateRow, SilenceRow
 
@@ -86,7 +86,11 @@ async def load_live_alerts(
                 continue
             mine = handed.get(fp)
             if mine is not None and mine[1] == updated_at:
-                out.append((mine[0], updated_at, None, None, None))
+                # Kept for as long as the alert is live: its label values shared as a read's are
+                # (the webhook's JSON parser made a new string for each), done here, off ingest's path.
+                given = mine[0]
+                live = LiveAlert(fp, shared_values(given.labels), given.firing, given.starts_at, given.fired_at)
+                out.append((live, updated_at, None, None, None))
             else:
                 wanted.append(fp)
         wanted.sort()
