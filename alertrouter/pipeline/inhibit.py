@@ -158,7 +158,9 @@ class Inhibitor:
         # Targets by the buckets that can mute them (rule, `equal` values) -> fingerprints, and the
         # buckets whose sources changed since `affected()` was last asked: an engine pass re-checks
         # only the targets a changed source can mute or release.
-        self._targets: dict[tuple[int, tuple[str, ...]], set[str]] = {}
+        # A bucket of one target holds its fingerprint, not a set of one: most buckets are one alert's
+        # (a rule whose `equal` names the GPU), and an empty set alone is 216 bytes.
+        self._targets: dict[tuple[int, tuple[str, ...]], str | set[str]] = {}
         self._target_keys: dict[str, tuple[Mapping[str, str], tuple[tuple[int, tuple[str, ...]], ...]]] = {}
         self._touched: set[tuple[int, tuple[str, ...]]] = set()
 
@@ -214,25 +216,44 @@ class Inhibitor:
             for rule in self._target_candidates(labels)
             if matches_all(rule.rule.target, labels)
         )
+        targets, fp = self._targets, alert.fingerprint
         for key in keys:
-            self._targets.setdefault(key, set()).add(alert.fingerprint)
+            bucket = targets.get(key)
+            if bucket is None:
+                targets[key] = fp
+            elif isinstance(bucket, str):
+                if bucket != fp:
+                    targets[key] = {bucket, fp}
+            else:
+                bucket.add(fp)
         self._target_keys[alert.fingerprint] = (labels, keys)  # held, not copied: see `update`
 
     def untrack(self, fingerprint: str) -> None:
         """Forget an alert as a target; unknown fingerprints are ignored."""
         held = self._target_keys.pop(fingerprint, None)
+        targets = self._targets
         for key in held[1] if held is not None else ():
-            targets = self._targets[key]
-            targets.discard(fingerprint)
-            if not targets:
-                del self._targets[key]
+            bucket = targets.get(key)
+            if isinstance(bucket, str):
+                if bucket == fingerprint:
+                    del targets[key]
+            elif bucket is not None:
+                bucket.discard(fingerprint)
+                if len(bucket) == 1:
+                    targets[key] = next(iter(bucket))
+                elif not bucket:
+                    del targets[key]
 
     def affected(self) -> set[str]:
         """The tracked targets whose inhibition may have changed since the last call: those a source
         added, refreshed with other labels, or removed since then can mute."""
         out: set[str] = set()
         for key in self._touched:
-            out.update(self._targets.get(key, ()))
+            bucket = self._targets.get(key)
+            if isinstance(bucket, str):
+                out.add(bucket)
+            elif bucket is not None:
+                out.update(bucket)
         self._touched.clear()
         return out
 
