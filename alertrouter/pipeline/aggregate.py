@@ -158,13 +158,17 @@ class IncidentSummary:
         return f"{where}: {what}" if where else what
 
 
-def common_labels(label_sets: Iterable[Mapping[str, str]]) -> dict[str, str]:
-    """The labels every set has with the same value."""
+def common_labels(label_sets: Iterable[Mapping[str, str]]) -> Mapping[str, str]:
+    """The labels every set has with the same value: the only set itself when there is one (label sets
+    are never changed once made, and most node incidents are one alert's), else a new mapping."""
     it = iter(label_sets)
     first = next(it, None)
     if first is None:
         return {}
-    common = dict(first)
+    second = next(it, None)
+    if second is None:
+        return first
+    common = {n: v for n, v in first.items() if second.get(n) == v}
     for labels in it:
         for name in [n for n, v in common.items() if labels.get(n) != v]:
             del common[name]

@@ -85,7 +85,7 @@ def next_incident_state(
     eligible: bool,
     severity: str,
     headline: str,
-    labels: dict[str, str],
+    labels: Mapping[str, str],
     summary: Mapping[str, object],
     parent: str | None,
     now: datetime,
