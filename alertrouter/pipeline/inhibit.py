@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -161,7 +161,7 @@ class Inhibitor:
         # A bucket of one target holds its fingerprint, not a set of one: most buckets are one alert's
         # (a rule whose `equal` names the GPU), and an empty set alone is 216 bytes.
         self._targets: dict[tuple[int, tuple[str, ...]], str | set[str]] = {}
-        self._target_keys: dict[str, tuple[Mapping[str, str], tuple[tuple[int, tuple[str, ...]], ...]]] = {}
+        self._tracked: dict[str, Mapping[str, str]] = {}  # fingerprint -> its labels, as tracked
         self._touched: set[tuple[int, tuple[str, ...]]] = set()
 
     def _source_candidates(self, labels: Mapping[str, str]) -> tuple[_Rule, ...]:
@@ -203,21 +203,22 @@ class Inhibitor:
             rule.discard(key, fingerprint, two_sided)
             self._touched.add((rule.order, key))
 
+    def _target_buckets(self, labels: Mapping[str, str]) -> Iterator[tuple[int, tuple[str, ...]]]:
+        """The buckets (rule, `equal` values) whose sources can mute an alert with these labels."""
+        for rule in self._target_candidates(labels):
+            if matches_all(rule.rule.target, labels):
+                yield rule.order, rule.key(labels)
+
     def track(self, alert: AlertView) -> None:
         """Index ``alert`` as a potential target (firing or not: a resolved target stays muted)."""
         labels = alert.labels
-        held = self._target_keys.get(alert.fingerprint)
+        held = self._tracked.get(alert.fingerprint)
         if held is not None:
-            if held[0] is labels or held[0] == labels:
+            if held is labels or held == labels:
                 return
             self.untrack(alert.fingerprint)
-        keys = tuple(
-            (rule.order, rule.key(labels))
-            for rule in self._target_candidates(labels)
-            if matches_all(rule.rule.target, labels)
-        )
         targets, fp = self._targets, alert.fingerprint
-        for key in keys:
+        for key in self._target_buckets(labels):
             bucket = targets.get(key)
             if bucket is None:
                 targets[key] = fp
@@ -226,13 +227,17 @@ class Inhibitor:
                     targets[key] = {bucket, fp}
             else:
                 bucket.add(fp)
-        self._target_keys[alert.fingerprint] = (labels, keys)  # held, not copied: see `update`
+        # Only the labels, held not copied (see `update`): its buckets are worked out again from them
+        # when it is untracked, rather than kept as a tuple per alert.
+        self._tracked[fp] = labels
 
     def untrack(self, fingerprint: str) -> None:
         """Forget an alert as a target; unknown fingerprints are ignored."""
-        held = self._target_keys.pop(fingerprint, None)
+        held = self._tracked.pop(fingerprint, None)
+        if held is None:
+            return
         targets = self._targets
-        for key in held[1] if held is not None else ():
+        for key in self._target_buckets(held):
             bucket = targets.get(key)
             if isinstance(bucket, str):
                 if bucket == fingerprint:
