@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 import httpx
@@ -22,6 +22,7 @@ from alertrouter.ruleset import Ruleset
 from alertrouter.scheduler import Scheduler
 from alertrouter.settings import Settings
 from alertrouter.store import Database
+from alertrouter.store.console import FilterChoices
 
 __all__ = ["Runtime", "RuntimeDep"]
 
@@ -44,6 +45,7 @@ class Runtime:
     signers: Signers  # links in messages and console sessions
     scheduler: Scheduler | None = None  # weekly digests and housekeeping, when ALERTROUTER_SCHEDULER
     lookup: PrometheusLookup | None = None  # topology.prometheus, when configured
+    filter_choices: FilterChoices = field(default_factory=FilterChoices)  # the console list's menus
 
 
 async def _runtime(request: Request) -> Runtime:

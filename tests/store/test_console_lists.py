@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import insert, select
 
 from alertrouter.store import Database
-from alertrouter.store.console import IncidentFilter, list_incidents
+from alertrouter.store.console import FilterChoices, IncidentFilter, list_incidents
 from alertrouter.store.handles import incidents_t
 from support.rows import T0
 
@@ -118,3 +118,21 @@ async def test_a_status_or_kind_written_by_no_engine_yet_is_listed_with_the_othe
         listed, total = await list_incidents(s, IncidentFilter(), limit=10, offset=0)
     assert total == 5
     assert [r.key for r in listed] == ["cluster:5", "node:1", "node:2", "node:4", "rack:3"]
+
+
+async def test_filter_menus_are_read_again_only_after_their_ttl(db: Database, stored: list[dict[str, Any]]) -> None:
+    now = [1000.0]
+    menus = FilterChoices(ttl=30, clock=lambda: now[0])
+    async with db.read() as s:
+        first = await menus.get(s)
+    assert first == {"region": ["north", "south"], "severity": ["critical", "warning"]}
+    east = incident(99, status="firing", kind="node", minutes=1, region="east")
+    async with db.write() as s:
+        await s.execute(insert(incidents_t), [east])
+        await s.commit()
+    now[0] += 29
+    async with db.read() as s:
+        assert (await menus.get(s))["region"] == ["north", "south"]  # within the ttl: as read before
+    now[0] += 2
+    async with db.read() as s:
+        assert (await menus.get(s))["region"] == ["east", "north", "south"]
