@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 import pytest
@@ -301,7 +301,7 @@ def test_prometheus_loads_every_mounted_rule_file_and_scrapes_alertrouter(runnin
     assert set(jobs) == {"prometheus", "node", "dcgm", "alertrouter", "alertmanager"}
     assert running.stack.proxied_jobs == ["node", "dcgm"]
     # the dashboard's and self-alerts' series exist: alertrouter's own metrics, scraped by job="alertrouter"
-    up = running.prometheus("/api/v1/query?query=" + 'up{job="alertrouter"}')["result"]
+    up = running.prometheus("/api/v1/query?" + urlencode({"query": 'up{job="alertrouter"}'}))["result"]
     assert [r["value"][1] for r in up] == ["1"]
     series = running.prometheus("/api/v1/label/__name__/values")
     assert any(re.match(r"alertrouter_", name) for name in series)
@@ -319,3 +319,50 @@ def test_alertmanager_delivered_with_the_secret_token(running: Running) -> None:
     assert sent, r.text
     assert float(sent[0]) >= 1
     assert sum(float(v) for v in failed) == 0, "a webhook failed (401 would mean the token file and env disagree)"
+
+
+@pytest.mark.e2e
+@pytest.mark.alertmanager
+@pytest.mark.postgres
+def test_the_dashboard_reads_the_compose_prometheus(running: Running) -> None:
+    """deploy/grafana/alertrouter.json against this Prometheus, its variables resolved as Grafana would: the
+    stack has no `namespace` label, so Namespace has no values and its "All" (`.*`) matches; Job is found."""
+    dashboard = json.loads((REPO / "deploy" / "grafana" / "alertrouter.json").read_text(encoding="utf-8"))
+
+    def label_values(label: str, match: str) -> list[str]:
+        r = httpx.get(
+            running.stack.services["prometheus"].url + f"/api/v1/label/{label}/values",
+            params={"match[]": match},
+            timeout=10,
+        )
+        assert r.status_code == 200, r.text
+        values: list[str] = r.json()["data"]
+        return values
+
+    jobs = wait_for(lambda: label_values("job", "alertrouter_build_info"), what="alertrouter_build_info scraped")
+    assert label_values("namespace", "alertrouter_build_info") == []
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["namespace"]["includeAll"]
+    assert variables["namespace"]["allValue"] == ".*"
+    assert jobs == [variables["job"]["current"]["value"]]  # the dashboard opens on this stack's job
+    values = {"$namespace": ".*", "$job": jobs[0], "$instance": ".*", "$__rate_interval": "1m", "$__range": "1h"}
+
+    def panels(items: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for panel in items:
+            yield panel
+            yield from panels(panel.get("panels", []))
+
+    answered: dict[str, list[Any]] = {}
+    for panel in panels(dashboard["panels"]):
+        for target in panel.get("targets", []):
+            query = target["expr"]
+            for variable, value in values.items():
+                query = query.replace(variable, value)
+            assert "$" not in query, query
+            answered[query] = running.prometheus("/api/v1/query?" + urlencode({"query": query}))["result"]
+    assert len(answered) >= 40
+    build = [q for q in answered if "alertrouter_build_info" in q]
+    assert build
+    assert all(answered[q] for q in build), "the Versions panel is empty"
+    received = running.prometheus("/api/v1/query?" + urlencode({"query": "sum(alertrouter_alerts_received_total)"}))
+    assert float(received["result"][0]["value"][1]) >= 1  # the XID alert, counted where the panels read it

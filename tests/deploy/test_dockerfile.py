@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from support.compose import dockerfile_stages
 from support.need import need
 from support.procs import REPO, run_tool
 
@@ -39,28 +40,6 @@ def lint(path: Path) -> list[dict[str, object]]:
     return findings
 
 
-def instructions(text: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) per instruction, continuation lines joined, comments dropped."""
-    joined = re.sub(r"\\\n", " ", "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")))
-    found = []
-    for line in joined.splitlines():
-        if line.strip():
-            keyword, _, rest = line.strip().partition(" ")
-            found.append((keyword.upper(), rest.strip()))
-    return found
-
-
-def stages(text: str) -> list[list[tuple[str, str]]]:
-    """The instructions of each build stage, from its FROM on."""
-    result: list[list[tuple[str, str]]] = []
-    for keyword, rest in instructions(text):
-        if keyword == "FROM":
-            result.append([])
-        if result:
-            result[-1].append((keyword, rest))
-    return result
-
-
 def test_hadolint_finds_nothing() -> None:
     assert lint(DOCKERFILE) == []
 
@@ -73,7 +52,7 @@ def test_hadolint_reports_what_it_finds(tmp_path: Path) -> None:
 
 
 def test_two_stages_and_the_runtime_one_installs_only_wheels() -> None:
-    build, runtime = stages(DOCKERFILE.read_text())
+    build, runtime = dockerfile_stages(DOCKERFILE.read_text())
     bases = [stage[0][1].split()[0] for stage in (build, runtime)]
     assert bases[0] == bases[1], "both stages on the same Python: the wheels are built for the runtime's"
     assert re.fullmatch(r"python:3\.\d+-slim-[a-z]+", bases[0]), f"a pinned slim Python tag, not {bases[0]}"
@@ -89,7 +68,7 @@ def test_two_stages_and_the_runtime_one_installs_only_wheels() -> None:
 
 
 def test_runs_alertrouter_serve_as_a_numeric_non_root_user() -> None:
-    _, runtime = stages(DOCKERFILE.read_text())
+    _, runtime = dockerfile_stages(DOCKERFILE.read_text())
     last = {keyword: rest for keyword, rest in runtime}  # the last of each instruction counts
     assert last["USER"] == f"{UID}:{UID}", "numeric, so Kubernetes' runAsNonRoot can check it"
     (install,) = [rest for keyword, rest in runtime if keyword == "RUN"]
@@ -101,7 +80,7 @@ def test_runs_alertrouter_serve_as_a_numeric_non_root_user() -> None:
 
 
 def test_what_the_build_copies_is_in_the_context_and_not_ignored() -> None:
-    build, _ = stages(DOCKERFILE.read_text())
+    build, _ = dockerfile_stages(DOCKERFILE.read_text())
     sources = [word for keyword, rest in build if keyword == "COPY" for word in rest.split()[:-1]]
     assert sources
     patterns = [line for line in DOCKERIGNORE.read_text().splitlines() if line and not line.startswith("#")]

@@ -170,8 +170,13 @@ def _image_of(dockerfile: Path) -> dict[str, Any]:
     env: dict[str, str] = {}
     image: dict[str, Any] = {"entrypoint": [], "command": [], "env": env, "workdir": "/"}
     for keyword, rest in final:
-        if keyword == "ENV":
-            env.update(pair.split("=", 1) for pair in rest.split())
+        if keyword == "ENV" and "=" not in rest.split()[0]:  # the legacy `ENV KEY value with spaces`
+            key, value = rest.split(None, 1)
+            env[key] = value
+        elif keyword == "ENV":  # KEY=value pairs (values without spaces or quotes, as the Dockerfile has)
+            for pair in rest.split():
+                key, value = pair.split("=", 1)
+                env[key] = value
         elif keyword in ("ENTRYPOINT", "CMD"):
             image["entrypoint" if keyword == "ENTRYPOINT" else "command"] = json.loads(rest)
         elif keyword == "WORKDIR":
