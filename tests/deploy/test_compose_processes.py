@@ -96,6 +96,29 @@ def test_interpolation_refuses_what_compose_refuses() -> None:
     assert interpolate("a$$b ${X-d} ${X:-e}", {"X": ""}) == "a$b  e"
 
 
+def test_the_layout_reads_compose_and_fails_on_an_address_it_does_not_know(tmp_path: Path) -> None:
+    """prepare() alone (no process): where the files, the token and the addresses land."""
+    dot_env = {"ALERTROUTER_BEARER_TOKEN": BEARER, "POSTGRES_PASSWORD": "pw", "DINGTALK_CORE_TOKEN": ROBOT_TOKEN}
+    stack = ComposeStack(tmp_path, dot_env, postgres=("127.0.0.1", 5432, "throwaway"), scrape_proxy="http://proxy")
+    stack.prepare()
+    am, router = stack.services["alertmanager"], stack.services["alertrouter"]
+    config = yaml.safe_load(am.path("/etc/alertmanager/alertmanager.yml").read_text())
+    (hook,) = config["receivers"][0]["webhook_configs"]
+    assert hook["url"] == f"{router.url}/webhook/alertmanager"
+    token = Path(hook["http_config"]["authorization"]["credentials_file"])
+    assert token == am.path("/etc/alertmanager/alertrouter_token")
+    assert token.read_text() == BEARER
+    assert oct(token.stat().st_mode & 0o777) == "0o400"
+    assert router.env["ALERTROUTER_DATABASE_URL"] == "postgresql+asyncpg://alertrouter:pw@127.0.0.1:5432/throwaway"
+    assert router.env["ALERTROUTER_CONFIG"] == str(router.path("/etc/alertrouter/rules"))
+    assert router.env["DINGTALK_CORE_TOKEN"] == ROBOT_TOKEN  # passed through, as compose does
+    assert "WECOM_CORE_KEY" not in router.env  # listed without a value and unset: absent
+    assert router.argv[1:] == ["serve"]  # the Dockerfile's ENTRYPOINT + CMD
+    assert stack.proxied_jobs == ["node", "dcgm"]
+    with pytest.raises(ComposeError, match="alertmanager:9094"):
+        stack.rewire("url: http://alertmanager:9094/api", "a config")
+
+
 # --- the stack ---------------------------------------------------------------------------------------
 
 

@@ -196,10 +196,11 @@ class Service:
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path | None = None
     proc: Proc | None = None
+    host: str = "127.0.0.1"
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def url(self) -> str:
@@ -265,7 +266,10 @@ class ComposeStack:
         for name, spec in self.compose["services"].items():
             root = self.work / name
             root.mkdir(parents=True)
-            self.services[name] = Service(name, spec, root, self.postgres[1] if name == "postgres" else free_port())
+            if name == "postgres":  # the local server
+                self.services[name] = Service(name, spec, root, self.postgres[1], host=self.postgres[0])
+            else:
+                self.services[name] = Service(name, spec, root, free_port())
         for service in self.services.values():
             self._mount(service)
         self._lay_out_postgres()
