@@ -43,15 +43,8 @@ import yaml
 from cluster.fleet import Fleet
 from e2e.harness import wait_for
 from support import pg
-from support.compose import (
-    CONTAINER_PORTS,
-    PROMETHEUS,
-    ComposeError,
-    ComposeStack,
-    drift,
-    interpolate,
-    load_compose,
-)
+from support.compose import ComposeStack
+from support.composefile import CONTAINER_PORTS, PROMETHEUS, ComposeError, drift, interpolate, load_compose
 from support.fakes.dingtalk import FakeDingTalk
 from support.need import need
 from support.procs import ALERTMANAGER, REPO

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support.compose import dockerfile_stages
+from support.composefile import dockerfile_stages
 from support.need import need
 from support.procs import REPO, run_tool
 
