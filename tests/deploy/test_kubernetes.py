@@ -435,16 +435,18 @@ def test_the_literal_environment_is_valid_settings(
 
 
 def test_the_pod_runs_as_the_images_user(overlay: tuple[str, list[dict[str, Any]]]) -> None:
-    """runAsUser is the user docker-compose.yml's image build creates (scope 2 may move it to a Dockerfile)."""
+    """runAsUser/runAsGroup are the numeric USER of the image docker-compose.yml builds (deploy/docker/Dockerfile),
+    and the container's args reach `alertrouter` through the image's ENTRYPOINT."""
     _, objects = overlay
-    _, pod, _ = deployment_parts(objects)
+    _, pod, container = deployment_parts(objects)
     compose = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
-    build_file = compose["services"]["alertrouter"]["build"].get("dockerfile_inline")
-    if build_file is None:
-        build_file = (REPO / compose["services"]["alertrouter"]["build"].get("dockerfile", "Dockerfile")).read_text()
-    uid = re.search(r"--uid\s+(\d+)", build_file)
-    assert uid is not None, "the image's user id is no longer visible in its build"
-    assert pod["securityContext"]["runAsUser"] == int(uid[1])
+    dockerfile = (REPO / compose["services"]["alertrouter"]["build"]["dockerfile"]).read_text(encoding="utf-8")
+    users = re.findall(r"^USER\s+(\d+):(\d+)\s*$", dockerfile, re.MULTILINE)
+    assert users, "the image's final USER is no longer numeric uid:gid"
+    uid, gid = users[-1]
+    assert (pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]) == (int(uid), int(gid))
+    assert re.search(r'^ENTRYPOINT \["alertrouter"\]$', dockerfile, re.MULTILINE)
+    assert container["args"][:1] == ["serve"]
 
 
 def test_secrets_come_from_the_secret_never_from_a_literal(overlay: tuple[str, list[dict[str, Any]]]) -> None:

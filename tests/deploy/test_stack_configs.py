@@ -218,21 +218,38 @@ def test_compose_defines_the_whole_stack(compose: dict[str, Any]) -> None:
     assert set(named_volumes) & set(compose.get("volumes") or {}), "postgres data must live in a named volume"
 
 
-def test_alertrouter_image_is_built_inline_from_the_repo(compose: dict[str, Any]) -> None:
+def test_alertrouter_image_is_built_from_deploy_docker(compose: dict[str, Any]) -> None:
     build = compose["services"]["alertrouter"]["build"]
-    assert build["context"] == "."
-    assert "dockerfile" not in build, "the repo has no Dockerfile; the image is defined inline"
-    dockerfile = build["dockerfile_inline"]
-    assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.MULTILINE)
-    assert "pip install ." in dockerfile
-    for line in dockerfile.splitlines():
-        words = line.split()
-        if words[:1] == ["COPY"]:
-            sources = [word for word in words[1:-1] if not word.startswith("--")]
-            for source in sources:
-                assert (REPO / source).exists(), f"COPY source {source} missing: the image build would fail"
-    # No Dockerfile: the image is defined inline (deploy/ holds the Kubernetes and Grafana files).
+    assert build == {"context": ".", "dockerfile": "deploy/docker/Dockerfile"}
+    # The repo's top level is fixed by the design: the image is defined under deploy/docker/ only
+    # (tests/deploy/test_dockerfile.py checks the Dockerfile itself).
     assert not (REPO / "Dockerfile").exists()
+    assert not (REPO / ".dockerignore").exists(), "deploy/docker/Dockerfile.dockerignore is the ignore file"
+
+
+def test_every_variable_the_rules_reference_reaches_alertrouter(compose: dict[str, Any]) -> None:
+    """A ${VAR} in the mounted rules/*.yml that compose does not pass into the container is always empty
+    there: its channel would stay "unconfigured" whatever the operator puts in .env."""
+
+    def strings(node: Any) -> Iterator[str]:
+        if isinstance(node, dict):
+            for value in node.values():
+                yield from strings(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from strings(item)
+        elif isinstance(node, str):
+            yield node
+
+    referenced = {
+        match["var"]
+        for path in sorted((REPO / "rules").glob("*.yml"))  # comments are not read: only values count
+        for text in strings(load_yaml(path))
+        for match in REFERENCE.finditer(text)
+    }
+    assert referenced, "rules/*.yml reference no variable: this check reads them wrongly"
+    passed = set(environment_of(compose["services"]["alertrouter"]))
+    assert sorted(referenced - passed) == [], "add these to services.alertrouter.environment (no value: passed through)"
 
 
 def test_alertrouter_service_wiring(compose: dict[str, Any]) -> None:
