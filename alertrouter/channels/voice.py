@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 
 # A link and the symbols the vendor refuses in what it speaks (a TTS engine would spell them out).
-_LINK = re.compile(r"(?:https?://|www\.)\S*", re.IGNORECASE)
+_LINK = re.compile(r"(?:https?://|www\.)[^\s)\]>\"']*", re.IGNORECASE)
 _UNSPOKEN = re.compile(r"[#/:\-%$\[\]\\<>{}|*_~^=&@`]+")
 _SPACES = re.compile(r"\s+")
 _EMPTY = {"zh-CN": "无"}  # said for a field with no value (vendors refuse an empty variable)
