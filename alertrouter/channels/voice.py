@@ -26,6 +26,7 @@ from alertrouter.channels.http import protect_logs, redact
 from alertrouter.channels.sms import CUT_MARKER, normalize_sms, sms_numbers
 from alertrouter.channels.voice_aliyun import AliyunVoice
 from alertrouter.channels.voice_tencent import TencentVoice
+from alertrouter.i18n import Locale, translations
 from alertrouter.ruleset.channels import VoiceChannelConfig
 
 __all__ = ["VoiceChannel", "VoiceProvider", "mask_number", "speakable", "voice_params"]
@@ -38,7 +39,6 @@ Clock = Callable[[], float]
 _LINK = re.compile(r"(?:https?://|www\.)[^\s)\]>\"']*", re.IGNORECASE)
 _UNSPOKEN = re.compile(r"[#/:\-%$\[\]\\<>{}|*_~^=&@`]+")
 _SPACES = re.compile(r"\s+")
-_EMPTY = {"zh-CN": "无"}  # said for a field with no value (vendors refuse an empty variable)
 
 
 class VoiceProvider(Protocol):
@@ -69,8 +69,7 @@ def _fit(value: str, max_length: int, empty: str) -> str:
 def voice_params(notification: Notification, params: Mapping[str, str], max_length: int) -> dict[str, str]:
     """Vendor template variable -> spoken value, in the order of `params` (variable -> field)."""
     fields = notification_fields(notification)
-    language = notification.locale.language if notification.locale is not None else ""
-    empty = _EMPTY.get(language, "none")
+    empty = translations((notification.locale or Locale()).language).gettext("none")  # vendors refuse ""
     return {variable: _fit(speakable(fields.get(source, "")), max_length, empty) for variable, source in params.items()}
 
 
