@@ -8,7 +8,8 @@ and the retry calls only the others. The daily cap per number is the delivery lo
 Template variables are spoken, not read: the characters Aliyun's voice template rules forbid
 (help.aliyun.com/en/vms/user-guide/voice-template-specification: "Special symbols such as # / : - % $ [ ]",
 no IP address, no "http" or "https") become spaces and links are dropped, so `gpu-node-07: XID 79`
-is said as "gpu node 07 XID 79". Each variable is cut to `param_max_length` characters.
+is said as "gpu node 07 XID 79"; an IP address is said as its four numbers and "HTTP" spelled
+"H T T P". Each variable is cut to `param_max_length` characters.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ Clock = Callable[[], float]
 
 # A link and the symbols the vendor refuses in what it speaks (a TTS engine would spell them out).
 _LINK = re.compile(r"(?:https?://|www\.)[^\s)\]>\"']*", re.IGNORECASE)
-_UNSPOKEN = re.compile(r"[#/:\-%$\[\]\\<>{}|*_~^=&@`]+")
+_UNSPOKEN = re.compile(r"[#/:\-%$\[\]\\<>{}|*_~^=&@`?]+")
 _SPACES = re.compile(r"\s+")
+_HTTP = re.compile(r"https?", re.IGNORECASE)  # refused even as a word ("HTTP 500"): spelled out
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")  # an IP address is refused too: said as its numbers
 
 
 class VoiceProvider(Protocol):
@@ -53,6 +56,8 @@ def speakable(text: str) -> str:
     """`text` on one line, without links and without the symbols a voice template may not hold."""
     text = normalize_sms(text, single_line=True)
     text = _UNSPOKEN.sub(" ", _LINK.sub(" ", text))
+    text = _IPV4.sub(lambda m: m.group().replace(".", " "), text)
+    text = _HTTP.sub(lambda m: " ".join(m.group().upper()), text)
     return _SPACES.sub(" ", text).strip()
 
 

@@ -51,6 +51,7 @@ def config(**changes: object) -> VoiceChannelConfig:
         ("[x](www.evil.example) 100% #1 $5", "x ( ) 100 1 5"),
         ("温度过高\u00a0– 92°C", "温度过高 92C"),
         ("line\nbreak\ttab", "line break tab"),
+        ("HTTP 500 from 10.0.0.7:9100", "H T T P 500 from 10 0 0 7 9100"),
     ],
 )
 def test_speakable(text: str, spoken: str) -> None:
