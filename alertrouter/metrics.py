@@ -198,3 +198,16 @@ class Metrics:
         )
         self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
+        # -- voice calls ---------------------------------------------------------------------------
+        self.voice_calls = Counter(
+            "alertrouter_voice_calls_total",
+            "Calls a voice channel's vendor accepted (one per number and message; answered or not).",
+            ["channel"],
+            registry=r,
+        )
+        self.voice_calls_capped = Counter(
+            "alertrouter_voice_calls_capped_total",
+            "Calls not made because the number had reached the channel's daily_cap_per_number.",
+            ["channel"],
+            registry=r,
+        )

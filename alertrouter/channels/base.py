@@ -43,6 +43,8 @@ class ChannelError(Exception):
     the vendor refuses); the delivery becomes a dead letter and the channel is marked unhealthy.
     `rate_limited`: the vendor refused because of its rate limit (DingTalk 130101, WeCom 45009); the
     robot is treated as blocked and its backlog coalesced when it reopens.
+    `reached`: recipients the vendor accepted before the failure (a voice channel calls one number at a
+    time); they are counted against their daily cap and a retry leaves them out.
     The message must never contain a token, key, signature or password.
     """
 
@@ -54,6 +56,7 @@ class ChannelError(Exception):
         rate_limited: bool = False,
         retry_after: float | None = None,
         code: str | None = None,
+        reached: Sequence[str] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -61,6 +64,7 @@ class ChannelError(Exception):
         self.rate_limited = rate_limited
         self.retry_after = retry_after
         self.code = code
+        self.reached = tuple(reached)
 
 
 class MessageKind(StrEnum):

@@ -12,9 +12,11 @@ from alertrouter.channels.dingtalk import DingTalkChannel
 from alertrouter.channels.email import EmailChannel
 from alertrouter.channels.feishu import FeishuChannel
 from alertrouter.channels.sms import SmsChannel
+from alertrouter.channels.voice import VoiceChannel
 from alertrouter.channels.wecom import WeComChannel
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
+from alertrouter.ruleset.channels import VoiceChannelConfig
 from alertrouter.ruleset.schema import (
     ChannelConfig,
     DingTalkChannelConfig,
@@ -36,6 +38,8 @@ def build_channel(config: ChannelConfig, *, client: httpx.AsyncClient, renderer:
         return FeishuChannel(config, client=client, renderer=renderer)
     if isinstance(config, SmsChannelConfig):
         return SmsChannel(config, client=client, renderer=renderer)
+    if isinstance(config, VoiceChannelConfig):
+        return VoiceChannel(config, client=client)
     if isinstance(config, EmailChannelConfig):
         return EmailChannel(config, renderer=renderer)
     raise TypeError(f"no channel for {type(config).__name__}")

@@ -126,15 +126,16 @@ def aliyun_params(
     }
 
 
-def aliyun_error(code: str, message: str = "", *, status: int = 200) -> ChannelError:
+def aliyun_error(code: str, message: str = "", *, status: int = 200, action: str = "SendSms") -> ChannelError:
     """The `ChannelError` for an answer whose `Code` is not OK (`code` empty when there was none).
 
     Rate-limited: the per-number flow control (BUSINESS_LIMIT_CONTROL, 1/min 5/h 10/day for codes,
     50/day for notices by default) and the console's day/month caps. Transient: `isp.*` system errors,
     `Throttling*` (API request rate), 5xx. Permanent: `isv.*` (template, sign name, number, account),
-    key and signature errors, and any other 4xx.
+    key and signature errors, and any other 4xx. `action`: the API named in the message (the voice
+    channel's `SingleCallByTts` shares these codes).
     """
-    who = f"aliyun SendSms: {code or f'HTTP {status}'}"
+    who = f"aliyun {action}: {code or f'HTTP {status}'}"
     text = f"{who}: {message[:200]}" if message and not code.startswith(_QUIET) else who
     if code in _RATE_LIMITED:
         return ChannelError(text, rate_limited=True, code=code)

@@ -141,14 +141,15 @@ def tc3_authorization(
     return f"{ALGORITHM} Credential={secret_id}/{scope}, SignedHeaders={SIGNED_HEADERS}, Signature={signature}"
 
 
-def tencent_error(code: str, message: str = "") -> ChannelError:
+def tencent_error(code: str, message: str = "", *, action: str = "SendSms") -> ChannelError:
     """The `ChannelError` for a `Response.Error.Code` or a per-number `SendStatusSet[].Code`.
 
     Rate-limited: `LimitExceeded.*` (per-number 30s/1h/day limits, the app's daily cap) and
     `RequestLimitExceeded*`. Transient: `InternalError*`, a bare `FailedOperation`, anything unknown.
     Permanent: credentials and signature (`AuthFailure.*`), `FailedOperation.*`, bad parameters.
+    `action`: the API named in the message (the voice channel's `SendTtsVoice` shares these codes).
     """
-    text = f"tencent SendSms: {code}" + (f": {message[:200]}" if message else "")
+    text = f"tencent {action}: {code}" + (f": {message[:200]}" if message else "")
     if code in _PERMANENT:
         return ChannelError(text, permanent=True, code=code)
     if code in _TRANSIENT or code.startswith(_TRANSIENT_PREFIXES):

@@ -59,12 +59,12 @@ def delivery_rows(
     now: datetime,
 ) -> list[dict[str, Any]]:
     """The deliveries of one outbox row (whose `message` is read as `message`): one per channel its
-    receiver names."""
+    receiver names that takes this message (a voice channel calls nobody about a resolved incident)."""
     snapshot = enrich(message, details)
     rows = []
     for ref in receiver.channels:
         channel = channels.get(ref.channel)
-        if channel is None:
+        if channel is None or not channel.wants(resolved=snapshot.resolved, reason=snapshot.reason):
             continue
         recipients = [r for r in (list(ref.to) or list(getattr(channel, "to", []) or [])) if r]
         mentions = ref.mentions

@@ -25,6 +25,7 @@ __all__ = ["Recorder"]
 log = logging.getLogger("alertrouter.delivery.worker")  # one logger for the delivery loop's lines
 
 Failure = ChannelError | Unexpected | None
+_CAPPED_TYPES = ("sms", "voice")  # channels with a daily cap per recipient (`daily_cap_per_number`)
 
 
 class Recorder:
@@ -66,11 +67,15 @@ class Recorder:
             values["next_attempt_at"] = outcome.next_attempt_at
         if isinstance(failure, Unexpected):
             values["unexpected_failures"] = row.unexpected_failures + 1
+        reached = list(recipients) if failure is None else [r for r in _reached(failure) if r in recipients]
+        if failure is not None and reached:  # a retry leaves out who was already reached (a voice call)
+            left = [r for r in row.message.get("recipients", []) if r not in reached]
+            values["message"] = {**row.message, "recipients": left}
         async with self._db.write() as session:
             await store.finish_attempt(session, attempt_id=attempt, outcome=outcome.result, error=error, now=now)
             await store.update_deliveries(session, [row.id], only_status=None, **values)
-            if failure is None and config.type == "sms":
-                await store.record_recipient_sends(session, channel=name, recipients=recipients, now=now)
+            if reached and config.type in _CAPPED_TYPES:
+                await store.record_recipient_sends(session, channel=name, recipients=reached, now=now)
             await self._channel(session, config, outcome, now)
             await session.commit()
         self._tell(name, row.id, failure, outcome)
@@ -80,6 +85,8 @@ class Recorder:
             if outcome.result == "rate_limited":
                 self._metrics.rate_limited.labels(channel=name, by="vendor").inc()
             self._metrics.send_duration.labels(channel=name).observe(seconds)
+            if config.type == "voice" and reached:
+                self._metrics.voice_calls.labels(channel=name).inc(len(reached))
         if split and isinstance(failure, Unexpected):
             await self.without_attempt(config, members, failure, combined=True)
             return "split"
@@ -146,3 +153,7 @@ class Recorder:
         level = logging.ERROR if outcome.status == DeliveryStatus.DEAD else logging.WARNING
         done = {"dead": "dead", "split": "split"}.get(outcome.status, "will retry")
         log.log(level, "%s: delivery %d %s: %s", name, delivery_id, done, outcome.error)
+
+
+def _reached(failure: Failure) -> tuple[str, ...]:
+    return failure.reached if isinstance(failure, ChannelError) else ()

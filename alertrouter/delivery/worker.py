@@ -353,15 +353,19 @@ class DeliveryWorker:
     async def _within_cap(
         self, session: AsyncSession, config: ChannelConfig, row: DeliveryRow, now: datetime
     ) -> tuple[list[str], list[str]]:
-        """(recipients to send to, recipients over their daily cap): an SMS storm cannot drain the quota."""
+        """(recipients to send to, recipients over their daily cap): an SMS or call storm cannot drain the
+        quota, nor wake the same person all night."""
         recipients = list(row.message.get("recipients", []))
-        if config.type != "sms" or not recipients:
+        if config.type not in ("sms", "voice") or not recipients:
             return recipients, []
         counts = await store.recipient_counts(
             session, channel=config.name, recipients=recipients, since=now - timedelta(days=1)
         )
         allowed = [r for r in recipients if counts.get(r, 0) < config.daily_cap_per_number]
-        return allowed, [r for r in recipients if r not in allowed]
+        capped = [r for r in recipients if r not in allowed]
+        if config.type == "voice" and capped and not row.attempts and self._metrics is not None:
+            self._metrics.voice_calls_capped.labels(channel=config.name).inc(len(capped))
+        return allowed, capped
 
     async def _fail_over(self, config: ChannelConfig, now: datetime) -> None:
         """While a robot is blocked or failing, its critical messages go to the failover robot of the

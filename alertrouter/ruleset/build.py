@@ -248,6 +248,8 @@ def _check_channels(ruleset: Ruleset, problems: _Problems) -> None:
                 continue
             if channel.type == "sms" and not [n for n in ref.to if n]:
                 problems.add("receivers", i, where + ".to", "an SMS channel needs the phone numbers to send to")
+            if channel.type == "voice" and not [n for n in ref.to if n]:
+                problems.add("receivers", i, where + ".to", "a voice channel needs the phone numbers to call")
             if channel.type == "email" and not (ref.to or channel.to):
                 problems.add("receivers", i, where + ".to", "no recipients here nor in the email channel's `to`")
             if channel.type in _CHAT and ref.to:

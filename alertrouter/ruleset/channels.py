@@ -12,7 +12,10 @@ from alertrouter.ruleset.base import Duration, Section
 __all__ = [
     "SECRET_FIELDS",
     "SMS_FIELDS",
+    "VOICE_FIELDS",
+    "VOICE_TOTAL_LIMIT",
     "AliyunSmsConfig",
+    "AliyunVoiceConfig",
     "ChannelConfig",
     "DingTalkChannelConfig",
     "EmailChannelConfig",
@@ -22,6 +25,8 @@ __all__ = [
     "RetryConfig",
     "SmsChannelConfig",
     "TencentSmsConfig",
+    "TencentVoiceConfig",
+    "VoiceChannelConfig",
     "WeComChannelConfig",
 ]
 
@@ -70,6 +75,11 @@ class _ChannelBase(Section):
     def missing_credentials(self) -> list[str]:
         """Required secrets left empty (`${VAR:-}` with VAR unset): the channel exists but cannot send."""
         return []
+
+    def wants(self, *, resolved: bool, reason: str) -> bool:
+        """Whether a message about an incident (resolved or not, the throttle's `NotifyReason`) goes to this
+        channel at all: every channel takes every message but a voice call (see `VoiceChannelConfig`)."""
+        return True
 
 
 def _empty(*secrets: tuple[str, SecretStr | None]) -> list[str]:
@@ -189,6 +199,95 @@ class SmsChannelConfig(_ChannelBase):
         return self
 
 
+# Fields a voice template variable may take: those of SMS but the link (a phone call cannot follow one,
+# and both vendors refuse variables holding a URL).
+VOICE_FIELDS = tuple(f for f in SMS_FIELDS if f != "link")
+# What each vendor allows for all variables together (characters); see `VoiceChannelConfig`.
+VOICE_TOTAL_LIMIT = {"aliyun": 249, "tencent": 350}
+
+
+class AliyunVoiceConfig(Section):
+    """Dyvms `SingleCallByTts`: an approved text-to-speech template (TtsCode) and, in dedicated mode, the
+    number the call shows (CalledShowNumber; left out in the vendor's shared "public" mode)."""
+
+    access_key_id: SecretStr
+    access_key_secret: SecretStr
+    tts_code: str
+    called_show_number: str | None = None
+    volume: int | None = Field(None, ge=0, le=100)
+    speed: int | None = Field(None, ge=-500, le=500)
+    endpoint: str = "https://dyvmsapi.aliyuncs.com/"
+    region_id: str = "cn-hangzhou"
+
+
+class TencentVoiceConfig(Section):
+    """VMS `SendTtsVoice`: the voice application (VoiceSdkAppid) and an approved template (TemplateId)."""
+
+    secret_id: SecretStr
+    secret_key: SecretStr
+    voice_sdk_app_id: str
+    template_id: str
+    region: str = "ap-guangzhou"
+    endpoint: str = "https://vms.tencentcloudapi.com/"
+
+
+class VoiceChannelConfig(_ChannelBase):
+    """A text-to-speech phone call to each number, for the incidents that must wake someone.
+
+    Only firing messages call: a resolved message calls nobody, and neither does an update for alerts
+    that joined an incident already called about; a repeat (still firing after the route's repeat
+    interval) calls again. `daily_cap_per_number` calls per number per 24 hours, shared by all replicas.
+    """
+
+    type: Literal["voice"]
+    provider: Literal["aliyun", "tencent"]
+    aliyun: AliyunVoiceConfig | None = None
+    tencent: TencentVoiceConfig | None = None
+    params: dict[str, str] = Field(
+        default_factory=lambda: {"headline": "headline"},
+        description="Vendor template variable -> field (in order, for Tencent's positional variables)",
+    )
+    param_max_length: int = Field(30, ge=1, description="Characters per template variable; longer values are cut")
+    play_times: int = Field(2, ge=1, le=3, description="How often the message is spoken in one call (1-3)")
+    daily_cap_per_number: int = Field(10, ge=1, description="Calls per phone number per 24h, storms included")
+    rate_limit: RateLimitConfig | None = None
+
+    @field_validator("params")
+    @classmethod
+    def _known_fields(cls, value: dict[str, str]) -> dict[str, str]:
+        if not value:
+            raise ValueError("a voice call needs at least one template variable (the headline is what is spoken)")
+        for variable, source in value.items():
+            if source not in VOICE_FIELDS:
+                known = ", ".join(VOICE_FIELDS)
+                raise ValueError(f"variable {variable!r}: unknown field {source!r} (known: {known})")
+        return value
+
+    def missing_credentials(self) -> list[str]:
+        if self.aliyun is not None and self.provider == "aliyun":
+            a = self.aliyun
+            return _empty(("aliyun.access_key_id", a.access_key_id), ("aliyun.access_key_secret", a.access_key_secret))
+        if self.tencent is not None and self.provider == "tencent":
+            t = self.tencent
+            return _empty(("tencent.secret_id", t.secret_id), ("tencent.secret_key", t.secret_key))
+        return []
+
+    def wants(self, *, resolved: bool, reason: str) -> bool:
+        return not resolved and reason != "grew"
+
+    @model_validator(mode="after")
+    def _provider_configured(self) -> VoiceChannelConfig:
+        if getattr(self, self.provider) is None:
+            raise ValueError(f"provider {self.provider} needs its `{self.provider}:` settings")
+        total, limit = len(self.params) * self.param_max_length, VOICE_TOTAL_LIMIT[self.provider]
+        if total > limit:
+            raise ValueError(
+                f"{len(self.params)} variables of up to {self.param_max_length} characters make {total}; "
+                f"{self.provider} takes at most {limit} for all variables of a call"
+            )
+        return self
+
+
 class EmailChannelConfig(_ChannelBase):
     type: Literal["email"]
     host: str
@@ -209,7 +308,12 @@ class EmailChannelConfig(_ChannelBase):
 
 
 ChannelConfig = Annotated[
-    DingTalkChannelConfig | WeComChannelConfig | FeishuChannelConfig | SmsChannelConfig | EmailChannelConfig,
+    DingTalkChannelConfig
+    | WeComChannelConfig
+    | FeishuChannelConfig
+    | SmsChannelConfig
+    | VoiceChannelConfig
+    | EmailChannelConfig,
     Field(discriminator="type"),
 ]
 
@@ -225,6 +329,12 @@ SECRET_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("tencent", "secret_id"),
         ("tencent", "secret_key"),
         ("generic", "token"),
+    ),
+    "voice": (
+        ("aliyun", "access_key_id"),
+        ("aliyun", "access_key_secret"),
+        ("tencent", "secret_id"),
+        ("tencent", "secret_key"),
     ),
     "email": (("password",),),
 }

@@ -17,11 +17,11 @@ from typing import Any
 import httpx
 from hypothesis import HealthCheck, given, settings
 
-from alertrouter.channels import dingtalk, feishu, sms, wecom
+from alertrouter.channels import dingtalk, feishu, sms, voice, wecom
 from alertrouter.channels.base import Channel, Notification, utf8_len
 from alertrouter.channels.email import SUBJECT_LIMIT_BYTES, EmailChannel
 from alertrouter.render.templates import Templates
-from alertrouter.ruleset.channels import SMS_FIELDS
+from alertrouter.ruleset.channels import SMS_FIELDS, VOICE_FIELDS
 from alertrouter.ruleset.schema import (
     DingTalkChannelConfig,
     EmailChannelConfig,
@@ -171,3 +171,18 @@ def test_email_has_one_line_subject_and_no_injected_header_or_link(n: Notificati
     tags, hrefs = html_tags(html)
     assert "img" not in tags
     assert set(hrefs) <= set(product_links(n))
+
+
+@BOUNDED
+@given(n=notifications())
+def test_voice_variables_are_speakable_whatever_the_labels(n: Notification) -> None:
+    """Every spoken variable: one line, never empty, within its length, and nothing Aliyun's voice templates
+    refuse (`# / : - % $ [ ]`, a link, "http", an IP address) whatever a label or annotation held."""
+    params = voice.voice_params(n, {f"v_{f}": f for f in VOICE_FIELDS}, 40)
+    assert list(params) == [f"v_{f}" for f in VOICE_FIELDS]
+    for name, value in params.items():
+        assert 0 < len(value) <= 40, (name, value)
+        assert not HIDDEN.search(value), (name, value)
+        assert "\n" not in value
+        assert not LINKISH.search(value), (name, value)
+        assert not re.search(r"[#/:\-%$\[\]]|https?|\d{1,3}(?:\.\d{1,3}){3}", value, re.IGNORECASE), (name, value)

@@ -5,7 +5,7 @@ alertrouter replicas on one PostgreSQL database, delivering to vendor fakes. Eve
       <- scraped every 1s by Debian's prometheus (rules/prometheus/*.rules.yml, `for:` shortened)
       -> alerts to both Alertmanagers (prometheus-alertmanager, gossiping as a cluster)
       -> webhooks to both alertrouter replicas (`alertrouter serve`, one PostgreSQL database, rules/)
-      -> FakeDingTalk, FakeWeCom, FakeAliyunSms, FakeSmtp (tests/support/fakes)
+      -> FakeDingTalk, FakeWeCom, FakeAliyunSms, FakeTencentVoice, FakeSmtp (tests/support/fakes)
 
 What is changed from what ships, and nothing else:
 - Prometheus: `scrape_interval` and `evaluation_interval` 1s, and in copies of the shipped rule files every
@@ -64,6 +64,7 @@ from support import pg
 from support.fakes.aliyun import FakeAliyunSms
 from support.fakes.dingtalk import FakeDingTalk
 from support.fakes.smtp import FakeSmtp, self_signed_cert
+from support.fakes.tencent_voice import FakeTencentVoice
 from support.fakes.wecom import FakeWeCom
 from support.procs import ALERTMANAGER, REPO, Proc, free_port, start_alertrouter
 
@@ -103,12 +104,14 @@ class Vendors:
     wecom: FakeWeCom
     aliyun: FakeAliyunSms
     smtp: FakeSmtp
+    tencent: FakeTencentVoice  # the voice channel's; it has no credentials here, so any request is a mistake
 
     def refused(self) -> list[str]:
         """Every request a fake refused (an error code, a bad signature, a variable too long)."""
         bad = [f"dingtalk: {r.body[:200]!r}" for r in self.dingtalk.received if r not in self.dingtalk.accepted]
         bad += [f"wecom: {r.body[:200]!r}" for r in self.wecom.received if r not in self.wecom.accepted]
         bad += [f"aliyun: {r.body[:200]!r}" for r in self.aliyun.received if r not in self.aliyun.accepted]
+        bad += [f"tencent: {r.body[:200]!r}" for r in self.tencent.received]
         return bad + [f"smtp: {self.smtp.failed_logins} failed logins"] * bool(self.smtp.failed_logins)
 
 
@@ -159,14 +162,16 @@ def shorten_group_interval(rules_yaml: str, duration: str) -> str:
     return re.sub(r"(?m)^(\s+)group_interval: \S+(\s*(#.*)?)$", rf"\g<1>group_interval: {duration}\g<2>", rules_yaml)
 
 
-def point_channels(channels_yaml: str, *, dingtalk: str, wecom: str, aliyun: str, smtp_port: int) -> str:
+def point_channels(channels_yaml: str, *, dingtalk: str, wecom: str, aliyun: str, smtp_port: int, tencent: str) -> str:
     """The shipped channels.yml with each channel's endpoint pointed at a fake: one line inserted per channel
-    (`url:` for DingTalk and WeCom, `endpoint:` in `aliyun:`, `port:` for email), everything else as shipped."""
+    (`url:` for DingTalk and WeCom, `endpoint:` in `aliyun:` and `tencent:`, `port:` for email), everything
+    else as shipped."""
     insert = {
         "type: dingtalk": f"url: {dingtalk}/robot/send",
         "type: wecom": f"url: {wecom}/cgi-bin/webhook/send",
         "type: email": f"port: {smtp_port}",
         "aliyun:": f"  endpoint: {aliyun}/",
+        "tencent:": f"  endpoint: {tencent}/",
     }
     out: list[str] = []
     for line in channels_yaml.splitlines():
@@ -175,9 +180,9 @@ def point_channels(channels_yaml: str, *, dingtalk: str, wecom: str, aliyun: str
         if stripped in insert:
             out.append(" " * (len(line) - len(line.lstrip())) + insert[stripped])
     text = "\n".join(out) + "\n"
-    fakes = {insert["type: dingtalk"][5:], insert["type: wecom"][5:], f"{aliyun}/", smtp_port}
+    fakes = {insert["type: dingtalk"][5:], insert["type: wecom"][5:], f"{aliyun}/", f"{tencent}/", smtp_port}
     for channel in yaml.safe_load(text)["channels"]:  # every channel the shipped file has is redirected
-        where = channel.get("aliyun", channel)
+        where = channel.get("aliyun") or channel.get("tencent") or channel
         pointed = [where[key] for key in ("url", "endpoint", "port") if key in where]
         if not pointed or not set(pointed) <= fakes:
             raise AssertionError(f"channel {channel['name']} not pointed at a fake: {pointed}")
@@ -347,8 +352,9 @@ class ClusterBox:
                 param_limit=20,  # channels.yml's param_max_length
             ),
             smtp=smtp,
+            tencent=FakeTencentVoice({}),
         )
-        for fake in (self.vendors.dingtalk, self.vendors.wecom, self.vendors.aliyun, smtp):
+        for fake in (self.vendors.dingtalk, self.vendors.wecom, self.vendors.aliyun, self.vendors.tencent, smtp):
             fake.start()
             stack.callback(fake.stop)
 
@@ -372,6 +378,7 @@ class ClusterBox:
                 wecom=v.wecom.url,
                 aliyun=v.aliyun.url,
                 smtp_port=smtp.port,
+                tencent=v.tencent.url,
             )
         )
         env = {**vendor_env(smtp), "ALERTROUTER_CONFIG": str(rules), "ALERTROUTER_EXTERNAL_URL": EXTERNAL_URL}

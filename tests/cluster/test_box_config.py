@@ -12,7 +12,12 @@ from cluster.box import point_channels, shorten_for
 from support.procs import REPO
 
 SHIPPED_RULES = sorted((REPO / "rules" / "prometheus").glob("*.rules.yml"))
-FAKES = {"dingtalk": "http://127.0.0.1:4001", "wecom": "http://127.0.0.1:4002", "aliyun": "http://127.0.0.1:4003"}
+FAKES = {
+    "dingtalk": "http://127.0.0.1:4001",
+    "wecom": "http://127.0.0.1:4002",
+    "aliyun": "http://127.0.0.1:4003",
+    "tencent": "http://127.0.0.1:4004",
+}
 
 # A rule file in the shipped layout where "for:" also appears where it is not a rule's `for`: in a folded
 # annotation, in a literal block expression, in a label value and in a comment.
@@ -91,15 +96,17 @@ def test_every_shipped_channel_is_pointed_at_a_fake_and_the_rest_is_as_shipped()
     before = {c["name"]: c for c in yaml.safe_load(shipped)["channels"]}
     after = {c["name"]: c for c in yaml.safe_load(pointed)["channels"]}
     assert after.keys() == before.keys()
-    assert {c["type"] for c in before.values()} == {"dingtalk", "wecom", "sms", "email"}  # what the box fakes
+    assert {c["type"] for c in before.values()} == {"dingtalk", "wecom", "sms", "voice", "email"}  # what the box fakes
     for name, channel in after.items():
         kind = channel["type"]
         if kind == "dingtalk":
             assert channel.pop("url") == "http://127.0.0.1:4001/robot/send", name
         elif kind == "wecom":
             assert channel.pop("url") == "http://127.0.0.1:4002/cgi-bin/webhook/send", name
-        elif kind == "sms":
+        elif kind == "sms" or (kind == "voice" and "aliyun" in channel):
             assert channel["aliyun"].pop("endpoint") == "http://127.0.0.1:4003/", name
+        elif kind == "voice":
+            assert channel["tencent"].pop("endpoint") == "http://127.0.0.1:4004/", name
         else:
             assert channel.pop("port") == 4025, name
         assert channel == before[name]

@@ -23,10 +23,11 @@ from urllib.parse import quote_plus
 
 from support.fakes.server import FakeVendor, Received, Reply
 
-__all__ = ["FakeAliyunSms"]
+__all__ = ["COMMON", "FakeAliyunSms", "aliyun_expected_signature", "pct"]
 
 _NUMBER = re.compile(r"^(?:(?:\+|00)?86)?1[3-9]\d{9}$|^[1-9]\d{7,14}$")
-_REQUIRED = (
+# The common parameters of every RPC API (signature v1), then SendSms's own.
+COMMON = (
     "Action",
     "Version",
     "AccessKeyId",
@@ -36,19 +37,17 @@ _REQUIRED = (
     "SignatureNonce",
     "Format",
     "Signature",
-    "PhoneNumbers",
-    "SignName",
-    "TemplateCode",
 )
+_REQUIRED = (*COMMON, "PhoneNumbers", "SignName", "TemplateCode")
 
 
-def _pct(value: str) -> str:
+def pct(value: str) -> str:
     return quote_plus(value, encoding="utf-8").replace("+", "%20").replace("*", "%2A").replace("%7E", "~")
 
 
-def _expected_signature(form: Mapping[str, str], secret: str) -> str:
-    query = "&".join(f"{_pct(k)}={_pct(form[k])}" for k in sorted(form) if k != "Signature")
-    to_sign = "POST&" + _pct("/") + "&" + _pct(query)
+def aliyun_expected_signature(form: Mapping[str, str], secret: str) -> str:
+    query = "&".join(f"{pct(k)}={pct(form[k])}" for k in sorted(form) if k != "Signature")
+    to_sign = "POST&" + pct("/") + "&" + pct(query)
     digest = hmac.new((secret + "&").encode(), to_sign.encode(), hashlib.sha1).digest()
     return base64.b64encode(digest).decode()
 
@@ -61,6 +60,9 @@ class FakeAliyunSms(FakeVendor):
     """
 
     name = "aliyun-sms"
+    action = "SendSms"  # a subclass for another API of the same RPC style sets these and `_business`
+    required: tuple[str, ...] = _REQUIRED
+    host = "dysmsapi.aliyuncs.com"
 
     def __init__(
         self,
@@ -90,35 +92,34 @@ class FakeAliyunSms(FakeVendor):
     def _accepts(self, reply: Reply) -> bool:
         return isinstance(reply.body, dict) and reply.body.get("Code") == "OK"
 
-    @staticmethod
-    def _answer(code: str, message: str, status: int = 200) -> Reply:
+    def _answer(self, code: str, message: str, status: int = 200) -> Reply:
         body = {"RequestId": str(uuid.uuid4()).upper(), "Code": code, "Message": message}
         if status != 200:
-            body["HostId"] = "dysmsapi.aliyuncs.com"
+            body["HostId"] = self.host
         return Reply(status, body)
 
     def handle(self, request: Received) -> Reply:
         form = request.form()
         if request.method != "POST" or request.path != "/":
             return self._answer("InvalidAction.NotFound", "Specified api is not found", 404)
-        missing = [k for k in _REQUIRED if not form.get(k)]
+        missing = [k for k in self.required if not form.get(k)]
         if missing:
             return self._answer("MissingParameter", f"The input parameter {missing[0]} that is mandatory", 400)
-        if (form["Action"], form["Version"]) != ("SendSms", "2017-05-25"):
+        if (form["Action"], form["Version"]) != (self.action, "2017-05-25"):
             return self._answer("InvalidVersion", "Specified parameter Version is not valid.", 400)
         if (form["SignatureMethod"], form["SignatureVersion"], form["Format"]) != ("HMAC-SHA1", "1.0", "JSON"):
             return self._answer("InvalidParameter", "SignatureMethod, SignatureVersion or Format", 400)
         secret = self.access_keys.get(form["AccessKeyId"])
         if secret is None:
             return self._answer("InvalidAccessKeyId.NotFound", "Specified access key is not found.", 404)
-        expected = _expected_signature(form, secret)
+        expected = aliyun_expected_signature(form, secret)
         if not hmac.compare_digest(expected, form["Signature"]):
-            query = "&".join(f"{_pct(k)}={_pct(form[k])}" for k in sorted(form) if k != "Signature")
+            query = "&".join(f"{pct(k)}={pct(form[k])}" for k in sorted(form) if k != "Signature")
             # The real message quotes the string to sign, AccessKeyId and all.
             return self._answer(
                 "SignatureDoesNotMatch",
                 f"Specified signature is not matched with our calculation. server string to sign is:"
-                f"POST&%2F&{_pct(query)}",
+                f"POST&%2F&{pct(query)}",
                 400,
             )
         try:

@@ -22,7 +22,7 @@ from typing import Any
 
 from support.fakes.server import FakeVendor, Received, Reply
 
-__all__ = ["FakeTencentSms"]
+__all__ = ["FakeTencentSms", "check_tc3"]
 
 _AUTH = re.compile(
     r"^TC3-HMAC-SHA256 Credential=(?P<id>[^/]+)/(?P<date>\d{4}-\d{2}-\d{2})/(?P<service>[^/]+)/tc3_request, "
@@ -33,6 +33,40 @@ _E164 = re.compile(r"^\+[1-9]\d{7,14}$|^(?:0086|86)?1[3-9]\d{9}$")
 
 def _sign(key: bytes, msg: str) -> bytes:
     return hmac.new(key, msg.encode("utf-8"), hashlib.sha256).digest()
+
+
+def check_tc3(
+    request: Received, headers: Mapping[str, str], secrets: Mapping[str, str], *, now: float, service: str
+) -> tuple[str, str] | None:
+    """The (code, message) Tencent answers for a request whose TC3 signature does not hold, or None.
+    `headers` are the request's, names lower-cased; `service` is the API's (sms, vms) in the scope."""
+    match = _AUTH.match(headers.get("authorization", ""))
+    if match is None:
+        return "AuthFailure.InvalidAuthorization", "Authorization header is not in TC3 format."
+    secret = secrets.get(match["id"])
+    if secret is None:
+        return "AuthFailure.SecretIdNotFound", "The SecretId is not found, please ensure it is correct."
+    try:
+        stamp = int(headers.get("x-tc-timestamp", ""))
+    except ValueError:
+        return "AuthFailure.InvalidAuthorization", "X-TC-Timestamp is not an integer."
+    if abs(stamp - now) > 300:
+        return "AuthFailure.SignatureExpire", "Signature expired, timestamp differs by over 5 minutes."
+    if match["date"] != datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d") or match["service"] != service:
+        return "AuthFailure.SignatureFailure", "The provided credentials could not be validated."
+    signed = match["signed"].split(";")
+    if "content-type" not in signed or "host" not in signed:
+        return "AuthFailure.InvalidAuthorization", "SignedHeaders must include content-type and host."
+    canonical_headers = "".join(f"{name}:{headers.get(name, '').strip().lower()}\n" for name in signed)
+    canonical = "\n".join(
+        [request.method, "/", "", canonical_headers, match["signed"], hashlib.sha256(request.body).hexdigest()]
+    )
+    scope = f"{match['date']}/{service}/tc3_request"
+    to_sign = f"TC3-HMAC-SHA256\n{stamp}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
+    key = _sign(_sign(_sign(("TC3" + secret).encode(), match["date"]), service), "tc3_request")
+    if not hmac.compare_digest(hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest(), match["sig"]):
+        return "AuthFailure.SignatureFailure", "The provided credentials could not be validated."
+    return None
 
 
 class FakeTencentSms(FakeVendor):
@@ -104,40 +138,7 @@ class FakeTencentSms(FakeVendor):
         return self._business(body)
 
     def _check_signature(self, request: Received, headers: Mapping[str, str]) -> tuple[str, str] | None:
-        match = _AUTH.match(headers.get("authorization", ""))
-        if match is None:
-            return "AuthFailure.InvalidAuthorization", "Authorization header is not in TC3 format."
-        secret = self.secrets.get(match["id"])
-        if secret is None:
-            return "AuthFailure.SecretIdNotFound", "The SecretId is not found, please ensure it is correct."
-        try:
-            stamp = int(headers.get("x-tc-timestamp", ""))
-        except ValueError:
-            return "AuthFailure.InvalidAuthorization", "X-TC-Timestamp is not an integer."
-        if abs(stamp - self.clock()) > 300:
-            return "AuthFailure.SignatureExpire", "Signature expired, timestamp differs by over 5 minutes."
-        if match["date"] != datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d") or match["service"] != "sms":
-            return "AuthFailure.SignatureFailure", "The provided credentials could not be validated."
-        signed = match["signed"].split(";")
-        if "content-type" not in signed or "host" not in signed:
-            return "AuthFailure.InvalidAuthorization", "SignedHeaders must include content-type and host."
-        canonical_headers = "".join(f"{name}:{headers.get(name, '').strip().lower()}\n" for name in signed)
-        canonical = "\n".join(
-            [
-                request.method,
-                "/",
-                "",
-                canonical_headers,
-                match["signed"],
-                hashlib.sha256(request.body).hexdigest(),
-            ]
-        )
-        scope = f"{match['date']}/sms/tc3_request"
-        to_sign = f"TC3-HMAC-SHA256\n{stamp}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-        key = _sign(_sign(_sign(("TC3" + secret).encode(), match["date"]), "sms"), "tc3_request")
-        if not hmac.compare_digest(hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest(), match["sig"]):
-            return "AuthFailure.SignatureFailure", "The provided credentials could not be validated."
-        return None
+        return check_tc3(request, headers, self.secrets, now=self.clock(), service="sms")
 
     def _business(self, body: Mapping[str, Any]) -> Reply:
         if body.get("SmsSdkAppId") not in self.sdk_app_ids:
