@@ -148,6 +148,11 @@ class Metrics:
         self.scheduler_leader = Gauge(
             "alertrouter_scheduler_leader", "1 while this replica holds the scheduler lease.", registry=r
         )
+        self.engine_leader = Gauge(
+            "alertrouter_engine_leader",
+            "1 while this replica holds the engine lease (decides and notifies for every replica).",
+            registry=r,
+        )
         self.loop_errors = Counter(
             "alertrouter_loop_errors_total",
             "Exceptions a background loop (engine, delivery, maintenance, scheduler) survived and retried.",

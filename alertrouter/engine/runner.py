@@ -313,6 +313,8 @@ class EngineRunner:
         if not self._leader:
             log.info("engine lease taken by %s", self.holder)
             self._leader = True
+            if self._metrics is not None:
+                self._metrics.engine_leader.set(1)
         self.wake_at = result.wake_at
         expiry = self._claims.expiry
         if expiry is not None and (self.wake_at is None or expiry < self.wake_at):
@@ -365,6 +367,8 @@ class EngineRunner:
         if self._leader:
             log.info("engine lease lost to another replica")
         self._leader = False
+        if self._metrics is not None:
+            self._metrics.engine_leader.set(0)
         self._forget()
 
     def _evict(self, now: datetime) -> list[str]:
@@ -579,3 +583,19 @@ class EngineRunner:
             await asyncio.wait_for(self._task, STOP_GRACE.total_seconds())
         except TimeoutError:
             log.warning("engine pass still running at shutdown after %s; abandoned", STOP_GRACE)
+        await self._release()
+
+    async def _release(self) -> None:
+        """Give the lease up at shutdown, so that another replica takes over at its next pass (a
+        rolling update), not once the lease has run out; a failure here only means that wait."""
+        if not self._leader:
+            return
+        try:
+            async with self._db.write() as session:
+                await leases.release_lease(session, name=LEASE, holder=self.holder, now=self._clock())
+                await session.commit()
+        except STORE_ERRORS as exc:
+            log.warning("could not release the engine lease: %s", describe_error(exc))
+        self._leader = False
+        if self._metrics is not None:
+            self._metrics.engine_leader.set(0)
