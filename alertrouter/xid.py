@@ -30,6 +30,7 @@ __all__ = [
     "lookup",
     "meaning_text",
     "parse_code",
+    "short_line",
     "table",
     "xid_line",
 ]
@@ -141,6 +142,12 @@ def action_text(tr: NullTranslations, action: str) -> str:
         "follow_linked": tr.gettext("follow the action of the XID it names"),
     }
     return words.get(action, tr.gettext("see NVIDIA's XID documentation"))
+
+
+def short_line(tr: NullTranslations, info: XidInfo) -> str:
+    """`XID 79: reboot the node`: an SMS template variable's worth."""
+    action = action_text(tr, info.action if info.known else "see_docs")
+    return tr.gettext("XID %(code)s: %(action)s") % {"code": info.code, "action": action}
 
 
 def xid_line(tr: NullTranslations, language: str, info: XidInfo, units: str = "") -> str:
