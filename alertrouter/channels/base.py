@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from alertrouter.i18n import Locale, headline, translations
 from alertrouter.labels import alert_title
 from alertrouter.model import MessageSnapshot
+from alertrouter.xid import from_labels, short_line
 
 __all__ = [
     "Channel",
@@ -217,6 +218,15 @@ def notification_fields(n: Notification) -> dict[str, str]:
     notes = (a.annotations or {} for a in first.alerts)
     annotations_summary = next((n["summary"] for n in notes if n.get("summary")), "")
     count = summary.get("firing", summary.get("alerts", len(first.alerts)))
+    current = [a for a in first.alerts if a.firing != first.resolved] or list(first.alerts)
+    faults = sorted((info for a in current if (info := from_labels(a.labels)) is not None), key=lambda i: i.code)
+    pods = sorted(
+        {
+            (a.labels.get("exported_namespace", ""), a.labels["exported_pod"])
+            for a in current
+            if a.labels.get("exported_pod")
+        }
+    )
     return {
         # A resolved message's severity reads "resolved", as its title does: an SMS template of severity, node
         # and alert (the shipped one) would otherwise say the same when a node comes back as when it went down.
@@ -233,4 +243,6 @@ def notification_fields(n: Notification) -> dict[str, str]:
         "link": n.link or "",
         "receiver": n.receiver,
         "incidents": str(len(n.items)),
+        "xid": short_line(translations(locale.language), faults[0]) if faults else "",
+        "workload": "/".join(filter(None, pods[0])) if pods else "",
     }

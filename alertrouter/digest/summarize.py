@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from alertrouter.digest.gpufaults import gpu_faults, node_faults, rma_candidates
 from alertrouter.digest.types import (
     AckStats,
     Count,
@@ -232,6 +233,7 @@ def summarize(
         key=lambda s: (-s.episodes, s.node),
     )[:TOP]
 
+    faults = gpu_faults(fired, lambda fp: label(fp, lab.node_label))
     durations = [
         (label(e.fingerprint, lab.severity_label), max(timedelta(0), (e.ends_at or e.closed_at or end) - e.starts_at))
         for e in rows.episodes
@@ -266,4 +268,6 @@ def summarize(
         per_day=_days(rows, fired, lab, tz),
         severities=_severity_order(severity, lab.severities) or list(lab.severities),
         receiver=_receiver(rows, receiver) if receiver is not None else None,
+        gpu_faults=node_faults(faults, end - start),
+        rma=rma_candidates(faults),
     )

@@ -15,12 +15,15 @@ __all__ = [
     "DigestStats",
     "EpisodeRow",
     "FlappingAlert",
+    "GpuFault",
     "IncidentFact",
     "Mechanism",
+    "NodeFaults",
     "Noise",
     "ReceiverIncident",
     "ReceiverSection",
     "ResolveStats",
+    "RmaCandidate",
     "Totals",
     "WeekRows",
     "XidSuspect",
@@ -140,6 +143,34 @@ class XidSuspect:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuFault:
+    """An alert episode naming an XID (`digest.gpufaults`): when it began, where, and the code."""
+
+    at: datetime
+    node: str
+    gpu: str  # the index, or ""
+    uuid: str  # the GPU's UUID label, or ""
+    code: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFaults:
+    node: str
+    faults: int
+    gpus: list[str]
+    codes: list[int]
+    mtbf: timedelta  # the period's length / faults
+
+
+@dataclass(frozen=True, slots=True)
+class RmaCandidate:
+    uuid: str
+    node: str
+    gpu: str
+    evidence: list[GpuFault]  # oldest first
+
+
+@dataclass(frozen=True, slots=True)
 class ResolveStats:
     name: str  # a severity, or "all"
     resolved: int
@@ -191,6 +222,8 @@ class DigestStats:
     per_day: list[DayCount]
     severities: list[str]
     receiver: ReceiverSection | None
+    gpu_faults: list[NodeFaults] = field(default_factory=list)  # per node, most faults first
+    rma: list[RmaCandidate] = field(default_factory=list)
 
     @property
     def hours(self) -> int:

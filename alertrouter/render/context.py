@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from alertrouter import i18n
 from alertrouter.labels import alert_title
 from alertrouter.model import AlertItem, IncidentKind, MessageSnapshot, parse_time
+from alertrouter.render.faults import alert_xid, workload, workloads_text, xid_lines
 
 __all__ = [
     "ANNOTATION_CAP",
@@ -157,6 +158,8 @@ class AlertContext:
     description: str
     since: str  # local start time, "18:00 CST"
     labels: Mapping[str, str]
+    xid: str = ""  # "XID 79: GPU has fallen off the bus — action: reboot the node", or ""
+    workload: str = ""  # "ml-team/train-llama-0" (exported_namespace/exported_pod), or ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +200,9 @@ class ItemContext:
     members: tuple[str, ...]  # cluster: member node headlines
     members_more: int
     labels: Mapping[str, str]
+    xids: tuple[str, ...] = ()  # one line per distinct XID, with the GPUs that reported it
+    xids_more: int = 0
+    workloads: str = ""  # "ml/train-0, ml/train-1 +2": the workloads on the alerting GPUs
 
     def shown(self, k: int) -> ItemContext:
         """This item listing at most `k` entries of its main list (members for clusters)."""
@@ -204,7 +210,14 @@ class ItemContext:
             members = self.members[:k]
             return replace(self, members=members, members_more=self.members_more + len(self.members) - len(members))
         alerts = self.alerts[:k]
-        return replace(self, alerts=alerts, alerts_more=self.alerts_more + len(self.alerts) - len(alerts))
+        xids = self.xids[: max(k, 1)]  # the first XID stays: it says what to do
+        return replace(
+            self,
+            alerts=alerts,
+            alerts_more=self.alerts_more + len(self.alerts) - len(alerts),
+            xids=xids,
+            xids_more=self.xids_more + len(self.xids) - len(xids),
+        )
 
 
 def severity_style(severity: str, resolved: bool) -> tuple[str, str, str]:
@@ -235,7 +248,7 @@ class LocalClock:
         return self._zoned(t).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def _alert(raw: AlertItem, clock: LocalClock, ref: datetime) -> AlertContext:
+def _alert(raw: AlertItem, clock: LocalClock, ref: datetime, tr: NullTranslations, language: str) -> AlertContext:
     labels = _labels(raw.labels)
     notes = raw.annotations or {}
     started = _time(raw.starts_at)
@@ -248,6 +261,8 @@ def _alert(raw: AlertItem, clock: LocalClock, ref: datetime) -> AlertContext:
         description=clean(notes.get("description"), ANNOTATION_CAP),
         since=clock.local(started, ref) if started else "",
         labels=labels,
+        xid=alert_xid(labels, tr, language),
+        workload=workload(labels),
     )
 
 
@@ -273,16 +288,18 @@ def build_item(
     clock: LocalClock,
     now: datetime,
     tr: NullTranslations = _ENGLISH,
+    language: str = "en",
 ) -> ItemContext:
     """The template context of one outbox snapshot: its label values, texts and summary are data from
     whoever fired the alerts, cleaned and capped here; any of the summary's keys may be missing.
-    `tr`: the receiver's language, of the words made here (headline, severity, durations, places)."""
+    `tr`: the receiver's language, of the words made here (headline, severity, durations, places);
+    `language` its name (the XID table has its own translations)."""
     labels = _labels(raw.labels)
     summary = raw.summary
     ref = _time(raw.at) or now
     opened = _time(raw.opened_at)
     raw_alerts = raw.alerts
-    alerts = tuple(sorted((_alert(a, clock, ref) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
+    alerts = tuple(sorted((_alert(a, clock, ref, tr, language) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
     resolved = raw.resolved
     kind = raw.kind
     severity = clean(raw.severity or fallback_severity, KEY_CAP)
@@ -301,6 +318,8 @@ def build_item(
     members = tuple(clean(m, LABEL_CAP) for m in _members(tr, summary, alertname, unit_name))
     nodes = _int(summary.get("nodes"), len(members))
     top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
+    current = [a for a in alerts if a.firing != resolved]  # what the message is about: firing, or resolved
+    xids, xids_more = xid_lines([(a.labels, a.unit) for a in current], tr, language)
     scope = [(name, labels[name]) for name in ("region", "rack", "cluster") if labels.get(name)]
     # an alert without alertname (Alertmanager accepts those) is named by its label set
     headline = i18n.headline(tr, raw) or summary.get("headline") or (alert_title(labels) if labels else "")
@@ -339,4 +358,7 @@ def build_item(
         members=members,
         members_more=max(0, nodes - len(members)),
         labels=labels,
+        xids=xids,
+        xids_more=xids_more,
+        workloads=workloads_text([a.labels for a in current]),
     )

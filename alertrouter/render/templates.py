@@ -393,7 +393,10 @@ class Templates:
         raws = n.items[:MAX_LISTED] or (_NOTHING,)
         locale = self.locale(n)
         clock, tr = self._clock(locale), translations(locale.language)
-        return tuple(build_item(r, fallback_severity=n.severity, clock=clock, now=now, tr=tr) for r in raws)
+        language = locale.language
+        return tuple(
+            build_item(r, fallback_severity=n.severity, clock=clock, now=now, tr=tr, language=language) for r in raws
+        )
 
     def _prepare(self, channel: str, fmt: str, n: Notification) -> _Prepared:
         items = self._items(n)

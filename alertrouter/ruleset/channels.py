@@ -45,6 +45,8 @@ SMS_FIELDS = (
     "link",
     "receiver",
     "incidents",
+    "xid",  # `XID 79: reboot the node`: the lowest XID of the incident and NVIDIA's first action
+    "workload",  # `ml-team/train-0`: exported_namespace/exported_pod of an alerting GPU
 )
 
 

@@ -69,3 +69,24 @@ def test_chinese_variables_are_worded_in_the_receivers_language_and_cut_in_chara
     assert len(params["h"]) <= 20
     english = sms_params(dataclasses.replace(n, locale=None), {"h": "headline", "s": "since"}, 40)
     assert english == {"h": "gpu-node-07: GPUHighTemp on 2/8 GPUs", "s": "10:00"}
+
+
+def test_xid_and_workload_variables_from_dcgm_exporter_labels() -> None:
+    """The lowest XID of the firing alerts with NVIDIA's first action, and the workload on the GPU."""
+    gpu = {"alertname": "GPUXidError", "gpu": "3", "Hostname": "gpu-node-07", "UUID": "GPU-5e0d6f0a"}
+    alerts = [
+        {"fingerprint": "a", "labels": {**gpu, "xid": "94", "err_code": "94"}, "firing": True},
+        {
+            "fingerprint": "b",
+            "labels": {**gpu, "gpu": "5", "err_code": "79", "exported_namespace": "ml", "exported_pod": "train-0"},
+            "firing": True,
+        },
+        {"fingerprint": "c", "labels": {**gpu, "gpu": "6", "xid": "13"}, "firing": False},  # resolved already
+    ]
+    item = {**ITEM, "alerts": alerts}
+    n = dataclasses.replace(notification(), items=(MessageSnapshot.from_json(item),), link=LINK)
+    assert sms_params(n, {"x": "xid", "w": "workload"}, 40) == {"x": "XID 79: reboot the node", "w": "ml/train-0"}
+    zh = dataclasses.replace(n, locale=Locale("zh-CN", "Asia/Shanghai"))
+    assert sms_params(zh, {"x": "xid"}, 40) == {"x": "XID 79：重启节点"}
+    plain = dataclasses.replace(notification(), items=(MessageSnapshot.from_json(ITEM),), link=LINK)
+    assert sms_params(plain, {"x": "xid", "w": "workload"}, 40) == {"x": "-", "w": "-"}

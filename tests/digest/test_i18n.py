@@ -40,7 +40,7 @@ _CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 # Not words of the product: acronyms and names read the same in Chinese, the product's name, the zone's
 # abbreviation in a time, the ISO week.
-_KEPT = {"GPU", "XID", "alertrouter", "CST"}
+_KEPT = {"GPU", "XID", "RMA", "UUID", "alertrouter", "CST"}
 # The first message about an incident, with the facts its headline is worded from (where, alertname, units).
 SNAPSHOT = sample_notifications()["firing"].items[0]
 

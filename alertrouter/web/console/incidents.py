@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from alertrouter.model import IncidentKind
+from alertrouter.render.faults import alert_xid, workload, workloads_text, xid_lines
 from alertrouter.store import console as store
 from alertrouter.store import queries
 from alertrouter.store.delivery import incident_ids
@@ -91,6 +92,22 @@ def _prefill_matchers(labels: dict[str, str], *, severity_label: str) -> list[st
     return operations.incident_matchers(short, severity_label=severity_label)[: views.LABELS_SHOWN]
 
 
+def _faults(row: IncidentRow, alerts: list[AlertRow], console: Console) -> dict[str, Any]:
+    """What the GPU alerts' labels say: each distinct XID with its GPUs, meaning and NVIDIA's action, and
+    the workloads on the GPUs; of the firing alerts while the incident fires, of all once resolved."""
+    current = [a for a in alerts if a.status == "firing"] if row.status == "firing" else alerts
+    units = [(dict(a.labels), str(a.labels.get("gpu", ""))) for a in current]
+    xids, xids_more = xid_lines(units, console.tr, console.language)
+    return {
+        "xids": xids,
+        "xids_more": xids_more,
+        "workloads": workloads_text([dict(a.labels) for a in current]),
+        "alert_faults": {
+            a.fingerprint: (alert_xid(a.labels, console.tr, console.language), workload(a.labels)) for a in alerts
+        },
+    }
+
+
 @router.get("/incidents/{incident_id}")
 async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> HTMLResponse:
     async with console.runtime.db.read() as session:
@@ -127,6 +144,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         incident_ids=ids,
         silence_matchers="\n".join(_prefill_matchers(row.labels, severity_label=severity_label)),
         decision_text=views.DECISION_TEXT,
+        **_faults(row, alerts, console),
     )
 
 

@@ -1,0 +1,100 @@
+"""What an XID means, end to end: a real `alertrouter serve` receives the webhook Alertmanager sends for
+the shipped GPUXidError/GPUFallenOffBus rules on dcgm-exporter 4.x series (`err_code`, `err_msg`, the pod
+mapping's `exported_*`), and the signed DingTalk robot's message says, per XID, the GPUs, NVIDIA's meaning
+and first action, and the workload that was on the GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from e2e.harness import Router, Store, gpu_labels, wait_for, webhook, webhook_alert
+from support.fakes.dingtalk import FakeDingTalk
+
+pytestmark = [pytest.mark.e2e]
+
+DT_TOKEN = "dt-token-xid-7c2e90"  # literal test credentials, nothing real
+DT_SECRET = "SEC9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+
+RULES = """\
+aggregation:
+  - name: gpu-by-node
+    matchers: ['gpu!=""']
+    group_by: [alertname, Hostname]
+    count: {label: gpu, per_group: 8}
+    group_wait: 1s
+    rollup: off
+route:
+  receiver: oncall
+  group_wait: 1s
+  group_interval: 2s
+  repeat_interval: 1h
+receivers:
+  - name: oncall
+    channels: [robot]
+channels:
+  - name: robot
+    type: dingtalk
+    url: %s/robot/send
+    access_token: ${DT_TOKEN}
+    secret: ${DT_SECRET}
+    timeout: 2s
+    retry: {initial: 1s, max: 2s, give_up_after: 1h}
+"""
+
+
+@pytest.fixture
+def dingtalk() -> Iterator[FakeDingTalk]:
+    with FakeDingTalk({DT_TOKEN: DT_SECRET}) as fake:
+        yield fake  # type: ignore[misc]
+
+
+def xid_alert(gpu: int, code: str, pod: str) -> dict[str, str]:
+    """gpu-node-07's GPU `gpu` as the shipped GPUXidError rule fires it on dcgm-exporter 4.x."""
+    return {
+        **gpu_labels(7, gpu, alertname="GPUXidError", severity="critical"),
+        "xid": code,
+        "err_code": code,
+        "err_msg": "Contained ECC error" if code == "94" else "Uncontained ECC error",
+        "exported_namespace": "ml-team",
+        "exported_pod": pod,
+        "exported_container": "trainer",
+        "DCGM_FI_DRIVER_VERSION": "550.90.07",
+    }
+
+
+def texts(fake: FakeDingTalk) -> list[str]:
+    return [str(body[body["msgtype"]].get("text", "")) for body in fake.messages(DT_TOKEN)]
+
+
+def test_the_dingtalk_message_says_what_each_xid_means(
+    store: Store, start_router: Callable[..., Router], dingtalk: FakeDingTalk, tmp_path: Path
+) -> None:
+    directory = tmp_path / "rules"
+    directory.mkdir()
+    (directory / "rules.yml").write_text(RULES % dingtalk.url)
+    router = start_router(
+        store,
+        env={
+            "ALERTROUTER_CONFIG": str(directory),
+            "ALERTROUTER_EXTERNAL_URL": "http://alertrouter.test",
+            "DT_TOKEN": DT_TOKEN,
+            "DT_SECRET": DT_SECRET,
+            "ALERTROUTER_DELIVERY_INTERVAL": "200ms",
+        },
+    )
+    started = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
+    alerts = [xid_alert(2, "95", "llama-70b-0"), xid_alert(6, "95", "llama-70b-1"), xid_alert(4, "94", "vllm-0")]
+    body = webhook([webhook_alert(labels, starts_at=started) for labels in alerts])
+    r = router.post_webhook(body)
+    assert r.status_code == 200, r.text
+
+    (text,) = wait_for(lambda: texts(dingtalk) or None, what="the DingTalk message")
+    plain = text.replace("\\", "")  # markdown escapes of label values
+    assert "XID 94 on GPU 4: Contained ECC error — action: restart the application" in plain
+    assert "XID 95 on GPU 2, 6: Uncontained ECC error — action: reset the GPU" in plain
+    assert "ml-team/llama-70b-0, ml-team/llama-70b-1, ml-team/vllm-0" in plain
+    assert "gpu-node-07" in plain
