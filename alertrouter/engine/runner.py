@@ -52,7 +52,6 @@ log = logging.getLogger(__name__)
 LEASE = "engine"
 LOOP_NAME = "engine"  # its name in LoopHealth and the loop metrics
 RECENT = timedelta(hours=1)  # resolved alerts and incidents stay live this long (for resolved messages)
-OVERLAP = timedelta(seconds=30)  # re-read this much before the watermark: commits land out of clock order
 STOP_GRACE = timedelta(seconds=10)
 DECISION_CHUNK = 1000  # decisions (and trail events) written per transaction
 INSERTED_MAX = 200_000  # handed-over new alerts kept at most (each pass takes what it reads)
@@ -113,7 +112,7 @@ class EngineRunner:
         self._saved_at: dict[str, datetime] = {}
         self._acked: set[str] = set()
         self._inserted: dict[str, tuple[LiveAlert, datetime]] = {}
-        self._watermark: datetime | None = None
+        self._cursor: int | None = None  # where the next read of alert changes starts (store.change_cursor)
         self._silences: list[Silence] = []
         # Learned node aliases as stored (None: read them at the next pass), the claims of the live
         # alerts, and when the next alias in force expires (a pass is due then, to re-key its alerts).
@@ -169,7 +168,7 @@ class EngineRunner:
         self._acked = set()
         self._full_at = None
         self._inserted.clear()
-        self._watermark = None
+        self._cursor = None
         self._silences = []
         self._claims = Claims(self.pipeline.nodes.learned_ttl)
         self._discovered_seen = None
@@ -210,11 +209,10 @@ class EngineRunner:
             if await leases.lease_held_by_other(session, name=LEASE, holder=self.holder, now=now):
                 self._lost()
                 return None
-            changed_since = None if self._watermark is None else self._watermark - OVERLAP
             try:
-                changed = await store.load_live_alerts(
+                changed, cursor = await store.load_live_alerts(
                     session,
-                    changed_since=changed_since,
+                    since=self._cursor,
                     resolved_since=now - RECENT,
                     known=self._updated,
                     inserted=self._inserted,
@@ -228,6 +226,7 @@ class EngineRunner:
             silences = await store.load_silences(session, now=now)
             discovered = self._discovered() if self._discovered is not None else None
             if self._idle(changed, now) and silences == self._silences and discovered is self._discovered_seen:
+                self._cursor = cursor  # no change below it that this runner does not hold
                 return await self._keep_lease(now)
             self._silences = silences
             if self._claims.book is None:  # first pass, or the lease was just taken: what the leader learned
@@ -248,9 +247,8 @@ class EngineRunner:
                 self._decisions.setdefault(live.fingerprint, (decision, detail))
                 if not live.firing:
                     heapq.heappush(self._resolved, (updated_at, live.fingerprint))
-                if self._watermark is None or updated_at > self._watermark:
-                    self._watermark = updated_at
                 fresh.append(live)
+            self._cursor = cursor
             evicted = self._evict(now)
             records = await self._load_records(session, now)
         # Learn from the live alerts' claims, and evaluate with what is in force after that: an alert

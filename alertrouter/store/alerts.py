@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import AlertState, AlertStatus, ResolvedBy
 from alertrouter.store import bulk
-from alertrouter.store.handles import alerts_t, episodes_t, events_t, insert_for, raw_events_t
+from alertrouter.store.handles import alerts_t, change_counter_t, episodes_t, events_t, insert_for, raw_events_t
 
 __all__ = [
     "close_episodes",
@@ -24,6 +24,7 @@ __all__ = [
     "reopen_episodes",
     "touch_alerts",
     "update_alerts",
+    "with_change_seq",
 ]
 
 
@@ -89,7 +90,7 @@ async def insert_new(
     written = await bulk.insert_together(
         session,
         [
-            (alerts_t, alerts, ["fingerprint"]),
+            (alerts_t, await with_change_seq(session, alerts), ["fingerprint"]),
             (episodes_t, episodes, ["fingerprint", "starts_at"]),
             (events_t, events, None),
         ],
@@ -100,7 +101,21 @@ async def insert_new(
 async def update_alerts(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
     """Rows: fingerprint and the state columns (status, starts_at, ends_at, resolved_by, annotations,
     generator_url, episodes, last_seen, updated_at, fired_at); labels never change."""
-    await bulk.update(session, alerts_t, rows, key=["fingerprint"])
+    await bulk.update(session, alerts_t, await with_change_seq(session, rows), key=["fingerprint"])
+
+
+async def with_change_seq(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """On SQLite, `rows` with their `change_seq`, drawn from the counter in one statement for all of
+    them (the database's triggers would draw it row by row, doubling the cost of an insert); as given
+    on PostgreSQL, whose trigger sets it from the transaction's id. See migration 0015."""
+    if not rows or session.get_bind().dialect.name != "sqlite":
+        return rows
+    counter = change_counter_t.c
+    last = await session.scalar(
+        update(change_counter_t).where(counter.id == 1).values(value=counter.value + len(rows)).returning(counter.value)
+    )
+    first = int(last or 0) - len(rows) + 1
+    return [{**row, "change_seq": first + i} for i, row in enumerate(rows)]
 
 
 async def insert_episodes(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -10,6 +10,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.store.tables import (
+    AlertChangeCounterRow,
     AlertEpisodeRow,
     AlertEventRow,
     AlertRow,
@@ -33,6 +34,7 @@ from alertrouter.store.tables import (
 __all__ = [
     "alerts_t",
     "attempts_t",
+    "change_counter_t",
     "channels_t",
     "deliveries_t",
     "episodes_t",
@@ -53,6 +55,7 @@ __all__ = [
 ]
 
 alerts_t = cast(Table, AlertRow.__table__)
+change_counter_t = cast(Table, AlertChangeCounterRow.__table__)
 attempts_t = cast(Table, DeliveryAttemptRow.__table__)
 channels_t = cast(Table, ChannelStateRow.__table__)
 deliveries_t = cast(Table, DeliveryRow.__table__)

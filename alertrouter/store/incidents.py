@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, or_, select, update
+from sqlalchemy import ColumnElement, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import AlertStatus, OutboxStatus
@@ -16,11 +16,12 @@ from alertrouter.pipeline.throttle import NotifyState
 from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.store import bulk
 from alertrouter.store.db import is_outage, shared_values
-from alertrouter.store.handles import alerts_t, incidents_t, notify_t, outbox_t
+from alertrouter.store.handles import alerts_t, change_counter_t, incidents_t, notify_t, outbox_t
 from alertrouter.store.tables import IncidentRow, NotifyStateRow, SilenceRow
 
 __all__ = [
     "LoadedAlert",
+    "change_cursor",
     "clear_acknowledgements",
     "insert_intents",
     "load_acknowledged",
@@ -40,24 +41,40 @@ QUARANTINED = Decision.QUARANTINED.value
 LoadedAlert = tuple[LiveAlert, datetime, str | None, dict[str, Any] | None, str | None]
 
 
+async def change_cursor(session: AsyncSession) -> int:
+    """Where a read of alert changes made now can take the next read up: every change whose
+    `alerts.change_seq` is below the value is visible to a read that starts after this call.
+
+    PostgreSQL: the oldest transaction still in progress (`change_seq` is the writing transaction's
+    id, and every transaction below it has finished). SQLite: one more than the counter the triggers
+    draw from (one writer at a time, so values are committed in order). See migration 0015.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        return int(await session.scalar(text("SELECT txid_snapshot_xmin(txid_current_snapshot())")) or 0)
+    counter = change_counter_t.c
+    return int(await session.scalar(select(counter.value).where(counter.id == 1)) or 0) + 1
+
+
 async def load_live_alerts(
     session: AsyncSession,
     *,
-    changed_since: datetime | None,
+    since: int | None,
     resolved_since: datetime,
     known: Mapping[str, datetime] | None = None,
     inserted: Mapping[str, tuple[LiveAlert, datetime]] | None = None,
-) -> list[LoadedAlert]:
-    """Firing alerts and recently resolved ones (all of them, or only those changed since a watermark),
-    with their `updated_at`, and the decision and incident key stored last.
+) -> tuple[list[LoadedAlert], int]:
+    """Firing alerts and recently resolved ones (all of them, or only those changed at or after the
+    change cursor `since`), with their `updated_at`, and the decision and incident key stored last; and
+    the cursor the next read starts from (`change_cursor`, taken before this read).
 
+    A read from a cursor can return changes the caller already holds (on PostgreSQL, those of
+    transactions that were in progress when the cursor was taken, and committed before this read).
     With `known` (fingerprint -> the `updated_at` the caller holds), rows the caller already holds
-    unchanged are left out, found by a first read of two columns: after a burst, the overlap window
-    re-reads thousands of alerts a pass, and decoding their labels each time would cost more than
-    the pass itself. `inserted` (fingerprint -> the alert and `updated_at` this process's ingest
-    inserted) is used for rows whose `updated_at` is still that one: a storm's new alerts are not
-    read back (a new alert has no stored decision yet).
+    unchanged are left out, found by a first read of two columns. `inserted` (fingerprint -> the alert
+    and `updated_at` this process's ingest inserted) is used for rows whose `updated_at` is still that
+    one: a storm's new alerts are not read back (a new alert has no stored decision yet).
     """
+    cursor = await change_cursor(session)
     c = alerts_t.c
     stmt = select(
         c.fingerprint,
@@ -71,13 +88,13 @@ async def load_live_alerts(
         c.incident_key,
     ).where(_not_quarantined)
     out: list[LoadedAlert] = []
-    if changed_since is None:
+    if since is None:
         rows = list(await session.execute(stmt.where(_live(resolved_since))))
     elif known is None:
-        rows = list(await session.execute(stmt.where(c.updated_at >= changed_since)))
+        rows = list(await session.execute(stmt.where(c.change_seq >= since)))
     else:
         stamps = await session.execute(
-            select(c.fingerprint, c.updated_at).where(_not_quarantined, c.updated_at >= changed_since)
+            select(c.fingerprint, c.updated_at).where(_not_quarantined, c.change_seq >= since)
         )
         handed = inserted or {}
         wanted = []
@@ -100,7 +117,7 @@ async def load_live_alerts(
     for fp, labels, status, starts_at, fired_at, updated_at, decision, detail, key in rows:
         live = LiveAlert(fp, labels, status == AlertStatus.FIRING.value, starts_at, fired_at)
         out.append((live, updated_at, decision, detail, key))
-    return out
+    return out, cursor
 
 
 def _live(resolved_since: datetime) -> ColumnElement[bool]:

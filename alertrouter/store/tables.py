@@ -5,7 +5,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -14,6 +26,7 @@ from sqlalchemy.types import TypeDecorator
 from alertrouter.model import OutboxStatus
 
 __all__ = [
+    "AlertChangeCounterRow",
     "AlertEpisodeRow",
     "AlertEventRow",
     "AlertRow",
@@ -101,6 +114,19 @@ class AlertRow(Base):
     decision: Mapped[str | None] = mapped_column(String(32), index=True)
     decision_detail: Mapped[dict[str, Any] | None]
     decided_at: Mapped[datetime | None]
+    # Set by the database on every insert and every update of `updated_at` (triggers of migration 0015),
+    # never by this code: the engine reads changes by it (`store.incidents.change_cursor`).
+    change_seq: Mapped[int | None] = mapped_column(BigInteger, index=True)
+
+
+class AlertChangeCounterRow(Base):
+    """SQLite's source of `alerts.change_seq` (one row, id 1); unused on PostgreSQL, where the
+    sequence is the writing transaction's id."""
+
+    __tablename__ = "alert_change_counter"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    value: Mapped[int] = mapped_column(BigInteger)
 
 
 class AlertEpisodeRow(Base):

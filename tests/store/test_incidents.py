@@ -15,9 +15,7 @@ from support.rows import T0, alert
 
 async def changed(db: Database, known: Mapping[str, datetime] | None) -> list[str]:
     async with db.read() as s:
-        rows = await load_live_alerts(
-            s, changed_since=T0 - timedelta(seconds=30), resolved_since=T0 - timedelta(hours=1), known=known
-        )
+        rows, _ = await load_live_alerts(s, since=0, resolved_since=T0 - timedelta(hours=1), known=known)
     return sorted(live.fingerprint for live, *_ in rows)
 
 
@@ -53,9 +51,9 @@ async def test_alerts_this_process_inserted_are_taken_from_the_handoff_while_unc
         )
         await s.commit()
     async with db.read() as s:
-        rows = await load_live_alerts(
+        rows, _ = await load_live_alerts(
             s,
-            changed_since=T0 - timedelta(seconds=30),
+            since=0,
             resolved_since=T0 - timedelta(hours=1),
             known={},
             inserted=handed,
