@@ -205,13 +205,13 @@ async def test_html_escapes_label_values_and_text_has_the_numbers(seeded: tuple[
         assert chart.png.startswith(b"\x89PNG\r\n\x1a\n")
         assert f'src="cid:{chart.cid}"' in rendered.html
     # the shipped rules write the digest in zh-CN: the catalogue's msgstr of "alerts fired (episodes)",
-    # "%(node)s: %(faults)s faults on GPUs %(gpus)s, XIDs %(xids)s, MTBF %(mtbf)s", "%(hours)s h" and the subject's
+    # "%(node)s: %(num)s faults, GPU %(gpus)s, XID %(xids)s, MTBF %(mtbf)s", "%(hours)s h" and the subject's
     assert re.search(r"^  触发的告警（次） +17$", rendered.text, re.MULTILINE)
     assert "  node-03：2 次故障，GPU 0, 2，XID 13, 48，平均故障间隔 84.0 小时" in rendered.text.splitlines()
     assert rendered.subject.startswith("告警周报 2026-W47：告警 17 次")
     _, english = await runner.build(target, WEEK, language="en")
     assert "alerts fired (episodes)       17" in english.text
-    assert "  node-03: 2 faults on GPUs 0, 2, XIDs 13, 48, MTBF 84.0 h" in english.text.splitlines()
+    assert "  node-03: 2 faults, GPU 0, 2, XID 13, 48, MTBF 84.0 h" in english.text.splitlines()
     # one section about XIDs, not two that count differently (alerts there, deduplicated faults here)
     assert "HARDWARE SUSPECTS" not in english.text
     assert "Hardware suspects" not in english.html

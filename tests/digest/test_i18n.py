@@ -258,8 +258,8 @@ def test_the_english_digest_is_unchanged_by_the_translation() -> None:
     assert lines[1] == "Mon 16 Nov 2026 – Sun 22 Nov 2026 (Asia/Shanghai, 168 hours), receiver weekly-digest"
     assert "  Wed 18 Nov      114  critical 12, warning 102" in lines
     assert "  alerts fired (episodes)       1,342" in lines
-    assert "  gpu-node-0042: 3 faults on GPUs 3, 5, XIDs 13, 48, MTBF 56.0 h" in lines
-    assert "  (none): 1 faults on GPUs —, XIDs 79, MTBF 168.0 h" in lines
+    assert "  gpu-node-0042: 3 faults, GPU 3, 5, XID 13, 48, MTBF 56.0 h" in lines
+    assert "  (none): 1 fault, GPU —, XID 79, MTBF 168.0 h"  # one fault, said in the singular in lines
     assert "  [critical] gpu-node-07: GPUHighTemp on 6/8 GPUs (from Wed 18 Nov 10:00, 2 messages)" in lines
     assert "        5  GPUHighTemp on gpu-node-0123 GPU 5" in lines
 
