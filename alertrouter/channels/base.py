@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+from gettext import NullTranslations
 from typing import Protocol
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
-from alertrouter.i18n import Locale, headline, translations
+from alertrouter.i18n import Locale, headline, severity_name, translations
 from alertrouter.labels import alert_title
 from alertrouter.model import MessageSnapshot
 from alertrouter.xid import from_labels, short_line
@@ -202,10 +203,19 @@ def truncate_utf8(text: str, limit: int, ellipsis: str = "…") -> str:
     return data[:room].decode("utf-8", errors="ignore") + ellipsis
 
 
+def _severity(tr: NullTranslations, severity: str) -> str:
+    """`严重` / `已恢复` in zh-CN (the words the other channels show); in English, and for a severity the
+    product does not know, the value as written."""
+    word = severity_name(tr, severity)
+    return severity if word == severity.lower() else word
+
+
 def notification_fields(n: Notification) -> dict[str, str]:
-    """The plain values of a notification that short formats (SMS variables) are built from."""
+    """The plain values of a notification that short formats (SMS and voice variables) are built from,
+    worded in the receiver's language."""
     first = n.first
     locale = n.locale or Locale()
+    tr = translations(locale.language)
     labels, summary = first.labels, first.summary
     units, total = summary.get("units"), summary.get("units_total")
     if isinstance(units, int):  # a storm's summary counts its GPUs
@@ -230,9 +240,9 @@ def notification_fields(n: Notification) -> dict[str, str]:
     return {
         # A resolved message's severity reads "resolved", as its title does: an SMS template of severity, node
         # and alert (the shipped one) would otherwise say the same when a node comes back as when it went down.
-        "severity": "resolved" if all(item.resolved for item in n.items) else n.severity,
+        "severity": _severity(tr, "resolved" if all(item.resolved for item in n.items) else n.severity),
         "status": first.status.value,
-        "headline": headline(translations(locale.language), first),
+        "headline": headline(tr, first),
         "alertname": labels.get("alertname") or (alert_title(first.alerts[0].labels) if first.alerts else ""),
         "node": labels.get("node", ""),
         "region": labels.get("region", ""),
@@ -243,6 +253,6 @@ def notification_fields(n: Notification) -> dict[str, str]:
         "link": n.link or "",
         "receiver": n.receiver,
         "incidents": str(len(n.items)),
-        "xid": short_line(translations(locale.language), faults[0]) if faults else "",
+        "xid": short_line(tr, faults[0]) if faults else "",
         "workload": "/".join(filter(None, pods[0])) if pods else "",
     }

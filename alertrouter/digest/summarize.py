@@ -23,7 +23,6 @@ from alertrouter.digest.types import (
     ResolveStats,
     Totals,
     WeekRows,
-    XidSuspect,
 )
 from alertrouter.labels import alert_title
 
@@ -31,7 +30,6 @@ __all__ = ["FLAP_EPISODES", "MECHANISMS", "TOP", "Labelling", "summarize"]
 
 TOP = 10
 FLAP_EPISODES = 3  # an alert that fired this often in one week is flapping
-XID_REPEATS = 2  # XID episodes on one node that make it a hardware suspect
 # What kept an alert from a message of its own. `held` (waiting out an inhibition hold-down) is a delay,
 # not a reduction: a held alert ends up inhibited or notified, and is counted there.
 MECHANISMS = ("inhibited", "aggregated", "rolled_up", "throttled", "silenced", "muted_by_interval")
@@ -215,24 +213,6 @@ def summarize(
         if n >= FLAP_EPISODES
     ][:TOP]
 
-    xid: dict[str, list[str]] = defaultdict(list)
-    for e, _ in fired:
-        if "xid" in label(e.fingerprint, "alertname").lower() or "xid" in labels.get(e.fingerprint, {}):
-            xid[label(e.fingerprint, lab.node_label)].append(e.fingerprint)
-    suspects = sorted(
-        (
-            XidSuspect(
-                n,
-                len(found),
-                sorted({labels[fp].get("xid", "") for fp in found} - {""}, key=lambda x: (len(x), x)),
-                sorted({labels[fp].get("gpu", "") for fp in found} - {""}, key=lambda x: (len(x), x)),
-            )
-            for n, found in xid.items()
-            if len(found) >= XID_REPEATS
-        ),
-        key=lambda s: (-s.episodes, s.node),
-    )[:TOP]
-
     faults = gpu_faults(fired, lambda fp: label(fp, lab.node_label))
     durations = [
         (label(e.fingerprint, lab.severity_label), max(timedelta(0), (e.ends_at or e.closed_at or end) - e.starts_at))
@@ -262,7 +242,6 @@ def summarize(
             node, extra={k: ", ".join(sorted(v)[:3]) + (" …" if len(v) > 3 else "") for k, v in names_of.items()}
         ),
         flapping=flapping,
-        xid_suspects=suspects,
         resolve=resolve,
         ack=ack,
         per_day=_days(rows, fired, lab, tz),

@@ -26,7 +26,6 @@ __all__ = [
     "RmaCandidate",
     "Totals",
     "WeekRows",
-    "XidSuspect",
 ]
 
 
@@ -135,14 +134,6 @@ class FlappingAlert:
 
 
 @dataclass(frozen=True, slots=True)
-class XidSuspect:
-    node: str
-    episodes: int
-    xids: list[str]
-    gpus: list[str]
-
-
-@dataclass(frozen=True, slots=True)
 class GpuFault:
     """An alert episode naming an XID (`digest.gpufaults`): when it began, where, and the code."""
 
@@ -216,7 +207,6 @@ class DigestStats:
     noisiest_alerts: list[Count]
     noisiest_nodes: list[Count]
     flapping: list[FlappingAlert]
-    xid_suspects: list[XidSuspect]
     resolve: list[ResolveStats]
     ack: list[AckStats]
     per_day: list[DayCount]

@@ -80,6 +80,11 @@ def _rows(
     return out
 
 
+def _data(tr: NullTranslations, value: str) -> str:
+    """A label value as the digest shows it: cleaned and capped, a missing one as "(none)" in `tr`'s language."""
+    return tr.gettext("(none)") if value == NONE else _name(value)
+
+
 def _unit(tr: NullTranslations, detail: str) -> str:
     """`gpu 3` (a flapping alert's GPU, as `summarize` names it) / `GPU 3`."""
     if detail.startswith("gpu "):
@@ -106,7 +111,7 @@ def _evidence(tr: NullTranslations, f: GpuFault, tz: ZoneInfo, language: str) ->
         "at": time_label(f.at.astimezone(tz), language),
         "code": f.code,
         "meaning": meaning_text(info, language) or tr.gettext("unknown XID"),
-        "node": _name(f.node),
+        "node": _data(tr, f.node),
         "gpu": _name(f.gpu) or "—",
     }
 
@@ -118,7 +123,7 @@ def _gpu_sections(stats: DigestStats, tr: NullTranslations, tz: ZoneInfo, langua
     return {
         "gpu_faults": [
             {
-                "node": _name(n.node),
+                "node": _data(tr, n.node),
                 "faults": n.faults,
                 "gpus": _name(", ".join(n.gpus)) or "—",
                 "xids": ", ".join(str(c) for c in n.codes),
@@ -129,7 +134,7 @@ def _gpu_sections(stats: DigestStats, tr: NullTranslations, tz: ZoneInfo, langua
         "rma": [
             {
                 "uuid": _name(r.uuid),
-                "node": _name(r.node),
+                "node": _data(tr, r.node),
                 "gpu": _name(r.gpu) or "—",
                 "count": len(r.evidence),
                 "evidence": [_evidence(tr, f, tz, language) for f in r.evidence],
@@ -160,7 +165,7 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
     ]
 
     def data(value: str) -> str:
-        return tr.gettext("(none)") if value == NONE else _name(value)
+        return _data(tr, value)
 
     def nodes(extra: str) -> str:  # the noisiest alerts' spread: on how many nodes
         if not extra.isdigit():
@@ -222,15 +227,6 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
                 "episodes": f.episodes,
             }
             for f in stats.flapping
-        ],
-        "xid": [
-            {
-                "node": data(x.node),
-                "episodes": x.episodes,
-                "xids": _name(", ".join(x.xids)) or "—",
-                "gpus": _name(", ".join(x.gpus)) or "—",
-            }
-            for x in stats.xid_suspects
         ],
         **_gpu_sections(stats, tr, tz, language),
         "resolve": [

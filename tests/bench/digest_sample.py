@@ -107,7 +107,7 @@ def week_events(start: datetime, rng: random.Random) -> list[Event]:
     for i in range(5):  # a flapping GPU
         episode(tue + timedelta(minutes=20 * i), 8, [gpu(123, 5)])
     for day, hour, xid, g in ((0, 3, "48", 3), (3, 22, "48", 3), (4, 6, "13", 3), (2, 11, "31", 1), (5, 2, "31", 6)):
-        n = 42 if g == 3 else 890  # two nodes with repeated XIDs: hardware suspects
+        n = 42 if g == 3 else 890  # GPU faults on two nodes; node 42 GPU 3 repeats XID 48: an RMA candidate
         at = start + timedelta(days=day, hours=hour, minutes=7)
         episode(at, 45, [gpu(n, g, "GPUXidError", "critical", xid=xid)])
     for day, n in ((1, 517), (5, 733)):  # nodes down with their GPU alerts (inhibited)

@@ -90,3 +90,24 @@ def test_xid_and_workload_variables_from_dcgm_exporter_labels() -> None:
     assert sms_params(zh, {"x": "xid"}, 40) == {"x": "XID 79：重启节点"}
     plain = dataclasses.replace(notification(), items=(MessageSnapshot.from_json(ITEM),), link=LINK)
     assert sms_params(plain, {"x": "xid", "w": "workload"}, 40) == {"x": "-", "w": "-"}
+
+
+@pytest.mark.parametrize(
+    ("severity", "resolved", "zh", "en"),
+    [
+        ("critical", False, "严重", "critical"),  # msgstr of "critical", as DingTalk and WeCom say it (严重)
+        ("warning", False, "警告", "warning"),
+        ("info", False, "提示", "info"),
+        ("critical", True, "已恢复", "resolved"),  # a resolved message: msgstr of "resolved"
+        ("P1", False, "P1", "P1"),  # a severity the product does not know is data: as written
+    ],
+)
+def test_the_severity_variable_is_the_word_of_the_receivers_language(
+    severity: str, resolved: bool, zh: str, en: str
+) -> None:
+    item = MessageSnapshot.from_json({**ITEM, "status": "resolved" if resolved else "firing"})
+    n = dataclasses.replace(notification(), severity=severity, items=(item,))
+    assert sms_params(n, {"s": "severity"}, 20) == {"s": en}
+    chinese = dataclasses.replace(n, locale=Locale("zh-CN", "Asia/Shanghai"))
+    assert sms_params(chinese, {"s": "severity"}, 20) == {"s": zh}
+    assert sms_params(chinese, {"s": "severity"}, 2) == {"s": zh[:2]}  # param_max_length: cut in characters

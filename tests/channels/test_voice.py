@@ -66,6 +66,13 @@ def test_params_are_spoken_cut_and_never_empty() -> None:
     assert zh == {"s": "无"}
 
 
+def test_the_spoken_severity_is_the_word_of_the_receivers_language() -> None:
+    """Said to a Chinese receiver as 严重 (as DingTalk and WeCom show it), not the label value critical."""
+    assert voice_params(SAMPLE, {"s": "severity"}, 12) == {"s": "critical"}
+    zh = dataclasses.replace(SAMPLE, locale=Locale("zh-CN", "Asia/Shanghai"))
+    assert voice_params(zh, {"s": "severity", "n": "node"}, 12) == {"s": "严重", "n": "gpu node 07"}
+
+
 async def test_one_call_per_number_with_the_delivery_as_reference() -> None:
     recorder = Recorder()
     async with httpx.AsyncClient() as client:

@@ -51,8 +51,8 @@ def test_a_north_node_pages_the_north_and_not_the_south(labels: Labels) -> None:
         assert not about(told[f"dingtalk-{other}"], node)
         assert not about(told["dingtalk-core"], node)
         assert [t for t in told[f"sms-{region}"]] == [
-            f'{{"severity": "critical", "node": "{node}", "alert": "GPUXidError", "gpus": "1/8"}}'
-        ]
+            f'{{"severity": "严重", "node": "{node}", "alert": "GPUXidError", "gpus": "1/8"}}'
+        ]  # the severity in the receiver's language (zh-CN), as the robots say it
         assert not about(told[f"sms-{other}"], node)
         assert not about(told["sms-oncall"], node)
         assert len(about(told["wecom-core"], f"{node}：1/8 块 GPU GPUXidError")) == 1

@@ -54,7 +54,7 @@ def test_one_cluster_node_down_message_per_critical_channel(rack: Rack) -> None:
     assert len(json.dumps(dingtalk[0], ensure_ascii=False).encode()) <= DINGTALK_MAX_BODY
     assert len(markdown.encode()) <= WECOM_MAX_CONTENT["markdown"]
     assert [p for p in rack.sms() if p["alert"] == "NodeDown"] == [
-        {"severity": "critical", "node": "-", "alert": "NodeDown", "gpus": "-"}
+        {"severity": "严重", "node": "-", "alert": "NodeDown", "gpus": "-"}  # critical, in zh-CN
     ]
     # every NodeDown is named by node-exporter's nodename and rolled into the cluster incident
     node_down = [a for a in rack.alerts if a["alertname"] == "NodeDown"]
@@ -94,7 +94,7 @@ def test_xid48_during_the_storm_is_delivered(rack: Rack) -> None:
         assert node in xid[0]
         assert "XID 48" in xid[0]
     assert [p for p in rack.sms() if p["alert"] == "GPUXidError"] == [
-        {"severity": "critical", "node": node, "alert": "GPUXidError", "gpus": "1/8"}
+        {"severity": "严重", "node": node, "alert": "GPUXidError", "gpus": "1/8"}
     ]
     (alert,) = [a for a in rack.alerts if a["alertname"] == "GPUXidError"]
     assert alert["labels"]["xid"] == "48"

@@ -127,14 +127,18 @@ async def test_totals(seeded: tuple[DigestRunner, DigestStats]) -> None:
     assert stats.hours == 168
 
 
-async def test_flapping_and_hardware_suspects(seeded: tuple[DigestRunner, DigestStats]) -> None:
+async def test_flapping_and_gpu_faults(seeded: tuple[DigestRunner, DigestStats]) -> None:
     _, stats = seeded
     assert [(f.alertname, f.node, f.detail, f.episodes) for f in stats.flapping] == [
         ("GPUHighTemp", "node-02", "gpu 1", 3)
     ]
-    assert [(x.node, x.episodes, x.xids, x.gpus) for x in stats.xid_suspects] == [
-        ("node-03", 2, ["13", "48"], ["0", "2"])
+    # node-03: XID 48 on GPU 0 (Wed) and XID 13 on GPU 2 (Thu); node-04: XID 31 on GPU 1 (Thu). One fault is
+    # listed too (a node's mean time between faults needs no repeat): 168 h / 2 = 84 h, 168 h / 1 = 168 h.
+    assert [(n.node, n.faults, n.gpus, n.codes, n.mtbf) for n in stats.gpu_faults] == [
+        ("node-03", 2, ["0", "2"], [13, 48], timedelta(hours=84)),
+        ("node-04", 1, ["1"], [31], timedelta(hours=168)),
     ]
+    assert stats.rma == []  # no UUID label on these GPUs: nothing an RMA could name
 
 
 async def test_time_to_resolve_and_acknowledge(seeded: tuple[DigestRunner, DigestStats]) -> None:
@@ -201,11 +205,15 @@ async def test_html_escapes_label_values_and_text_has_the_numbers(seeded: tuple[
         assert chart.png.startswith(b"\x89PNG\r\n\x1a\n")
         assert f'src="cid:{chart.cid}"' in rendered.html
     # the shipped rules write the digest in zh-CN: the catalogue's msgstr of "alerts fired (episodes)",
-    # "%(node)s: %(episodes)s XID alerts, XIDs %(xids)s, GPUs %(gpus)s" and the subject's
+    # "%(node)s: %(num)s faults, GPU %(gpus)s, XID %(xids)s, MTBF %(mtbf)s", "%(hours)s h" and the subject's
     assert re.search(r"^  触发的告警（次） +17$", rendered.text, re.MULTILINE)
-    assert "node-03：XID 告警 2 次，XID 编号 13, 48，GPU 0, 2" in rendered.text
+    assert "  node-03：2 次故障，GPU 0, 2，XID 13, 48，平均故障间隔 84.0 小时" in rendered.text.splitlines()
     assert rendered.subject.startswith("告警周报 2026-W47：告警 17 次")
     _, english = await runner.build(target, WEEK, language="en")
     assert "alerts fired (episodes)       17" in english.text
-    assert "node-03: 2 XID alerts, XIDs 13, 48, GPUs 0, 2" in english.text
+    assert "  node-03: 2 faults, GPU 0, 2, XID 13, 48, MTBF 84.0 h" in english.text.splitlines()
+    # one section about XIDs, not two that count differently (alerts there, deduplicated faults here)
+    assert "HARDWARE SUSPECTS" not in english.text
+    assert "Hardware suspects" not in english.html
+    assert english.text.count("node-03:") == 1
     assert english.subject.startswith("Weekly alert digest 2026-W47: 17 alerts")

@@ -143,8 +143,8 @@ async def test_the_digest_shows_both_in_both_languages(seeded: tuple[DigestRunne
     target = runner.targets["weekly-digest"]
     _, english = await runner.build(target, WEEK, language="en")
     text = english.text
-    assert "gpu-node-07: 5 faults on GPUs 1, 3, 5, XIDs 13, 79, 94, MTBF 33.6 h" in text
-    assert "gpu-node-09: 2 faults on GPUs 0, XIDs 48, 63, MTBF 84.0 h" in text
+    assert "gpu-node-07: 5 faults, GPU 1, 3, 5, XID 13, 79, 94, MTBF 33.6 h" in text
+    assert "gpu-node-09: 2 faults, GPU 0, XID 48, 63, MTBF 84.0 h" in text
     assert "GPU-gpu-node-07-3-4f1c (gpu-node-07 GPU 3): 2 faults" in text
     # local times (Asia/Shanghai, +8h) and NVIDIA's meaning of each code
     assert "Mon 16 Nov 10:00  XID 79 GPU has fallen off the bus on gpu-node-07 GPU 3" in text

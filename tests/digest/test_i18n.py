@@ -21,13 +21,15 @@ from alertrouter.digest.types import (
     DayCount,
     DigestStats,
     FlappingAlert,
+    GpuFault,
     Mechanism,
+    NodeFaults,
     Noise,
     ReceiverIncident,
     ReceiverSection,
     ResolveStats,
+    RmaCandidate,
     Totals,
-    XidSuspect,
 )
 from alertrouter.digest.view import RenderedDigest, render_digest
 from alertrouter.render.samples import sample_notifications
@@ -40,9 +42,16 @@ _CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 # Not words of the product: acronyms and names read the same in Chinese, the product's name, the zone's
 # abbreviation in a time, the ISO week.
-_KEPT = {"GPU", "XID", "RMA", "UUID", "alertrouter", "CST"}
+_KEPT = {"GPU", "XID", "RMA", "UUID", "ECC", "alertrouter", "CST"}
 # The first message about an incident, with the facts its headline is worded from (where, alertname, units).
 SNAPSHOT = sample_notifications()["firing"].items[0]
+
+
+UUID = "GPU-7b1f2c3d-0042-0003"
+
+
+def _fault(day: int, code: int) -> GpuFault:
+    return GpuFault(datetime(2026, 11, day, 2, 0, tzinfo=UTC), "gpu-node-0042", "3", UUID, code)
 
 
 def _stats(*, empty: bool = False) -> DigestStats:
@@ -53,7 +62,7 @@ def _stats(*, empty: bool = False) -> DigestStats:
         noise = Noise(0, 0, 0, 0, 0, {}, [])
         totals = Totals(0, 0, 0, 0, 0, 0, 0, [], [], [], [])
         return DigestStats(
-            WEEK, TZ, start, end, totals, noise, [], [], [], [], [], [], [DayCount(d, {}) for d in days], [], None
+            WEEK, TZ, start, end, totals, noise, [], [], [], [], [], [DayCount(d, {}) for d in days], [], None
         )
     noise = Noise(
         alert_changes=4210,
@@ -96,7 +105,6 @@ def _stats(*, empty: bool = False) -> DigestStats:
             Count("gpu-node-0123", 17, "GPUHighTemp"),
         ],
         flapping=[FlappingAlert("GPUHighTemp", "gpu-node-0123", "gpu 5", 5)],
-        xid_suspects=[XidSuspect("gpu-node-0042", 3, ["13", "48"], ["3"])],
         resolve=[
             ResolveStats("all", 1300, timedelta(minutes=42), timedelta(minutes=25)),
             ResolveStats("critical", 390, timedelta(hours=2, minutes=5), timedelta(minutes=50)),
@@ -115,6 +123,11 @@ def _stats(*, empty: bool = False) -> DigestStats:
             ],
             4,
         ),
+        gpu_faults=[
+            NodeFaults("gpu-node-0042", 3, ["3", "5"], [13, 48], timedelta(hours=56)),
+            NodeFaults("(none)", 1, [], [79], timedelta(hours=168)),  # an alert without a node label
+        ],
+        rma=[RmaCandidate(UUID, "gpu-node-0042", "3", [_fault(18, 48), _fault(20, 48)])],
     )
 
 
@@ -157,7 +170,7 @@ def _data(stats: DigestStats) -> list[str]:
     for m in stats.noise.mechanisms:
         values |= {r.name.removeprefix("silence ").removeprefix("time interval ") for r in m.rules}
     values |= {f.alertname for f in stats.flapping} | {f.node for f in stats.flapping}
-    values |= {x.node for x in stats.xid_suspects}
+    values |= {n.node for n in stats.gpu_faults} | {r.uuid for r in stats.rma}
     if stats.receiver is not None:
         values |= {stats.receiver.receiver} | {i.headline for i in stats.receiver.incidents}
         for i in stats.receiver.incidents:  # the worded headline's data: node, alert name, label values
@@ -206,7 +219,8 @@ def test_the_chinese_digest_reads_as_the_catalogue_says() -> None:
     assert lines[1] == "2026年11月16日 周一 – 2026年11月22日 周日 (Asia/Shanghai, 168 小时)，接收方 weekly-digest"
     assert "  11月18日 周三      114  严重 12，警告 102" in lines
     assert {"总览", "降噪", "每日告警"} <= set(lines)
-    assert "  gpu-node-0042：XID 告警 3 次，XID 编号 13, 48，GPU 3" in lines
+    assert "  gpu-node-0042：3 次故障，GPU 3, 5，XID 13, 48，平均故障间隔 56.0 小时" in lines  # 168 h / 3
+    assert "  （无）：1 次故障，GPU —，XID 79，平均故障间隔 168.0 小时" in lines  # msgstr of "(none)"
     assert {"  抑制：320 条告警", "  合并为风暴：1,000 条告警"} <= set(lines)
     assert {"    静默 3f2a: 8", "    时间段 business-hours: 5", "    重复间隔: 40"} <= set(lines)
     assert "        5  gpu-node-0123 上的 GPUHighTemp GPU 5" in lines
@@ -244,7 +258,8 @@ def test_the_english_digest_is_unchanged_by_the_translation() -> None:
     assert lines[1] == "Mon 16 Nov 2026 – Sun 22 Nov 2026 (Asia/Shanghai, 168 hours), receiver weekly-digest"
     assert "  Wed 18 Nov      114  critical 12, warning 102" in lines
     assert "  alerts fired (episodes)       1,342" in lines
-    assert "  gpu-node-0042: 3 XID alerts, XIDs 13, 48, GPUs 3" in lines
+    assert "  gpu-node-0042: 3 faults, GPU 3, 5, XID 13, 48, MTBF 56.0 h" in lines
+    assert "  (none): 1 fault, GPU —, XID 79, MTBF 168.0 h"  # one fault, said in the singular in lines
     assert "  [critical] gpu-node-07: GPUHighTemp on 6/8 GPUs (from Wed 18 Nov 10:00, 2 messages)" in lines
     assert "        5  GPUHighTemp on gpu-node-0123 GPU 5" in lines
 
