@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.engine.cadence import Cadence, firing
 from alertrouter.engine.claims import Claims
 from alertrouter.engine.decisions import DecisionChanges, Poisoned, decision_changes, describe, find_culprits
+from alertrouter.engine.escalation import EscalationWork, Escalator, write_events
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import AlertStatus, utcnow
@@ -118,6 +119,9 @@ class EngineRunner:
         # Learned node aliases as stored (None: read them at the next pass), the claims of the live
         # alerts, and when the next alias in force expires (a pass is due then, to re-key its alerts).
         self._claims = Claims(pipeline.nodes.learned_ttl)
+        # Escalation chains of unacknowledged incidents, stepped under the lease (engine/escalation.py).
+        self._escalator = Escalator(pipeline, metrics)
+        self._escalated = EscalationWork()
         self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -176,6 +180,7 @@ class EngineRunner:
         self._last = None
         self._lease_renewed = None
         self._evaluator = Evaluator(self.pipeline)
+        self._escalator.forget()
 
     async def run_once(self) -> EvalResult | None:
         """One pass; None when another replica holds the lease. Passes of this runner never overlap
@@ -296,8 +301,11 @@ class EngineRunner:
         written = [
             result.incidents[k] for k in sorted(result.evaluated) if k in after and after[k] is not records.get(k)
         ]
-        if not await self._under_lease(now, lambda session: self._persist(session, result, written, learnt, now)):
+        if not await self._under_lease(
+            now, lambda session: self._persist(session, result, written, learnt, now, after)
+        ):
             return None
+        self._escalator.committed(self._escalated)
         self._records = after
         self._saved_at.update((state.key, now) for state in written)
         if result.intents and self._on_intents is not None:
@@ -314,9 +322,9 @@ class EngineRunner:
             log.info("engine lease taken by %s", self.holder)
             self._leader = True
         self.wake_at = result.wake_at
-        expiry = self._claims.expiry
-        if expiry is not None and (self.wake_at is None or expiry < self.wake_at):
-            self.wake_at = expiry
+        for due in (self._claims.expiry, self._escalator.wake_at):
+            if due is not None and (self.wake_at is None or due < self.wake_at):
+                self.wake_at = due
         self._observe(result, time.perf_counter() - started, full=full)
         return result
 
@@ -406,6 +414,22 @@ class EngineRunner:
                 del self._saved_at[key]
         return records
 
+    def _alerts_index(self, result: EvalResult) -> Callable[[str], list[LiveAlert]]:
+        """Incident key -> its live alerts, indexed on first use (only a pass that escalates needs it)."""
+        index: dict[str, list[LiveAlert]] | None = None
+
+        def alerts_of(key: str) -> list[LiveAlert]:
+            nonlocal index
+            if index is None:
+                index = {}
+                for fp, decision in result.decisions.items():
+                    alert = self._alerts.get(fp)
+                    if decision.incident is not None and alert is not None:
+                        index.setdefault(decision.incident, []).append(alert)
+            return index.get(key, [])
+
+        return alerts_of
+
     def _decision_changes(self, result: EvalResult, now: datetime) -> DecisionChanges:
         return decision_changes(
             result,
@@ -427,6 +451,7 @@ class EngineRunner:
         written: Sequence[IncidentState],
         learnt: Sequence[aliases.LearnedAlias],
         now: datetime,
+        after: Mapping[str, IncidentRecord],
     ) -> None:
         """What must commit under the lease: learned aliases, the incidents that changed (those whose
         alerts moved to a learned name first), what each receiver was told, the outbox."""
@@ -438,6 +463,9 @@ class EngineRunner:
         reasons = {key: QUIET_RESOLVE for key in result.notify_states}
         reasons.update({(i.incident, i.receiver): i.reason.value for i in result.intents})
         await store.save_notify_states(session, result.notify_states, reasons)
+        self._escalated = await self._escalator.work(session, result, after, now, self._alerts_index(result))
+        result.intents.extend(self._escalated.intents)
+        await write_events(session, self._escalated)
         await store.insert_intents(session, result.intents, now)
 
     async def _write_decisions(self, changes: DecisionChanges) -> None:

@@ -117,7 +117,7 @@ class Schedule:
         return k
 
     def _covers(self, layer: Layer, at: datetime) -> bool:
-        if _local(at, self.zone) < layer.start:  # a layer starts with its first shift
+        if at < self._handover(layer, 0):  # a layer starts with its first shift
             return False
         if layer.restrict is None:
             return True
@@ -158,7 +158,7 @@ class Schedule:
 
     def next_change(self, at: datetime) -> datetime | None:
         """The first instant after `at` at which someone else (or no one) is on call."""
-        current = self.who(at)
+        current = self.who(at).person
         cursor = at
         limit = at + timedelta(days=_SEARCH_DAYS)
         while cursor < limit:
@@ -166,7 +166,7 @@ class Schedule:
             if not later:
                 return None
             cursor = min(later)
-            if self.who(cursor) != current:
+            if self.who(cursor).person != current:
                 return cursor
         return None
 
