@@ -123,7 +123,7 @@ def test_overrides_win_and_the_last_listed_wins_among_them() -> None:
     swap = Override(at("2026-11-05 12:00", SHANGHAI), at("2026-11-05 18:00", SHANGHAI), "bo")
     schedule = Schedule("s", SHANGHAI, base.layers, (holiday, swap))
     assert schedule.who(at("2026-11-04 23:59", SHANGHAI)).person == "ana"
-    assert schedule.who(at("2026-11-05 00:00", SHANGHAI)) .person == "cy"
+    assert schedule.who(at("2026-11-05 00:00", SHANGHAI)).person == "cy"
     assert schedule.who(at("2026-11-05 12:00", SHANGHAI)).person == "bo"
     assert schedule.who(at("2026-11-05 18:00", SHANGHAI)).person == "cy"
     assert schedule.who(at("2026-11-06 00:00", SHANGHAI)).person == "ana"
