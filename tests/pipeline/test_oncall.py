@@ -159,7 +159,8 @@ def test_who_is_constant_between_changes_and_differs_at_a_change(
     current = schedule.who(instant)
     assert current.person is not None  # a layer without restriction always has exactly one person
     change = schedule.next_change(instant)
-    assert change is not None and change > instant
+    assert change is not None
+    assert change > instant
     assert change - instant <= rotation + timedelta(hours=1)  # one DST hour at most
     assert schedule.who(change - timedelta(microseconds=1)) == current
     assert schedule.who(change) != current
