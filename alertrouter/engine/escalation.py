@@ -43,6 +43,7 @@ def escalation_note(policy: EscalationPolicy, step: int) -> dict[str, Any]:
         "step": step + 1,
         "steps": len(policy.steps),
         "after": format_duration(policy.steps[step].after),
+        "after_seconds": int(policy.steps[step].after.total_seconds()),
         "receivers": list(policy.steps[step].receivers),
     }
 

@@ -21,6 +21,7 @@ __all__ = [
     "count_active",
     "load_active",
     "load_escalation",
+    "running",
     "save_step",
     "start_chains",
     "step_counts",
@@ -151,6 +152,12 @@ async def load_escalation(session: AsyncSession, key: str) -> EscalationView | N
         row.stopped_by,
         list(row.history or []),
     )
+
+
+async def running(session: AsyncSession, limit: int = 200) -> list[EscalationRow]:
+    """Chains not stopped, the next step due first."""
+    stmt = select(EscalationRow).where(EscalationRow.stopped.is_(None)).order_by(EscalationRow.next_at).limit(limit)
+    return list((await session.scalars(stmt)).all())
 
 
 async def count_active(session: AsyncSession) -> int:

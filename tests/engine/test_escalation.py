@@ -134,6 +134,7 @@ async def test_unacknowledged_critical_incident_escalates_step_by_step(db: Datab
         "step": 2,
         "steps": 3,
         "after": "20m",
+        "after_seconds": 1200,
         "receivers": ["lead"],
     }
     trail = [e.detail for e in await rows(db, AlertEventRow) if e.kind == "escalation"]

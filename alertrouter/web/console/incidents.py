@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from alertrouter.model import IncidentKind
 from alertrouter.store import console as store
-from alertrouter.store import queries
+from alertrouter.store import escalations, queries
 from alertrouter.store.delivery import incident_ids
 from alertrouter.store.tables import AlertRow, IncidentRow
 from alertrouter.web import operations
@@ -108,6 +108,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         if row.parent_key:
             keys.add(row.parent_key)
         ids = await incident_ids(session, keys)
+        escalation = await escalations.load_escalation(session, row.key)
     severity_label = console.runtime.ruleset.global_.severity_label
     return console.page(
         "incident",
@@ -127,6 +128,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         incident_ids=ids,
         silence_matchers="\n".join(_prefill_matchers(row.labels, severity_label=severity_label)),
         decision_text=views.DECISION_TEXT,
+        escalation=escalation,
     )
 
 
