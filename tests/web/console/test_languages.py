@@ -15,6 +15,9 @@ import pytest
 from alertrouter.auth.links import LINK_PURPOSE, Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.model import utcnow
+from alertrouter.pipeline.escalation import Chain
+from alertrouter.store import escalations
+from alertrouter.store.tables import IncidentRow
 from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.web.console.language import LANGUAGE_COOKIE, choose_language, from_accept_language
 from support.scenario import gpu_labels, node_down_labels
@@ -76,6 +79,11 @@ def _data(app: App) -> list[str]:
     for cfg in rules.channels:
         values |= {cfg.name, str(cfg.type)}
     dumped = rules.model_dump(mode="json", by_alias=True)
+    oncall = dumped.get("oncall") or {}
+    for person in oncall.get("people") or []:
+        values |= {person["name"], person["display_name"]}
+    for section in ("schedules", "escalations"):
+        values |= {entry["name"] for entry in oncall.get(section) or []}
     for section in ("receivers", "aggregation", "inhibit_rules"):
         for entry in dumped.get(section) or []:
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
@@ -95,6 +103,20 @@ def _visible(page: str, data: Iterable[str]) -> str:
     return text
 
 
+async def _escalate(app: App, incident: int) -> None:
+    """The incident's escalation chain with its first step taken, as the engine records it."""
+    async with app.runtime.db.write() as session:
+        row = await session.get(IncidentRow, incident)
+        assert row is not None
+        now = utcnow()
+        chain = Chain(row.key, "critical-unacked", now, 0, now)
+        await escalations.start_chains(session, [chain], {"critical-unacked": 3}, now)
+        after = Chain(row.key, "critical-unacked", now, 1, now + timedelta(minutes=10))
+        entry = {"event": "step", "step": 1, "steps": 3, "after": "10m", "receivers": ["oncall-secondary"]}
+        assert await escalations.save_step(session, chain, after, entry, now)
+        await session.commit()
+
+
 async def _pages(app: App) -> dict[str, str]:
     """Every console page over the sample, as the logged-in person (and the link pages as anyone)."""
     pages: dict[str, str] = {}
@@ -106,6 +128,11 @@ async def _pages(app: App) -> dict[str, str]:
     for path in ("/incidents?status=all", f"/incidents/{incident}", "/alerts/muted", "/silences", "/channels"):
         pages[path] = (await client.get(path)).text
     pages["/nodes"] = (await client.get("/nodes")).text
+    pages["/oncall"] = (await client.get("/oncall")).text
+    down = await app.incident_id("NodeDown")
+    await _escalate(app, down)
+    pages["escalated incident"] = (await client.get(f"/incidents/{down}")).text
+    pages["/oncall escalating"] = (await client.get("/oncall")).text
     pages["/rules"] = (await client.get("/rules")).text
     pages["no incidents"] = (await client.get("/incidents?status=resolved")).text
     pages["missing incident"] = (await client.get("/incidents/999999")).text
