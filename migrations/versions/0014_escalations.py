@@ -36,7 +36,9 @@ def upgrade() -> None:
         sa.Column("stopped", sa.String(length=16), nullable=True),
         sa.Column("stopped_at", sa.DateTime(), nullable=True),
         sa.Column("stopped_by", sa.String(length=255), nullable=True),
-        sa.Column("history", sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"), nullable=False),
+        sa.Column(
+            "history", sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"), nullable=False
+        ),
         sa.Column("updated_at", sa.DateTime(), nullable=False),
         sa.PrimaryKeyConstraint("incident_key", name=op.f("pk_escalations")),
     )

@@ -16,9 +16,9 @@ from alertrouter.auth.links import LINK_PURPOSE, Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.model import utcnow
 from alertrouter.pipeline.escalation import Chain
+from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.store import escalations
 from alertrouter.store.tables import IncidentRow
-from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.web.console.language import LANGUAGE_COOKIE, choose_language, from_accept_language
 from support.scenario import gpu_labels, node_down_labels
 
