@@ -69,7 +69,9 @@ def delivery_rows(
         channel = channels.get(ref.channel)
         if channel is None:
             continue
-        recipients = [r for r in (list(ref.to) or list(getattr(channel, "to", []) or [])) if r]
+        # the channel's own `to` is the default when the receiver names no one (no `to`, no `oncall`)
+        default = [] if ref.oncall else list(getattr(channel, "to", []) or [])
+        recipients = [r for r in (list(ref.to) or default) if r]
         mentions = ref.mentions
         mobiles, user_ids = list(mentions.mobiles), list(mentions.user_ids)
         oncall: list[dict[str, str]] = []

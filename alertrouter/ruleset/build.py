@@ -260,7 +260,7 @@ def _check_channels(ruleset: Ruleset, problems: _Problems) -> None:
                 continue
             if channel.type == "sms" and not [n for n in ref.to if n] and not ref.oncall:
                 problems.add("receivers", i, where + ".to", "an SMS channel needs the phone numbers to send to")
-            if channel.type == "email" and not (ref.to or channel.to):
+            if channel.type == "email" and not (ref.to or channel.to or ref.oncall):
                 problems.add("receivers", i, where + ".to", "no recipients here nor in the email channel's `to`")
             if channel.type in _CHAT and ref.to:
                 problems.add("receivers", i, where + ".to", "chat robots post to their group; use mentions")
