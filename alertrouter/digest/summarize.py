@@ -266,4 +266,5 @@ def summarize(
         per_day=_days(rows, fired, lab, tz),
         severities=_severity_order(severity, lab.severities) or list(lab.severities),
         receiver=_receiver(rows, receiver) if receiver is not None else None,
+        escalations=dict(rows.escalations),
     )

@@ -36,6 +36,7 @@ class Stop(enum.StrEnum):
     RESOLVED = "resolved"
     EXHAUSTED = "exhausted"  # the last step was taken
     POLICY_GONE = "policy_gone"  # the rules no longer have the policy (or fewer steps)
+    SUPERSEDED = "superseded"  # a new chain of the same incident started (the store's safety net)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, delete, func, select, update
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.pipeline.escalation import Chain
+from alertrouter.pipeline.escalation import Chain, Stop
 from alertrouter.store.handles import incidents_t
 from alertrouter.store.tables import EscalationRow
 
@@ -42,12 +42,18 @@ async def load_active(session: AsyncSession) -> dict[str, Chain]:
 
 
 async def start_chains(session: AsyncSession, chains: Sequence[Chain], steps: Mapping[str, int], now: datetime) -> None:
-    """A chain per incident, replacing the one of an earlier occurrence (`steps`: policy -> its step count)."""
+    """A new chain per incident (`steps`: policy -> its step count); an earlier occurrence's chain of the
+    same incident stays as it ended, so the digest counts both. One still running (the engine would not
+    start another: a safety net) is ended as `superseded`."""
     if not chains:
         return
     keys = [c.incident for c in chains]
     for start in range(0, len(keys), 500):
-        await session.execute(delete(escalations_t).where(escalations_t.c.incident_key.in_(keys[start : start + 500])))
+        await session.execute(
+            update(escalations_t)
+            .where(escalations_t.c.incident_key.in_(keys[start : start + 500]), escalations_t.c.stopped.is_(None))
+            .values(next_at=None, stopped=Stop.SUPERSEDED.value, stopped_at=now, updated_at=now)
+        )
     await session.execute(
         escalations_t.insert(),
         [
@@ -70,7 +76,9 @@ async def start_chains(session: AsyncSession, chains: Sequence[Chain], steps: Ma
 
 
 async def _history(session: AsyncSession, key: str) -> list[dict[str, Any]]:
-    found = await session.scalar(select(escalations_t.c.history).where(escalations_t.c.incident_key == key))
+    found = await session.scalar(
+        select(escalations_t.c.history).where(escalations_t.c.incident_key == key, escalations_t.c.stopped.is_(None))
+    )
     return list(found or [])
 
 
@@ -138,7 +146,14 @@ class EscalationView:
 
 
 async def load_escalation(session: AsyncSession, key: str) -> EscalationView | None:
-    row = await session.get(EscalationRow, key)
+    """The incident's latest chain."""
+    stmt = (
+        select(EscalationRow)
+        .where(EscalationRow.incident_key == key)
+        .order_by(EscalationRow.started_at.desc(), EscalationRow.id.desc())
+        .limit(1)
+    )
+    row = (await session.scalars(stmt)).first()
     if row is None:
         return None
     return EscalationView(
@@ -168,7 +183,8 @@ async def count_active(session: AsyncSession) -> int:
 
 
 async def step_counts(session: AsyncSession, *, since: datetime, until: datetime) -> dict[int, int]:
-    """Step number (1-based) -> how many incidents whose chain started in [since, until) reached it."""
+    """Step -> how many incidents whose chain started in [since, until) reached it: 0 counts the chains
+    started (an unacknowledged critical incident's first message), 1 the first step taken, and so on."""
     rows = await session.execute(
         select(escalations_t.c.next_step, func.count())
         .where(escalations_t.c.started_at >= since, escalations_t.c.started_at < until)
@@ -176,6 +192,6 @@ async def step_counts(session: AsyncSession, *, since: datetime, until: datetime
     )
     reached: dict[int, int] = {}
     for taken, count in rows:
-        for step in range(1, int(taken) + 1):
+        for step in range(int(taken) + 1):
             reached[step] = reached.get(step, 0) + int(count)
     return dict(sorted(reached.items()))

@@ -6,8 +6,9 @@ Create Date: 2026-11-25
 
 A route's escalation policy (`oncall.escalations`) notifies further receivers while a critical
 incident is not acknowledged. The engine's leader takes each step under its lease and records it
-here, so a restart or another replica taking the lease neither repeats nor skips one;
-`ix_escalations_next_at` finds the chains due, `ix_escalations_stopped_at` the week's for the digest.
+here, so a restart or another replica taking the lease neither repeats nor skips one. A row per
+chain (an incident that fires again starts a new one): `ix_escalations_stopped` finds the running
+ones, `ix_escalations_incident_started` an incident's latest, `ix_escalations_next_at` the due ones.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.create_table(
         "escalations",
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("incident_key", sa.String(length=512), nullable=False),
         sa.Column("policy", sa.String(length=255), nullable=False),
         sa.Column("started_at", sa.DateTime(), nullable=False),
@@ -40,15 +42,17 @@ def upgrade() -> None:
             "history", sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"), nullable=False
         ),
         sa.Column("updated_at", sa.DateTime(), nullable=False),
-        sa.PrimaryKeyConstraint("incident_key", name=op.f("pk_escalations")),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_escalations")),
     )
     with op.batch_alter_table("escalations", schema=None) as batch_op:
+        batch_op.create_index("ix_escalations_incident_started", ["incident_key", "started_at"], unique=False)
         batch_op.create_index(batch_op.f("ix_escalations_next_at"), ["next_at"], unique=False)
-        batch_op.create_index(batch_op.f("ix_escalations_stopped_at"), ["stopped_at"], unique=False)
+        batch_op.create_index(batch_op.f("ix_escalations_stopped"), ["stopped"], unique=False)
 
 
 def downgrade() -> None:
     with op.batch_alter_table("escalations", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_escalations_stopped_at"))
+        batch_op.drop_index(batch_op.f("ix_escalations_stopped"))
         batch_op.drop_index(batch_op.f("ix_escalations_next_at"))
+        batch_op.drop_index("ix_escalations_incident_started")
     op.drop_table("escalations")

@@ -209,3 +209,14 @@ async def test_html_escapes_label_values_and_text_has_the_numbers(seeded: tuple[
     assert "alerts fired (episodes)       17" in english.text
     assert "node-03: 2 XID alerts, XIDs 13, 48, GPUs 0, 2" in english.text
     assert english.subject.startswith("Weekly alert digest 2026-W47: 17 alerts")
+
+
+async def test_escalations(seeded: tuple[DigestRunner, DigestStats]) -> None:
+    runner, stats = seeded
+    # critical incidents opened in the week, each a chain of the shipped critical-unacked policy: node-03's
+    # XID 48 and (after it resolved) its XID 13, node-04's XID 31, node-05's NodeDown. None reached a step:
+    # the XIDs resolved and NodeDown was acknowledged (15 minutes in) before a pass ran past 10 minutes.
+    assert stats.escalations == {0: 4}
+    _, rendered = await runner.build(runner.targets["weekly-digest"], WEEK, language="en")
+    assert "ESCALATIONS (4 incidents under an escalation policy)" in rendered.text
+    assert "no incident reached an escalation step" in rendered.text

@@ -100,6 +100,7 @@ WORDS = {
     "escalated": N_("escalated"),
     "exhausted": N_("every step taken"),
     "policy_gone": N_("policy removed from the rules"),
+    "superseded": N_("superseded by a new chain"),
     "dispatched": N_("dispatched"),
     "no_channels": N_("no channels"),
     "sending": N_("sending"),
