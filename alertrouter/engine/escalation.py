@@ -20,7 +20,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.durations import format_duration
 from alertrouter.metrics import Metrics
 from alertrouter.model import AlertItem, AlertStatus, IncidentKind, MessageSnapshot
-from alertrouter.pipeline.escalation import Chain, EscalationPolicy, Stop, advance, policy_for, step_due
+from alertrouter.pipeline.escalation import (
+    Chain,
+    EscalationPolicy,
+    Stop,
+    advance,
+    policy_for,
+    quiet_reason,
+    step_due,
+)
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.telling import Teller
 from alertrouter.pipeline.throttle import NotifyReason
@@ -155,6 +163,8 @@ class Escalator:
             elif record.acknowledged:
                 by = (await store.acknowledgers(session, [chain.incident])).get(chain.incident)
                 await self._stop(session, chain, Stop.ACKNOWLEDGED, by or None, now, done, alerts_of)
+            elif (quiet := quiet_reason(record.summary, record.parent)) is not None:
+                await self._stop(session, chain, quiet, None, now, done, alerts_of)
 
     async def _stop(
         self,

@@ -15,7 +15,16 @@ from datetime import datetime, timedelta
 
 from alertrouter.pipeline.route import RouteMatch
 
-__all__ = ["Chain", "EscalationPolicy", "EscalationStep", "Stop", "advance", "policy_for", "step_due"]
+__all__ = [
+    "Chain",
+    "EscalationPolicy",
+    "EscalationStep",
+    "Stop",
+    "advance",
+    "policy_for",
+    "quiet_reason",
+    "step_due",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,9 @@ class Stop(enum.StrEnum):
     EXHAUSTED = "exhausted"  # the last step was taken
     POLICY_GONE = "policy_gone"  # the rules no longer have the policy (or fewer steps)
     SUPERSEDED = "superseded"  # a new chain of the same incident started (the store's safety net)
+    SILENCED = "silenced"  # every firing alert of the incident is silenced: someone chose quiet
+    INHIBITED = "inhibited"  # every firing alert is muted by another alert (whose incident pages)
+    ROLLED_UP = "rolled_up"  # the node incident joined a storm: the storm's own chain carries on
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +72,17 @@ def policy_for(
         if policy is not None and severity in policy.severities:
             return policy
     return None
+
+
+def quiet_reason(summary: Mapping[str, object], parent: str | None) -> Stop | None:
+    """Why a firing incident should page no one any more, from its stored summary
+    (`pipeline.incident.summary_dict`): rolled up into a storm, or every firing alert muted."""
+    if parent is not None:
+        return Stop.ROLLED_UP
+    firing, eligible, silenced = (summary.get(k) for k in ("firing", "eligible", "silenced"))
+    if not (isinstance(firing, int) and isinstance(eligible, int)) or firing <= 0 or eligible > 0:
+        return None
+    return Stop.SILENCED if isinstance(silenced, int) and silenced > 0 else Stop.INHIBITED
 
 
 def step_due(chain: Chain, now: datetime) -> bool:

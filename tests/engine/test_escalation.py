@@ -239,3 +239,26 @@ async def test_a_step_is_taken_when_due_even_if_the_restart_came_after_it_was_du
     await b.run_once()
     # every step missed is taken once, in order, rather than skipped
     assert await escalated(db) == ["secondary", "lead"]
+
+
+async def test_a_silence_over_the_incident_stops_the_chain(db: Database, pipeline: CompiledRules) -> None:
+    clock = Clock()
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await fire(db, clock)
+    await run_for(runner, clock, 12 * M)
+    assert await escalated(db) == ["secondary"]
+    async with db.write() as session:
+        await actions.create_silence(
+            session,
+            matchers=['alertname="NodeDown"'],
+            starts_at=clock.now,
+            ends_at=clock.now + timedelta(hours=4),
+            created_by="ana",
+            comment="rack r12 power work",
+            now=clock.now,
+        )
+        await session.commit()
+    await run_for(runner, clock, timedelta(hours=1), every=30 * S)
+    assert await escalated(db) == ["secondary"]
+    row = await chain(db)
+    assert (row.stopped, row.next_step) == ("silenced", 1)
