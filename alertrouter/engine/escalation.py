@@ -132,6 +132,8 @@ class Escalator:
         alerts_of: AlertsOf,
     ) -> None:
         assert self._chains is not None
+        if not self._policies:  # no policy in the rules: nothing starts (chains left from older rules end)
+            return
         started: list[Chain] = []
         for key in dict.fromkeys(i.incident for i in result.intents if i.reason is NotifyReason.FIRST):
             record = records.get(key)
