@@ -169,6 +169,11 @@ async def test_every_page_in_chinese_has_no_english_word_of_the_product(zh_app: 
     incident = await zh_app.incident_id("gpu-node-07: GPUHighTemp")
     assert "UTC" not in _visible(pages[f"/incidents/{incident}"], data)
     assert 'data-address="10.0.0.7"' in pages["/nodes"]  # the nodes page with a learned address, not only empty
+    # the on-call page lists the shipped schedules; the escalated incident shows its chain, and the page its run
+    assert 'data-schedule="gpu-primary"' in pages["/oncall"]
+    assert 'id="escalation" data-stopped="" data-next-step="1"' in pages["escalated incident"]
+    assert "第 1/3 级（10m 后）：oncall-secondary" in pages["escalated incident"]
+    assert 'id="escalations"' in pages["/oncall escalating"]
 
 
 async def test_every_page_in_english_has_no_chinese(zh_app: App) -> None:
