@@ -36,11 +36,11 @@ from alertrouter.pipeline.types import EvalResult, IncidentRecord, Intent, LiveA
 from alertrouter.store import escalations as store
 from alertrouter.store.alerts import insert_events
 
-__all__ = ["Escalator", "escalation_note"]
+__all__ = ["EscalationWork", "Escalator", "alerts_index", "escalation_note", "write_events"]
 
 log = logging.getLogger(__name__)
 
-# (fingerprint, live alert) of the alerts an incident holds now, for a step's message and trail
+# incident key -> the live alerts it holds now, for a step's message and the trail
 AlertsOf = Callable[[str], Sequence[LiveAlert]]
 
 
@@ -69,6 +69,7 @@ class Escalator:
         self._teller = Teller(pipeline)
         self._metrics = metrics
         self._chains: dict[str, Chain] | None = None  # active chains as stored; None: read at the next pass
+        self._stale = False  # a step was found taken already: read the chains again at the next pass
 
     @property
     def enabled(self) -> bool:
@@ -98,7 +99,8 @@ class Escalator:
         """Start, stop and step the chains; the step intents are returned for the caller to write with
         the pass's other intents (after the transaction commits, `committed` counts them)."""
         done = EscalationWork()
-        if self._chains is None:
+        if self._chains is None or self._stale:
+            self._stale = False
             if not self.enabled and not await store.count_active(session):
                 self._chains = {}
                 return done
@@ -112,7 +114,7 @@ class Escalator:
             if chain.incident in acked:  # acknowledged since the pass read the records: no step
                 await self._stop(session, chain, Stop.ACKNOWLEDGED, acked[chain.incident] or None, now, done, alerts_of)
                 continue
-            await self._step(session, chain, result, records, now, done, alerts_of)
+            await self._step(session, chain, records, now, done, alerts_of)
         return done
 
     def committed(self, done: EscalationWork) -> None:
@@ -188,7 +190,6 @@ class Escalator:
         self,
         session: AsyncSession,
         chain: Chain,
-        result: EvalResult,
         records: Mapping[str, IncidentRecord],
         now: datetime,
         done: EscalationWork,
@@ -205,7 +206,8 @@ class Escalator:
         entry = {"event": "step", "at": now.isoformat(), **note}
         if not await store.save_step(session, chain, after, entry, now):
             log.warning("escalation step %s of %s already taken elsewhere", chain.next_step + 1, chain.incident)
-            self._chains = None  # read them again: the store knows better
+            self._chains.pop(chain.incident, None)
+            self._stale = True  # the store knows better
             return
         if after.stopped is None:
             self._chains[chain.incident] = after
@@ -238,6 +240,24 @@ class Escalator:
             note["steps"],
             ", ".join(note["receivers"]),
         )
+
+
+def alerts_index(result: EvalResult, alerts: Mapping[str, LiveAlert]) -> AlertsOf:
+    """Incident key -> its live alerts (by the pass's decisions), indexed on first use: only a pass that
+    starts, steps or stops a chain needs it, and a storm's pass has tens of thousands of decisions."""
+    index: dict[str, list[LiveAlert]] | None = None
+
+    def alerts_of(key: str) -> list[LiveAlert]:
+        nonlocal index
+        if index is None:
+            index = {}
+            for fp, decision in result.decisions.items():
+                alert = alerts.get(fp)
+                if decision.incident is not None and alert is not None:
+                    index.setdefault(decision.incident, []).append(alert)
+        return index.get(key, [])
+
+    return alerts_of
 
 
 def _events(alerts: Sequence[LiveAlert], now: datetime, detail: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.engine.cadence import Cadence, firing
 from alertrouter.engine.claims import Claims
 from alertrouter.engine.decisions import DecisionChanges, Poisoned, decision_changes, describe, find_culprits
-from alertrouter.engine.escalation import EscalationWork, Escalator, write_events
+from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_index, write_events
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import AlertStatus, utcnow
@@ -414,22 +414,6 @@ class EngineRunner:
                 del self._saved_at[key]
         return records
 
-    def _alerts_index(self, result: EvalResult) -> Callable[[str], list[LiveAlert]]:
-        """Incident key -> its live alerts, indexed on first use (only a pass that escalates needs it)."""
-        index: dict[str, list[LiveAlert]] | None = None
-
-        def alerts_of(key: str) -> list[LiveAlert]:
-            nonlocal index
-            if index is None:
-                index = {}
-                for fp, decision in result.decisions.items():
-                    alert = self._alerts.get(fp)
-                    if decision.incident is not None and alert is not None:
-                        index.setdefault(decision.incident, []).append(alert)
-            return index.get(key, [])
-
-        return alerts_of
-
     def _decision_changes(self, result: EvalResult, now: datetime) -> DecisionChanges:
         return decision_changes(
             result,
@@ -463,7 +447,7 @@ class EngineRunner:
         reasons = {key: QUIET_RESOLVE for key in result.notify_states}
         reasons.update({(i.incident, i.receiver): i.reason.value for i in result.intents})
         await store.save_notify_states(session, result.notify_states, reasons)
-        self._escalated = await self._escalator.work(session, result, after, now, self._alerts_index(result))
+        self._escalated = await self._escalator.work(session, result, after, now, alerts_index(result, self._alerts))
         result.intents.extend(self._escalated.intents)
         await write_events(session, self._escalated)
         await store.insert_intents(session, result.intents, now)
