@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -39,6 +39,8 @@ from alertrouter.store.alerts import insert_events
 __all__ = ["EscalationWork", "Escalator", "alerts_index", "escalation_note", "write_events"]
 
 log = logging.getLogger(__name__)
+
+_AT_ONCE = datetime.min.replace(tzinfo=UTC)
 
 # incident key -> the live alerts it holds now, for a step's message and the trail
 AlertsOf = Callable[[str], Sequence[LiveAlert]]
@@ -83,7 +85,10 @@ class Escalator:
 
     @property
     def wake_at(self) -> datetime | None:
-        """When the next step is due (the engine runs a pass then even if no alert changed)."""
+        """When the next step is due (the engine runs a pass then even if no alert changed); at once
+        when the chains are to be read again."""
+        if self._stale:
+            return _AT_ONCE
         if not self._chains:
             return None
         return min((c.next_at for c in self._chains.values() if c.next_at is not None), default=None)

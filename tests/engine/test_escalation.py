@@ -15,10 +15,11 @@ from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.metrics import Metrics
+from alertrouter.pipeline.escalation import Chain
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules
-from alertrouter.store import Database, actions
+from alertrouter.store import Database, actions, escalations
 from alertrouter.store.tables import AlertEventRow, EscalationRow, IncidentRow, OutboxRow
 from support.passes import Clock, rows, run_for
 from support.scenario import node_down_labels
@@ -262,3 +263,23 @@ async def test_a_silence_over_the_incident_stops_the_chain(db: Database, pipelin
     assert await escalated(db) == ["secondary"]
     row = await chain(db)
     assert (row.stopped, row.next_step) == ("silenced", 1)
+
+
+async def test_a_step_the_store_shows_taken_is_not_taken_again(db: Database, pipeline: CompiledRules) -> None:
+    """Under the lease this cannot happen; if it ever does (a holder that lost its lease unknowingly),
+    the conditional update refuses the step, and the chain carries on from what the store says."""
+    clock = Clock()
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await fire(db, clock)
+    await run_for(runner, clock, 1 * M)
+    row = await chain(db)
+    before = Chain(row.incident_key, row.policy, row.started_at, 0, row.next_at)
+    after = Chain(row.incident_key, row.policy, row.started_at, 1, row.started_at + 20 * M)
+    async with db.write() as session:  # another holder took step 1
+        assert await escalations.save_step(session, before, after, {"event": "step", "step": 1}, clock.now)
+        await session.commit()
+    clock.now = row.started_at + 10 * M
+    await runner.run_once()
+    assert await escalated(db) == []
+    await run_for(runner, clock, 11 * M, every=30 * S)
+    assert await escalated(db) == ["lead"]
