@@ -101,6 +101,8 @@ WORDS = {
     "exhausted": N_("every step taken"),
     "policy_gone": N_("policy removed from the rules"),
     "superseded": N_("superseded by a new chain"),
+    "started": N_("started"),
+    "step": N_("step taken"),
     "dispatched": N_("dispatched"),
     "no_channels": N_("no channels"),
     "sending": N_("sending"),

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from sqlalchemy import select
 
 from alertrouter.auth.links import LINK_PURPOSE, Action, action_link
 from alertrouter.auth.signing import Signer
@@ -18,7 +19,8 @@ from alertrouter.model import utcnow
 from alertrouter.pipeline.escalation import Chain
 from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.store import escalations
-from alertrouter.store.tables import IncidentRow
+from alertrouter.store.alerts import insert_events
+from alertrouter.store.tables import AlertRow, IncidentRow
 from alertrouter.web.console.language import LANGUAGE_COOKIE, choose_language, from_accept_language
 from support.scenario import gpu_labels, node_down_labels
 
@@ -114,6 +116,16 @@ async def _escalate(app: App, incident: int) -> None:
         after = Chain(row.key, "critical-unacked", now, 1, now + timedelta(minutes=10))
         entry = {"event": "step", "step": 1, "steps": 3, "after": "10m", "receivers": ["oncall-secondary"]}
         assert await escalations.save_step(session, chain, after, entry, now)
+        alerts = (await session.scalars(select(AlertRow).where(AlertRow.incident_key == row.key))).all()
+        await insert_events(
+            session,
+            [
+                {"fingerprint": a.fingerprint, "kind": "escalation", "at": now, "episode_starts_at": a.starts_at}
+                | {"raw_event_id": None, "detail": detail}
+                for a in alerts
+                for detail in ({"event": "started", "policy": "critical-unacked"}, entry)
+            ],
+        )
         await session.commit()
 
 
@@ -174,6 +186,8 @@ async def test_every_page_in_chinese_has_no_english_word_of_the_product(zh_app: 
     assert 'id="escalation" data-stopped="" data-next-step="1"' in pages["escalated incident"]
     assert "第 1/3 级（10m 后）：oncall-secondary" in pages["escalated incident"]
     assert 'id="escalations"' in pages["/oncall escalating"]
+    assert 'data-escalation="started"' in pages["escalated incident"]  # the trail's escalation events
+    assert 'data-escalation="step"' in pages["escalated incident"]
 
 
 async def test_every_page_in_english_has_no_chinese(zh_app: App) -> None:
