@@ -216,3 +216,16 @@ class Metrics:
             ["channel"],
             registry=r,
         )
+        # --- On-call escalation (engine/escalation.py) ---
+        self.escalation_steps = Counter(
+            "alertrouter_escalation_steps_total",
+            "Escalation steps taken (an incident not acknowledged in time), by policy and step number (1-based).",
+            ["policy", "step"],
+            registry=r,
+        )
+        self.escalations_active = Gauge(
+            "alertrouter_escalations_active",
+            "Escalation chains running (incidents not yet acknowledged or resolved with steps still to take), "
+            "as the engine's leader holds them; 0 on other replicas.",
+            registry=r,
+        )

@@ -1,4 +1,4 @@
-"""The `alertrouter` command: serve, check-config, db, simulate, routes, render, send-test."""
+"""The `alertrouter` command: serve, check-config, db, simulate, routes, render, send-test, digest, oncall."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from alertrouter import __version__
 from alertrouter.app import create_app
 from alertrouter.cli.digest import add_digest_parser
+from alertrouter.cli.oncall import add_oncall_parser
 from alertrouter.cli.passwords import add_hash_password_parser
 from alertrouter.delivery.sendtest import send_test
 from alertrouter.durations import parse_duration
@@ -419,6 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
     send.set_defaults(func=cmd_send_test)
 
     add_digest_parser(sub)
+    add_oncall_parser(sub)
     add_hash_password_parser(sub)
     return parser
 

@@ -15,6 +15,7 @@ from alertrouter.delivery.plan import message_kind
 from alertrouter.i18n import Locale
 from alertrouter.model import DeliveryStatus, MessageSnapshot
 from alertrouter.pipeline.aggregate import severity_rank
+from alertrouter.pipeline.oncall import Rota
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
 from alertrouter.store.tables import DeliveryRow, OutboxRow
 
@@ -57,17 +58,33 @@ def delivery_rows(
     incident_ids: Mapping[str, int],
     unconfigured: Sequence[str],
     now: datetime,
+    rota: Rota | None = None,
 ) -> list[dict[str, Any]]:
     """The deliveries of one outbox row (whose `message` is read as `message`): one per channel its
-    receiver names that takes this message (a voice channel calls nobody about a resolved incident)."""
+    receiver names that takes this message (a voice channel calls nobody about a resolved incident).
+    Whoever is on call for the schedules a channel names is looked up for the moment the engine decided
+    the message, and recorded with the delivery (`oncall`)."""
     snapshot = enrich(message, details)
     rows = []
     for ref in receiver.channels:
         channel = channels.get(ref.channel)
         if channel is None or not channel.wants(resolved=snapshot.resolved, reason=snapshot.reason):
             continue
-        recipients = [r for r in (list(ref.to) or list(getattr(channel, "to", []) or [])) if r]
+        # the channel's own `to` is the default when the receiver names no one (no `to`, no `oncall`)
+        default = [] if ref.oncall else list(getattr(channel, "to", []) or [])
+        recipients = [r for r in (list(ref.to) or default) if r]
         mentions = ref.mentions
+        mobiles, user_ids = list(mentions.mobiles), list(mentions.user_ids)
+        oncall: list[dict[str, str]] = []
+        if rota is not None and (ref.oncall or mentions.oncall):
+            at = outbox.created_at
+            for schedule, person in rota.people_on_call(mentions.oncall, at):
+                oncall.append({"schedule": schedule, "person": person.name, "name": person.label})
+                _add(mobiles, person.mobile)
+                _add(user_ids, person.wecom if channel.type == "wecom" else person.dingtalk)
+            for schedule, person in rota.people_on_call(ref.oncall, at):
+                oncall.append({"schedule": schedule, "person": person.name, "name": person.label})
+                _add(recipients, person.email if channel.type == "email" else person.mobile)
         rows.append(
             {
                 "outbox_id": outbox.id,
@@ -81,9 +98,10 @@ def delivery_rows(
                 "severity_rank": severity_rank(snapshot.severity, severities),
                 "message": {
                     "items": [snapshot.to_json()],
-                    "mentions": {"mobiles": mentions.mobiles, "user_ids": mentions.user_ids, "all": mentions.all},
+                    "mentions": {"mobiles": mobiles, "user_ids": user_ids, "all": mentions.all},
                     "recipients": recipients,
-                },
+                }
+                | ({"oncall": oncall} if oncall else {}),
                 "status": DeliveryStatus.UNCONFIGURED if channel.name in unconfigured else DeliveryStatus.PENDING,
                 "attempts": 0,
                 "created_at": outbox.created_at,
@@ -96,6 +114,11 @@ def delivery_rows(
             }
         )
     return rows
+
+
+def _add(values: list[str], value: str) -> None:
+    if value and value not in values:
+        values.append(value)
 
 
 def coalesced_row(members: Sequence[DeliveryRow], now: datetime) -> dict[str, Any]:

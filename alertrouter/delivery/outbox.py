@@ -11,6 +11,7 @@ from typing import Any
 from alertrouter.delivery.expand import delivery_rows
 from alertrouter.delivery.policy import Unexpected
 from alertrouter.model import MessageSnapshot, OutboxStatus
+from alertrouter.pipeline.oncall import Rota
 from alertrouter.ruleset.schema import ChannelConfig, ReceiverConfig
 from alertrouter.store import Database
 from alertrouter.store import delivery as store
@@ -37,6 +38,7 @@ async def expand_outbox(
     unconfigured: Sequence[str],
     secrets: Sequence[str],
     now: datetime,
+    rota: Rota | None = None,
 ) -> Expansion:
     async with db.read() as session:
         pending = await store.pending_outbox(session, limit=LIMIT)
@@ -72,6 +74,7 @@ async def expand_outbox(
                     incident_ids=ids,
                     unconfigured=unconfigured,
                     now=now,
+                    rota=rota,
                 )
             except Exception as exc:  # as above
                 done.quarantined[outbox.id] = exc

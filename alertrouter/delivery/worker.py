@@ -31,6 +31,7 @@ from alertrouter.metrics import Metrics
 from alertrouter.model import DeliveryStatus, utcnow
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
+from alertrouter.ruleset.oncall import build_rota
 from alertrouter.ruleset.schema import ChannelConfig
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store import delivery as store
@@ -70,6 +71,7 @@ class DeliveryWorker:
         self._db = db
         self._loops = loops or LoopHealth(metrics)
         self.ruleset = ruleset
+        self._rota = build_rota(ruleset.oncall)  # whoever is on call, for receivers that name a schedule
         self.channels = dict(channels)
         self.configs: dict[str, ChannelConfig] = {c.name: c for c in ruleset.channels}
         self.receivers = {r.name: r for r in ruleset.receivers}
@@ -176,6 +178,7 @@ class DeliveryWorker:
             unconfigured=self.unconfigured,
             secrets=self._secrets,
             now=self._clock(),
+            rota=self._rota,
         )
         for outbox_id, exc in done.quarantined.items():
             self._unexpected(exc, f"expansion of outbox row {outbox_id} (quarantined)")

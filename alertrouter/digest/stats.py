@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.digest.types import EpisodeRow, IncidentFact, WeekRows
 from alertrouter.model import MessageError, MessageSnapshot
+from alertrouter.store.escalations import step_counts
 from alertrouter.store.tables import (
     AlertEpisodeRow,
     AlertEventRow,
@@ -97,4 +98,5 @@ async def gather(session: AsyncSession, *, start: datetime, end: datetime) -> We
                 r.key, r.kind, r.rule, r.severity, r.headline, r.opened_at, r.resolved_at, r.acknowledged_at, r.status
             )
         )
+    rows.escalations = await step_counts(session, since=start, until=end)
     return rows

@@ -249,4 +249,5 @@ def summarize(
         receiver=_receiver(rows, receiver) if receiver is not None else None,
         gpu_faults=node_faults(faults, end - start),
         rma=rma_candidates(faults),
+        escalations=dict(rows.escalations),
     )

@@ -68,6 +68,8 @@ class WeekRows:
     deliveries: dict[str, int] = field(default_factory=dict)  # status -> count, created in the week
     incidents: list[IncidentFact] = field(default_factory=list)
     snapshots: dict[str, MessageSnapshot] = field(default_factory=dict)  # incident key -> its first message
+    # escalation chains started in the week: step (0 = started, 1 = first step, ...) -> incidents that reached it
+    escalations: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +216,7 @@ class DigestStats:
     receiver: ReceiverSection | None
     gpu_faults: list[NodeFaults] = field(default_factory=list)  # per node, most faults first
     rma: list[RmaCandidate] = field(default_factory=list)
+    escalations: dict[int, int] = field(default_factory=dict)  # as `WeekRows.escalations`
 
     @property
     def hours(self) -> int:

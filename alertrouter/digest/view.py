@@ -248,6 +248,10 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
             }
             for a in stats.ack
         ],
+        "escalations": [
+            {"step": step, "incidents": _n(count)} for step, count in sorted(stats.escalations.items()) if step > 0
+        ],
+        "escalations_started": _n(stats.escalations.get(0, 0)),
         "per_day": [
             {
                 "day": day_label(d.day, language),

@@ -101,6 +101,7 @@ def reason_name(tr: NullTranslations, reason: str) -> str:
         "grew": tr.pgettext("reason", "grew"),
         "repeat": tr.pgettext("reason", "repeat"),
         "resolved": tr.pgettext("reason", "resolved"),
+        "escalated": tr.pgettext("reason", "escalated"),
     }
     return names.get(reason, reason)
 

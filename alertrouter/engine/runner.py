@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.engine.cadence import Cadence, firing
 from alertrouter.engine.claims import Claims
 from alertrouter.engine.decisions import DecisionChanges, Poisoned, decision_changes, describe, find_culprits
+from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_index, write_events
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import AlertStatus, utcnow
@@ -117,6 +118,9 @@ class EngineRunner:
         # Learned node aliases as stored (None: read them at the next pass), the claims of the live
         # alerts, and when the next alias in force expires (a pass is due then, to re-key its alerts).
         self._claims = Claims(pipeline.nodes.learned_ttl)
+        # Escalation chains of unacknowledged incidents, stepped under the lease (engine/escalation.py).
+        self._escalator = Escalator(pipeline, metrics)
+        self._escalated = EscalationWork()
         self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -175,6 +179,7 @@ class EngineRunner:
         self._last = None
         self._lease_renewed = None
         self._evaluator = Evaluator(self.pipeline)
+        self._escalator.forget()
 
     async def run_once(self) -> EvalResult | None:
         """One pass; None when another replica holds the lease. Passes of this runner never overlap
@@ -294,8 +299,11 @@ class EngineRunner:
         written = [
             result.incidents[k] for k in sorted(result.evaluated) if k in after and after[k] is not records.get(k)
         ]
-        if not await self._under_lease(now, lambda session: self._persist(session, result, written, learnt, now)):
+        if not await self._under_lease(
+            now, lambda session: self._persist(session, result, written, learnt, now, after)
+        ):
             return None
+        self._escalator.committed(self._escalated)
         self._records = after
         self._saved_at.update((state.key, now) for state in written)
         if result.intents and self._on_intents is not None:
@@ -314,9 +322,9 @@ class EngineRunner:
             if self._metrics is not None:
                 self._metrics.engine_leader.set(1)
         self.wake_at = result.wake_at
-        expiry = self._claims.expiry
-        if expiry is not None and (self.wake_at is None or expiry < self.wake_at):
-            self.wake_at = expiry
+        for due in (self._claims.expiry, self._escalator.wake_at):
+            if due is not None and (self.wake_at is None or due < self.wake_at):
+                self.wake_at = due
         self._observe(result, time.perf_counter() - started, full=full)
         return result
 
@@ -429,6 +437,7 @@ class EngineRunner:
         written: Sequence[IncidentState],
         learnt: Sequence[aliases.LearnedAlias],
         now: datetime,
+        after: Mapping[str, IncidentRecord],
     ) -> None:
         """What must commit under the lease: learned aliases, the incidents that changed (those whose
         alerts moved to a learned name first), what each receiver was told, the outbox."""
@@ -440,6 +449,9 @@ class EngineRunner:
         reasons = {key: QUIET_RESOLVE for key in result.notify_states}
         reasons.update({(i.incident, i.receiver): i.reason.value for i in result.intents})
         await store.save_notify_states(session, result.notify_states, reasons)
+        self._escalated = await self._escalator.work(session, result, after, now, alerts_index(result, self._alerts))
+        result.intents.extend(self._escalated.intents)
+        await write_events(session, self._escalated)
         await store.insert_intents(session, result.intents, now)
 
     async def _write_decisions(self, changes: DecisionChanges) -> None:

@@ -14,6 +14,7 @@ from alertrouter.labels import Matcher, matches_all
 
 __all__ = [
     "DEFAULT_POLICY",
+    "NO_ESCALATION",
     "UNLIMITED",
     "Route",
     "RouteMatch",
@@ -113,6 +114,8 @@ class Route:
     # Names of time intervals; like Alertmanager, a route's own, never inherited from its parent.
     mute_time_intervals: tuple[str, ...] = ()
     active_time_intervals: tuple[str, ...] = ()
+    # An escalation policy's name, inherited like the receiver; NO_ESCALATION turns an inherited one off.
+    escalation: str | None = None
 
     def __post_init__(self) -> None:
         if self.receiver == "":
@@ -142,6 +145,10 @@ class RouteMatch:
     policy: RoutePolicy
     mute_time_intervals: tuple[str, ...] = ()
     active_time_intervals: tuple[str, ...] = ()
+    escalation: str | None = None  # the policy in force on this route (None: none)
+
+
+NO_ESCALATION: Final = "none"
 
 
 def _check_root(root: Route) -> None:
@@ -175,15 +182,22 @@ def _overlay(policy: RoutePolicy, route: Route) -> RoutePolicy:
 
 
 def _visit(
-    route: Route, labels: Mapping[str, str], inherited: RoutePolicy, receiver: str, out: list[RouteMatch]
+    route: Route,
+    labels: Mapping[str, str],
+    inherited: RoutePolicy,
+    receiver: str,
+    out: list[RouteMatch],
+    escalation: str | None = None,
 ) -> bool:
     if not matches_all(route.matchers, labels):
         return False
     policy = _overlay(inherited, route)
     receiver = route.receiver or receiver
+    if route.escalation is not None:
+        escalation = None if route.escalation == NO_ESCALATION else route.escalation
     child_matched = False
     for child in route.routes:
-        if _visit(child, labels, policy, receiver, out):
+        if _visit(child, labels, policy, receiver, out, escalation):
             child_matched = True
             if not child.continue_:
                 break
@@ -195,6 +209,7 @@ def _visit(
                 policy=policy,
                 mute_time_intervals=route.mute_time_intervals,
                 active_time_intervals=route.active_time_intervals,
+                escalation=escalation,
             )
         )
     return True
@@ -242,6 +257,8 @@ def _describe(route: Route, receiver: str, is_root: bool) -> str:
         parts.append(f"mute_time_intervals: [{', '.join(route.mute_time_intervals)}]")
     if route.active_time_intervals:
         parts.append(f"active_time_intervals: [{', '.join(route.active_time_intervals)}]")
+    if route.escalation is not None:
+        parts.append(f"escalation: {route.escalation}")
     return "  ".join(parts)
 
 

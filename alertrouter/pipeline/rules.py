@@ -6,8 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from alertrouter.pipeline.aggregate import AggregationRule
+from alertrouter.pipeline.escalation import EscalationPolicy
 from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
+from alertrouter.pipeline.oncall import Rota
 from alertrouter.pipeline.route import Route
 from alertrouter.pipeline.timeinterval import TimeInterval
 
@@ -27,3 +29,5 @@ class CompiledRules:
     severity_label: str
     severities: tuple[str, ...]
     time_intervals: Mapping[str, TimeInterval] = field(default_factory=dict)  # by name, for routes' mutes
+    escalations: Mapping[str, EscalationPolicy] = field(default_factory=dict)  # by name, for routes' `escalation`
+    rota: Rota = field(default_factory=Rota)  # people and on-call schedules

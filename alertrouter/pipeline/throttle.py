@@ -22,6 +22,7 @@ class NotifyReason(enum.StrEnum):
     GREW = "grew"  # more alerts firing than were last reported
     RESOLVED = "resolved"  # everything reported as firing has resolved
     REPEAT = "repeat"  # nothing changed, the repeat interval passed
+    ESCALATED = "escalated"  # a step of the route's escalation policy: not acknowledged in time
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,8 +58,20 @@ _NODE_LABELS = ("node", "hostname", "Hostname", "nodename", "kubernetes_node", "
 _ENGLISH = NullTranslations()
 
 
-def _reason_text(tr: NullTranslations, reason: str) -> str:
+def _escalation_text(tr: NullTranslations, summary: Mapping[str, Any]) -> str:
+    """`escalated: not acknowledged for 20m, step 2 of 3` (the step's note, `engine.escalation`)."""
+    note = _as_map(summary.get("escalation"))
+    return tr.gettext("escalated: not acknowledged for %(after)s, step %(step)s of %(steps)s") % {
+        "after": i18n.age_text(tr, timedelta(seconds=_int(note.get("after_seconds")))),
+        "step": _int(note.get("step")),
+        "steps": _int(note.get("steps")),
+    }
+
+
+def _reason_text(tr: NullTranslations, reason: str, summary: Mapping[str, Any] | None = None) -> str:
     """Why an update is sent: `more alerts joined` / `有新的告警加入`; an unknown reason as written."""
+    if reason == "escalated":
+        return _escalation_text(tr, summary or {})
     reasons = {
         "first": tr.gettext("new"),
         "grew": tr.gettext("more alerts joined"),
@@ -327,7 +339,7 @@ def build_item(
         incident=clean(raw.incident, KEY_CAP),
         kind=kind,
         reason=clean(raw.reason, KEY_CAP),
-        reason_text=_reason_text(tr, raw.reason),
+        reason_text=_reason_text(tr, raw.reason, summary),
         status="resolved" if resolved else "firing",
         resolved=resolved,
         severity=severity,

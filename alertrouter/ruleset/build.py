@@ -13,7 +13,7 @@ from alertrouter.labels import Matcher, MatcherError, matchers_from_legacy
 from alertrouter.pipeline.aggregate import AggregationRule, RollupRule
 from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
-from alertrouter.pipeline.route import UNLIMITED, Route
+from alertrouter.pipeline.route import NO_ESCALATION, UNLIMITED, Route
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.timeinterval import (
     TimeInterval,
@@ -25,7 +25,9 @@ from alertrouter.pipeline.timeinterval import (
     parse_weekdays,
     parse_years,
 )
+from alertrouter.ruleset.check_oncall import check_oncall, escalation_policies
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem
+from alertrouter.ruleset.oncall import build_rota
 from alertrouter.ruleset.schema import (
     ALL_SEVERITIES,
     UNLIMITED_REPEATS,
@@ -175,9 +177,18 @@ def _route(
     receivers: set[str],
     severities: Sequence[str],
     intervals: Collection[str],
+    policies: Collection[str] = (),
 ) -> Route:
     if cfg.receiver is not None and cfg.receiver not in receivers:
         problems.add("route", None, path[len("route") :] + ".receiver", f"undefined receiver {cfg.receiver!r}")
+    if cfg.escalation is not None and cfg.escalation != NO_ESCALATION and cfg.escalation not in policies:
+        known = ", ".join(sorted(policies)) or "none defined in oncall.escalations"
+        problems.add(
+            "route",
+            None,
+            path[len("route") :] + ".escalation",
+            f"undefined escalation policy {cfg.escalation!r} (known: {known})",
+        )
     _check_interval_names(cfg, path, problems, intervals)
     try:
         matchers = [*cfg.matchers, *matchers_from_legacy(cfg.match, cfg.match_re)]
@@ -189,7 +200,7 @@ def _route(
         matchers=tuple(matchers),
         continue_=cfg.continue_,
         routes=tuple(
-            _route(child, f"{path}.routes[{i}]", problems, receivers, severities, intervals)
+            _route(child, f"{path}.routes[{i}]", problems, receivers, severities, intervals, policies)
             for i, child in enumerate(cfg.routes)
         ),
         repeat_interval=_intervals(cfg, severities),
@@ -200,6 +211,7 @@ def _route(
         path=path,
         mute_time_intervals=tuple(cfg.mute_time_intervals),
         active_time_intervals=tuple(cfg.active_time_intervals),
+        escalation=cfg.escalation,
     )
 
 
@@ -242,18 +254,24 @@ def _check_channels(ruleset: Ruleset, problems: _Problems) -> None:
                 problems.add("receivers", i, where + ".channel", f"undefined channel {ref.channel!r}")
                 continue
             mentions = ref.mentions
-            if channel.type not in _CHAT and (mentions.mobiles or mentions.user_ids or mentions.all):
+            if channel.type not in _CHAT and (mentions.mobiles or mentions.user_ids or mentions.all or mentions.oncall):
                 problems.add("receivers", i, where + ".mentions", f"mentions apply to chat robots, not {channel.type}")
             if channel.name in unconfigured:
                 continue
-            if channel.type == "sms" and not [n for n in ref.to if n]:
+            if channel.type == "sms" and not [n for n in ref.to if n] and not ref.oncall:
                 problems.add("receivers", i, where + ".to", "an SMS channel needs the phone numbers to send to")
-            if channel.type == "voice" and not [n for n in ref.to if n]:
-                problems.add("receivers", i, where + ".to", "a voice channel needs the phone numbers to call")
-            if channel.type == "email" and not (ref.to or channel.to):
+            if channel.type == "voice" and not ([n for n in ref.to if n] or ref.oncall):
+                problems.add(
+                    "receivers", i, where + ".to", "a voice channel needs the phone numbers to call (or oncall:)"
+                )
+            if channel.type == "email" and not (ref.to or channel.to or ref.oncall):
                 problems.add("receivers", i, where + ".to", "no recipients here nor in the email channel's `to`")
             if channel.type in _CHAT and ref.to:
                 problems.add("receivers", i, where + ".to", "chat robots post to their group; use mentions")
+            if channel.type in _CHAT and ref.oncall:
+                problems.add(
+                    "receivers", i, where + ".oncall", "chat robots post to their group; use mentions: {oncall: [...]}"
+                )
 
 
 def _check_digests(ruleset: Ruleset, problems: _Problems) -> None:
@@ -302,12 +320,15 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
             if getattr(route_cfg, key):
                 problems.add("route", None, f".{key}", f"the root route must not have any {key.replace('_', ' ')}")
     intervals = _time_intervals(ruleset, problems)
+    for problem in check_oncall(ruleset, receivers):
+        problems.add(*problem)
+    policies = escalation_policies(ruleset.oncall)
     route = Route(receiver=DEFAULT_RECEIVER)
     if route_cfg.receiver is not None:
         try:
             # The root's own intervals were reported above; the tree is built without them.
             route_cfg = route_cfg.model_copy(update={"mute_time_intervals": [], "active_time_intervals": []})
-            route = _route(route_cfg, "route", problems, receivers, g.severities, intervals)
+            route = _route(route_cfg, "route", problems, receivers, g.severities, intervals, policies)
         except ValueError as exc:  # the tree's own checks (e.g. a zero repeat interval) name the route
             problems.add("route", None, "", str(exc))
     inhibit = [
@@ -331,4 +352,6 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
         severity_label=g.severity_label,
         severities=tuple(g.severities),
         time_intervals=intervals,
+        escalations=policies,
+        rota=build_rota(ruleset.oncall),
     )

@@ -36,6 +36,7 @@ from alertrouter.ruleset.channels import (
     TencentSmsConfig,
     WeComChannelConfig,
 )
+from alertrouter.ruleset.oncall import OnCallConfig
 from alertrouter.ruleset.schedule import parse_schedule, zone
 
 __all__ = [
@@ -422,12 +423,18 @@ class RouteConfig(Section):
     active_time_intervals: list[str] = Field(
         default_factory=list, description="Names of time intervals outside which this route sends nothing"
     )
+    escalation: str | None = Field(
+        None, description="An escalation policy of `oncall.escalations` (inherited by child routes; `none`: off)"
+    )
 
 
 class MentionsConfig(Section):
     mobiles: list[str] = Field(default_factory=list)
     user_ids: list[str] = Field(default_factory=list)
     all: bool = False
+    oncall: list[str] = Field(
+        default_factory=list, description="Schedules whose person on call is pinged (their mobile and user id)"
+    )
 
 
 def _channel_ref(value: Any) -> Any:
@@ -440,6 +447,10 @@ class ReceiverChannelConfig(Section):
     channel: str
     mentions: MentionsConfig = Field(default_factory=lambda: MentionsConfig())
     to: list[str] = Field(default_factory=list, description="Phone numbers (SMS) or addresses (email)")
+    oncall: list[str] = Field(
+        default_factory=list,
+        description="Schedules whose person on call is added to `to` (their mobile, or email for email)",
+    )
 
 
 class DigestConfig(Section):
@@ -505,6 +516,7 @@ class RuleFile(Section):
     mute_time_intervals: list[TimeIntervalConfig] | None = Field(
         None, description="Alertmanager's deprecated name for time_intervals; both are read"
     )
+    oncall: OnCallConfig | None = None
 
 
 class Ruleset(Section):
@@ -519,6 +531,7 @@ class Ruleset(Section):
     channels: list[ChannelConfig] = Field(default_factory=list)
     time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
     mute_time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
+    oncall: OnCallConfig = Field(default_factory=lambda: OnCallConfig())
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(

@@ -161,12 +161,15 @@ class FilterChoices:
 async def decision_trail(
     session: AsyncSession, *, fingerprints: Sequence[str], limit: int = 500
 ) -> Sequence[AlertEventRow]:
-    """The decision changes of these alerts, oldest first (the latest `limit`)."""
+    """The decision changes of these alerts and their incident's escalation events, oldest first (the
+    latest `limit`)."""
     if not fingerprints:
         return []
     stmt = (
         select(AlertEventRow)
-        .where(AlertEventRow.fingerprint.in_(list(fingerprints)[:1000]), AlertEventRow.kind == "decision")
+        .where(
+            AlertEventRow.fingerprint.in_(list(fingerprints)[:1000]), AlertEventRow.kind.in_(("decision", "escalation"))
+        )
         .order_by(AlertEventRow.at.desc(), AlertEventRow.id.desc())
         .limit(limit)
     )

@@ -34,6 +34,7 @@ __all__ = [
     "ChannelStateRow",
     "DeliveryAttemptRow",
     "DeliveryRow",
+    "EscalationRow",
     "IncidentRow",
     "LeaseRow",
     "NodeAliasRow",
@@ -433,3 +434,33 @@ class NodeAliasRow(Base):
     # it had, and when it changed.
     previous_node: Mapped[str | None] = mapped_column(String(255))
     changed_at: Mapped[datetime | None]
+
+
+# --- Escalation (oncall.escalations, engine/escalation.py) ---
+
+
+class EscalationRow(Base):
+    """Where an incident's escalation chain stands: the next step to take and when, or why it stopped.
+    Written by the engine's leader under its lease, step by step (a step is taken with a conditional
+    update on `next_step`), so a restart or another replica taking over neither repeats nor skips one.
+    One row per chain: a new occurrence of the incident (it resolved and fired again) starts a new one;
+    at most one chain per incident is running (`stopped` null). `history` is what was done, in order:
+    steps taken (with their receivers) and the stop."""
+
+    __tablename__ = "escalations"
+    __table_args__ = (Index("ix_escalations_incident_started", "incident_key", "started_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    incident_key: Mapped[str] = mapped_column(String(512))
+    policy: Mapped[str] = mapped_column(String(255))
+    started_at: Mapped[datetime]
+    next_step: Mapped[int] = mapped_column(Integer, default=0)
+    steps: Mapped[int] = mapped_column(Integer)  # how many the policy had when the chain started
+    next_at: Mapped[datetime | None] = mapped_column(index=True)
+    stopped: Mapped[str | None] = mapped_column(
+        String(16), index=True
+    )  # acknowledged | resolved | exhausted | policy_gone
+    stopped_at: Mapped[datetime | None]
+    stopped_by: Mapped[str | None] = mapped_column(String(255))
+    history: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    updated_at: Mapped[datetime]

@@ -1,4 +1,4 @@
-"""`GET /api/v1/incidents` and one incident with its alerts, members, receivers and notifications."""
+"""`GET /api/v1/incidents` and one incident with its alerts, members, receivers, notifications and escalation."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from alertrouter.store import queries
+from alertrouter.store import escalations, queries
 from alertrouter.web.alerts import AuthorizedRuntime, alert_read
 from alertrouter.web.ids import IncidentId
 from alertrouter.web.schemas import (
+    EscalationRead,
     IncidentDetail,
     IncidentList,
     IncidentRead,
@@ -49,10 +50,12 @@ async def get_incident(runtime: AuthorizedRuntime, incident_id: IncidentId) -> I
         members = await queries.incident_members(session, key=row.key)
         states = await queries.incident_notify_states(session, key=row.key)
         notifications = await queries.incident_notifications(session, key=row.key)
+        escalation = await escalations.load_escalation(session, row.key)
         return IncidentDetail(
             incident=IncidentRead.model_validate(row),
             alerts=[alert_read(a, runtime) for a in alerts],
             members=[IncidentRead.model_validate(m) for m in members],
             receivers=[NotifyStateRead.model_validate(s) for s in states],
             notifications=[NotificationRead.model_validate(n) for n in notifications],
+            escalation=None if escalation is None else EscalationRead.model_validate(escalation),
         )

@@ -13,6 +13,7 @@ __all__ = [
     "AlertList",
     "AlertRead",
     "EpisodeRead",
+    "EscalationRead",
     "IncidentDetail",
     "IncidentList",
     "IncidentRead",
@@ -141,9 +142,27 @@ class NotifyStateRead(_Read):
     last_reason: str
 
 
+class EscalationRead(BaseModel):
+    """The incident's latest escalation chain: steps taken of `steps`, when the next is due, or why it
+    stopped (acknowledged, resolved, exhausted, ...) and by whom; `history` lists what was done."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    policy: str
+    started_at: datetime
+    next_step: int
+    steps: int
+    next_at: datetime | None
+    stopped: str | None
+    stopped_at: datetime | None
+    stopped_by: str | None
+    history: list[dict[str, Any]]
+
+
 class IncidentDetail(BaseModel):
     incident: IncidentRead
     alerts: list[AlertRead]
     members: list[IncidentRead]
     receivers: list[NotifyStateRead]
     notifications: list[NotificationRead]
+    escalation: EscalationRead | None = None

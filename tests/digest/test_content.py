@@ -217,3 +217,14 @@ async def test_html_escapes_label_values_and_text_has_the_numbers(seeded: tuple[
     assert "Hardware suspects" not in english.html
     assert english.text.count("node-03:") == 1
     assert english.subject.startswith("Weekly alert digest 2026-W47: 17 alerts")
+
+
+async def test_escalations(seeded: tuple[DigestRunner, DigestStats]) -> None:
+    runner, stats = seeded
+    # critical incidents opened in the week, each a chain of the shipped critical-unacked policy: node-03's
+    # XID 48 and (after it resolved) its XID 13, node-04's XID 31, node-05's NodeDown. None reached a step:
+    # the XIDs resolved and NodeDown was acknowledged (15 minutes in) before a pass ran past 10 minutes.
+    assert stats.escalations == {0: 4}
+    _, rendered = await runner.build(runner.targets["weekly-digest"], WEEK, language="en")
+    assert "ESCALATIONS (4 incidents under an escalation policy)" in rendered.text
+    assert "no incident reached an escalation step" in rendered.text

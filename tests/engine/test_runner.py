@@ -84,9 +84,12 @@ async def test_restart_with_node_down_sends_no_gpu_page(db: Database) -> None:
     # a new process: nothing in memory, the lease of the old one has expired
     clock.now += timedelta(minutes=1)
     await run_for(EngineRunner(db, shipped_pipeline(), clock=clock, holder="b"), clock, timedelta(minutes=25))
-    headlines = [o.message["headline"] for o in await rows(db, OutboxRow)]
+    told = await rows(db, OutboxRow)
+    headlines = [o.message["headline"] for o in told if o.reason != "escalated"]
     assert set(headlines) == {"gpu-node-07: NodeDown"}
     assert len(headlines) == 3  # the first page, then repeats every 10 minutes, no GPU page
+    # the shipped escalation policy's steps (tests/engine/test_escalation.py) are about NodeDown too
+    assert {o.message["headline"] for o in told if o.reason == "escalated"} == {"gpu-node-07: NodeDown"}
     inhibited = [a for a in await rows(db, AlertRow) if a.decision == "inhibited"]
     assert len(inhibited) == 8
     assert inhibited[0].decision_detail["inhibit_rule"] == "node-down-mutes-node"
@@ -125,11 +128,22 @@ async def test_two_replicas_never_notify_twice(db: Database) -> None:
         clock.now += 5 * S
     assert ran["a"] > 0
     assert ran["b"] == 0  # the lease is renewed by its holder
-    assert [o.reason for o in await rows(db, OutboxRow)] == ["first", "repeat", "repeat"]
+
+    async def told() -> tuple[list[str], list[str]]:
+        outbox = await rows(db, OutboxRow)
+        return [o.reason for o in outbox if o.reason != "escalated"], [
+            o.receiver for o in outbox if o.reason == "escalated"
+        ]
+
+    # the route's messages, and the shipped escalation policy's steps at 10 and 20 minutes
+    assert await told() == (["first", "repeat", "repeat"], ["oncall-secondary", "team-leader"])
     # the holder dies; after the lease runs out the other one takes over and carries on where it stopped
     clock.now += 20 * S
     await run_for(b, clock, timedelta(minutes=10))
-    assert [o.reason for o in await rows(db, OutboxRow)] == ["first", "repeat", "repeat", "repeat"]
+    assert await told() == (
+        ["first", "repeat", "repeat", "repeat"],
+        ["oncall-secondary", "team-leader", "oncall-voice"],
+    )
 
 
 async def test_resolve_is_notified_and_incident_closed(db: Database) -> None:

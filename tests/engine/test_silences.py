@@ -155,7 +155,15 @@ async def test_acknowledgement_stops_repeats_and_ends_when_the_incident_fires_ag
     await run_for(runner, clock, timedelta(minutes=15))
     (incident,) = await rows(db, IncidentRow)
     assert incident.acknowledged_at is None
-    assert [o.reason for o in await rows(db, OutboxRow)] == ["first", "resolved", "first", "repeat"]
+    told = [(o.receiver, o.reason) for o in await rows(db, OutboxRow)]
+    assert [reason for receiver, reason in told if receiver == "oncall-core"] == [
+        "first",
+        "resolved",
+        "first",
+        "repeat",
+    ]
+    # and the shipped escalation policy runs again for the new occurrence (the old one was acknowledged)
+    assert [receiver for receiver, reason in told if reason == "escalated"] == ["oncall-secondary"]
 
 
 async def test_acknowledging_twice_or_a_resolved_incident_changes_nothing(db: Database) -> None:

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from alertrouter.model import IncidentKind
 from alertrouter.render.faults import alert_xid, workload, workloads_text, xid_lines
 from alertrouter.store import console as store
-from alertrouter.store import queries
+from alertrouter.store import escalations, queries
 from alertrouter.store.delivery import incident_ids
 from alertrouter.store.tables import AlertRow, IncidentRow
 from alertrouter.web import operations
@@ -125,6 +125,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         if row.parent_key:
             keys.add(row.parent_key)
         ids = await incident_ids(session, keys)
+        escalation = await escalations.load_escalation(session, row.key)
     severity_label = console.runtime.ruleset.global_.severity_label
     return console.page(
         "incident",
@@ -145,6 +146,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         silence_matchers="\n".join(_prefill_matchers(row.labels, severity_label=severity_label)),
         decision_text=views.DECISION_TEXT,
         **_faults(row, alerts, console),
+        escalation=escalation,
     )
 
 

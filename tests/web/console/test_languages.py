@@ -11,11 +11,16 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from sqlalchemy import select
 
 from alertrouter.auth.links import LINK_PURPOSE, Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.model import utcnow
+from alertrouter.pipeline.escalation import Chain
 from alertrouter.ruleset import Ruleset, load_ruleset
+from alertrouter.store import escalations
+from alertrouter.store.alerts import insert_events
+from alertrouter.store.tables import AlertRow, IncidentRow
 from alertrouter.web.console.language import LANGUAGE_COOKIE, choose_language, from_accept_language
 from support.scenario import gpu_labels, node_down_labels
 
@@ -76,6 +81,11 @@ def _data(app: App) -> list[str]:
     for cfg in rules.channels:
         values |= {cfg.name, str(cfg.type)}
     dumped = rules.model_dump(mode="json", by_alias=True)
+    oncall = dumped.get("oncall") or {}
+    for person in oncall.get("people") or []:
+        values |= {person["name"], person["display_name"]}
+    for section in ("schedules", "escalations"):
+        values |= {entry["name"] for entry in oncall.get(section) or []}
     for section in ("receivers", "aggregation", "inhibit_rules"):
         for entry in dumped.get(section) or []:
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
@@ -95,6 +105,30 @@ def _visible(page: str, data: Iterable[str]) -> str:
     return text
 
 
+async def _escalate(app: App, incident: int) -> None:
+    """The incident's escalation chain with its first step taken, as the engine records it."""
+    async with app.runtime.db.write() as session:
+        row = await session.get(IncidentRow, incident)
+        assert row is not None
+        now = utcnow()
+        chain = Chain(row.key, "critical-unacked", now, 0, now)
+        await escalations.start_chains(session, [chain], {"critical-unacked": 3}, now)
+        after = Chain(row.key, "critical-unacked", now, 1, now + timedelta(minutes=10))
+        entry = {"event": "step", "step": 1, "steps": 3, "after": "10m", "receivers": ["oncall-secondary"]}
+        assert await escalations.save_step(session, chain, after, entry, now)
+        alerts = (await session.scalars(select(AlertRow).where(AlertRow.incident_key == row.key))).all()
+        await insert_events(
+            session,
+            [
+                {"fingerprint": a.fingerprint, "kind": "escalation", "at": now, "episode_starts_at": a.starts_at}
+                | {"raw_event_id": None, "detail": detail}
+                for a in alerts
+                for detail in ({"event": "started", "policy": "critical-unacked"}, entry)
+            ],
+        )
+        await session.commit()
+
+
 async def _pages(app: App) -> dict[str, str]:
     """Every console page over the sample, as the logged-in person (and the link pages as anyone)."""
     pages: dict[str, str] = {}
@@ -106,6 +140,11 @@ async def _pages(app: App) -> dict[str, str]:
     for path in ("/incidents?status=all", f"/incidents/{incident}", "/alerts/muted", "/silences", "/channels"):
         pages[path] = (await client.get(path)).text
     pages["/nodes"] = (await client.get("/nodes")).text
+    pages["/oncall"] = (await client.get("/oncall")).text
+    down = await app.incident_id("NodeDown")
+    await _escalate(app, down)
+    pages["escalated incident"] = (await client.get(f"/incidents/{down}")).text
+    pages["/oncall escalating"] = (await client.get("/oncall")).text
     pages["/rules"] = (await client.get("/rules")).text
     pages["no incidents"] = (await client.get("/incidents?status=resolved")).text
     pages["missing incident"] = (await client.get("/incidents/999999")).text
@@ -142,6 +181,13 @@ async def test_every_page_in_chinese_has_no_english_word_of_the_product(zh_app: 
     incident = await zh_app.incident_id("gpu-node-07: GPUHighTemp")
     assert "UTC" not in _visible(pages[f"/incidents/{incident}"], data)
     assert 'data-address="10.0.0.7"' in pages["/nodes"]  # the nodes page with a learned address, not only empty
+    # the on-call page lists the shipped schedules; the escalated incident shows its chain, and the page its run
+    assert 'data-schedule="gpu-primary"' in pages["/oncall"]
+    assert 'id="escalation" data-stopped="" data-next-step="1"' in pages["escalated incident"]
+    assert "第 1/3 级（10m 后）：oncall-secondary" in pages["escalated incident"]
+    assert 'id="escalations"' in pages["/oncall escalating"]
+    assert 'data-escalation="started"' in pages["escalated incident"]  # the trail's escalation events
+    assert 'data-escalation="step"' in pages["escalated incident"]
 
 
 async def test_every_page_in_english_has_no_chinese(zh_app: App) -> None:

@@ -1,0 +1,285 @@
+"""An escalation chain through the engine on SQLite and PostgreSQL, with a clock the test moves: each step
+when it is due, an acknowledgement at each step stops it, a restart mid-chain neither repeats nor skips."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from alertrouter.engine.runner import EngineRunner
+from alertrouter.ingest.payloads import parse_webhook
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
+from alertrouter.metrics import Metrics
+from alertrouter.pipeline.escalation import Chain
+from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.ruleset import load_ruleset
+from alertrouter.ruleset.build import compile_rules
+from alertrouter.store import Database, actions, escalations
+from alertrouter.store.tables import AlertEventRow, EscalationRow, IncidentRow, OutboxRow
+from support.passes import Clock, rows, run_for
+from support.scenario import node_down_labels
+
+S = timedelta(seconds=1)
+M = timedelta(minutes=1)
+
+RULES = """
+global: {language: en, timezone: UTC}
+oncall:
+  people:
+    - {name: ana, mobile: "13800000001"}
+    - {name: bo, mobile: "13800000002"}
+  schedules:
+    - {name: primary, timezone: UTC, layers: [{people: [ana], rotation: 1w, start: "2026-11-01 00:00"}]}
+  escalations:
+    - name: critical-unacked
+      steps:
+        - {after: 10m, receivers: [secondary]}
+        - {after: 20m, receivers: [lead]}
+        - {after: 30m, receivers: [voice]}
+route:
+  receiver: first
+  group_wait: 30s
+  repeat_interval: 4h
+  escalation: critical-unacked
+  routes:
+    - {matchers: ['severity="warning"'], receiver: first, escalation: none}
+receivers:
+  - {name: first}
+  - {name: secondary}
+  - {name: lead}
+  - {name: voice}
+"""
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> CompiledRules:
+    (tmp_path / "rules.yml").write_text(RULES)
+    return compile_rules(load_ruleset(tmp_path, {}))
+
+
+def webhook(labels: dict[str, str], status: str = "firing") -> bytes:
+    alert = {
+        "status": status,
+        "labels": labels,
+        "annotations": {"summary": "node unreachable"},
+        "startsAt": "2026-11-21T07:59:00Z",
+        "endsAt": "2026-11-21T09:30:00Z" if status == "resolved" else "0001-01-01T00:00:00Z",
+    }
+    body = {"version": "4", "status": status, "receiver": "ar", "groupKey": "g", "alerts": [alert]}
+    return json.dumps(body).encode()
+
+
+async def sent(db: Database) -> list[tuple[str, str]]:
+    """(receiver, reason) of every outbox row, in order."""
+    return [(r.receiver, r.reason) for r in sorted(await rows(db, OutboxRow), key=lambda r: r.id)]
+
+
+async def escalated(db: Database) -> list[str]:
+    return [receiver for receiver, reason in await sent(db) if reason == "escalated"]
+
+
+async def chain(db: Database) -> EscalationRow:
+    (row,) = await rows(db, EscalationRow)
+    return row
+
+
+async def fire(db: Database, clock: Clock, labels: dict[str, str] | None = None) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    await ingestor.ingest(parse_webhook(webhook(labels or node_down_labels("gpu-node-07"))).batch)
+
+
+async def acknowledge(db: Database, clock: Clock, by: str) -> None:
+    async with db.write() as session:
+        (incident,) = (await session.scalars(select(IncidentRow))).all()
+        await actions.acknowledge_incident(session, incident_id=incident.id, by=by, now=clock.now)
+        await session.commit()
+
+
+async def test_unacknowledged_critical_incident_escalates_step_by_step(db: Database, pipeline: CompiledRules) -> None:
+    clock = Clock()
+    metrics = Metrics()
+    runner = EngineRunner(db, pipeline, metrics, clock=clock)
+    await fire(db, clock)
+    await run_for(runner, clock, 1 * M)
+    assert await sent(db) == [("first", "first")]
+    first_at = (await chain(db)).started_at
+    await run_for(runner, clock, first_at + 10 * M - 2 * S - clock.now, every=S)
+    assert await escalated(db) == []  # not before its time
+    await run_for(runner, clock, 5 * S, every=S)
+    assert await escalated(db) == ["secondary"]
+    await run_for(runner, clock, 10 * M, every=5 * S)
+    assert await escalated(db) == ["secondary", "lead"]
+    await run_for(runner, clock, 10 * M, every=5 * S)
+    assert await escalated(db) == ["secondary", "lead", "voice"]
+    await run_for(runner, clock, 30 * M, every=M)
+    assert await escalated(db) == ["secondary", "lead", "voice"]  # the chain ended with its last step
+    row = await chain(db)
+    assert (row.policy, row.next_step, row.steps, row.stopped, row.next_at) == (
+        "critical-unacked",
+        3,
+        3,
+        "exhausted",
+        None,
+    )
+    assert [h["event"] for h in row.history] == ["started", "step", "step", "step"]
+    assert [h.get("step") for h in row.history[1:]] == [1, 2, 3]
+    (message,) = [r.message for r in await rows(db, OutboxRow) if r.receiver == "lead"]
+    assert message["reason"] == "escalated"
+    assert message["summary"]["escalation"] == {
+        "policy": "critical-unacked",
+        "step": 2,
+        "steps": 3,
+        "after": "20m",
+        "after_seconds": 1200,
+        "receivers": ["lead"],
+    }
+    trail = [e.detail for e in await rows(db, AlertEventRow) if e.kind == "escalation"]
+    assert [(t["event"], t.get("step")) for t in trail] == [("started", None), ("step", 1), ("step", 2), ("step", 3)]
+    samples = {
+        s.labels["step"]: s.value
+        for m in metrics.registry.collect()
+        if m.name == "alertrouter_escalation_steps"
+        for s in m.samples
+        if s.name.endswith("_total")
+    }
+    assert samples == {"1": 1.0, "2": 1.0, "3": 1.0}
+
+
+@pytest.mark.parametrize("steps_before_ack", [0, 1, 2])
+async def test_an_acknowledgement_stops_the_chain_at_each_step(
+    db: Database, pipeline: CompiledRules, steps_before_ack: int
+) -> None:
+    clock = Clock()
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await fire(db, clock)
+    await run_for(runner, clock, 1 * M)
+    started = (await chain(db)).started_at
+    # just after the step before the acknowledgement was due
+    clock.now = started + steps_before_ack * 10 * M + 30 * S
+    await run_for(runner, clock, 5 * S)
+    expected = ["secondary", "lead", "voice"][:steps_before_ack]
+    assert await escalated(db) == expected
+    await acknowledge(db, clock, by="ana")
+    await run_for(runner, clock, 2 * timedelta(hours=1), every=30 * S)
+    assert await escalated(db) == expected
+    row = await chain(db)
+    assert (row.stopped, row.stopped_by, row.next_step) == ("acknowledged", "ana", steps_before_ack)
+
+
+async def test_an_acknowledgement_just_before_the_step_is_due_wins_even_without_a_pass_between(
+    db: Database, pipeline: CompiledRules
+) -> None:
+    clock = Clock()
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await fire(db, clock)
+    await run_for(runner, clock, 1 * M)
+    started = (await chain(db)).started_at
+    clock.now = started + 10 * M - S
+    await runner.run_once()
+    await acknowledge(db, clock, by="bo")  # committed after the pass read the records
+    clock.now = started + 10 * M
+    await runner.run_once()
+    assert await escalated(db) == []
+    assert (await chain(db)).stopped == "acknowledged"
+
+
+async def test_the_resolve_stops_the_chain(db: Database, pipeline: CompiledRules) -> None:
+    clock = Clock()
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await fire(db, clock)
+    await run_for(runner, clock, 12 * M)
+    assert await escalated(db) == ["secondary"]
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    await ingestor.ingest(parse_webhook(webhook(node_down_labels("gpu-node-07"), "resolved")).batch)
+    await run_for(runner, clock, 1 * timedelta(hours=1), every=30 * S)
+    assert await escalated(db) == ["secondary"]
+    assert (await chain(db)).stopped == "resolved"
+
+
+async def test_a_warning_or_a_route_without_policy_never_escalates(db: Database, pipeline: CompiledRules) -> None:
+    clock = Clock()
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await fire(db, clock, {**node_down_labels("gpu-node-07"), "severity": "warning"})
+    await run_for(runner, clock, timedelta(hours=1), every=30 * S)
+    assert await sent(db) == [("first", "first")]
+    assert await rows(db, EscalationRow) == []
+
+
+async def test_a_restart_mid_chain_neither_repeats_nor_skips_a_step(db: Database, pipeline: CompiledRules) -> None:
+    clock = Clock()
+    a = EngineRunner(db, pipeline, clock=clock, holder="a")
+    await fire(db, clock)
+    await run_for(a, clock, 12 * M, every=5 * S)
+    assert await escalated(db) == ["secondary"]
+    # replica a dies; b takes the lease once it expired, knowing only what the store says
+    clock.now += 20 * S
+    b = EngineRunner(db, pipeline, clock=clock, holder="b")
+    await run_for(b, clock, 30 * M, every=5 * S)
+    assert await escalated(db) == ["secondary", "lead", "voice"]
+    # and a, back, holds nothing to repeat
+    await a.run_once()
+    assert await escalated(db) == ["secondary", "lead", "voice"]
+
+
+async def test_a_step_is_taken_when_due_even_if_the_restart_came_after_it_was_due(
+    db: Database, pipeline: CompiledRules
+) -> None:
+    clock = Clock()
+    a = EngineRunner(db, pipeline, clock=clock, holder="a")
+    await fire(db, clock)
+    await run_for(a, clock, 1 * M)
+    started = (await chain(db)).started_at
+    clock.now = started + 25 * M  # down through the first two steps' times
+    b = EngineRunner(db, pipeline, clock=clock, holder="b")
+    await b.run_once()
+    await b.run_once()
+    # every step missed is taken once, in order, rather than skipped
+    assert await escalated(db) == ["secondary", "lead"]
+
+
+async def test_a_silence_over_the_incident_stops_the_chain(db: Database, pipeline: CompiledRules) -> None:
+    clock = Clock()
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await fire(db, clock)
+    await run_for(runner, clock, 12 * M)
+    assert await escalated(db) == ["secondary"]
+    async with db.write() as session:
+        await actions.create_silence(
+            session,
+            matchers=['alertname="NodeDown"'],
+            starts_at=clock.now,
+            ends_at=clock.now + timedelta(hours=4),
+            created_by="ana",
+            comment="rack r12 power work",
+            now=clock.now,
+        )
+        await session.commit()
+    await run_for(runner, clock, timedelta(hours=1), every=30 * S)
+    assert await escalated(db) == ["secondary"]
+    row = await chain(db)
+    assert (row.stopped, row.next_step) == ("silenced", 1)
+
+
+async def test_a_step_the_store_shows_taken_is_not_taken_again(db: Database, pipeline: CompiledRules) -> None:
+    """Under the lease this cannot happen; if it ever does (a holder that lost its lease unknowingly),
+    the conditional update refuses the step, and the chain carries on from what the store says."""
+    clock = Clock()
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await fire(db, clock)
+    await run_for(runner, clock, 1 * M)
+    row = await chain(db)
+    before = Chain(row.incident_key, row.policy, row.started_at, 0, row.next_at)
+    after = Chain(row.incident_key, row.policy, row.started_at, 1, row.started_at + 20 * M)
+    async with db.write() as session:  # another holder took step 1
+        assert await escalations.save_step(session, before, after, {"event": "step", "step": 1}, clock.now)
+        await session.commit()
+    clock.now = row.started_at + 10 * M
+    await runner.run_once()
+    assert await escalated(db) == []
+    await run_for(runner, clock, 11 * M, every=30 * S)
+    assert await escalated(db) == ["lead"]
