@@ -1,7 +1,7 @@
 """alerts.change_seq: a change sequence the engine reads changes by, instead of `updated_at` minus 30 s
 
 Revision ID: 0015
-Revises: 0012
+Revises: 0014
 Create Date: 2026-11-25
 
 The engine read "what changed" as every alert whose `updated_at` was within 30 s before the latest one
@@ -32,7 +32,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0015"
-down_revision: str | None = "0012"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
