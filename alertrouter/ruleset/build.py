@@ -262,7 +262,7 @@ def _check_channels(ruleset: Ruleset, problems: _Problems) -> None:
                 problems.add("receivers", i, where + ".to", "an SMS channel needs the phone numbers to send to")
             if channel.type == "voice" and not ([n for n in ref.to if n] or ref.oncall):
                 problems.add(
-                    "receivers", i, where + ".to", "a voice channel needs the phone numbers to call (or oncall:)"
+                    "receivers", i, where + ".to", "a voice channel needs the phone numbers to call, or `oncall:`"
                 )
             if channel.type == "email" and not (ref.to or channel.to or ref.oncall):
                 problems.add("receivers", i, where + ".to", "no recipients here nor in the email channel's `to`")

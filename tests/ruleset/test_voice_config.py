@@ -42,7 +42,22 @@ def test_unset_credentials_leave_the_channel_unconfigured(tmp_path: Path) -> Non
 
 def test_a_configured_voice_receiver_needs_numbers(tmp_path: Path) -> None:
     found = problems(tmp_path, VOICE, {"K": "k", "S": "s"})
-    assert "receivers[0].channels[0].to: a voice channel needs the phone numbers to call" in found
+    assert "receivers[0].channels[0].to: a voice channel needs the phone numbers to call, or `oncall:`" in found
+
+
+def test_a_voice_receiver_may_call_whoever_is_on_call(tmp_path: Path) -> None:
+    rota = """\
+oncall:
+  people: [{name: ann, mobile: "13800000000"}]
+  schedules:
+    - name: primary
+      timezone: Asia/Shanghai
+      layers: [{people: [ann], rotation: 1w, start: "2026-11-02 10:00"}]
+"""
+    text = VOICE.replace('to: ["${PHONE:-}"]', "oncall: [primary]") + rota
+    (tmp_path / "rules.yml").write_text(text)
+    ruleset = load_ruleset(tmp_path, env={"K": "k", "S": "s"})
+    assert [r.name for r in ruleset.receivers] == ["oncall-voice"]
 
 
 @pytest.mark.parametrize(
