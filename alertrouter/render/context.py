@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from alertrouter import i18n
 from alertrouter.labels import alert_title
-from alertrouter.model import AlertItem, IncidentKind, MessageSnapshot, parse_time
+from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertItem, IncidentKind, MessageSnapshot, parse_time
 
 __all__ = [
     "ANNOTATION_CAP",
@@ -235,10 +235,13 @@ class LocalClock:
         return self._zoned(t).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def _alert(raw: AlertItem, clock: LocalClock, ref: datetime) -> AlertContext:
+def _alert(raw: AlertItem, clock: LocalClock, ref: datetime, tr: NullTranslations) -> AlertContext:
     labels = _labels(raw.labels)
     notes = raw.annotations or {}
     started = _time(raw.starts_at)
+    if labels.get("alertname") == HEARTBEAT_ALERTNAME and labels.get(HEARTBEAT_LABEL) and started:
+        # alertrouter's own alert: its summary in the receiver's language and time zone
+        notes = {**notes, "summary": i18n.blind_text(tr, labels[HEARTBEAT_LABEL], clock.local(started, ref))}
     return AlertContext(
         alertname=clean(alert_title(labels) if labels else "", HEADLINE_CAP),
         unit=_unit(labels),
@@ -282,7 +285,7 @@ def build_item(
     ref = _time(raw.at) or now
     opened = _time(raw.opened_at)
     raw_alerts = raw.alerts
-    alerts = tuple(sorted((_alert(a, clock, ref) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
+    alerts = tuple(sorted((_alert(a, clock, ref, tr) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
     resolved = raw.resolved
     kind = raw.kind
     severity = clean(raw.severity or fallback_severity, KEY_CAP)

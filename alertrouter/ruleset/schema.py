@@ -36,6 +36,7 @@ from alertrouter.ruleset.channels import (
     TencentSmsConfig,
     WeComChannelConfig,
 )
+from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.ruleset.schedule import parse_schedule, zone
 
 __all__ = [
@@ -505,6 +506,7 @@ class RuleFile(Section):
     mute_time_intervals: list[TimeIntervalConfig] | None = Field(
         None, description="Alertmanager's deprecated name for time_intervals; both are read"
     )
+    heartbeats: list[HeartbeatConfig] | None = None
 
 
 class Ruleset(Section):
@@ -519,6 +521,7 @@ class Ruleset(Section):
     channels: list[ChannelConfig] = Field(default_factory=list)
     time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
     mute_time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
+    heartbeats: list[HeartbeatConfig] = Field(default_factory=list)
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(
