@@ -20,9 +20,8 @@ def problems(path: Path) -> list[str]:
 
 
 def test_an_entry_with_defaults(tmp_path: Path) -> None:
-    (tmp_path / "h.yml").write_text(
-        'heartbeats:\n  - name: prometheus-north\n    matchers: [\'alertname="Watchdog", prometheus="monitoring/north"\']\n'
-    )
+    matchers = 'alertname="Watchdog", prometheus="monitoring/north"'
+    (tmp_path / "h.yml").write_text(f"heartbeats:\n  - name: prometheus-north\n    matchers: ['{matchers}']\n")
     (beat,) = load_ruleset(tmp_path, {}).heartbeats
     assert beat.timeout == timedelta(minutes=5)
     assert beat.labels == {"severity": "critical"}

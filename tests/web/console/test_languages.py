@@ -106,6 +106,7 @@ async def _pages(app: App) -> dict[str, str]:
     for path in ("/incidents?status=all", f"/incidents/{incident}", "/alerts/muted", "/silences", "/channels"):
         pages[path] = (await client.get(path)).text
     pages["/nodes"] = (await client.get("/nodes")).text
+    pages["/heartbeats"] = (await client.get("/heartbeats")).text
     pages["/rules"] = (await client.get("/rules")).text
     pages["no incidents"] = (await client.get("/incidents?status=resolved")).text
     pages["missing incident"] = (await client.get("/incidents/999999")).text
