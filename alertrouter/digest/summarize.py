@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from alertrouter.digest.blind import blind_periods
 from alertrouter.digest.types import (
     AckStats,
     Count,
@@ -266,4 +267,5 @@ def summarize(
         per_day=_days(rows, fired, lab, tz),
         severities=_severity_order(severity, lab.severities) or list(lab.severities),
         receiver=_receiver(rows, receiver) if receiver is not None else None,
+        blind=blind_periods(rows),
     )

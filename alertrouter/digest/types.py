@@ -10,6 +10,7 @@ from alertrouter.model import MessageSnapshot
 
 __all__ = [
     "AckStats",
+    "BlindCount",
     "Count",
     "DayCount",
     "DigestStats",
@@ -191,7 +192,18 @@ class DigestStats:
     per_day: list[DayCount]
     severities: list[str]
     receiver: ReceiverSection | None
+    blind: list[BlindCount] = field(default_factory=list)  # monitoring blind: silent heartbeats
 
     @property
     def hours(self) -> int:
         return round((self.end - self.start).total_seconds() / 3600)
+
+
+@dataclass(frozen=True, slots=True)
+class BlindCount:
+    """How often, and how long in all, a heartbeat's source was silent during the week (its
+    AlertrouterHeartbeatMissing alert firing: `alertrouter.liveness`)."""
+
+    heartbeat: str
+    times: int  # silences that overlap the week
+    total: timedelta  # their time within the week

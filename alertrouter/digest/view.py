@@ -179,6 +179,10 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
             }
             for x in stats.xid_suspects
         ],
+        "blind": [
+            {"heartbeat": data(b.heartbeat), "times": b.times, "total": format_duration(b.total, tr)}
+            for b in stats.blind
+        ],
         "resolve": [
             {
                 "name": severity_label(tr, r.name),
