@@ -88,9 +88,11 @@ class HeartbeatMonitor:
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    def heard(self, alerts: Sequence[IncomingAlert]) -> dict[str, list[IncomingAlert]]:
-        """The firing alerts of a payload that are heartbeats, by heartbeat name."""
-        return watch.heard(list(self.configs.values()), alerts) if self.configs else {}
+    def heard(self, alerts: Sequence[IncomingAlert]) -> watch.Heard:
+        """A payload's alerts sorted out: the heartbeats they refresh, the alerts that are no heartbeat's."""
+        if not self.configs:
+            return watch.Heard(frozenset(), list(alerts), 0)
+        return watch.heard(list(self.configs.values()), alerts)
 
     async def seen(self, names: Collection[str], *, via: str) -> None:
         """`names` were heard from now (committed before this returns); a lost one is resolved at once."""

@@ -15,6 +15,7 @@ import enum
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -28,6 +29,7 @@ from alertrouter.store.heartbeats import HeartbeatRecord
 
 __all__ = [
     "SOURCE",
+    "Heard",
     "Step",
     "blind_alert",
     "blind_labels",
@@ -64,16 +66,30 @@ def step(record: HeartbeatRecord, config: HeartbeatConfig, *, started: datetime,
     return Step.KEEP
 
 
-def heard(configs: Sequence[HeartbeatConfig], alerts: Iterable[IncomingAlert]) -> dict[str, list[IncomingAlert]]:
-    """The firing alerts that are heartbeats, by heartbeat name (an alert may refresh several)."""
-    out: dict[str, list[IncomingAlert]] = {}
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """A payload's alerts sorted out: which heartbeats a firing alert refreshed, and the alerts that are no
+    heartbeat's. A heartbeat's alert that is resolved (Alertmanager resolves a Watchdog Prometheus stopped
+    sending) refreshes nothing, and is no incident either: it is left out as well."""
+
+    names: frozenset[str]
+    others: list[IncomingAlert]
+    beats: int  # the alerts left out
+
+
+def heard(configs: Sequence[HeartbeatConfig], alerts: Iterable[IncomingAlert]) -> Heard:
+    names: set[str] = set()
+    others: list[IncomingAlert] = []
+    beats = 0
     for alert in alerts:
-        if alert.status is not AlertStatus.FIRING:
+        matched = [c.name for c in configs if c.matches(alert.labels)]
+        if not matched:
+            others.append(alert)
             continue
-        for config in configs:
-            if config.matches(alert.labels):
-                out.setdefault(config.name, []).append(alert)
-    return out
+        beats += 1
+        if alert.status is AlertStatus.FIRING:
+            names.update(matched)
+    return Heard(frozenset(names), others, beats)
 
 
 def _clock_text(at: datetime, zone: str) -> str:

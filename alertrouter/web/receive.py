@@ -11,10 +11,10 @@ from dataclasses import replace
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from alertrouter.ingest.batch import IngestBatch, IngestResult
+from alertrouter.ingest.batch import IngestResult
 from alertrouter.ingest.body import BodyTooLarge, read_body
 from alertrouter.ingest.payloads import Parsed, PayloadError, parse_api_v2, parse_webhook
-from alertrouter.model import IncomingAlert, utcnow
+from alertrouter.model import utcnow
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.store import describe_error, is_outage
 
@@ -34,14 +34,6 @@ async def alertmanager_webhook(request: Request, runtime: RuntimeDep) -> JSONRes
 @router.post("/api/v2/alerts", summary="Alertmanager API v2: Prometheus can push here directly")
 async def api_v2_alerts(request: Request, runtime: RuntimeDep) -> JSONResponse:
     return await _ingest(request, runtime, "api_v2", lambda body: parse_api_v2(body, now=utcnow()))
-
-
-def without_heartbeats(batch: IngestBatch, heard: dict[str, list[IncomingAlert]]) -> IngestBatch:
-    """The payload without its heartbeat alerts: a Watchdog says its source is alive, it is no incident
-    (stored as one, it would fire for ever and take a route). Such a payload is never answered from
-    `Ingestor.repeat_body` (its re-sends must refresh the heartbeat), hence no `body_digest`."""
-    beats = {id(a) for alerts in heard.values() for a in alerts}
-    return replace(batch, alerts=[a for a in batch.alerts if id(a) not in beats], body_digest=None)
 
 
 def unauthorized(runtime: Runtime) -> JSONResponse:
@@ -78,13 +70,16 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
         return answer("rejected", 400, {"error": "invalid payload", "problems": exc.problems})
 
     batch = parsed.batch
-    heard = runtime.heartbeats.heard(batch.alerts) if runtime.heartbeats is not None else {}
-    if heard:
-        batch = without_heartbeats(batch, heard)
+    heard = runtime.heartbeats.heard(batch.alerts) if runtime.heartbeats is not None else None
+    if heard is not None and heard.beats:
+        # A Watchdog says its source is alive; it is no incident (stored as one, it would fire for ever
+        # and take a route). Such a payload is never answered from `Ingestor.repeat_body`: its re-sends
+        # must refresh the heartbeat, hence no `body_digest`.
+        batch = replace(batch, alerts=heard.others, body_digest=None)
     try:
         async with asyncio.timeout(runtime.settings.store_timeout.total_seconds()):
-            if heard and runtime.heartbeats is not None:
-                await runtime.heartbeats.seen(heard, via="alert")
+            if heard is not None and heard.names and runtime.heartbeats is not None:
+                await runtime.heartbeats.seen(heard.names, via="alert")
             result = await runtime.ingestor.ingest(batch) if batch.alerts else IngestResult()
     except Exception as exc:
         m.db_errors.labels(operation="ingest").inc()
@@ -121,6 +116,6 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
             {"error": "some alerts were invalid", "stored": len(batch.alerts), "problems": parsed.problems},
         )
     content: dict[str, object] = {"status": "ok", "alerts": len(batch.alerts)}
-    if heard:
-        content["heartbeats"] = sorted(heard)
+    if heard is not None and heard.beats:
+        content["heartbeats"] = sorted(heard.names)
     return answer("repeat" if result.repeat else "stored", 200, content)

@@ -12,7 +12,7 @@ from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.liveness.monitor import HeartbeatMonitor
-from alertrouter.liveness.watch import Step
+from alertrouter.liveness.watch import Heard, Step
 from alertrouter.metrics import Metrics
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.store import Database
@@ -126,10 +126,13 @@ async def test_a_silent_source_is_raised_after_its_timeout_routed_and_resolved_o
 async def test_the_watchdog_of_the_configured_prometheus_refreshes_it_and_only_while_firing(db: Database) -> None:
     clock = Clock()
     hb = monitor(db, clock)
-    north = parse_webhook(watchdog("monitoring/north")).batch.alerts
-    assert set(hb.heard(north)) == {"prometheus-north"}
-    assert hb.heard(parse_webhook(watchdog("monitoring/south")).batch.alerts) == {}
-    assert hb.heard(parse_webhook(watchdog("monitoring/north", "resolved")).batch.alerts) == {}
+    north = hb.heard(parse_webhook(watchdog("monitoring/north")).batch.alerts)
+    assert (north.names, north.others, north.beats) == ({"prometheus-north"}, [], 1)
+    south = parse_webhook(watchdog("monitoring/south")).batch.alerts
+    assert hb.heard(south) == Heard(frozenset(), south, 0)  # another Prometheus' Watchdog: an ordinary alert
+    # resolved (Alertmanager lets go of a Watchdog Prometheus stopped sending): refreshes nothing, stored neither
+    resolved = hb.heard(parse_webhook(watchdog("monitoring/north", "resolved")).batch.alerts)
+    assert (resolved.names, resolved.others, resolved.beats) == (frozenset(), [], 1)
 
 
 async def test_a_restart_counts_the_timeout_from_its_start_and_keeps_a_raised_loss(db: Database) -> None:

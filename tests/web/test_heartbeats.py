@@ -99,3 +99,19 @@ async def test_basic_credentials_work_as_at_the_webhook(database_url: str) -> No
         bad = {"Authorization": "Basic " + base64.b64encode(b"am:wrong").decode()}
         assert (await c.post("/api/v1/heartbeats/prometheus", headers=bad)).status_code == 401
         assert (await c.post("/api/v1/heartbeats/prometheus", headers=good)).status_code == 200
+
+
+async def test_a_resolved_watchdog_refreshes_nothing_and_is_not_stored(
+    app_client: tuple[httpx.AsyncClient, Runtime],
+) -> None:
+    """Alertmanager resolves the Watchdog once Prometheus stops sending it: that says nothing is alive."""
+    client, runtime = app_client
+    body = json.loads(watchdog())
+    body["status"] = body["alerts"][0]["status"] = "resolved"
+    body["alerts"][0]["endsAt"] = "2026-11-21T08:00:00Z"
+    r = await client.post("/webhook/alertmanager", content=json.dumps(body), headers=AUTH)
+    assert r.json() == {"status": "ok", "alerts": 0, "heartbeats": []}
+    (beat,) = (await client.get("/api/v1/heartbeats", headers=AUTH)).json()["heartbeats"]
+    assert beat["last_seen"] is None
+    async with runtime.db.read() as session:
+        assert (await session.scalars(select(AlertRow.alertname))).all() == []
