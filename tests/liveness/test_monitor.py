@@ -4,19 +4,24 @@ alert, routed by the shipped rules; its return resolves it; restarts and two rep
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 from alertrouter.engine.runner import EngineRunner
-from alertrouter.i18n import Locale
+from alertrouter.i18n import Locale, translations
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.liveness.monitor import HeartbeatMonitor
 from alertrouter.liveness.watch import Heard, Step
 from alertrouter.metrics import Metrics
+from alertrouter.model import MessageSnapshot
+from alertrouter.render.context import LocalClock, build_item
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.store import Database
-from alertrouter.store.tables import AlertEpisodeRow, AlertRow, OutboxRow
+from alertrouter.store.tables import AlertEpisodeRow, AlertRow, IncidentRow, OutboxRow
+from alertrouter.web.console.views import incident_headline
 from support.passes import T0, Clock, rows, run_for
 from support.scenario import shipped_pipeline
 
@@ -103,7 +108,23 @@ async def test_a_silent_source_is_raised_after_its_timeout_routed_and_resolved_o
     await run_for(engine, clock, M)
     (page,) = await rows(db, OutboxRow)
     assert (page.receiver, page.reason) == ("critical-north", "first")  # the shipped routes page it like any critical
-    assert page.message["headline"] == "AlertrouterHeartbeatMissing"
+    assert page.message["headline"] == "AlertrouterHeartbeatMissing"  # as stored; messages word it:
+    snapshot = MessageSnapshot.from_json(page.message)
+    # what the delivery loop adds before sending: each alert's start and annotations (as stored)
+    stored = {"summary": alert.annotations["summary"]}
+    sent = tuple(replace(a, starts_at=alert.starts_at, annotations=stored) for a in snapshot.alerts)
+    snapshot = replace(snapshot, alerts=sent)
+    zh = translations("zh-CN")
+    item = build_item(
+        snapshot, fallback_severity="critical", clock=LocalClock(ZoneInfo("Asia/Shanghai")), now=clock.now, tr=zh
+    )
+    assert item.headline == "监控失明：prometheus-north"
+    assert item.summary == "监控失明：prometheus-north 自 16:01 CST 起无心跳"  # the receiver's language and zone
+    english = build_item(snapshot, fallback_severity="critical", clock=LocalClock(ZoneInfo("UTC")), now=clock.now)
+    assert english.headline == "monitoring is blind: prometheus-north"
+    (incident,) = await rows(db, IncidentRow)
+    assert incident_headline(translations("en"), incident, "en") == "monitoring is blind: prometheus-north"
+    assert incident_headline(zh, incident, "zh-CN") == "监控失明：prometheus-north"
 
     clock.now += 2 * M
     assert await hb.check_once() == {"prometheus-north": Step.KEEP}  # still silent: raised once, kept
