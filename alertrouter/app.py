@@ -23,6 +23,7 @@ from alertrouter.ingest.activity import IngestActivity
 from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
+from alertrouter.liveness.monitor import HeartbeatMonitor
 from alertrouter.logs import redact_secrets
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
@@ -34,7 +35,7 @@ from alertrouter.scheduler import build_scheduler
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import alerts, console, health, incidents, nodes, notifications, receive, writes
+from alertrouter.web import alerts, console, health, heartbeats, incidents, nodes, notifications, receive, writes
 
 __all__ = ["build_runtime", "create_app"]
 
@@ -98,6 +99,9 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     if lookup is not None:
         lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names
     ingestor = Ingestor(db, touches, activity=activity, on_committed=engine.committed)
+    monitor = HeartbeatMonitor(
+        db, ruleset.heartbeats, ingestor.ingest, locale=ruleset.locale(""), metrics=metrics, loops=loops
+    )
     return Runtime(
         settings=settings,
         ruleset=ruleset,
@@ -115,6 +119,7 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         signers=signers,
         scheduler=build_scheduler(settings, ruleset, db, engine.pipeline, metrics, loops),
         lookup=lookup,
+        heartbeats=monitor,
     )
 
 
@@ -138,6 +143,8 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(runtime.lookup.answered.wait(), runtime.lookup.config.timeout.total_seconds())
         runtime.engine.start()
+        if runtime.heartbeats is not None:
+            runtime.heartbeats.start()
         if runtime.delivery is not None:
             runtime.delivery.start()
         if runtime.scheduler is not None:
@@ -158,6 +165,8 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         finally:
             if runtime.scheduler is not None:
                 await runtime.scheduler.stop()
+            if runtime.heartbeats is not None:
+                await runtime.heartbeats.stop()
             await runtime.engine.stop()
             if runtime.lookup is not None:
                 await runtime.lookup.stop()
@@ -194,6 +203,7 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
     app.include_router(alerts.router)
     app.include_router(incidents.router)
     app.include_router(nodes.router)
+    app.include_router(heartbeats.router)
     app.include_router(notifications.router)
     app.include_router(health.router)
     app.include_router(writes.router)

@@ -21,7 +21,7 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import Translations
 
-from alertrouter.model import IncidentKind, MessageSnapshot
+from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, IncidentKind, MessageSnapshot
 
 __all__ = [
     "DEFAULT_LANGUAGE",
@@ -30,6 +30,8 @@ __all__ = [
     "LOCALE_DIR",
     "Locale",
     "age_text",
+    "blind_headline",
+    "blind_text",
     "catalogue_path",
     "headline",
     "member_line",
@@ -197,6 +199,8 @@ def headline(tr: NullTranslations, snapshot: MessageSnapshot) -> str:
     summary: Mapping[str, Any] = snapshot.summary
     alertname = str(summary.get("alertname") or snapshot.labels.get("alertname", ""))
     unit_name = str(summary.get("unit_name") or "GPUs")
+    if alertname == HEARTBEAT_ALERTNAME and (heartbeat := snapshot.labels.get(HEARTBEAT_LABEL)):
+        return blind_headline(tr, heartbeat)
     if snapshot.kind == IncidentKind.CLUSTER:
         scope, nodes = _scope(summary.get("scope")), _int(summary.get("nodes"))
         if scope is None or nodes is None or not alertname:
@@ -208,3 +212,17 @@ def headline(tr: NullTranslations, snapshot: MessageSnapshot) -> str:
     units = summary.get("units")
     count = len(units) if isinstance(units, list) else 0
     return node_headline(tr, where, alertname, count, _int(summary.get("units_total")), unit_name)
+
+
+def blind_headline(tr: NullTranslations, heartbeat: str) -> str:
+    """`monitoring is blind: prometheus-north` / `监控失明：prometheus-north` (a silent heartbeat's incident)."""
+    return tr.gettext("monitoring is blind: %(heartbeat)s") % {"heartbeat": heartbeat}
+
+
+def blind_text(tr: NullTranslations, heartbeat: str, since: str) -> str:
+    """`monitoring is blind: prometheus-north silent since 10:42 CST`: the summary of the alert raised for
+    a silent heartbeat; `since` is the local time it was last heard from (or first watched)."""
+    return tr.gettext("monitoring is blind: %(heartbeat)s silent since %(since)s") % {
+        "heartbeat": heartbeat,
+        "since": since,
+    }

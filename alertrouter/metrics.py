@@ -229,3 +229,16 @@ class Metrics:
             "as the engine's leader holds them; 0 on other replicas.",
             registry=r,
         )
+        # Source liveness: heartbeats (`alertrouter.liveness`)
+        self.heartbeat_last_seen = Gauge(
+            "alertrouter_heartbeat_last_seen_timestamp_seconds",
+            "When each configured heartbeat was last heard from (Unix time; absent until it first is).",
+            ["heartbeat"],
+            registry=r,
+        )
+        self.heartbeat_missing = Gauge(
+            "alertrouter_heartbeat_missing",
+            "1 while a heartbeat is silent past its timeout (its AlertrouterHeartbeatMissing alert is raised), else 0.",
+            ["heartbeat"],
+            registry=r,
+        )

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
+    "HEARTBEAT_ALERTNAME",
+    "HEARTBEAT_LABEL",
     "KEY_MAX",
     "NAME_MAX",
     "AlertItem",
@@ -377,3 +379,8 @@ class MessageSnapshot:
             opened_at=_when(d, "opened_at"),
             at=_when(d, "at"),
         )
+
+
+# Source liveness: the alert alertrouter raises for a heartbeat silent past its timeout (`alertrouter.liveness`).
+HEARTBEAT_ALERTNAME = "AlertrouterHeartbeatMissing"
+HEARTBEAT_LABEL = "heartbeat"  # its label naming the heartbeat

@@ -16,6 +16,7 @@ from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.writer import Ingestor
+from alertrouter.liveness.monitor import HeartbeatMonitor
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.ruleset import Ruleset
@@ -46,6 +47,7 @@ class Runtime:
     scheduler: Scheduler | None = None  # weekly digests and housekeeping, when ALERTROUTER_SCHEDULER
     lookup: PrometheusLookup | None = None  # topology.prometheus, when configured
     filter_choices: FilterChoices = field(default_factory=FilterChoices)  # the console list's menus
+    heartbeats: HeartbeatMonitor | None = None  # the `heartbeats:` section (a monitor with none configured idles)
 
 
 async def _runtime(request: Request) -> Runtime:

@@ -34,6 +34,8 @@ NEVER = {  # a unit -> units it must not import
     "auth": {"settings"},
     # the node lookup reads Prometheus and hands the engine a snapshot: it never reaches the store or the engine
     "discovery": {"store", "engine", "delivery", "channels", "ingest", "render", "digest", "web", "settings"},
+    # the heartbeat monitor raises its alert through ingest (stored, then decided by the engine like any)
+    "liveness": {"engine", "delivery", "channels", "render", "digest", "web", "settings"},
 }
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from alertrouter.digest.blind import blind_periods
 from alertrouter.digest.gpufaults import gpu_faults, node_faults, rma_candidates
 from alertrouter.digest.types import (
     AckStats,
@@ -250,4 +251,5 @@ def summarize(
         gpu_faults=node_faults(faults, end - start),
         rma=rma_candidates(faults),
         escalations=dict(rows.escalations),
+        blind=blind_periods(rows),
     )

@@ -10,6 +10,7 @@ from alertrouter.model import MessageSnapshot
 
 __all__ = [
     "AckStats",
+    "BlindCount",
     "Count",
     "DayCount",
     "DigestStats",
@@ -217,7 +218,18 @@ class DigestStats:
     gpu_faults: list[NodeFaults] = field(default_factory=list)  # per node, most faults first
     rma: list[RmaCandidate] = field(default_factory=list)
     escalations: dict[int, int] = field(default_factory=dict)  # as `WeekRows.escalations`
+    blind: list[BlindCount] = field(default_factory=list)  # monitoring blind: silent heartbeats
 
     @property
     def hours(self) -> int:
         return round((self.end - self.start).total_seconds() / 3600)
+
+
+@dataclass(frozen=True, slots=True)
+class BlindCount:
+    """How often, and how long in all, a heartbeat's source was silent during the week (its
+    AlertrouterHeartbeatMissing alert firing: `alertrouter.liveness`)."""
+
+    heartbeat: str
+    times: int  # silences that overlap the week
+    total: timedelta  # their time within the week

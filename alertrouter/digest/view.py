@@ -229,6 +229,10 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
             for f in stats.flapping
         ],
         **_gpu_sections(stats, tr, tz, language),
+        "blind": [
+            {"heartbeat": data(b.heartbeat), "times": b.times, "total": format_duration(b.total, tr)}
+            for b in stats.blind
+        ],
         "resolve": [
             {
                 "name": severity_label(tr, r.name),

@@ -18,7 +18,14 @@ from zoneinfo import ZoneInfo
 
 from alertrouter import i18n
 from alertrouter.labels import alert_title
-from alertrouter.model import AlertItem, IncidentKind, MessageSnapshot, parse_time
+from alertrouter.model import (
+    HEARTBEAT_ALERTNAME,
+    HEARTBEAT_LABEL,
+    AlertItem,
+    IncidentKind,
+    MessageSnapshot,
+    parse_time,
+)
 from alertrouter.render.faults import alert_xid, workload, workloads_text, xid_lines
 
 __all__ = [
@@ -264,6 +271,9 @@ def _alert(raw: AlertItem, clock: LocalClock, ref: datetime, tr: NullTranslation
     labels = _labels(raw.labels)
     notes = raw.annotations or {}
     started = _time(raw.starts_at)
+    if labels.get("alertname") == HEARTBEAT_ALERTNAME and labels.get(HEARTBEAT_LABEL) and started:
+        # alertrouter's own alert: its summary in the receiver's language and time zone
+        notes = {**notes, "summary": i18n.blind_text(tr, labels[HEARTBEAT_LABEL], clock.local(started, ref))}
     return AlertContext(
         alertname=clean(alert_title(labels) if labels else "", HEADLINE_CAP),
         unit=_unit(labels),

@@ -305,6 +305,7 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
     g = ruleset.global_
     _unique([a.name for a in ruleset.aggregation], "aggregation", problems)
     _unique([r.name for r in ruleset.receivers], "receivers", problems)
+    _unique([h.name for h in ruleset.heartbeats], "heartbeats", problems)
 
     receivers = {r.name for r in ruleset.receivers}
     if ruleset.route is None:

@@ -184,7 +184,11 @@ def load_ruleset(path: Path, env: Mapping[str, str] | None = None) -> Ruleset:
 def _matcher_lists(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """(path, value) of every matcher list in one file's raw sections."""
     found: list[tuple[str, Any]] = []
-    for section, keys in (("inhibit_rules", ("source_matchers", "target_matchers")), ("aggregation", ("matchers",))):
+    for section, keys in (
+        ("inhibit_rules", ("source_matchers", "target_matchers")),
+        ("aggregation", ("matchers",)),
+        ("heartbeats", ("matchers",)),
+    ):
         items = data.get(section)
         for i, item in enumerate(items if isinstance(items, list) else ()):
             if isinstance(item, dict):

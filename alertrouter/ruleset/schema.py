@@ -36,6 +36,7 @@ from alertrouter.ruleset.channels import (
     TencentSmsConfig,
     WeComChannelConfig,
 )
+from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.ruleset.oncall import OnCallConfig
 from alertrouter.ruleset.schedule import parse_schedule, zone
 
@@ -517,6 +518,7 @@ class RuleFile(Section):
         None, description="Alertmanager's deprecated name for time_intervals; both are read"
     )
     oncall: OnCallConfig | None = None
+    heartbeats: list[HeartbeatConfig] | None = None
 
 
 class Ruleset(Section):
@@ -532,6 +534,7 @@ class Ruleset(Section):
     time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
     mute_time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
     oncall: OnCallConfig = Field(default_factory=lambda: OnCallConfig())
+    heartbeats: list[HeartbeatConfig] = Field(default_factory=list)
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(

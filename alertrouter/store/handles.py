@@ -17,6 +17,7 @@ from alertrouter.store.tables import (
     ChannelStateRow,
     DeliveryAttemptRow,
     DeliveryRow,
+    HeartbeatRow,
     IncidentRow,
     LeaseRow,
     NodeAliasRow,
@@ -39,6 +40,7 @@ __all__ = [
     "deliveries_t",
     "episodes_t",
     "events_t",
+    "heartbeats_t",
     "incidents_t",
     "insert_for",
     "leases_t",
@@ -61,6 +63,7 @@ channels_t = cast(Table, ChannelStateRow.__table__)
 deliveries_t = cast(Table, DeliveryRow.__table__)
 episodes_t = cast(Table, AlertEpisodeRow.__table__)
 events_t = cast(Table, AlertEventRow.__table__)
+heartbeats_t = cast(Table, HeartbeatRow.__table__)
 incidents_t = cast(Table, IncidentRow.__table__)
 leases_t = cast(Table, LeaseRow.__table__)
 node_aliases_t = cast(Table, NodeAliasRow.__table__)

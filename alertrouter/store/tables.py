@@ -35,6 +35,7 @@ __all__ = [
     "DeliveryAttemptRow",
     "DeliveryRow",
     "EscalationRow",
+    "HeartbeatRow",
     "IncidentRow",
     "LeaseRow",
     "NodeAliasRow",
@@ -464,3 +465,22 @@ class EscalationRow(Base):
     stopped_by: Mapped[str | None] = mapped_column(String(255))
     history: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
     updated_at: Mapped[datetime]
+
+
+# Source liveness: heartbeats (`alertrouter.liveness`)
+
+
+class HeartbeatRow(Base):
+    """When each configured heartbeat (`heartbeats:` in the rules) was last heard from, shared by every
+    replica and kept across restarts. `missing_since` is set while its alert is raised (the time it fell
+    silent), so a restart neither forgets a silence nor raises it twice; a row whose heartbeat left the
+    rules stays (a heartbeat put back resumes from it)."""
+
+    __tablename__ = "heartbeats"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    watched_since: Mapped[datetime]  # first watched: a heartbeat never heard from is silent since then
+    last_seen: Mapped[datetime | None]
+    seen_via: Mapped[str | None] = mapped_column(String(16))  # "alert" or "http"
+    missing_since: Mapped[datetime | None]
+    alert_labels: Mapped[dict[str, str] | None]  # the raised alert's labels (to resolve it if the rules change)

@@ -6,10 +6,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from alertrouter.ingest.batch import IngestResult
 from alertrouter.ingest.body import BodyTooLarge, read_body
 from alertrouter.ingest.payloads import Parsed, PayloadError, parse_api_v2, parse_webhook
 from alertrouter.model import utcnow
@@ -68,9 +70,17 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
         return answer("rejected", 400, {"error": "invalid payload", "problems": exc.problems})
 
     batch = parsed.batch
+    heard = runtime.heartbeats.heard(batch.alerts) if runtime.heartbeats is not None else None
+    if heard is not None and heard.beats:
+        # A Watchdog says its source is alive; it is no incident (stored as one, it would fire for ever
+        # and take a route). Such a payload is never answered from `Ingestor.repeat_body`: its re-sends
+        # must refresh the heartbeat, hence no `body_digest`.
+        batch = replace(batch, alerts=heard.others, body_digest=None)
     try:
         async with asyncio.timeout(runtime.settings.store_timeout.total_seconds()):
-            result = await runtime.ingestor.ingest(batch)
+            if heard is not None and heard.names and runtime.heartbeats is not None:
+                await runtime.heartbeats.seen(heard.names, via="alert")
+            result = await runtime.ingestor.ingest(batch) if batch.alerts else IngestResult()
     except Exception as exc:
         m.db_errors.labels(operation="ingest").inc()
         if not is_outage(exc):  # this payload alone could not be stored (the writer logged why)
@@ -105,4 +115,7 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
             400,
             {"error": "some alerts were invalid", "stored": len(batch.alerts), "problems": parsed.problems},
         )
-    return answer("repeat" if result.repeat else "stored", 200, {"status": "ok", "alerts": len(batch.alerts)})
+    content: dict[str, object] = {"status": "ok", "alerts": len(batch.alerts)}
+    if heard is not None and heard.beats:
+        content["heartbeats"] = sorted(heard.names)
+    return answer("repeat" if result.repeat else "stored", 200, content)

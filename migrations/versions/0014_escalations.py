@@ -1,7 +1,7 @@
 """escalations: where each incident's escalation chain stands (next step, when, why it stopped)
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-11-25
 
 A route's escalation policy (`oncall.escalations`) notifies further receivers while a critical
@@ -20,7 +20,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0014"
-down_revision: str | None = "0012"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

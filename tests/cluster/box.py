@@ -21,7 +21,8 @@ What is changed from what ships, and nothing else:
   added (rules/deploy/prometheus.yml adds one): the box checks the harder way, that a NodeDown named by
   `nodename` (node_uname_info) meets GPU alerts named by `Hostname`/`hostname` with no relabelling.
 - Alertmanager: the README's recommended config (one catch-all route, `send_resolved`, Bearer token from a
-  `credentials_file`, no inhibit rules), with `group_wait` 1s and `group_interval` 2s. The receiver has one
+  `credentials_file`, no inhibit rules, the `Watchdog` route re-sending alertrouter's heartbeat every minute),
+  with `group_wait` 1s and `group_interval` 2s. The receiver has one
   `webhook_configs` entry per alertrouter replica, the loopback equivalent of a Service in front of both:
   HA peers must run identical configs for their notification log to deduplicate (so "AM 1 -> replica 1,
   AM 2 -> replica 2" is out), and with no load balancer on loopback each replica receives every webhook,
@@ -77,6 +78,7 @@ __all__ = [
     "prometheus_config",
     "shorten_for",
     "shorten_group_interval",
+    "shorten_heartbeat_timeout",
     "vendor_env",
 ]
 
@@ -154,6 +156,11 @@ def shorten_for(rules_yaml: str, duration: str = FOR) -> str:
     if yaml.safe_load(text) != expected:
         raise ValueError("shorten_for: a `for:` this line-wise edit cannot reach (flow-style rule?)")
     return text
+
+
+def shorten_heartbeat_timeout(rules_yaml: str, duration: str) -> str:
+    """Every heartbeat's `timeout: <duration>` line of rules/heartbeats.yml becomes `timeout: <duration>`."""
+    return re.sub(r"(?m)^(\s+)timeout: \S+(\s*(#.*)?)$", rf"\g<1>timeout: {duration}\g<2>", rules_yaml)
 
 
 def shorten_group_interval(rules_yaml: str, duration: str) -> str:
@@ -239,8 +246,10 @@ def prometheus_config(fleet: Fleet, alertmanagers: list[str]) -> dict[str, Any]:
     }
 
 
-def alertmanager_config(router_urls: list[str], token_file: Path) -> dict[str, Any]:
-    """README "Pointing Alertmanager at it", with short waits and one webhook per replica."""
+def alertmanager_config(router_urls: list[str], token_file: Path, *, watchdog_repeat: str = "1m") -> dict[str, Any]:
+    """README "Pointing Alertmanager at it", with short waits and one webhook per replica; the Watchdog
+    (alertrouter's heartbeat of this Prometheus and the pair) re-sent every `watchdog_repeat`, as the shipped
+    rules/deploy/alertmanager.yml re-sends it every minute."""
     return {
         "route": {
             "receiver": "alertrouter",
@@ -248,6 +257,15 @@ def alertmanager_config(router_urls: list[str], token_file: Path) -> dict[str, A
             "group_wait": "1s",
             "group_interval": "2s",
             "repeat_interval": "4h",
+            "routes": [
+                {
+                    "matchers": ['alertname="Watchdog"'],
+                    "receiver": "alertrouter",
+                    "group_wait": "0s",
+                    "group_interval": "1s",
+                    "repeat_interval": watchdog_repeat,
+                }
+            ],
         },
         "receivers": [
             {
@@ -285,6 +303,10 @@ class ClusterBox:
     the PostgreSQL database in place for a look afterwards (its name is `store.pg_name`). `fleet` replaces
     the plain `Fleet(nodes)` (own listeners, target labels); `group_interval` shortens alertrouter's shipped
     `group_interval`s (5m) for scenarios that wait for a second message, as `for:` is shortened.
+    `heartbeat_timeout` shortens the shipped heartbeats' `timeout:` (5m), `watchdog_repeat` is the Watchdog
+    route's `repeat_interval` in Alertmanager (1m as shipped), and `resend_delay` Prometheus'
+    `--rules.alert.resend-delay` (1m by default; an alert it stops sending ends 4 resend delays later), for
+    scenarios where a source falls silent.
     """
 
     def __init__(
@@ -295,12 +317,18 @@ class ClusterBox:
         keep_database: bool = False,
         fleet: Fleet | None = None,
         group_interval: str | None = None,
+        heartbeat_timeout: str | None = None,
+        watchdog_repeat: str = "1m",
+        resend_delay: str | None = None,
     ) -> None:
         self.fleet = fleet or Fleet(nodes)
         assert len(self.fleet.nodes) == nodes
         self.workdir = workdir
         self.keep_database = keep_database
         self.group_interval = group_interval
+        self.heartbeat_timeout = heartbeat_timeout
+        self.watchdog_repeat = watchdog_repeat
+        self.resend_delay = resend_delay
         self.prometheus: Proc
         self.alertmanagers: list[Proc] = []
         self.routers: list[Router] = []
@@ -369,6 +397,8 @@ class ClusterBox:
             text = path.read_text()
             if self.group_interval is not None:
                 text = shorten_group_interval(text, self.group_interval)
+            if self.heartbeat_timeout is not None and path.name == "heartbeats.yml":
+                text = shorten_heartbeat_timeout(text, self.heartbeat_timeout)
             (rules / path.name).write_text(text)
         v = self.vendors
         (rules / "channels.yml").write_text(
@@ -395,7 +425,11 @@ class ClusterBox:
         token_file.write_text(TOKEN + "\n")
         token_file.chmod(0o400)
         am_config = work / "alertmanager.yml"
-        am_config.write_text(yaml.safe_dump(alertmanager_config([r.url for r in self.routers], token_file)))
+        am_config.write_text(
+            yaml.safe_dump(
+                alertmanager_config([r.url for r in self.routers], token_file, watchdog_repeat=self.watchdog_repeat)
+            )
+        )
         web, gossip = [free_port(), free_port()], [free_port(), free_port()]
         for i in range(2):
             am_dir = work / f"alertmanager-{i + 1}"
@@ -431,6 +465,10 @@ class ClusterBox:
             # by default), and every `for:` in the box is 2s
             "--rules.alert.for-grace-period=1s",
         ]
+        if self.resend_delay is not None:
+            # how often firing alerts are sent again, and so (x4) their endsAt: how long the Alertmanagers
+            # keep one firing after Prometheus stops (1m, so 4m, by default)
+            self._prometheus_args.append(f"--rules.alert.resend-delay={self.resend_delay}")
         self.prometheus = _start("prometheus", self._prometheus_args, prom_dir, f"http://127.0.0.1:{port}", "/-/ready")
         stack.callback(lambda: self.prometheus.stop())  # the Prometheus of the moment (see restart_prometheus)
 

@@ -149,8 +149,11 @@ def test_alertmanagerconfig_sends_everything_to_the_service_with_the_token(
     assert hook["maxAlerts"] == 0
     token = env_of(container)["ALERTROUTER_BEARER_TOKEN"]["valueFrom"]["secretKeyRef"]
     assert hook["httpConfig"]["authorization"] == {"type": "Bearer", "credentials": token}
-    # Routes: the self-alerts to a receiver that is not alertrouter (continue), then a catch-all.
-    self_route, catch_all = config["route"]["routes"]
+    # Routes: the Watchdog heartbeat to alertrouter every minute, the self-alerts to a receiver that is
+    # not alertrouter (continue), then a catch-all.
+    watchdog, self_route, catch_all = config["route"]["routes"]
+    assert watchdog["matchers"] == [{"name": "alertname", "value": "Watchdog", "matchType": "="}]
+    assert (watchdog["receiver"], watchdog["repeatInterval"]) == (config["route"]["receiver"], "1m")
     assert self_route["matchers"] == [{"name": "component", "value": "alertrouter", "matchType": "="}]
     assert self_route["continue"] is True
     assert self_route["receiver"] != config["route"]["receiver"]
@@ -274,7 +277,7 @@ def test_the_values_snippet_is_a_valid_alertmanager_config(tmp_path: Path) -> No
             "alertrouter-fallback,alertrouter",
         ),
         (["alertname=GPUHighTemp", "severity=critical", "node=10.0.0.7"], "alertrouter"),
-        (["alertname=Watchdog", "severity=none"], "deadmans-switch"),
+        (["alertname=Watchdog", "severity=none"], "deadmans-switch,alertrouter"),  # and alertrouter's heartbeat
     ],
 )
 def test_the_values_snippet_routes_as_documented(tmp_path: Path, labels: list[str], receivers: str) -> None:

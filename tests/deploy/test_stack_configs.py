@@ -14,13 +14,16 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 import yaml
+
+from alertrouter.durations import parse_duration
+from alertrouter.ruleset import load_ruleset
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
@@ -29,7 +32,7 @@ PROM_CONFIG = REPO / "rules" / "deploy" / "prometheus.yml"
 PROM_RULES_DIR = REPO / "rules" / "prometheus"
 PROM_RULE_TESTS = PROM_RULES_DIR / "tests.yml"
 NODE_RULE_FILES = ("gpu.rules.yml", "node.rules.yml")
-RULE_FILES = (*NODE_RULE_FILES, "alertrouter.rules.yml")
+RULE_FILES = (*NODE_RULE_FILES, "alertrouter.rules.yml", "watchdog.rules.yml")
 
 STACK_SERVICES = ("alertrouter", "postgres", "alertmanager", "prometheus")
 ALERTROUTER_ENV = [
@@ -305,10 +308,19 @@ def test_webhook_url_matches_the_alertrouter_service(compose: dict[str, Any], am
     assert url.path == "/webhook/alertmanager"
 
 
+def heartbeat_timeout(alertname: str) -> timedelta:
+    """The timeout of the shipped heartbeat that the alert `alertname` refreshes."""
+    (timeout,) = [h.timeout for h in load_ruleset(REPO / "rules", {}).heartbeats if h.matches({"alertname": alertname})]
+    return timeout
+
+
 def test_alertmanager_is_a_plain_catch_all_in_front_of_alertrouter(am_config: dict[str, Any]) -> None:
     route = am_config["route"]
     assert route["receiver"] == "alertrouter"
-    assert not route.get("routes"), "one catch-all route: alertrouter does the routing"
+    # one catch-all route (alertrouter does the routing), and the Watchdog heartbeat re-sent every minute
+    (watchdog,) = route["routes"]
+    assert (watchdog["matchers"], watchdog["receiver"]) == (['alertname="Watchdog"'], "alertrouter")
+    assert parse_duration(watchdog["repeat_interval"]) * 2 < heartbeat_timeout("Watchdog")
     assert "alertname" in route["group_by"]
     assert {"instance", "hostname", "Hostname"} <= set(route["group_by"])
     assert not am_config.get("inhibit_rules"), "alertrouter inhibits; Alertmanager must not"

@@ -10,7 +10,18 @@ from alertrouter.model import utcnow
 from alertrouter.paths import data_dir
 from alertrouter.store import STORE_ERRORS
 from alertrouter.web.access import access_for, identify
-from alertrouter.web.console import channels, incidents, link_actions, login, muted, nodes, oncall, rules, silences
+from alertrouter.web.console import (
+    channels,
+    heartbeats,
+    incidents,
+    link_actions,
+    login,
+    muted,
+    nodes,
+    oncall,
+    rules,
+    silences,
+)
 from alertrouter.web.console.pages import Console, PageError
 
 __all__ = ["install"]
@@ -41,5 +52,5 @@ async def _stylesheet(request: Request) -> Response:
 def install(app: FastAPI) -> None:
     app.add_exception_handler(PageError, _page_error)
     app.add_api_route("/console.css", _stylesheet, methods=["GET"], include_in_schema=False)
-    for module in (incidents, silences, muted, channels, nodes, oncall, rules, login, link_actions):
+    for module in (incidents, silences, muted, channels, nodes, oncall, heartbeats, rules, login, link_actions):
         app.include_router(module.router)

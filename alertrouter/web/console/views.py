@@ -11,7 +11,14 @@ from gettext import NullTranslations
 from typing import Any
 
 from alertrouter import i18n
-from alertrouter.model import AlertStatus, IncidentKind, MessageError, MessageSnapshot, parse_time
+from alertrouter.model import (
+    HEARTBEAT_ALERTNAME,
+    AlertStatus,
+    IncidentKind,
+    MessageError,
+    MessageSnapshot,
+    parse_time,
+)
 from alertrouter.render.context import unit_cells
 from alertrouter.store.tables import IncidentRow, SilenceRow
 
@@ -210,8 +217,9 @@ def short_time(value: datetime | str | None, zone: tzinfo = UTC) -> str:
 
 def incident_headline(tr: NullTranslations, row: IncidentRow, language: str) -> str:
     """The incident's headline worded in the page's language from the facts in its summary, as messages
-    word it (`i18n.headline`); English pages show the stored headline, which is the same words."""
-    if language == i18n.DEFAULT_LANGUAGE:
+    word it (`i18n.headline`); English pages show the stored headline, which is the same words (except
+    for a silent heartbeat's incident, worded "monitoring is blind: <name>" in every language)."""
+    if language == i18n.DEFAULT_LANGUAGE and (row.labels or {}).get("alertname") != HEARTBEAT_ALERTNAME:
         return row.headline
     try:
         kind = IncidentKind(row.kind)

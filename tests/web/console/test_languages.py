@@ -145,6 +145,7 @@ async def _pages(app: App) -> dict[str, str]:
     await _escalate(app, down)
     pages["escalated incident"] = (await client.get(f"/incidents/{down}")).text
     pages["/oncall escalating"] = (await client.get("/oncall")).text
+    pages["/heartbeats"] = (await client.get("/heartbeats")).text
     pages["/rules"] = (await client.get("/rules")).text
     pages["no incidents"] = (await client.get("/incidents?status=resolved")).text
     pages["missing incident"] = (await client.get("/incidents/999999")).text

@@ -1,0 +1,105 @@
+"""The Watchdog heartbeat through the whole real chain (tests/cluster/box.py): the real Prometheus fires the
+shipped Watchdog, the Alertmanager pair re-sends it, both alertrouter replicas hear it. Prometheus stops:
+once the Alertmanagers let the Watchdog go and the heartbeat's timeout passes, the on-call is told
+"monitoring is blind" once; Prometheus comes back: the resolved message follows.
+
+The box shortens, besides `for:` and `group_interval`, the heartbeat's timeout (20s), the Watchdog's repeat
+in Alertmanager (2s) and Prometheus' resend delay (1s, so an alert it stopped sending ends after 4s).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from cluster.box import ClusterBox
+from cluster.scenarios import MARKS, on_a_box
+from cluster.told import told
+from e2e.harness import wait_for
+
+pytestmark = MARKS
+
+BLIND = "监控失明：prometheus"  # the shipped rules speak zh-CN; the shipped heartbeat is named `prometheus`
+
+
+@dataclass
+class Outcome:
+    heard: dict[str, Any]  # the heartbeat as the API showed it while Prometheus ran
+    page: dict[str, list[str]]  # what was told once it was lost
+    resolved: dict[str, list[str]]  # and once it was back
+    lost: dict[str, Any]
+    back: dict[str, Any]
+    watchdogs_stored: int
+
+
+def _heartbeat(box: ClusterBox) -> dict[str, Any]:
+    (beat,) = box.routers[0].http.get("/api/v1/heartbeats").json()["heartbeats"]
+    assert isinstance(beat, dict)
+    return beat
+
+
+def _blind(box: ClusterBox) -> list[str]:
+    return [t for t in told(box)["dingtalk-core"] if BLIND in t]
+
+
+def _when(box: ClusterBox, key: str, value: str) -> dict[str, Any] | None:
+    beat = _heartbeat(box)
+    return beat if beat[key] == value else None
+
+
+def run(box: ClusterBox) -> Outcome:
+    heard = wait_for(
+        lambda: _when(box, "seen_via", "alert"), what="the Watchdog heard through the Alertmanagers", timeout=120
+    )
+    box.prometheus.stop()
+    wait_for(lambda: _blind(box) or None, what="'monitoring is blind' told", timeout=180)
+    page = told(box)
+    lost = _heartbeat(box)
+    box.restart_prometheus()
+    wait_for(lambda: len(_blind(box)) >= 2 or None, what="the resolved message", timeout=180)
+    back = wait_for(lambda: _when(box, "state", "ok"), what="the heartbeat ok again")
+    r = box.routers[0].http.get("/api/v1/alerts", params={"filter": 'alertname="Watchdog"'})
+    assert r.status_code == 200, r.text
+    return Outcome(heard, page, told(box), lost, back, r.json()["total"])
+
+
+@pytest.fixture(scope="module")
+def outcome() -> Iterator[Outcome]:
+    box = lambda: ClusterBox(  # noqa: E731 - the box of this module, started by on_a_box
+        nodes=1, group_interval="2s", heartbeat_timeout="20s", watchdog_repeat="2s", resend_delay="1s"
+    )
+    with on_a_box(box, run) as found:
+        yield found
+
+
+def test_the_watchdog_is_heard_and_never_stored_nor_told(outcome: Outcome) -> None:
+    assert outcome.heard["state"] == "ok"
+    assert outcome.heard["matchers"] == ['alertname="Watchdog"']
+    assert outcome.watchdogs_stored == 0
+    for channel, texts in outcome.page.items():
+        assert not [t for t in texts if "Watchdog" in t and BLIND not in t], channel
+
+
+def test_a_stopped_prometheus_is_told_once_as_monitoring_blind(outcome: Outcome) -> None:
+    assert outcome.lost["state"] == "missing"
+    (page,) = [t for t in outcome.page["dingtalk-core"] if BLIND in t]
+    assert "严重" in page  # critical, as the shipped heartbeat's labels say
+    assert "起无心跳" in page  # "silent since <time>"
+    assert len([t for t in outcome.page["wecom-core"] if BLIND in t]) == 1
+    # the SMS template's `alert` parameter is the alertname, cut to the template's 20 characters
+    sms = [json.loads(p) for p in outcome.resolved["sms-oncall"]]
+    assert [(p["severity"], p["alert"]) for p in sms] == [
+        ("critical", "AlertrouterHeartbe.."),
+        ("resolved", "AlertrouterHeartbe.."),
+    ]
+
+
+def test_its_return_is_told_as_resolved(outcome: Outcome) -> None:
+    assert outcome.back["state"] == "ok"
+    first, second = [t for t in outcome.resolved["dingtalk-core"] if BLIND in t]
+    assert "已恢复" in second
+    assert "已恢复" not in first

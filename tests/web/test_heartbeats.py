@@ -1,0 +1,117 @@
+"""The heartbeat endpoints over a running app with the shipped rules, and the Watchdog at the webhook."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import httpx
+from sqlalchemy import select
+
+from alertrouter.app import create_app
+from alertrouter.ruleset import load_ruleset
+from alertrouter.runtime import Runtime
+from alertrouter.settings import Settings
+from alertrouter.store.tables import AlertRow, RawEventRow
+
+from .conftest import AUTH, REPO
+
+
+def watchdog(*others: dict[str, str]) -> str:
+    """Alertmanager's webhook for the shipped Watchdog (and other alerts of the same group, if any)."""
+    alerts = [
+        {
+            "status": "firing",
+            "labels": labels,
+            "annotations": {"summary": "An alert that should always be firing"},
+            "startsAt": "2026-11-21T07:00:00Z",
+            "endsAt": "0001-01-01T00:00:00Z",
+        }
+        for labels in [{"alertname": "Watchdog", "severity": "none"}, *others]
+    ]
+    return json.dumps(
+        {"version": "4", "status": "firing", "receiver": "alertrouter", "groupKey": "{}", "alerts": alerts}
+    )
+
+
+async def test_a_post_needs_the_webhook_credentials_and_a_configured_name(
+    app_client: tuple[httpx.AsyncClient, Runtime],
+) -> None:
+    client, _ = app_client
+    r = await client.post("/api/v1/heartbeats/prometheus")
+    assert r.status_code == 401
+    assert r.headers["WWW-Authenticate"].startswith("Bearer")
+    assert (
+        await client.post("/api/v1/heartbeats/prometheus", headers={"Authorization": "Bearer wrong"})
+    ).status_code == 401
+    r = await client.post("/api/v1/heartbeats/prometheus-nowhere", headers=AUTH)
+    assert r.status_code == 404
+    assert r.json()["error"] == (
+        "no heartbeat named 'prometheus-nowhere' in the rules' heartbeats section (configured: prometheus)"
+    )
+    r = await client.post("/api/v1/heartbeats/prometheus", headers=AUTH)
+    assert r.status_code == 200
+    assert r.json() == {"status": "ok", "heartbeat": "prometheus"}
+
+
+async def test_the_list_shows_each_heartbeat_and_how_it_was_last_heard(
+    app_client: tuple[httpx.AsyncClient, Runtime],
+) -> None:
+    client, _ = app_client
+    assert (await client.get("/api/v1/heartbeats")).status_code == 401  # read access, like the other reads
+    (before,) = (await client.get("/api/v1/heartbeats", headers=AUTH)).json()["heartbeats"]
+    assert (before["name"], before["state"], before["last_seen"]) == ("prometheus", "ok", None)
+    assert before["matchers"] == ['alertname="Watchdog"']
+    assert before["timeout_seconds"] == 300
+    assert (await client.post("/api/v1/heartbeats/prometheus", headers=AUTH)).status_code == 200
+    (after,) = (await client.get("/api/v1/heartbeats", headers=AUTH)).json()["heartbeats"]
+    assert after["seen_via"] == "http"
+    assert after["last_seen"] is not None
+
+
+async def test_the_watchdog_refreshes_its_heartbeat_and_is_not_stored_as_an_alert(
+    app_client: tuple[httpx.AsyncClient, Runtime],
+) -> None:
+    client, runtime = app_client
+    for _ in range(2):  # the same bytes again, as Alertmanager re-sends it: refreshed each time
+        r = await client.post("/webhook/alertmanager", content=watchdog(), headers=AUTH)
+        assert r.status_code == 200
+        assert r.json() == {"status": "ok", "alerts": 0, "heartbeats": ["prometheus"]}
+    (beat,) = (await client.get("/api/v1/heartbeats", headers=AUTH)).json()["heartbeats"]
+    assert beat["seen_via"] == "alert"
+    gpu = {"alertname": "GPUHighTemp", "gpu": "0", "Hostname": "gpu-node-07", "severity": "warning"}
+    r = await client.post("/webhook/alertmanager", content=watchdog(gpu), headers=AUTH)
+    assert r.json() == {"status": "ok", "alerts": 1, "heartbeats": ["prometheus"]}
+    async with runtime.db.read() as session:
+        stored = (await session.scalars(select(AlertRow.alertname))).all()
+        raw = (await session.scalars(select(RawEventRow.body))).all()
+    assert stored == ["GPUHighTemp"]  # the Watchdog never becomes an incident
+    assert len(raw) == 1  # the payload is logged as received
+    assert "Watchdog" in raw[0]
+
+
+async def test_basic_credentials_work_as_at_the_webhook(database_url: str) -> None:
+    settings = Settings(database_url=database_url, basic_username="am", basic_password="s3cret-pass-0123456789")
+    app = create_app(settings, load_ruleset(REPO / "rules", {}))
+    transport = httpx.ASGITransport(app=app)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://ar") as c:
+        good = {"Authorization": "Basic " + base64.b64encode(b"am:s3cret-pass-0123456789").decode()}
+        bad = {"Authorization": "Basic " + base64.b64encode(b"am:wrong").decode()}
+        assert (await c.post("/api/v1/heartbeats/prometheus", headers=bad)).status_code == 401
+        assert (await c.post("/api/v1/heartbeats/prometheus", headers=good)).status_code == 200
+
+
+async def test_a_resolved_watchdog_refreshes_nothing_and_is_not_stored(
+    app_client: tuple[httpx.AsyncClient, Runtime],
+) -> None:
+    """Alertmanager resolves the Watchdog once Prometheus stops sending it: that says nothing is alive."""
+    client, runtime = app_client
+    body = json.loads(watchdog())
+    body["status"] = body["alerts"][0]["status"] = "resolved"
+    body["alerts"][0]["endsAt"] = "2026-11-21T08:00:00Z"
+    r = await client.post("/webhook/alertmanager", content=json.dumps(body), headers=AUTH)
+    assert r.json() == {"status": "ok", "alerts": 0, "heartbeats": []}
+    (beat,) = (await client.get("/api/v1/heartbeats", headers=AUTH)).json()["heartbeats"]
+    assert beat["last_seen"] is None
+    async with runtime.db.read() as session:
+        assert (await session.scalars(select(AlertRow.alertname))).all() == []
