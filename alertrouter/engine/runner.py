@@ -141,7 +141,9 @@ class EngineRunner:
             self._inserted.clear()
         for row in rows:
             firing = row["status"] == AlertStatus.FIRING.value
-            live = LiveAlert(row["fingerprint"], row["labels"], firing, row["starts_at"], row["fired_at"])
+            live = LiveAlert(
+                row["fingerprint"], row["labels"], firing, row["starts_at"], row["fired_at"], row.get("ends_at")
+            )
             self._inserted[live.fingerprint] = (live, row["updated_at"])
 
     def committed(self, inserted: Sequence[Mapping[str, Any]]) -> None:

@@ -27,6 +27,7 @@ from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence, Silencer
+from alertrouter.pipeline.stale import Reason, staleness
 from alertrouter.pipeline.storms import Storms, ending_state, storm_state
 from alertrouter.pipeline.telling import Teller, with_mutes
 from alertrouter.pipeline.timeinterval import IntervalMute
@@ -156,6 +157,9 @@ class Evaluator:
         for fp in synced.gone:
             self._drop_decision(fp)
         dirty = synced.dirty
+        if self.pipeline.stale.enabled:
+            # An alert's staleness reads the other alerts of its node: a change to one is a change to all.
+            dirty |= views.on_nodes(synced.nodes)
         result = EvalResult()
         silencer = Silencer(silences)
         interval_change = self._teller.new_pass(now)
@@ -283,9 +287,31 @@ class Evaluator:
         group = IncidentGroup(key, rule)
         decisions: dict[str, AlertDecision] = {}
         hold_wake: datetime | None = None
+        stale_rule = self.pipeline.stale
         for fp in sorted(fps):
             view = views.views[fp]
             group.alerts.append(view)
+            if stale_rule.enabled and not view.firing and (node := views.node_of(fp)) is not None:
+                neighbours = ((views.alerts[o], views.views[o].labels) for o in views.by_node.get(node, ()))
+                stale = staleness(stale_rule, views.alerts[fp], view.labels, neighbours, now)
+                if stale is not None:
+                    group.firing += 1
+                    group.stale.append(view)
+                    resolving = stale.reason == Reason.RESOLVING
+                    if not resolving:
+                        group.no_data += 1
+                        since = group.no_data_since
+                        group.no_data_since = stale.since if since is None else min(since, stale.since)
+                    decisions[fp] = AlertDecision(
+                        Decision.RESOLVING if resolving else Decision.STALE,
+                        key,
+                        stale_reason=stale.reason.value,
+                        stale_since=stale.since,
+                        stale_until=stale.until,
+                        stale_source=stale.source,
+                    )
+                    hold_wake = _earliest(hold_wake, stale.until)
+                    continue
             muted = self._inhibitor.mutes(view)
             # After inhibition, as Alertmanager: an inhibited alert is reported as inhibited, not silenced.
             silence = silencer.mutes(view.labels, now) if muted is None and silencer else None
@@ -314,7 +340,7 @@ class Evaluator:
                 hold_wake = until if hold_wake is None else min(hold_wake, until)
                 continue
             group.eligible.append(view)
-        opening_views = group.eligible + group.held
+        opening_views = group.eligible + group.held + group.stale
         opening: IncidentSummary | None = None
         ckey: str | None = None
         if rule.rollup is not None and opening_views:
@@ -428,7 +454,7 @@ class Evaluator:
                 record,
                 now,
                 result,
-                quiet=group.muted > 0 or bool(group.held),
+                quiet=group.muted > 0 or bool(group.held) or bool(group.stale),
             )
         if group.parent is not None:
             mutes = {}  # a rolled-up incident is told by its storm's routes (`_storm`)
@@ -472,7 +498,7 @@ class Evaluator:
         """Counts come from the alerts that count (firing, not muted, not held); an incident with none of
         those (resolved, or all muted) is still described by all of its alerts, but reports nothing firing."""
         p = self.pipeline
-        described = group.eligible or group.held or group.alerts
+        described = group.eligible or group.held or group.stale or group.alerts
         summary = summarize_incident(
             group.rule, group.key, described, severity_label=p.severity_label, severities=p.severities
         )

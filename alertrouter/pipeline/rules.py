@@ -9,6 +9,7 @@ from alertrouter.pipeline.aggregate import AggregationRule
 from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.pipeline.route import Route
+from alertrouter.pipeline.stale import DISABLED, StaleRule
 from alertrouter.pipeline.timeinterval import TimeInterval
 
 __all__ = ["CompiledRules"]
@@ -27,3 +28,4 @@ class CompiledRules:
     severity_label: str
     severities: tuple[str, ...]
     time_intervals: Mapping[str, TimeInterval] = field(default_factory=dict)  # by name, for routes' mutes
+    stale: StaleRule = DISABLED  # when a resolve is not told because its data stopped (`pipeline.stale`)

@@ -36,6 +36,7 @@ from alertrouter.ruleset.schema import (
     TimeIntervalConfig,
     TimeIntervalSpecConfig,
 )
+from alertrouter.ruleset.stale import stale_rule
 
 __all__ = ["DEFAULT_RECEIVER", "compile_rules", "unconfigured_channels"]
 
@@ -329,4 +330,5 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
         severity_label=g.severity_label,
         severities=tuple(g.severities),
         time_intervals=intervals,
+        stale=stale_rule(ruleset.stale),
     )

@@ -37,6 +37,7 @@ from alertrouter.ruleset.channels import (
     WeComChannelConfig,
 )
 from alertrouter.ruleset.schedule import parse_schedule, zone
+from alertrouter.ruleset.stale import StaleConfig
 
 __all__ = [
     "ALL_SEVERITIES",
@@ -505,6 +506,7 @@ class RuleFile(Section):
     mute_time_intervals: list[TimeIntervalConfig] | None = Field(
         None, description="Alertmanager's deprecated name for time_intervals; both are read"
     )
+    stale: StaleConfig | None = None
 
 
 class Ruleset(Section):
@@ -519,6 +521,7 @@ class Ruleset(Section):
     channels: list[ChannelConfig] = Field(default_factory=list)
     time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
     mute_time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
+    stale: StaleConfig | None = None  # None: nothing is stale (every resolve told as it comes)
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(

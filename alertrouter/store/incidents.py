@@ -65,6 +65,7 @@ async def load_live_alerts(
         c.status,
         c.starts_at,
         c.fired_at,
+        c.ends_at,
         c.updated_at,
         c.decision,
         c.decision_detail,
@@ -93,8 +94,8 @@ async def load_live_alerts(
         rows = []
         for chunk in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
             rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
-    for fp, labels, status, starts_at, fired_at, updated_at, decision, detail, key in rows:
-        live = LiveAlert(fp, labels, status == AlertStatus.FIRING.value, starts_at, fired_at)
+    for fp, labels, status, starts_at, fired_at, ends_at, updated_at, decision, detail, key in rows:
+        live = LiveAlert(fp, labels, status == AlertStatus.FIRING.value, starts_at, fired_at, ends_at)
         out.append((live, updated_at, decision, detail, key))
     return out
 

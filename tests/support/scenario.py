@@ -85,14 +85,18 @@ class Scenario:
     def fire(self, labels: Mapping[str, str]) -> str:
         fp = fingerprint(labels)
         old = self.alerts.get(fp)
-        fired_at = old.fired_at if old is not None and old.firing else self.now
-        self.alerts[fp] = LiveAlert(fp, dict(labels), True, self.now, fired_at)
+        still = old is not None and old.firing
+        fired_at = old.fired_at if still else self.now
+        # As Prometheus: a firing alert keeps its startsAt; a new episode starts now.
+        starts_at = old.starts_at if old is not None and still else self.now
+        self.alerts[fp] = LiveAlert(fp, dict(labels), True, starts_at, fired_at)
         return fp
 
     def resolve(self, labels: Mapping[str, str]) -> str:
         fp = fingerprint(labels)
         old = self.alerts[fp]
-        self.alerts[fp] = LiveAlert(fp, old.labels, False, old.starts_at, old.fired_at)
+        # Alertmanager's resolved alert: endsAt is when it resolved.
+        self.alerts[fp] = LiveAlert(fp, old.labels, False, old.starts_at, old.fired_at, self.now)
         return fp
 
     def step(self) -> EvalResult:
