@@ -310,6 +310,8 @@ class EngineRunner:
         if self._metrics is not None:
             for rule, count in changes.inhibited.items():
                 self._metrics.inhibited.labels(rule=rule).inc(count)
+            for reason, count in changes.stale.items():
+                self._metrics.stale.labels(reason=reason).inc(count)
         self._last = result
         self._force = False
         if not self._leader:
@@ -490,6 +492,7 @@ class EngineRunner:
             m.intended.labels(receiver=intent.receiver, reason=intent.reason.value).inc()
         for name in Decision:
             m.decisions.labels(decision=name.value).set(result.counts.get(name.value, 0))
+        m.alerts_stale.set(result.counts.get(Decision.STALE.value, 0))
 
     async def _loop(self) -> None:
         """A pass every `interval`, or sooner when nudged or a timer is due: at once for a newly firing
