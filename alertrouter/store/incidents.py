@@ -95,14 +95,19 @@ async def load_live_alerts(
         for chunk in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
             rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
     for fp, labels, status, starts_at, fired_at, ends_at, updated_at, decision, detail, key in rows:
-        live = LiveAlert(fp, labels, status == AlertStatus.FIRING.value, starts_at, fired_at, ends_at)
+        firing = status == AlertStatus.FIRING.value
+        live = LiveAlert(fp, labels, firing, starts_at, fired_at, None if firing else ends_at)
         out.append((live, updated_at, decision, detail, key))
     return out
 
 
+# Resolved alerts whose resolve is not told yet (`pipeline.stale`): live however long ago they resolved.
+_UNTOLD = (Decision.STALE.value, Decision.RESOLVING.value)
+
+
 def _live(resolved_since: datetime) -> ColumnElement[bool]:
     c = alerts_t.c
-    return or_(c.status == AlertStatus.FIRING.value, c.updated_at >= resolved_since)
+    return or_(c.status == AlertStatus.FIRING.value, c.updated_at >= resolved_since, c.decision.in_(_UNTOLD))
 
 
 _not_quarantined = or_(alerts_t.c.decision.is_(None), alerts_t.c.decision != QUARANTINED)

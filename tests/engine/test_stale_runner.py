@@ -92,3 +92,39 @@ async def test_a_restart_keeps_dead_gpus_stale_until_their_node_is_back(db: Data
     assert await told(db, "GPUHighTemp") == ["first", "resolved"]
     gpus = [a for a in await rows(db, AlertRow) if a.labels["alertname"] == "GPUHighTemp"]
     assert {a.decision for a in gpus} == {"resolved"}
+
+
+async def test_a_node_dark_for_hours_keeps_its_gpus_stale_past_the_hour_resolved_alerts_are_kept(
+    db: Database,
+) -> None:
+    """Resolved alerts leave the engine an hour after they changed; stale ones stay (in memory and in what a
+    new process reads back), or their incident would be left open with no alert to close it."""
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    engine = EngineRunner(db, shipped_pipeline(), clock=clock)
+    hot_since = clock.now
+    await ingestor.ingest(parse_webhook(webhook(HOT, hot_since)).batch)
+    await run_for(engine, clock, MIN)
+    dark = clock.now
+    await ingestor.ingest(parse_webhook(webhook(HOT, hot_since, dark)).batch)
+    await ingestor.ingest(parse_webhook(webhook([DOWN], dark + 30 * S)).batch)
+    await run_for(engine, clock, 2 * MIN)
+    await run_for(engine, clock, timedelta(hours=2), every=5 * MIN)
+    assert len([a for a in engine.live_alerts().values() if a.labels["alertname"] == "GPUHighTemp"]) == 2
+    # another node's alert, stored now: what a new process reads after its first pass is what changed since
+    other = dcgm_labels("10.0.0.1", "gpu-node-01", 0, alertname="GPUXidError")
+    await ingestor.ingest(parse_webhook(webhook([other], clock.now)).batch)
+    engine = EngineRunner(db, shipped_pipeline(), clock=clock)  # a new process reads them back
+    await run_for(engine, clock, MIN)
+    assert len([a for a in engine.live_alerts().values() if a.labels["alertname"] == "GPUHighTemp"]) == 2
+    assert await told(db, "GPUHighTemp") == ["first"]
+    (incident,) = [i for i in await rows(db, IncidentRow) if i.labels.get("alertname") == "GPUHighTemp"]
+    assert incident.status == "firing"
+    back = clock.now
+    await ingestor.ingest(parse_webhook(webhook([DOWN], dark + 30 * S, back)).batch)
+    await run_for(engine, clock, 3 * MIN)
+    assert await told(db, "GPUHighTemp") == ["first", "resolved"]
+    await run_for(engine, clock, timedelta(hours=1, minutes=5), every=5 * MIN)
+    engine.nudge(force=True)  # an idle pass evicts nothing: the next pass that decides does
+    await engine.run_once()
+    assert not [a for a in engine.live_alerts().values() if a.labels["alertname"] == "GPUHighTemp"]
