@@ -267,3 +267,30 @@ def test_the_rule(others: list[tuple[LiveAlert, dict[str, str]]], now: datetime,
 )
 def test_an_alerts_source_is_its_job_and_port(labels: dict[str, str], source: tuple[str, str]) -> None:
     assert source_of(labels) == source
+
+
+def test_a_rack_that_dies_under_a_gpu_storm_tells_one_node_down_storm_and_no_resolve() -> None:
+    """Six hot nodes (a GPUHighTemp storm, told once) lose power together: the GPU storm is not told
+    resolved; the one message is the NodeDown storm."""
+    sc = Scenario()
+    hot = [
+        dcgm_labels(f"10.0.0.{n}", f"gpu-node-{n:02d}", g, alertname="GPUHighTemp", severity="warning", region="north")
+        for n in range(6)
+        for g in (0, 1)
+    ]
+    for labels in hot:
+        sc.fire(labels)
+    sc.run(2 * MIN)
+    assert [(m.incident, m.reason) for m in sc.messages()] == [
+        ('gpu-by-node/cluster{alertname="GPUHighTemp",region="north"}', NotifyReason.FIRST)
+    ]
+    before = len(sc.messages())
+    for labels in hot:
+        sc.resolve(labels)
+    sc.run(40 * S)
+    for n in range(6):
+        sc.fire(node_exporter_down_labels(f"10.0.0.{n}", region="north"))
+    sc.run(9 * MIN)
+    assert [(m.incident, m.reason) for m in sc.messages()[before:]] == [
+        ('node/cluster{alertname="NodeDown",region="north"}', NotifyReason.FIRST)
+    ]
