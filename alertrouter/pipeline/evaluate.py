@@ -340,7 +340,8 @@ class Evaluator:
                 hold_wake = until if hold_wake is None else min(hold_wake, until)
                 continue
             group.eligible.append(view)
-        opening_views = group.eligible + group.held + group.stale
+        # Stale alerts open nothing: a storm they are in stays (its members still fire) but none starts from them.
+        opening_views = group.eligible + group.held
         opening: IncidentSummary | None = None
         ckey: str | None = None
         if rule.rollup is not None and opening_views:

@@ -294,3 +294,11 @@ def test_a_rack_that_dies_under_a_gpu_storm_tells_one_node_down_storm_and_no_res
     assert [(m.incident, m.reason) for m in sc.messages()[before:]] == [
         ('node/cluster{alertname="NodeDown",region="north"}', NotifyReason.FIRST)
     ]
+    # power back, GPUs cool: NodeDown's storm resolves, then (settle later) the GPU storm's
+    for n in range(6):
+        sc.resolve(node_exporter_down_labels(f"10.0.0.{n}", region="north"))
+    sc.run(6 * MIN)
+    assert [(m.incident, m.reason) for m in sc.messages()[before + 1 :]] == [
+        ('node/cluster{alertname="NodeDown",region="north"}', NotifyReason.RESOLVED),
+        ('gpu-by-node/cluster{alertname="GPUHighTemp",region="north"}', NotifyReason.RESOLVED),
+    ]
