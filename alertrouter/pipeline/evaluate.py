@@ -67,7 +67,10 @@ class Evaluator:
     def __init__(self, pipeline: CompiledRules) -> None:
         self.pipeline = pipeline
         self._inhibitor = Inhibitor(pipeline.inhibit_rules)
-        self._views = AlertViews(pipeline.aggregation, pipeline.nodes, self._inhibitor)
+        stale = pipeline.stale
+        self._views = AlertViews(
+            pipeline.aggregation, pipeline.nodes, self._inhibitor, stale.reads if stale.enabled else None
+        )
         self._teller = Teller(pipeline)
         self._storms = Storms()
         # What the passes left: node incidents, decisions, incident states, wake-ups.

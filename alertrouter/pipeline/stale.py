@@ -7,7 +7,7 @@ while the node-level alert comes a minute (`NodeDown`, `for: 1m`) to fifteen min
 matches `targets` and not `source_down`, resolved at r (its `endsAt`):
 
 - A's *source* is its exporter on N: its `job` and the port of its `instance` (a dcgm pod's IP changes
-  when the node comes back; its port does not). A's *cohort*: the alerts of N from the same source
+  when the node comes back; its port does not). A's *cohort*: the target alerts of N from the same source
   that resolved within `window` of r, A included. A resolved *together* when its cohort has at least
   `together` alerts (`all`: at least 2, and no alert of that source that fired before r still fires).
 - A's *horizon* is r + `hold` when it resolved together, else r + `window`.
@@ -16,8 +16,8 @@ matches `targets` and not `source_down`, resolved at r (its `endsAt`):
 - **returning**: when no such alert fires any more but one did (the source is back since b, the latest
   end of those), A stays stale until b + `settle`, so an alert whose condition still holds fires
   again (then it is simply firing) instead of being told resolved and firing a minute apart.
-- otherwise, unless data was seen again (an alert of N from A's source started after r: the exporter
-  answers), A is **resolving** until r + `window`, waiting for a source-down alert to say why, and
+- otherwise, unless data was seen again (a target alert of N from A's source started after r: the
+  exporter answers), A is **resolving** until r + `window`, waiting for a source-down alert to say why, and
   **together** (stale) until r + `hold` if it resolved together.
 - anything else: resolved, told as such.
 
@@ -61,6 +61,10 @@ class StaleRule:
 
     def is_target(self, labels: Mapping[str, str]) -> bool:
         return not self.is_source_down(labels) and matches_all(self.targets, labels)
+
+    def reads(self, labels: Mapping[str, str]) -> bool:
+        """Whether staleness reads this alert at all: a target or a source-down alert."""
+        return self.is_source_down(labels) or matches_all(self.targets, labels)
 
 
 DISABLED = StaleRule()

@@ -5,7 +5,7 @@ or were renamed by a learned alias or a discovered name are worked out again."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
@@ -40,7 +40,16 @@ class Synced:
 
 
 class AlertViews:
-    def __init__(self, aggregation: Sequence[AggregationRule], nodes: NodeIdentity, inhibitor: Inhibitor) -> None:
+    def __init__(
+        self,
+        aggregation: Sequence[AggregationRule],
+        nodes: NodeIdentity,
+        inhibitor: Inhibitor,
+        relevant: Callable[[Mapping[str, str]], bool] | None = None,
+    ) -> None:
+        """`relevant`: which alerts (by enriched labels) `by_node` indexes and `Synced.nodes` reports, those
+        staleness reads (`pipeline.stale`: targets and source-down alerts); None: none."""
+        self._relevant = relevant
         self._aggregation = aggregation
         self.nodes = nodes
         self.inhibitor = inhibitor
@@ -48,7 +57,7 @@ class AlertViews:
         self.views: dict[str, AlertView] = {}
         self.placements: dict[str, Placement] = {}
         self.members: dict[str, set[str]] = {}  # node incident key -> its alerts
-        self.by_node: dict[str, set[str]] = {}  # node label value -> its alerts
+        self.by_node: dict[str, set[str]] = {}  # node label value -> its `relevant` alerts
         self._addresses: dict[str, str] = {}  # fingerprint -> the IP address that names its node
         self._keys: dict[str, str] = {}  # fingerprint -> the value its node is looked up by (discovered names)
         self.rekeyed: set[str] = set()  # alerts whose node the last sync renamed
@@ -99,6 +108,16 @@ class AlertViews:
         """The node incidents that have an alert on any of `nodes`."""
         placements = self.placements
         return {placements[fp].key for n in nodes for fp in self.by_node.get(n, ())}
+
+    def _reindex(self, fp: str, old: AlertView | None, labels: Mapping[str, str], out: Synced) -> None:
+        """Index a (re)made view by its node if staleness reads it; its nodes, before and now, are touched."""
+        label = self.nodes.label
+        was = old.labels.get(label) if old is not None else None
+        if was is not None and fp not in self.by_node.get(was, ()):
+            was = None
+        node = labels.get(label) if self._relevant is not None and self._relevant(labels) else None
+        self._index_node(fp, was, node)
+        out.nodes.update(n for n in (was, node) if n)
 
     def _index_node(self, fp: str, before: str | None, after: str | None) -> None:
         if before == after:
@@ -154,7 +173,7 @@ class AlertViews:
             if old is not None and not relabel and old.firing == a.firing and old.first_seen == a.fired_at:
                 if fp in timed:
                     out.dirty.add(self.placements[fp].key)
-                    if (node := old.labels.get(nodes.label)) is not None:
+                    if (node := old.labels.get(nodes.label)) is not None and fp in self.by_node.get(node, ()):
                         out.nodes.add(node)
                 continue
             # The labels of a fingerprint never change: a view made again keeps its enrichment, unless
@@ -162,10 +181,7 @@ class AlertViews:
             labels = old.labels if old is not None and not relabel else nodes.enrich(a.labels)
             view = AlertView(fp, labels, a.firing, a.starts_at, a.fired_at)
             self.views[fp] = view
-            label = nodes.label
-            node = labels.get(label)
-            self._index_node(fp, old.labels.get(label) if old is not None else None, node)
-            out.nodes.update(n for n in (node, old.labels.get(label) if old is not None else None) if n)
+            self._reindex(fp, old, labels, out)
             self.inhibitor.update(view)  # a view with other labels is placed again
             self.inhibitor.track(view)
             if old is None:
@@ -194,7 +210,7 @@ class AlertViews:
             left = self.views.pop(fp, None)
             if left is None:
                 continue
-            if (node := left.labels.get(nodes.label)) is not None:
+            if (node := left.labels.get(nodes.label)) is not None and fp in self.by_node.get(node, ()):
                 self._index_node(fp, node, None)
                 out.nodes.add(node)
             self.inhibitor.remove(fp)
