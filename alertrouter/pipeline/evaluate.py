@@ -1,7 +1,8 @@
 """One engine pass, pure: from the live alerts and what receivers were told, every alert's decision,
 every incident's state, and the notifications to send now. No database, no clock of its own.
 
-Order of the stages: node identity (`views`), inhibition (and hold-down), aggregation into node
+Order of the stages: node identity (`views`), staleness of resolved alerts (`stale`: a resolve that
+came with its node going dark is not told), inhibition (and hold-down), aggregation into node
 incidents, storm roll-up into cluster incidents (`storms`), routing and the notify decision per
 incident and receiver (`telling`).
 """
@@ -57,9 +58,10 @@ class Evaluator:
     acknowledgement), the storm it belongs to, and the clock only through the times it asked to be
     woken at (a hold-down ending, a group wait, a repeat) and the time intervals of its routes. So a
     pass re-evaluates the incidents of changed alerts, of the targets a changed inhibition source can
-    mute or release, of the alerts a silence that started, ended or changed matches, whose record
-    changed (by identity: `next_records` and the engine keep an unchanged record's object), and
-    whose wake-up is due; the storms of those; and the members a storm took in or let go. A change of
+    mute or release, of the nodes where an alert staleness reads changed (a NodeDown firing makes the
+    node's resolved GPU alerts stale), of the alerts a silence that started, ended or changed matches,
+    whose record changed (by identity: `next_records` and the engine keep an unchanged record's
+    object), and whose wake-up is due; the storms of those; and the members a storm took in or let go. A change of
     a time interval's state, or `full=True`, evaluates everything: the periodic safety net, and the
     oracle the incremental passes are tested against (`tests/pipeline/test_incremental.py`).
     """
