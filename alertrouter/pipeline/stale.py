@@ -53,7 +53,7 @@ class StaleRule:
     targets: tuple[Matcher, ...] = ()  # empty: every alert that is not a source-down one
     window: timedelta = timedelta(minutes=2)
     together: int | None = 2  # None: all of the source's firing alerts
-    hold: timedelta = timedelta(minutes=15)
+    hold: timedelta = timedelta(minutes=20)
     settle: timedelta = timedelta(minutes=2)
 
     def is_source_down(self, labels: Mapping[str, str]) -> bool:

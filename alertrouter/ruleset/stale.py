@@ -6,7 +6,7 @@ exporter went dark), and how long it waits; compiled to `pipeline.stale.StaleRul
       targets: ['alertname=~"GPU.*|HAMi.*"']
       window: 2m
       together: 2       # or `all`
-      hold: 15m
+      hold: 20m
       settle: 2m
 
 Without the section nothing is stale: every resolve is told as it comes (Alertmanager's behaviour).
@@ -68,9 +68,9 @@ class StaleConfig(Section):
         2, description="How many alerts of one exporter on one node resolving together make them stale (>= 2), or all"
     )
     hold: Duration = Field(
-        timedelta(minutes=15),
+        timedelta(minutes=20),
         description="How long alerts that resolved together stay stale waiting for a source-down alert "
-        "(Kubernetes' KubeNodeNotReady waits 15m)",
+        "(Kubernetes' KubeNodeNotReady starts about 17m after the node died: for: 15m after NotReady)",
     )
     settle: Duration = Field(
         timedelta(minutes=2),

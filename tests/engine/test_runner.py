@@ -141,8 +141,8 @@ async def test_resolve_is_notified_and_incident_closed(db: Database) -> None:
     await run_for(runner, clock, timedelta(minutes=1))
     # Alertmanager's resolved alert: endsAt is when it resolved.
     await ingestor.ingest(parse_webhook(webhook(labels, status="resolved", ends_at=clock.now.isoformat())).batch)
-    # Two GPUs of one exporter resolving together: held as stale for the shipped `stale.hold` (15m).
-    await run_for(runner, clock, timedelta(minutes=16))
+    # Two GPUs of one exporter resolving together: held as stale for the shipped `stale.hold` (20m).
+    await run_for(runner, clock, timedelta(minutes=21))
     assert [o.reason for o in await rows(db, OutboxRow)] == ["first", "resolved"]
     (incident,) = await rows(db, IncidentRow)
     assert incident.status == "resolved"

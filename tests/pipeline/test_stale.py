@@ -121,9 +121,9 @@ def test_gpus_still_hot_when_the_node_returns_fire_again_without_a_resolve_or_a_
     assert gpu_incident(sc)["open"] is True
 
 
-def test_kubernetes_node_not_ready_fifteen_minutes_later_still_finds_the_gpus_stale() -> None:
-    """No fast node-down alert: the GPUs resolved together, so their resolve is held for `hold` (15m), and
-    KubeNodeNotReady (for: 15m) comes within it."""
+def test_kubernetes_node_not_ready_seventeen_minutes_later_still_finds_the_gpus_stale() -> None:
+    """No fast node-down alert: the GPUs resolved together, so their resolve is held for `hold` (20m), and
+    KubeNodeNotReady (NotReady after a 40s grace period, then for: 15m) comes within it."""
     sc = Scenario()
     hot, _ = kube(range(3))
     fps = hot_and_told(sc, hot)
@@ -131,7 +131,7 @@ def test_kubernetes_node_not_ready_fifteen_minutes_later_still_finds_the_gpus_st
         sc.resolve(labels)
     sc.run(5 * MIN)
     assert {decision(sc, fp) for fp in fps} == {(Decision.STALE, Reason.TOGETHER.value)}
-    sc.run(9 * MIN)
+    sc.run(12 * MIN)
     sc.fire(kube_node_not_ready_labels(NODE))
     sc.run(20 * MIN)
     assert told(sc, "GPUHighTemp") == [NotifyReason.FIRST]
@@ -145,7 +145,7 @@ def test_gpus_resolving_together_with_no_node_down_are_told_resolved_after_hold(
     hot_and_told(sc, hot)
     for labels in hot:
         sc.resolve(labels)
-    sc.run(14 * MIN)
+    sc.run(19 * MIN)
     assert told(sc, "GPUHighTemp") == [NotifyReason.FIRST]
     sc.run(2 * MIN)
     assert told(sc, "GPUHighTemp") == [NotifyReason.FIRST, NotifyReason.RESOLVED]
@@ -221,7 +221,7 @@ RULE = StaleRule(
     source_down=tuple(parse_matchers('alertname="NodeDown"')),
     window=2 * MIN,
     together=2,
-    hold=15 * MIN,
+    hold=20 * MIN,
     settle=2 * MIN,
 )
 
@@ -241,7 +241,8 @@ NODEDOWN = {"job": "node", "instance": "10.0.0.7:9100", "alertname": "NodeDown"}
         ([], R + 2 * MIN, None),
         ([(_alert("b", False, T0, R + 30 * S), DCGM)], R + 5 * MIN, Reason.TOGETHER),
         ([(_alert("b", False, T0, R + 3 * MIN), DCGM)], R + 5 * MIN, None),  # not together: 3m apart
-        ([(_alert("b", False, T0, R), DCGM)], R + 15 * MIN, None),  # held for `hold`, no more
+        ([(_alert("b", False, T0, R), DCGM)], R + 19 * MIN, Reason.TOGETHER),
+        ([(_alert("b", False, T0, R), DCGM)], R + 20 * MIN, None),  # held for `hold`, no more
         ([(_alert("d", True, R + MIN), NODEDOWN)], R + 60 * MIN, Reason.SOURCE_DOWN),
         ([(_alert("d", True, R + 3 * MIN), NODEDOWN)], R + 5 * MIN, None),  # after the window, alone
         ([(_alert("d", True, T0 - MIN), NODEDOWN)], R + MIN, Reason.RESOLVING),  # down before A fired

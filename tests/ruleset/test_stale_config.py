@@ -30,7 +30,7 @@ def test_the_shipped_section(tmp_path: Path) -> None:
     rule = compile_rules(load_ruleset(REPO / "rules", {})).stale
     assert rule.enabled
     assert rule.window == timedelta(minutes=2)
-    assert rule.hold == timedelta(minutes=15)
+    assert rule.hold == timedelta(minutes=20)
     assert rule.together == 2
     for name in ("NodeDown", "DCGMExporterDown", "KubeNodeNotReady"):
         assert rule.is_source_down({"alertname": name})
@@ -44,7 +44,7 @@ def test_defaults_and_all(tmp_path: Path) -> None:
     assert rule.source_down == (Matcher("alertname", MatchType.EQ, "NodeDown"),)
     assert rule.targets == ()
     assert rule.together is None
-    assert (rule.window, rule.hold, rule.settle) == (timedelta(minutes=2), timedelta(minutes=15), timedelta(minutes=2))
+    assert (rule.window, rule.hold, rule.settle) == (timedelta(minutes=2), timedelta(minutes=20), timedelta(minutes=2))
 
 
 def test_disabled(tmp_path: Path) -> None:
