@@ -201,6 +201,20 @@ class Metrics:
             "Addresses or names that two nodes claim in the lookup's latest answers (the winner is logged).",
             registry=r,
         )
+        # Stale is not resolved (pipeline/stale.py)
+        self.alerts_stale = Gauge(
+            "alertrouter_alerts_stale",
+            "Live alerts resolved because their node or exporter went dark, whose resolve waits for the data to "
+            "return (decision stale).",
+            registry=r,
+        )
+        self.stale = Counter(
+            "alertrouter_stale_total",
+            "Alerts that became stale, by why (source_down: a node-down alert of their node; together: their "
+            "exporter's alerts resolved together; returning).",
+            ["reason"],
+            registry=r,
+        )
         self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
         # -- voice calls ---------------------------------------------------------------------------

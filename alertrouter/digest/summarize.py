@@ -33,7 +33,9 @@ TOP = 10
 FLAP_EPISODES = 3  # an alert that fired this often in one week is flapping
 # What kept an alert from a message of its own. `held` (waiting out an inhibition hold-down) is a delay,
 # not a reduction: a held alert ends up inhibited or notified, and is counted there.
-MECHANISMS = ("inhibited", "aggregated", "rolled_up", "throttled", "silenced", "muted_by_interval")
+# `stale`: resolves held back because the alert's node or exporter went dark ("no data", `pipeline.stale`),
+# by why (source_down, together, returning).
+MECHANISMS = ("inhibited", "aggregated", "rolled_up", "throttled", "silenced", "muted_by_interval", "stale")
 _CHANGES = ("firing", "refired", "revived", "resolved", "expired")
 _NONE = "(none)"
 
@@ -112,6 +114,7 @@ def _noise(rows: WeekRows) -> Noise:
             or detail.get("aggregation_rule")
             or (f"silence {silence}" if silence else "")
             or _interval_names(detail)
+            or detail.get("stale_reason")
         )
         by_rule[decision][str(rule) or ("repeat interval" if decision == "throttled" else "-")].add(fp)
     mechanisms = [

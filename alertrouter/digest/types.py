@@ -107,7 +107,7 @@ class Totals:
 
 @dataclass(frozen=True, slots=True)
 class Mechanism:
-    name: str  # inhibited | aggregated | rolled_up | throttled | silenced | muted_by_interval
+    name: str  # inhibited | aggregated | rolled_up | throttled | silenced | muted_by_interval | stale
     alerts: int  # distinct alerts the mechanism kept from being a message of their own
     rules: list[Count]
 

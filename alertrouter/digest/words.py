@@ -90,6 +90,7 @@ def mechanism_name(tr: NullTranslations, name: str) -> str:
         "silenced": tr.pgettext("mechanism", "silenced"),
         "muted_by_interval": tr.pgettext("mechanism", "muted by interval"),
         "held": tr.pgettext("mechanism", "held"),
+        "stale": tr.pgettext("mechanism", "stale (no data)"),
     }
     return names.get(name, name.replace("_", " "))
 

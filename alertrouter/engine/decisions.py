@@ -13,7 +13,7 @@ from alertrouter.model import NAME_MAX, bounded
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence
-from alertrouter.pipeline.types import EvalResult, IncidentRecord, LiveAlert
+from alertrouter.pipeline.types import Decision, EvalResult, IncidentRecord, LiveAlert
 
 __all__ = ["DecisionChanges", "Poisoned", "decision_changes", "describe", "find_culprits"]
 
@@ -37,6 +37,7 @@ class DecisionChanges:
     events: list[dict[str, Any]] = field(default_factory=list)
     stored: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     inhibited: Counter[str] = field(default_factory=Counter)
+    stale: Counter[str] = field(default_factory=Counter)  # alerts that became stale, by their first reason
 
 
 def decision_changes(
@@ -89,6 +90,9 @@ def decision_changes(
         )
         if decision.inhibit_rule:
             changes.inhibited[decision.inhibit_rule] += 1
+        was = previous.get(fp)
+        if decision.decision is Decision.STALE and (was is None or was[0] != Decision.STALE.value):
+            changes.stale[decision.stale_reason or ""] += 1
     return changes
 
 

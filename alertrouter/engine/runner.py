@@ -60,6 +60,8 @@ INGEST_QUIET = 0.05  # seconds without a webhook being stored before a due pass 
 INGEST_WAIT_MAX = 3.0  # ... waiting at most this long for it
 LONE_POLL = 0.001  # a lone commit's pass waits for its own payload's answer, looking this often
 QUARANTINE_ROUNDS = 5  # a pass is retried after quarantining at most this often, then fails as it may
+STALE_RECHECK = timedelta(minutes=1)  # how often a stale alert past RECENT is looked at for eviction
+UNTOLD = (Decision.STALE.value, Decision.RESOLVING.value)  # resolved, the resolve not told (pipeline/stale.py)
 FULL_EVERY = timedelta(minutes=10)  # a full pass this often, whatever changed: the incremental ones' safety net
 
 
@@ -105,8 +107,9 @@ class EngineRunner:
         self._alerts: dict[str, LiveAlert] = {}
         self._updated: dict[str, datetime] = {}
         self._decisions: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
-        # Resolved alerts by when they changed last (lazily kept: checked when popped), to evict them.
-        self._resolved: list[tuple[datetime, str]] = []
+        # Resolved alerts by when to look at them again (when they changed last, at first), with when they
+        # changed last (lazily kept: checked when popped), to evict them.
+        self._resolved: list[tuple[datetime, datetime, str]] = []
         # The incident records as stored, kept in step with what each pass writes (None: read them at
         # the next pass), and when each was last written; acknowledged ones, as last read.
         self._records: dict[str, IncidentRecord] | None = None
@@ -144,7 +147,8 @@ class EngineRunner:
             self._inserted.clear()
         for row in rows:
             firing = row["status"] == AlertStatus.FIRING.value
-            live = LiveAlert(row["fingerprint"], row["labels"], firing, row["starts_at"], row["fired_at"])
+            ends_at = None if firing else row.get("ends_at")
+            live = LiveAlert(row["fingerprint"], row["labels"], firing, row["starts_at"], row["fired_at"], ends_at)
             self._inserted[live.fingerprint] = (live, row["updated_at"])
 
     def committed(self, inserted: Sequence[Mapping[str, Any]]) -> None:
@@ -251,7 +255,7 @@ class EngineRunner:
                 self._updated[live.fingerprint] = updated_at
                 self._decisions.setdefault(live.fingerprint, (decision, detail))
                 if not live.firing:
-                    heapq.heappush(self._resolved, (updated_at, live.fingerprint))
+                    heapq.heappush(self._resolved, (updated_at, updated_at, live.fingerprint))
                 fresh.append(live)
             self._cursor = cursor
             evicted = self._evict(now)
@@ -314,6 +318,8 @@ class EngineRunner:
         if self._metrics is not None:
             for rule, count in changes.inhibited.items():
                 self._metrics.inhibited.labels(rule=rule).inc(count)
+            for reason, count in changes.stale.items():
+                self._metrics.stale.labels(reason=reason).inc(count)
         self._last = result
         self._force = False
         if not self._leader:
@@ -378,18 +384,26 @@ class EngineRunner:
         self._forget()
 
     def _evict(self, now: datetime) -> list[str]:
-        """Forget the alerts resolved longer than RECENT ago; returns their fingerprints."""
+        """Forget the alerts resolved longer than RECENT ago, but those still stale (their resolve not told,
+        their incident open on them: a node dark for hours); returns their fingerprints."""
         out = []
         heap = self._resolved
+        kept = []
         while heap and heap[0][0] < now - RECENT:
-            updated_at, fp = heapq.heappop(heap)
+            _, updated_at, fp = heapq.heappop(heap)
             alert = self._alerts.get(fp)
             if alert is None or alert.firing or self._updated[fp] != updated_at:
                 continue  # changed since: a later entry (if any) stands for it
+            if self._decisions.get(fp, (None, None))[0] in UNTOLD:
+                # Stale: its resolve is not told yet, and its incident stays open on it. Looked at again later.
+                kept.append((now - RECENT + STALE_RECHECK, updated_at, fp))
+                continue
             del self._alerts[fp], self._updated[fp]
             self._decisions.pop(fp, None)
             self._claims.claim(fp, None)
             out.append(fp)
+        for entry in kept:
+            heapq.heappush(heap, entry)
         return out
 
     async def _load_records(self, session: AsyncSession, now: datetime) -> dict[str, IncidentRecord]:
@@ -502,6 +516,7 @@ class EngineRunner:
             m.intended.labels(receiver=intent.receiver, reason=intent.reason.value).inc()
         for name in Decision:
             m.decisions.labels(decision=name.value).set(result.counts.get(name.value, 0))
+        m.alerts_stale.set(result.counts.get(Decision.STALE.value, 0))
 
     async def _loop(self) -> None:
         """A pass every `interval`, or sooner when nudged or a timer is due: at once for a newly firing

@@ -1,7 +1,8 @@
 """One engine pass, pure: from the live alerts and what receivers were told, every alert's decision,
 every incident's state, and the notifications to send now. No database, no clock of its own.
 
-Order of the stages: node identity (`views`), inhibition (and hold-down), aggregation into node
+Order of the stages: node identity (`views`), staleness of resolved alerts (`stale`: a resolve that
+came with its node going dark is not told), inhibition (and hold-down), aggregation into node
 incidents, storm roll-up into cluster incidents (`storms`), routing and the notify decision per
 incident and receiver (`telling`).
 """
@@ -27,6 +28,7 @@ from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence, Silencer
+from alertrouter.pipeline.stale import Reason, staleness
 from alertrouter.pipeline.storms import Storms, ending_state, storm_state
 from alertrouter.pipeline.telling import Teller, with_mutes
 from alertrouter.pipeline.timeinterval import IntervalMute
@@ -56,9 +58,10 @@ class Evaluator:
     acknowledgement), the storm it belongs to, and the clock only through the times it asked to be
     woken at (a hold-down ending, a group wait, a repeat) and the time intervals of its routes. So a
     pass re-evaluates the incidents of changed alerts, of the targets a changed inhibition source can
-    mute or release, of the alerts a silence that started, ended or changed matches, whose record
-    changed (by identity: `next_records` and the engine keep an unchanged record's object), and
-    whose wake-up is due; the storms of those; and the members a storm took in or let go. A change of
+    mute or release, of the nodes where an alert staleness reads changed (a NodeDown firing makes the
+    node's resolved GPU alerts stale), of the alerts a silence that started, ended or changed matches,
+    whose record changed (by identity: `next_records` and the engine keep an unchanged record's
+    object), and whose wake-up is due; the storms of those; and the members a storm took in or let go. A change of
     a time interval's state, or `full=True`, evaluates everything: the periodic safety net, and the
     oracle the incremental passes are tested against (`tests/pipeline/test_incremental.py`).
     """
@@ -66,7 +69,10 @@ class Evaluator:
     def __init__(self, pipeline: CompiledRules) -> None:
         self.pipeline = pipeline
         self._inhibitor = Inhibitor(pipeline.inhibit_rules)
-        self._views = AlertViews(pipeline.aggregation, pipeline.nodes, self._inhibitor)
+        stale = pipeline.stale
+        self._views = AlertViews(
+            pipeline.aggregation, pipeline.nodes, self._inhibitor, stale.reads if stale.enabled else None
+        )
         self._teller = Teller(pipeline)
         self._storms = Storms()
         # What the passes left: node incidents, decisions, incident states, wake-ups.
@@ -156,6 +162,9 @@ class Evaluator:
         for fp in synced.gone:
             self._drop_decision(fp)
         dirty = synced.dirty
+        if self.pipeline.stale.enabled:
+            # An alert's staleness reads the other alerts of its node: a change to one is a change to all.
+            dirty |= views.on_nodes(synced.nodes)
         result = EvalResult()
         silencer = Silencer(silences)
         interval_change = self._teller.new_pass(now)
@@ -283,9 +292,31 @@ class Evaluator:
         group = IncidentGroup(key, rule)
         decisions: dict[str, AlertDecision] = {}
         hold_wake: datetime | None = None
+        stale_rule = self.pipeline.stale
         for fp in sorted(fps):
             view = views.views[fp]
             group.alerts.append(view)
+            if stale_rule.enabled and not view.firing and (node := views.node_of(fp)) is not None:
+                neighbours = ((views.alerts[o], views.views[o].labels) for o in views.by_node.get(node, ()))
+                stale = staleness(stale_rule, views.alerts[fp], view.labels, neighbours, now)
+                if stale is not None:
+                    group.firing += 1
+                    group.stale.append(view)
+                    resolving = stale.reason == Reason.RESOLVING
+                    if not resolving:
+                        group.no_data += 1
+                        since = group.no_data_since
+                        group.no_data_since = stale.since if since is None else min(since, stale.since)
+                    decisions[fp] = AlertDecision(
+                        Decision.RESOLVING if resolving else Decision.STALE,
+                        key,
+                        stale_reason=stale.reason.value,
+                        stale_since=stale.since,
+                        stale_until=stale.until,
+                        stale_source=stale.source,
+                    )
+                    hold_wake = _earliest(hold_wake, stale.until)
+                    continue
             muted = self._inhibitor.mutes(view)
             # After inhibition, as Alertmanager: an inhibited alert is reported as inhibited, not silenced.
             silence = silencer.mutes(view.labels, now) if muted is None and silencer else None
@@ -314,6 +345,7 @@ class Evaluator:
                 hold_wake = until if hold_wake is None else min(hold_wake, until)
                 continue
             group.eligible.append(view)
+        # Stale alerts open nothing: a storm they are in stays (its members still fire) but none starts from them.
         opening_views = group.eligible + group.held
         opening: IncidentSummary | None = None
         ckey: str | None = None
@@ -428,7 +460,7 @@ class Evaluator:
                 record,
                 now,
                 result,
-                quiet=group.muted > 0 or bool(group.held),
+                quiet=group.muted > 0 or bool(group.held) or bool(group.stale),
             )
         if group.parent is not None:
             mutes = {}  # a rolled-up incident is told by its storm's routes (`_storm`)
@@ -472,7 +504,7 @@ class Evaluator:
         """Counts come from the alerts that count (firing, not muted, not held); an incident with none of
         those (resolved, or all muted) is still described by all of its alerts, but reports nothing firing."""
         p = self.pipeline
-        described = group.eligible or group.held or group.alerts
+        described = group.eligible or group.held or group.stale or group.alerts
         summary = summarize_incident(
             group.rule, group.key, described, severity_label=p.severity_label, severities=p.severities
         )

@@ -39,6 +39,9 @@ class IncidentGroup:
     held_until: datetime | None = None
     firing: int = 0
     parent: str | None = None
+    stale: list[AlertView] = field(default_factory=list)  # resolved, but stale or resolving (`pipeline.stale`)
+    no_data: int = 0  # of `stale`, those whose data stopped (not merely resolving)
+    no_data_since: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -51,7 +54,7 @@ class NodeIncident:
     opening: IncidentSummary | None  # of the alerts that count or are held: what a storm counts of it
     ckey: str | None  # the storm it may roll up into, while it has alerts opening
     first: datetime | None  # when its earliest opening alert first fired
-    hold_wake: datetime | None  # the earliest end of a hold-down among its alerts
+    hold_wake: datetime | None  # the earliest end of a hold-down (or of a stale period) among its alerts
     decisions: dict[str, AlertDecision] = field(default_factory=dict)
 
 
@@ -60,6 +63,16 @@ def worst_severity(alerts: Iterable[AlertView], pipeline: CompiledRules) -> str:
 
 
 def summary_dict(summary: IncidentSummary, group: IncidentGroup) -> dict[str, object]:
+    out = _summary_dict(summary, group)
+    if group.stale:  # only then, so what is stored for every other incident stays as it was
+        out["stale"] = group.no_data
+        out["resolving"] = len(group.stale) - group.no_data
+        if group.no_data_since is not None:
+            out["no_data_since"] = group.no_data_since.isoformat()
+    return out
+
+
+def _summary_dict(summary: IncidentSummary, group: IncidentGroup) -> dict[str, object]:
     return {
         "headline": summary.headline,
         "where": summary.where,

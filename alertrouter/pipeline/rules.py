@@ -11,6 +11,7 @@ from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.pipeline.oncall import Rota
 from alertrouter.pipeline.route import Route
+from alertrouter.pipeline.stale import DISABLED, StaleRule
 from alertrouter.pipeline.timeinterval import TimeInterval
 
 __all__ = ["CompiledRules"]
@@ -31,3 +32,4 @@ class CompiledRules:
     time_intervals: Mapping[str, TimeInterval] = field(default_factory=dict)  # by name, for routes' mutes
     escalations: Mapping[str, EscalationPolicy] = field(default_factory=dict)  # by name, for routes' `escalation`
     rota: Rota = field(default_factory=Rota)  # people and on-call schedules
+    stale: StaleRule = DISABLED  # when a resolve is not told because its data stopped (`pipeline.stale`)

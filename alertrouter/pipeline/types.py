@@ -35,6 +35,11 @@ class Decision(enum.StrEnum):
     HELD = "held"  # hold-down: waiting until `held_until` for a source that may mute it
     MUTED_BY_INTERVAL = "muted_by_interval"  # every route it takes is muted now by a time interval
     RESOLVED = "resolved"
+    # Resolved, but its resolve waits `stale.window` for a source-down alert of its node (`pipeline.stale`).
+    RESOLVING = "resolving"
+    # Resolved because its data stopped, not because the condition ended: its node or exporter went dark
+    # (`stale_reason`, since `stale_since`); the resolve is told when data returns (`pipeline.stale`).
+    STALE = "stale"
     QUARANTINED = "quarantined"  # processing it failed on its own, repeatedly: left out of every pass (`error`)
 
 
@@ -52,6 +57,7 @@ class LiveAlert:
     firing: bool
     starts_at: datetime
     fired_at: datetime | None
+    ends_at: datetime | None = None  # a resolved alert's endsAt: when its source stopped reporting it
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,10 @@ class AlertDecision:
     muted_by_interval: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     outside_active: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     mute_ends_at: datetime | None = None
+    stale_reason: str | None = None  # `pipeline.stale.Reason`
+    stale_since: datetime | None = None
+    stale_until: datetime | None = None  # when it is looked at again (None: while its source is down)
+    stale_source: str | None = None  # the source-down alert that keeps it stale
 
     def detail(self) -> dict[str, Any]:
         """The stored and API form: only the fields that say something."""
@@ -92,6 +102,14 @@ class AlertDecision:
             out["outside_active_time_intervals"] = {r: list(n) for r, n in sorted(self.outside_active.items())}
         if self.mute_ends_at:
             out["mute_ends_at"] = self.mute_ends_at.isoformat()
+        if self.stale_reason:
+            out["stale_reason"] = self.stale_reason
+        if self.stale_since:
+            out["stale_since"] = self.stale_since.isoformat()
+        if self.stale_until:
+            out["stale_until"] = self.stale_until.isoformat()
+        if self.stale_source:
+            out["stale_source"] = self.stale_source
         return out
 
 

@@ -5,8 +5,8 @@ or were renamed by a learned alias or a discovered name are worked out again."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from alertrouter.labels import Matcher, matches_all
@@ -36,10 +36,20 @@ class Synced:
     dirty: set[str]
     moves: dict[str, str]
     gone: list[str]
+    nodes: set[str] = field(default_factory=set)  # the nodes of the alerts that changed or left
 
 
 class AlertViews:
-    def __init__(self, aggregation: Sequence[AggregationRule], nodes: NodeIdentity, inhibitor: Inhibitor) -> None:
+    def __init__(
+        self,
+        aggregation: Sequence[AggregationRule],
+        nodes: NodeIdentity,
+        inhibitor: Inhibitor,
+        relevant: Callable[[Mapping[str, str]], bool] | None = None,
+    ) -> None:
+        """`relevant`: which alerts (by enriched labels) `by_node` indexes and `Synced.nodes` reports, those
+        staleness reads (`pipeline.stale`: targets and source-down alerts); None: none."""
+        self._relevant = relevant
         self._aggregation = aggregation
         self.nodes = nodes
         self.inhibitor = inhibitor
@@ -47,6 +57,7 @@ class AlertViews:
         self.views: dict[str, AlertView] = {}
         self.placements: dict[str, Placement] = {}
         self.members: dict[str, set[str]] = {}  # node incident key -> its alerts
+        self.by_node: dict[str, set[str]] = {}  # node label value -> its `relevant` alerts
         self._addresses: dict[str, str] = {}  # fingerprint -> the IP address that names its node
         self._keys: dict[str, str] = {}  # fingerprint -> the value its node is looked up by (discovered names)
         self.rekeyed: set[str] = set()  # alerts whose node the last sync renamed
@@ -89,6 +100,35 @@ class AlertViews:
         view = self.views.get(fingerprint)
         return None if view is None else view.labels.get(name)
 
+    def node_of(self, fp: str) -> str | None:
+        view = self.views.get(fp)
+        return None if view is None else view.labels.get(self.nodes.label)
+
+    def on_nodes(self, nodes: Iterable[str]) -> set[str]:
+        """The node incidents that have an alert on any of `nodes`."""
+        placements = self.placements
+        return {placements[fp].key for n in nodes for fp in self.by_node.get(n, ())}
+
+    def _reindex(self, fp: str, old: AlertView | None, labels: Mapping[str, str], out: Synced) -> None:
+        """Index a (re)made view by its node if staleness reads it; its nodes, before and now, are touched."""
+        label = self.nodes.label
+        was = old.labels.get(label) if old is not None else None
+        if was is not None and fp not in self.by_node.get(was, ()):
+            was = None
+        node = labels.get(label) if self._relevant is not None and self._relevant(labels) else None
+        self._index_node(fp, was, node)
+        out.nodes.update(n for n in (was, node) if n)
+
+    def _index_node(self, fp: str, before: str | None, after: str | None) -> None:
+        if before == after:
+            return
+        if before is not None and (fps := self.by_node.get(before)) is not None:
+            fps.discard(fp)
+            if not fps:
+                del self.by_node[before]
+        if after is not None:
+            self.by_node.setdefault(after, set()).add(fp)
+
     def _place(self, fp: str, key: str | None) -> None:
         """Move an alert's membership to node incident `key` (None: it is gone)."""
         before = self.placements.get(fp)
@@ -114,7 +154,11 @@ class AlertViews:
         out = Synced(set(), {}, [])
         self.rekeyed = set()
         todo: dict[str, LiveAlert] = {}
+        timed: set[str] = set()  # alerts whose times alone changed (staleness reads them)
         for a in changed:
+            prev = self.alerts.get(a.fingerprint)
+            if prev is not None and (prev.starts_at, prev.ends_at) != (a.starts_at, a.ends_at):
+                timed.add(a.fingerprint)
             self.alerts[a.fingerprint] = a
             todo[a.fingerprint] = a
         for fp in stale:
@@ -127,12 +171,17 @@ class AlertViews:
             old = self.views.get(fp)
             relabel = fp in stale
             if old is not None and not relabel and old.firing == a.firing and old.first_seen == a.fired_at:
+                if fp in timed:
+                    out.dirty.add(self.placements[fp].key)
+                    if (node := old.labels.get(nodes.label)) is not None and fp in self.by_node.get(node, ()):
+                        out.nodes.add(node)
                 continue
             # The labels of a fingerprint never change: a view made again keeps its enrichment, unless
             # a learned alias or a discovered name or topology label changed it.
             labels = old.labels if old is not None and not relabel else nodes.enrich(a.labels)
             view = AlertView(fp, labels, a.firing, a.starts_at, a.fired_at)
             self.views[fp] = view
+            self._reindex(fp, old, labels, out)
             self.inhibitor.update(view)  # a view with other labels is placed again
             self.inhibitor.track(view)
             if old is None:
@@ -158,8 +207,12 @@ class AlertViews:
             out.dirty.add(self.placements[fp].key)
         for fp in sorted(gone):
             self.alerts.pop(fp, None)
-            if self.views.pop(fp, None) is None:
+            left = self.views.pop(fp, None)
+            if left is None:
                 continue
+            if (node := left.labels.get(nodes.label)) is not None and fp in self.by_node.get(node, ()):
+                self._index_node(fp, node, None)
+                out.nodes.add(node)
             self.inhibitor.remove(fp)
             self.inhibitor.untrack(fp)
             out.dirty.add(self.placements[fp].key)

@@ -38,6 +38,7 @@ from alertrouter.ruleset.schema import (
     TimeIntervalConfig,
     TimeIntervalSpecConfig,
 )
+from alertrouter.ruleset.stale import stale_rule
 
 __all__ = ["DEFAULT_RECEIVER", "compile_rules", "unconfigured_channels"]
 
@@ -355,4 +356,5 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
         time_intervals=intervals,
         escalations=policies,
         rota=build_rota(ruleset.oncall),
+        stale=stale_rule(ruleset.stale),
     )

@@ -39,6 +39,7 @@ from alertrouter.ruleset.channels import (
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.ruleset.oncall import OnCallConfig
 from alertrouter.ruleset.schedule import parse_schedule, zone
+from alertrouter.ruleset.stale import StaleConfig
 
 __all__ = [
     "ALL_SEVERITIES",
@@ -519,6 +520,7 @@ class RuleFile(Section):
     )
     oncall: OnCallConfig | None = None
     heartbeats: list[HeartbeatConfig] | None = None
+    stale: StaleConfig | None = None
 
 
 class Ruleset(Section):
@@ -535,6 +537,7 @@ class Ruleset(Section):
     mute_time_intervals: list[TimeIntervalConfig] = Field(default_factory=list)
     oncall: OnCallConfig = Field(default_factory=lambda: OnCallConfig())
     heartbeats: list[HeartbeatConfig] = Field(default_factory=list)
+    stale: StaleConfig | None = None  # None: nothing is stale (every resolve told as it comes)
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(

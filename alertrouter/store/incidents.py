@@ -4,6 +4,7 @@ outbox of intended messages, alert decisions and quarantine."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -82,6 +83,7 @@ async def load_live_alerts(
         c.status,
         c.starts_at,
         c.fired_at,
+        c.ends_at,
         c.updated_at,
         c.decision,
         c.decision_detail,
@@ -105,24 +107,27 @@ async def load_live_alerts(
             if mine is not None and mine[1] == updated_at:
                 # Kept for as long as the alert is live: its label values shared as a read's are
                 # (the webhook's JSON parser made a new string for each), done here, off ingest's path.
-                given = mine[0]
-                live = LiveAlert(fp, shared_values(given.labels), given.firing, given.starts_at, given.fired_at)
-                out.append((live, updated_at, None, None, None))
+                out.append((replace(mine[0], labels=shared_values(mine[0].labels)), updated_at, None, None, None))
             else:
                 wanted.append(fp)
         wanted.sort()
         rows = []
         for chunk in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
             rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
-    for fp, labels, status, starts_at, fired_at, updated_at, decision, detail, key in rows:
-        live = LiveAlert(fp, labels, status == AlertStatus.FIRING.value, starts_at, fired_at)
+    for fp, labels, status, starts_at, fired_at, ends_at, updated_at, decision, detail, key in rows:
+        firing = status == AlertStatus.FIRING.value
+        live = LiveAlert(fp, labels, firing, starts_at, fired_at, None if firing else ends_at)
         out.append((live, updated_at, decision, detail, key))
     return out, cursor
 
 
+# Resolved alerts whose resolve is not told yet (`pipeline.stale`): live however long ago they resolved.
+_UNTOLD = (Decision.STALE.value, Decision.RESOLVING.value)
+
+
 def _live(resolved_since: datetime) -> ColumnElement[bool]:
     c = alerts_t.c
-    return or_(c.status == AlertStatus.FIRING.value, c.updated_at >= resolved_since)
+    return or_(c.status == AlertStatus.FIRING.value, c.updated_at >= resolved_since, c.decision.in_(_UNTOLD))
 
 
 _not_quarantined = or_(alerts_t.c.decision.is_(None), alerts_t.c.decision != QUARANTINED)

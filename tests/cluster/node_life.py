@@ -13,6 +13,11 @@ can mute or join another's):
   every few seconds for a while, and ends cool.
 - UNSEEN (gpu-node-07): its dcgm-exporter stops answering with no GPU alert before (nothing taught its name).
 - gpu-node-06 stays healthy.
+- DARK_METAL (gpu-node-08, bare metal) and DARK_KUBE (gpu-node-09, Kubernetes: dcgm-exporter scraped by pod IP
+  with `Hostname` = the node's name, both exporters relabelled with `node`, the ServiceMonitors' jobs) have two
+  hot GPUs (told), then go dark: their GPU alerts resolve as their series vanish, NodeDown follows. Stale is not
+  resolved (rules/stale.yml): no "resolved" for those GPUs, one incident told (NodeDown). DARK_METAL then
+  comes back cool: NodeDown's resolve, and `settle` (2m) later its GPUs' resolve; DARK_KUBE stays dark.
 
 alertrouter's group_interval is shortened to GROUP_INTERVAL (shipped: 5m) so a resolved message comes in
 seconds; group_wait (30s) and hold_down (30s) stay as shipped. `run_node_life` returns once everything the
@@ -34,6 +39,10 @@ from e2e.harness import wait_for
 __all__ = [
     "BACK",
     "BLIND",
+    "DARK_HOT",
+    "DARK_KUBE",
+    "DARK_METAL",
+    "DARK_POD_IP",
     "FLAPPING",
     "FLAPS",
     "GROUP_INTERVAL",
@@ -46,9 +55,12 @@ __all__ = [
     "run_node_life",
 ]
 
-NODES = 7
-BACK, REFUSED, BLIND, PRESSED, FLAPPING, UNSEEN = 1, 2, 3, 4, 5, 7
+NODES = 9
+BACK, REFUSED, BLIND, PRESSED, FLAPPING, UNSEEN, DARK_METAL, DARK_KUBE = 1, 2, 3, 4, 5, 7, 8, 9
 BLIND_HOT = (0, 1)  # gpu-node-03's hot GPUs, 88C
+DARK_HOT = (2, 5)  # DARK_METAL's and DARK_KUBE's hot GPUs
+DARK_POD_IP = "10.244.9.31"  # DARK_KUBE's dcgm-exporter pod
+SETTLE = 120.0  # rules/stale.yml `settle`: a stale alert's resolve waits this long after its node is back
 FLAPS = 4  # up-and-down cycles of gpu-node-05 GPU 0 between 88C and 80C
 HALF_PERIOD = 6.0  # seconds hot, then seconds cool: longer than `for:` (2s) plus a scrape and an evaluation
 GROUP_INTERVAL = "20s"
@@ -59,8 +71,37 @@ def name(index: int) -> str:
     return f"gpu-node-{index:02d}"
 
 
+def _fleet() -> Fleet:
+    fleet = Fleet(NODES, listeners=[REFUSED])
+    kube = fleet.node(DARK_KUBE)
+    kube.host_label = "Hostname"  # the GPU Operator injects NODE_NAME: the node's name, not the pod's
+    node = {"node": kube.name}  # the README's relabelling (__meta_kubernetes_pod_node_name -> node)
+    kube.target_labels = {
+        "node-exporter": {
+            "job": "node-exporter",
+            "namespace": "monitoring",
+            "pod": "kube-prometheus-stack-prometheus-node-exporter-9kq2w",
+            "container": "node-exporter",
+            "service": "kube-prometheus-stack-prometheus-node-exporter",
+            "endpoint": "http-metrics",
+            **node,
+        },
+        "dcgm-exporter": {
+            "job": "nvidia-dcgm-exporter",
+            "instance": f"{DARK_POD_IP}:9400",
+            "namespace": "gpu-operator",
+            "pod": "nvidia-dcgm-exporter-7rz4n",
+            "container": "nvidia-dcgm-exporter",
+            "service": "nvidia-dcgm-exporter",
+            "endpoint": "gpu-metrics",
+            **node,
+        },
+    }
+    return fleet
+
+
 def node_life_box() -> ClusterBox:
-    return ClusterBox(nodes=NODES, fleet=Fleet(NODES, listeners=[REFUSED]), group_interval=GROUP_INTERVAL)
+    return ClusterBox(nodes=NODES, fleet=_fleet(), group_interval=GROUP_INTERVAL)
 
 
 @dataclass
@@ -124,14 +165,33 @@ def run_node_life(box: ClusterBox) -> NodeLife:
         pressed.disk_avail = pressed.disk_size * 7 // 100  # 7% < 10%: warning
     fleet.set_gpus(FLAPPING, [0], temp=88)
     fleet.set_dcgm_down(UNSEEN)
+    for dark in (DARK_METAL, DARK_KUBE):
+        fleet.set_gpus(dark, DARK_HOT, temp=88)
 
     # 2. the hot GPUs of BLIND told on the two warning channels: its dcgm-exporter stops at once, well within
     # the group interval of that message (see test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts)
     wait_for(lambda: _sent(box, "GPUHighTemp", name(BLIND)) == 2, what="BLIND's GPUs told", timeout=TIMEOUT)
     fleet.set_dcgm_down(BLIND)
+    # 2b. the hot GPUs of the two DARK nodes told: both nodes die
+    for dark in (DARK_METAL, DARK_KUBE):
+        wait_for(
+            lambda d=dark: _sent(box, "GPUHighTemp", name(d)) == 2,  # type: ignore[misc]
+            what=f"{name(dark)}'s GPUs told",
+            timeout=TIMEOUT,
+        )
+    fleet.go_dark([DARK_METAL, DARK_KUBE])
     # 3. NodeDown of BACK told on the three critical channels: it comes back; FLAPPING's GPU told: it flaps
     wait_for(lambda: _sent(box, "NodeDown", name(BACK)) == 3, what="NodeDown told", timeout=TIMEOUT)
     fleet.power_on([BACK])
+    # 3b. NodeDown of both DARK nodes told: DARK_METAL comes back with its GPUs cool (DARK_KUBE stays dark)
+    for dark in (DARK_METAL, DARK_KUBE):
+        wait_for(
+            lambda d=dark: _sent(box, "NodeDown", name(d)) == 3,  # type: ignore[misc]
+            what=f"{name(dark)}'s NodeDown told",
+            timeout=TIMEOUT,
+        )
+    fleet.set_gpus(DARK_METAL, DARK_HOT, temp=45)
+    fleet.power_on([DARK_METAL])
     wait_for(lambda: _sent(box, "GPUHighTemp", name(FLAPPING)) == 2, what="FLAPPING's GPU told", timeout=TIMEOUT)
     done, hot_phases = threading.Event(), [0]
     flapper = threading.Thread(target=_flap, args=(box, done, hot_phases), daemon=True)
@@ -149,9 +209,14 @@ def run_node_life(box: ClusterBox) -> NodeLife:
             and done.is_set()
             # the flapping GPU ended cool: its resolved message, at most a group interval after the last one
             and _sent(box, "GPUHighTemp", name(FLAPPING), resolved=True) == 4
+            # DARK_METAL back: NodeDown's resolve, then (`settle` later) its stale GPUs' resolve
+            and _sent(box, "NodeDown", name(DARK_METAL), resolved=True) == 6
+            and _sent(box, "GPUHighTemp", name(DARK_METAL), resolved=True) == 4
         )
 
-    wait_for(everything_told, what="every expected message at the fakes", timeout=TIMEOUT + FLAPS * 2 * HALF_PERIOD)
+    wait_for(
+        everything_told, what="every expected message at the fakes", timeout=TIMEOUT + FLAPS * 2 * HALF_PERIOD + SETTLE
+    )
     flapper.join(5)
     store = settle(box)
     (gpu0,) = store.of("GPUHighTemp", name(FLAPPING))

@@ -84,9 +84,11 @@ def test_relabelled_node_meets_its_gpu_alerts(labels: Labels) -> None:
     assert {a["labels"]["Hostname"] for a in xid79} == {POD[RELABELLED]}
     assert {a["labels"]["instance"] for a in xid79} == {f"{POD_IP[RELABELLED]}:9400"}
     (down,) = store.of("NodeDown", node)
-    assert {a["decision"] for a in xid79} == {"inhibited"}
-    assert {a["decision_detail"]["inhibited_by"] for a in xid79} == {down["fingerprint"]}
     (dcgm_down,) = store.of("DCGMExporterDown", node)
+    # resolved as the node's series vanished: stale, their node's source-down alerts firing (rules/stale.yml)
+    assert {a["decision"] for a in xid79} == {"stale"}
+    assert {a["decision_detail"]["stale_reason"] for a in xid79} == {"source_down"}
+    assert {a["decision_detail"]["stale_source"] for a in xid79} <= {down["fingerprint"], dcgm_down["fingerprint"]}
     assert dcgm_down["decision"] == "inhibited"
     assert dcgm_down["decision_detail"]["inhibited_by"] == down["fingerprint"]
     # one message per critical channel, the NodeDown; no word of the pod or its IP anywhere
@@ -106,9 +108,12 @@ def test_unrelabelled_node_is_three_names_as_the_readme_says(labels: Labels) -> 
     pod, pod_ip = POD[UNRELABELLED], POD_IP[UNRELABELLED]
     xid79 = store.of("GPUFallenOffBus", pod)
     assert len(xid79) == 8
-    # resolved by staleness inside their hold-down, never muted: nothing told about them either way
-    assert {a["decision"] for a in xid79} == {"resolved"}
-    assert store.incident(alertname="GPUFallenOffBus", node=pod)["status"] == "resolved"
+    # resolved by staleness inside their hold-down, never muted: nothing told about them either way. No
+    # source-down alert names their node (the pod): their resolve waits `window` (resolving), then, all eight
+    # of one exporter having resolved together, `hold` (stale, together), rules/stale.yml
+    assert {a["decision"] for a in xid79} <= {"resolving", "stale"}
+    assert {a["decision_detail"]["stale_reason"] for a in xid79} <= {"resolving", "together"}
+    assert store.incident(alertname="GPUFallenOffBus", node=pod)["status"] == "firing"
     assert not [r for r in store.notifications if "GPUFallenOffBus" in (r["incident_key"] or "")]
     told_decisions = ("notify", "throttled")  # told, then "already told" until its repeat
     (down,) = store.of("NodeDown", node)

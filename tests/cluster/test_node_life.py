@@ -15,6 +15,10 @@ from cluster.node_life import (
     BACK,
     BLIND,
     BLIND_HOT,
+    DARK_HOT,
+    DARK_KUBE,
+    DARK_METAL,
+    DARK_POD_IP,
     FLAPPING,
     FLAPS,
     PRESSED,
@@ -100,10 +104,9 @@ def test_a_node_refusing_connections_is_down_and_named(life: NodeLife) -> None:
 
 
 def test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts(life: NodeLife) -> None:
-    """The exporter stops right after the hot GPUs' first message, so their stale-resolve is not yet due to be
-    told (group interval) when DCGMExporterDown arrives and mutes them. Had the last message been longer ago
-    than the group interval, the resolve would be told at once, before DCGMExporterDown (`for: 5m` as
-    shipped) could explain it: the inhibit rule cannot hold back a resolve that comes before its source."""
+    """The exporter stops right after the hot GPUs' first message: their alerts resolve as their series vanish,
+    together, so rules/stale.yml holds their resolve (an inhibit rule cannot hold back a resolve that comes
+    before its source), and DCGMExporterDown, a source-down alert, keeps them stale: never "resolved"."""
     node, store, told = name(BLIND), life.store, life.told
     (dcgm,) = store.of("DCGMExporterDown", node)
     assert dcgm["status"] == "firing"
@@ -115,14 +118,15 @@ def test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts(life: Nod
     assert len(about(told["email-ops"], f"[警告] {node}：DCGMExporterDown")) == 1
     # the node itself is up: no NodeDown
     assert not store.of("NodeDown", node)
-    # its hot GPUs were told once; their series went stale with the exporter: muted, never "resolved"
+    # its hot GPUs were told once; their series went stale with the exporter: stale, never "resolved"
     hot = store.of("GPUHighTemp", node)
     assert sorted(a["labels"]["gpu"] for a in hot) == [str(g) for g in BLIND_HOT]
     assert {a["status"] for a in hot} == {"resolved"}
-    assert {a["decision"] for a in hot} == {"inhibited"}
-    assert {a["decision_detail"]["inhibit_rule"] for a in hot} == {"exporter-down-mutes-gpu-metrics"}
-    assert {a["decision_detail"]["inhibited_by"] for a in hot} == {dcgm["fingerprint"]}
+    assert {a["decision"] for a in hot} == {"stale"}
+    assert {a["decision_detail"]["stale_reason"] for a in hot} == {"source_down"}
+    assert {a["decision_detail"]["stale_source"] for a in hot} == {dcgm["fingerprint"]}
     temp = store.incident(alertname="GPUHighTemp", node=node)
+    assert temp["status"] == "firing"  # open: no data from the node, not over
     assert store.delivered(temp["id"]) == WARNING
     assert [r["kind"] for r in store.notifications if r["incident_id"] == temp["id"]] == ["firing", "firing"]
     texts = about(told["dingtalk-ops"], node, "GPUHighTemp")
@@ -207,14 +211,65 @@ def test_nothing_else_was_told(life: NodeLife) -> None:
     told = life.told
     counts = {channel: len(texts) for channel, texts in told.items() if texts}
     assert counts == {
-        # NodeDown x2 + its resolve, NodeMemoryPressure
-        "dingtalk-core": 4,
-        "wecom-core": 4,
-        "sms-oncall": 4,
+        # NodeDown x2 + its resolve, NodeMemoryPressure; NodeDown of DARK_METAL (+ its resolve) and DARK_KUBE
+        "dingtalk-core": 7,
+        "wecom-core": 7,
+        "sms-oncall": 7,
         # GPUHighTemp of BLIND, DCGMExporterDown of BLIND and UNSEEN, NodeDiskPressure, the flapping GPU + its
-        # resolve
-        "dingtalk-ops": 6,
-        "email-ops": 6,
+        # resolve; GPUHighTemp of DARK_METAL (+ its resolve once back) and DARK_KUBE
+        "dingtalk-ops": 9,
+        "email-ops": 9,
     }
     assert life.box.vendors.refused() == []
     assert {row["status"] for row in life.store.notifications} == {"sent"}
+
+
+@pytest.mark.parametrize("dark", [DARK_METAL, DARK_KUBE], ids=["bare-metal", "kubernetes"])
+def test_a_node_gone_dark_tells_no_resolve_for_its_gpus_and_one_node_down(life: NodeLife, dark: int) -> None:
+    """Stale is not resolved (rules/stale.yml): the GPU alerts of a node that died resolved as their series
+    vanished; they are stale, not told resolved, and the one incident told is the node's NodeDown."""
+    node, store, told = name(dark), life.store, life.told
+    hot = store.of("GPUHighTemp", node)
+    assert sorted(a["labels"]["gpu"] for a in hot) == [str(g) for g in DARK_HOT]
+    if dark == DARK_KUBE:  # the shape is Kubernetes': dcgm-exporter by pod IP, relabelled with `node`
+        assert {a["labels"]["instance"] for a in hot} == {f"{DARK_POD_IP}:9400"}
+        assert {a["labels"]["node"] for a in hot} == {node}
+    else:
+        assert {a["labels"]["instance"] for a in hot} == {f"10.0.0.{dark}:9400"}
+    temp = store.incident(alertname="GPUHighTemp", node=node)
+    down = store.incident(alertname="NodeDown", node=node)
+    temp_kinds = [r["kind"] for r in store.notifications if r["incident_id"] == temp["id"]]
+    down_kinds = [r["kind"] for r in store.notifications if r["incident_id"] == down["id"]]
+    # every incident of the node told anything: its GPUs (before it died) and NodeDown; no DCGMExporterDown
+    told_about = {r["incident_id"] for r in store.notifications}
+    of_node = {i["id"] for i in store.incidents if i["labels"].get("node") == node}
+    assert of_node & told_about == {temp["id"], down["id"]}
+    if dark == DARK_KUBE:  # still dark: the GPUs are stale, their incident open with "no data since"
+        assert {a["status"] for a in hot} == {"resolved"}
+        assert {a["decision"] for a in hot} == {"stale"}
+        assert {a["decision_detail"]["stale_reason"] for a in hot} == {"source_down"}
+        assert temp["status"] == "firing"
+        assert temp["summary"]["stale"] == 2
+        assert temp["summary"]["no_data_since"]
+        assert temp_kinds == ["firing", "firing"]
+        assert sorted(down_kinds) == ["firing"] * 3
+        assert about(told["dingtalk-ops"], node, "GPUHighTemp")
+        assert not about(told["dingtalk-ops"], "已恢复", node)
+    else:  # back with cool GPUs: NodeDown resolved, then the GPUs' resolve, once per channel
+        assert {a["decision"] for a in hot} == {"resolved"}
+        assert temp["status"] == "resolved"
+        assert sorted(temp_kinds) == ["firing", "firing", "resolved", "resolved"]
+        assert sorted(down_kinds) == ["firing"] * 3 + ["resolved"] * 3
+        (gpu_resolve,) = about(told["dingtalk-ops"], "已恢复", node, "GPUHighTemp")
+        assert node in gpu_resolve
+        # told after NodeDown's resolve: the data returned first
+        resolves = sorted(
+            (
+                r
+                for r in store.notifications
+                if r["kind"] == "resolved" and r["incident_id"] in (temp["id"], down["id"])
+            ),
+            key=lambda r: r["id"],
+        )
+        assert resolves[0]["incident_id"] == down["id"]
+        assert resolves[-1]["incident_id"] == temp["id"]

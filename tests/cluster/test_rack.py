@@ -67,9 +67,10 @@ def test_no_message_about_the_dark_nodes_gpus(rack: Rack) -> None:
     xid79 = [a for a in rack.alerts if a["alertname"] == "GPUFallenOffBus"]
     assert len(xid79) == 8 * len(DARK)
     assert {a["node"] for a in xid79} == DARK_NAMES
-    # Prometheus resolved them when the node's series went stale; muted by the NodeDown all along
+    # Prometheus resolved them when the node's series went stale: stale (rules/stale.yml), their node down
     assert {a["status"] for a in xid79} == {"resolved"}
-    assert {a["decision"] for a in xid79} == {"inhibited"}
+    assert {a["decision"] for a in xid79} == {"stale"}
+    assert {a["decision_detail"]["stale_reason"] for a in xid79} == {"source_down"}
     dcgm_down = [a for a in rack.alerts if a["alertname"] == "DCGMExporterDown"]
     assert {a["node"] for a in dcgm_down} == DARK_NAMES
     assert {a["decision"] for a in dcgm_down} == {"inhibited"}

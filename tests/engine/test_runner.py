@@ -23,7 +23,7 @@ from support.scenario import gpu_labels, node_down_labels, shipped_pipeline
 S = timedelta(seconds=1)
 
 
-def webhook(alerts: list[dict[str, str]], status: str = "firing") -> bytes:
+def webhook(alerts: list[dict[str, str]], status: str = "firing", ends_at: str = "2026-11-21T08:30:00Z") -> bytes:
     body = {
         "version": "4",
         "status": status,
@@ -35,7 +35,7 @@ def webhook(alerts: list[dict[str, str]], status: str = "firing") -> bytes:
                 "labels": labels,
                 "annotations": {"summary": "test"},
                 "startsAt": "2026-11-21T07:59:00Z",
-                "endsAt": "2026-11-21T08:30:00Z" if status == "resolved" else "0001-01-01T00:00:00Z",
+                "endsAt": ends_at if status == "resolved" else "0001-01-01T00:00:00Z",
             }
             for labels in alerts
         ],
@@ -153,8 +153,10 @@ async def test_resolve_is_notified_and_incident_closed(db: Database) -> None:
     labels = [gpu_labels("gpu-node-03", g) for g in range(2)]
     await ingestor.ingest(parse_webhook(webhook(labels)).batch)
     await run_for(runner, clock, timedelta(minutes=1))
-    await ingestor.ingest(parse_webhook(webhook(labels, status="resolved")).batch)
-    await run_for(runner, clock, timedelta(minutes=6))
+    # Alertmanager's resolved alert: endsAt is when it resolved.
+    await ingestor.ingest(parse_webhook(webhook(labels, status="resolved", ends_at=clock.now.isoformat())).batch)
+    # Two GPUs of one exporter resolving together: held as stale for the shipped `stale.hold` (20m).
+    await run_for(runner, clock, timedelta(minutes=21))
     assert [o.reason for o in await rows(db, OutboxRow)] == ["first", "resolved"]
     (incident,) = await rows(db, IncidentRow)
     assert incident.status == "resolved"

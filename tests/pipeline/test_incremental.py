@@ -84,6 +84,14 @@ aggregation:
     count: {label: gpu, per_group: 8, name: GPUs}
     group_wait: 20s
     rollup: {threshold: 3, window: 2m, by: [alertname, region], scope_labels: [region, rack]}
+stale:
+  # GPUXidError as a source-down alert: one that inhibits nothing, so only the evaluator's own
+  # bookkeeping (a change to one alert of a node re-evaluates its other incidents) keeps it right.
+  source_down: ['alertname=~"NodeDown|GPUXidError"']
+  window: 1m
+  together: all
+  hold: 5m
+  settle: 1m
 route:
   receiver: default
   group_wait: 10s
@@ -105,6 +113,7 @@ OPS = st.lists(
         st.tuples(st.sampled_from(["fire", "resolve", "forget"]), st.integers(0, len(POOL) - 1)),
         st.tuples(st.just("tick"), st.sampled_from([1, 5, 12, 25, 31, 65, 190, 400, 1900])),
         st.tuples(st.just("storm"), st.integers(0, 1)),
+        st.tuples(st.just("dark"), st.integers(0, NODES - 1)),
         st.tuples(st.sampled_from(["silence", "unsilence", "later-silence"]), st.integers(0, len(SILENCES) - 1)),
         st.tuples(st.just("ack"), st.integers(0, 20)),
     ),
@@ -127,8 +136,15 @@ class _World:
         labels = POOL[i]
         fp = fingerprint(labels)
         old = self.alerts.get(fp)
-        fired_at = old.fired_at if old is not None and old.firing else self.now
-        self.alerts[fp] = LiveAlert(fp, labels, True, self.now, fired_at)
+        still = old is not None and old.firing
+        fired_at = old.fired_at if still else self.now
+        starts_at = old.starts_at if old is not None and still else self.now  # as Prometheus' startsAt
+        self.alerts[fp] = LiveAlert(fp, labels, True, starts_at, fired_at)
+
+    def resolve(self, fp: str) -> None:
+        old = self.alerts[fp]
+        if old.firing:  # Alertmanager's resolved alert: endsAt is when it resolved
+            self.alerts[fp] = LiveAlert(fp, old.labels, False, old.starts_at, old.fired_at, self.now)
 
     def apply(self, op: Op) -> None:
         kind, arg = op
@@ -136,8 +152,13 @@ class _World:
         if kind == "fire":
             self.fire(arg)
         elif kind == "resolve" and fp in self.alerts:
-            old = self.alerts[fp]
-            self.alerts[fp] = LiveAlert(fp, old.labels, False, old.starts_at, old.fired_at)
+            self.resolve(fp)
+        elif kind == "dark":  # the node's dcgm-exporter goes away: all its GPU alerts resolve at once
+            name = _node(arg)[0]
+            for labels in POOL:
+                f = fingerprint(labels)
+                if labels.get("Hostname") == name and f in self.alerts:
+                    self.resolve(f)
         elif kind == "forget" and fp in self.alerts and not self.alerts[fp].firing:
             del self.alerts[fp]  # the engine forgets resolved alerts after a while
         elif kind == "tick":
@@ -174,8 +195,9 @@ def _said(result: EvalResult) -> list[tuple[str, str, str, object]]:
     return [(i.incident, i.receiver, i.reason.value, i.message.to_json()) for i in result.intents]
 
 
-def _same_run(pipeline: CompiledRules, ops: list[Op]) -> int:
-    """Run both evaluators through `ops` (a pass after each); assert they agree; the messages sent."""
+def _same_run(pipeline: CompiledRules, ops: list[Op], decided: set[str] | None = None) -> int:
+    """Run both evaluators through `ops` (a pass after each); assert they agree; the messages sent.
+    `decided` collects every decision any pass made."""
     world = _World(pipeline)
     incremental, oracle = Evaluator(pipeline), Evaluator(pipeline)
     inc_records: dict[str, IncidentRecord] = {}
@@ -204,6 +226,8 @@ def _same_run(pipeline: CompiledRules, ops: list[Op]) -> int:
         inc_records, full_records = next_records(inc_records, a), next_records(full_records, b)
         assert inc_records == full_records, where
         sent += len(a.intents)
+        if decided is not None:
+            decided.update(a.counts)
     return sent
 
 
@@ -242,7 +266,42 @@ def test_a_storm_with_silences_and_acknowledgements_is_told_the_same_either_way(
         ("tick", 31),
         ("resolve", 0),
         ("tick", 400),
+        ("fire", 10),  # gpu-node-02: hot and an XID, then the node goes dark and NodeDown follows
+        ("fire", 11),
+        ("tick", 65),
+        ("dark", 2),
+        ("tick", 31),
+        ("fire", POOL.index(node_exporter_down_labels("10.0.3.12", region="north"))),
+        ("tick", 65),
+        ("resolve", POOL.index(node_exporter_down_labels("10.0.3.12", region="north"))),
+        ("tick", 65),
+        ("tick", 190),
         ("tick", 1900),  # quiet: the storms repeat on their own wake-ups
         ("tick", 1900),
     ]
-    assert _same_run(shipped_pipeline(), ops) >= 3
+    decided: set[str] = set()
+    assert _same_run(shipped_pipeline(), ops, decided) >= 3
+    assert {"stale", "resolving", "rolled_up", "silenced", "inhibited"} <= decided
+
+
+def test_a_source_down_alert_that_mutes_nothing_still_reaches_the_stale_alerts_of_its_node(tmp_path: Path) -> None:
+    """GPUXidError is a source-down alert under TIME_RULES and no inhibit rule's source: its firing and
+    resolving must re-evaluate the GPUHighTemp incident of its node, which no alert of its own changed."""
+    (tmp_path / "rules.yml").write_text(TIME_RULES)
+    pipeline = compile_rules(load_ruleset(tmp_path, {}))
+    xid = POOL.index(dcgm_labels("10.0.3.12", "gpu-node-02", 0, region="north"))
+    ops: list[Op] = [
+        ("fire", 10),  # gpu-node-02 GPUHighTemp on GPUs 0 and 1
+        ("fire", 12),
+        ("tick", 65),
+        ("dark", 2),
+        ("tick", 25),
+        ("fire", xid),
+        ("tick", 65),
+        ("resolve", xid),
+        ("tick", 5),
+        ("tick", 65),
+    ]
+    decided: set[str] = set()
+    _same_run(pipeline, ops, decided)
+    assert "stale" in decided

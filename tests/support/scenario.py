@@ -85,14 +85,18 @@ class Scenario:
     def fire(self, labels: Mapping[str, str]) -> str:
         fp = fingerprint(labels)
         old = self.alerts.get(fp)
-        fired_at = old.fired_at if old is not None and old.firing else self.now
-        self.alerts[fp] = LiveAlert(fp, dict(labels), True, self.now, fired_at)
+        still = old is not None and old.firing
+        fired_at = old.fired_at if still else self.now
+        # As Prometheus: a firing alert keeps its startsAt; a new episode starts now.
+        starts_at = old.starts_at if old is not None and still else self.now
+        self.alerts[fp] = LiveAlert(fp, dict(labels), True, starts_at, fired_at)
         return fp
 
     def resolve(self, labels: Mapping[str, str]) -> str:
         fp = fingerprint(labels)
         old = self.alerts[fp]
-        self.alerts[fp] = LiveAlert(fp, old.labels, False, old.starts_at, old.fired_at)
+        # Alertmanager's resolved alert: endsAt is when it resolved.
+        self.alerts[fp] = LiveAlert(fp, old.labels, False, old.starts_at, old.fired_at, self.now)
         return fp
 
     def step(self) -> EvalResult:
@@ -122,3 +126,73 @@ class Scenario:
 
     def messages(self, receiver: str | None = None) -> list[Intent]:
         return [i for _, i in self.sent if receiver is None or i.receiver == receiver]
+
+
+# Kubernetes (kube-prometheus-stack + NVIDIA GPU Operator), labels from /work/shared/reference/gpu-alerts.md:
+# dcgm-exporter off the host network is scraped by its pod IP, `Hostname` is the node's name (the operator
+# injects NODE_NAME); node-exporter on the host network is scraped by the node IP. With the README's
+# relabelling (`__meta_kubernetes_pod_node_name` -> `node`), both carry `node`.
+PROMETHEUS = "monitoring/kube-prometheus-stack-prometheus"
+
+
+def k8s_dcgm_labels(
+    node: str, pod_ip: str, gpu: int, alertname: str = "GPUHighTemp", severity: str = "warning", **extra: str
+) -> dict[str, str]:
+    return {
+        "alertname": alertname,
+        "instance": f"{pod_ip}:9400",
+        "job": "nvidia-dcgm-exporter",
+        "namespace": "gpu-operator",
+        "pod": f"nvidia-dcgm-exporter-{node[-2:]}x7kq",
+        "container": "nvidia-dcgm-exporter",
+        "service": "nvidia-dcgm-exporter",
+        "endpoint": "gpu-metrics",
+        "Hostname": node,
+        "node": node,
+        "gpu": str(gpu),
+        "UUID": f"GPU-{node}-{gpu}",
+        "device": f"nvidia{gpu}",
+        "modelName": "NVIDIA H100 80GB HBM3",
+        "pci_bus_id": f"00000000:{0x18 + gpu:02X}:00.0",
+        "prometheus": PROMETHEUS,
+        "severity": severity,
+        **extra,
+    }
+
+
+def k8s_node_down_labels(node: str, node_ip: str, **extra: str) -> dict[str, str]:
+    """The shipped NodeDown (`up{job="node-exporter"} == 0`, for: 1m) of a node-exporter pod, relabelled."""
+    return {
+        "alertname": "NodeDown",
+        "instance": f"{node_ip}:9100",
+        "job": "node-exporter",
+        "namespace": "monitoring",
+        "pod": f"kube-prometheus-stack-prometheus-node-exporter-{node[-2:]}m4h",
+        "container": "node-exporter",
+        "service": "kube-prometheus-stack-prometheus-node-exporter",
+        "endpoint": "http-metrics",
+        "node": node,
+        "prometheus": PROMETHEUS,
+        "severity": "critical",
+        **extra,
+    }
+
+
+def kube_node_not_ready_labels(node: str, **extra: str) -> dict[str, str]:
+    """kube-prometheus-stack's KubeNodeNotReady (kube-state-metrics, `for: 15m`): the node only in `node`."""
+    return {
+        "alertname": "KubeNodeNotReady",
+        "condition": "Ready",
+        "status": "true",
+        "node": node,
+        "instance": "10.244.1.5:8080",
+        "job": "kube-state-metrics",
+        "namespace": "monitoring",
+        "pod": "kube-prometheus-stack-kube-state-metrics-6d9f8",
+        "container": "kube-state-metrics",
+        "service": "kube-prometheus-stack-kube-state-metrics",
+        "endpoint": "http",
+        "prometheus": PROMETHEUS,
+        "severity": "warning",
+        **extra,
+    }

@@ -73,6 +73,8 @@ DECISION_TEXT = {
     "muted_by_interval": N_("muted by a time interval (its routes send nothing now)"),
     "quarantined": N_("quarantined (processing it failed; left out of every pass)"),
     "resolved": N_("resolved"),
+    "stale": N_("stale: resolved because its data stopped, told resolved when the data returns"),
+    "resolving": N_("resolving: its resolve waits to see whether its node went dark"),
 }
 
 # The product's one-word states and outcomes as a page shows them (badges, tables); the stored value stays
@@ -94,6 +96,13 @@ WORDS = {
     "muted_by_interval": N_("muted by interval"),
     "quarantined": N_("quarantined"),
     "pending": N_("pending"),
+    "stale": N_("stale"),
+    "resolving": N_("resolving"),
+    "no_data": N_("no data"),
+    # why an alert is stale (`pipeline.stale.Reason`)
+    "source_down": N_("a node-down alert of its node fires"),
+    "together": N_("its exporter's alerts resolved together"),
+    "returning": N_("its node is back: waiting for it to fire again"),
     # kinds
     "node": N_("node"),
     "cluster": N_("cluster"),
@@ -164,12 +173,16 @@ class Cell:
 
 
 def incident_state(row: IncidentRow) -> str:
-    """resolved, acknowledged, silenced (every firing alert silenced) or notified."""
+    """resolved, acknowledged, silenced (every firing alert silenced), no_data (alerts stale: its node or
+    exporter went dark, `pipeline.stale`) or notified."""
     if row.status == "resolved":
         return "resolved"
     if row.acknowledged_at is not None:
         return "acknowledged"
     summary = row.summary or {}
+    stale = summary.get("stale")
+    if isinstance(stale, int) and stale > 0 and not summary.get("eligible"):
+        return "no_data"
     firing, silenced = summary.get("firing"), summary.get("silenced")
     if isinstance(firing, int) and isinstance(silenced, int) and firing > 0 and silenced >= firing:
         return "silenced"

@@ -1,0 +1,135 @@
+"""Stale is not resolved: an alert that resolves because its data stopped (its node or exporter went
+dark) is not told as resolved until the data returns.
+
+When a GPU node dies its dcgm-exporter series vanish, so Prometheus resolves its GPU alerts at once,
+while the node-level alert comes a minute (`NodeDown`, `for: 1m`) to fifteen minutes later
+(`KubeNodeNotReady`). The rule, for a resolved alert A of node N (N: the derived node label) that
+matches `targets` and not `source_down`, resolved at r (its `endsAt`):
+
+- A's *source* is its exporter on N: its `job` and the port of its `instance` (a dcgm pod's IP changes
+  when the node comes back; its port does not). A's *cohort*: the target alerts of N from the same source
+  that resolved within `window` of r, A included. A resolved *together* when its cohort has at least
+  `together` alerts (`all`: at least 2, and no alert of that source that fired before r still fires).
+- A's *horizon* is r + `hold` when it resolved together, else r + `window`.
+- **source_down**: A is stale while a `source_down` alert of N fires that started after A started
+  and no later than A's horizon (a NodeDown that fired before A did is not about A's data).
+- **returning**: when no such alert fires any more but one did (the source is back since b, the latest
+  end of those), A stays stale until b + `settle`, so an alert whose condition still holds fires
+  again (then it is simply firing) instead of being told resolved and firing a minute apart.
+- otherwise, unless data was seen again (a target alert of N from A's source started after r: the
+  exporter answers), A is **resolving** until r + `window`, waiting for a source-down alert to say why, and
+  **together** (stale) until r + `hold` if it resolved together.
+- anything else: resolved, told as such.
+
+Everything here is read from the live alerts (labels, `startsAt`, `endsAt`, firing) and the clock, so
+a restarted engine or another replica decides the same; nothing needs storing beyond the alerts.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from alertrouter.labels import Matcher, matches_all
+from alertrouter.pipeline.nodes import strip_port
+from alertrouter.pipeline.types import LiveAlert
+
+__all__ = ["DISABLED", "Reason", "StaleRule", "Staleness", "source_of", "staleness"]
+
+
+class Reason(enum.StrEnum):
+    SOURCE_DOWN = "source_down"  # a source-down alert of its node fires
+    TOGETHER = "together"  # it resolved with others of its exporter: held for `hold`
+    RETURNING = "returning"  # its source is back: `settle` for its condition to fire again
+    RESOLVING = "resolving"  # its resolve waits `window` for a source-down alert
+
+
+@dataclass(frozen=True, slots=True)
+class StaleRule:
+    enabled: bool = False
+    source_down: tuple[Matcher, ...] = ()
+    targets: tuple[Matcher, ...] = ()  # empty: every alert that is not a source-down one
+    window: timedelta = timedelta(minutes=2)
+    together: int | None = 2  # None: all of the source's firing alerts
+    hold: timedelta = timedelta(minutes=20)
+    settle: timedelta = timedelta(minutes=2)
+
+    def is_source_down(self, labels: Mapping[str, str]) -> bool:
+        return bool(self.source_down) and matches_all(self.source_down, labels)
+
+    def is_target(self, labels: Mapping[str, str]) -> bool:
+        return not self.is_source_down(labels) and matches_all(self.targets, labels)
+
+    def reads(self, labels: Mapping[str, str]) -> bool:
+        """Whether staleness reads this alert at all: a target or a source-down alert."""
+        return self.is_source_down(labels) or matches_all(self.targets, labels)
+
+
+DISABLED = StaleRule()
+
+
+@dataclass(frozen=True, slots=True)
+class Staleness:
+    reason: Reason
+    since: datetime  # A's resolve: when its data stopped
+    until: datetime | None  # when it must be looked at again; None while a source-down alert fires
+    source: str | None = None  # the source-down alert's fingerprint
+
+
+def source_of(labels: Mapping[str, str]) -> tuple[str, str]:
+    """An alert's exporter on its node: (`job`, the port of `instance`)."""
+    instance = labels.get("instance", "")
+    host = strip_port(instance)
+    port = instance[len(host) :].rpartition(":")[2] if host != instance else ""
+    return labels.get("job", ""), port
+
+
+def staleness(
+    rule: StaleRule,
+    alert: LiveAlert,
+    labels: Mapping[str, str],
+    neighbours: Iterable[tuple[LiveAlert, Mapping[str, str]]],
+    now: datetime,
+) -> Staleness | None:
+    """Whether resolved `alert` (enriched `labels`) is stale now, among the alerts of its node
+    (`neighbours`, it included or not). None: resolved, or not a resolved target at all."""
+    if not rule.enabled or alert.firing or alert.ends_at is None or not rule.is_target(labels):
+        return None
+    r = alert.ends_at
+    source = source_of(labels)
+    downs: list[LiveAlert] = []
+    same: list[LiveAlert] = []
+    for other, other_labels in neighbours:
+        if other.fingerprint == alert.fingerprint:
+            continue
+        if rule.is_source_down(other_labels):
+            downs.append(other)
+        elif source_of(other_labels) == source:
+            same.append(other)
+    together = _together(rule, r, same)
+    horizon = r + (rule.hold if together else rule.window)
+    relevant = [d for d in downs if alert.starts_at < d.starts_at <= horizon]
+    firing = sorted((d for d in relevant if d.firing), key=lambda d: (d.starts_at, d.fingerprint))
+    if firing:
+        return Staleness(Reason.SOURCE_DOWN, r, None, firing[0].fingerprint)
+    back = max((d.ends_at for d in relevant if d.ends_at is not None), default=None)
+    if back is not None:
+        return Staleness(Reason.RETURNING, r, back + rule.settle) if now < back + rule.settle else None
+    if any(o.starts_at > r for o in same):
+        return None  # its exporter answers again: the condition is gone
+    if now < r + rule.window:
+        return Staleness(Reason.RESOLVING, r, r + rule.window)
+    if together and now < r + rule.hold:
+        return Staleness(Reason.TOGETHER, r, r + rule.hold)
+    return None
+
+
+def _together(rule: StaleRule, r: datetime, same: Sequence[LiveAlert]) -> bool:
+    """Whether the alert resolved at `r` resolved with others of its source on its node."""
+    window = rule.window
+    cohort = 1 + sum(1 for o in same if not o.firing and o.ends_at is not None and abs(o.ends_at - r) <= window)
+    if rule.together is not None:
+        return cohort >= rule.together
+    return cohort >= 2 and not any(o.firing and o.starts_at <= r for o in same)
