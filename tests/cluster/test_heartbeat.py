@@ -93,8 +93,8 @@ def test_a_stopped_prometheus_is_told_once_as_monitoring_blind(outcome: Outcome)
     # the SMS template's `alert` parameter is the alertname, cut to the template's 20 characters
     sms = [json.loads(p) for p in outcome.resolved["sms-oncall"]]
     assert [(p["severity"], p["alert"]) for p in sms] == [
-        ("critical", "AlertrouterHeartbe.."),
-        ("resolved", "AlertrouterHeartbe.."),
+        ("严重", "AlertrouterHeartbe.."),  # the receiver's words for critical and resolved (zh-CN as shipped)
+        ("已恢复", "AlertrouterHeartbe.."),
     ]
 
 

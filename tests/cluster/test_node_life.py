@@ -46,8 +46,14 @@ def life() -> Iterator[NodeLife]:
         yield outcome
 
 
+# The SMS template's `severity` is the receiver's word too (zh-CN as shipped), as the chat titles are.
+SEVERITY_WORDS = {"critical": "严重", "warning": "警告", "info": "提示", "resolved": "已恢复"}
+
+
 def sms(node: str, alert: str, severity: str, gpus: str = "-") -> str:
-    return json.dumps({"severity": severity, "node": node, "alert": alert, "gpus": gpus})
+    return json.dumps(
+        {"severity": SEVERITY_WORDS[severity], "node": node, "alert": alert, "gpus": gpus}, ensure_ascii=False
+    )
 
 
 def test_a_node_coming_back_is_told_resolved_once_per_channel(life: NodeLife) -> None:
