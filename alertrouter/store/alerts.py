@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import AlertState, AlertStatus, ResolvedBy
 from alertrouter.store import bulk
-from alertrouter.store.handles import alerts_t, change_counter_t, episodes_t, events_t, insert_for, raw_events_t
+from alertrouter.store.handles import alerts_t, episodes_t, events_t, insert_for, raw_events_t
 
 __all__ = [
     "close_episodes",
@@ -79,7 +79,7 @@ async def load_states(
 
 async def insert_new(
     session: AsyncSession,
-    alerts: Sequence[Mapping[str, Any]],
+    alerts: Sequence[dict[str, Any]],
     episodes: Sequence[Mapping[str, Any]],
     events: Sequence[Mapping[str, Any]],
 ) -> int:
@@ -98,24 +98,27 @@ async def insert_new(
     return written[0]
 
 
-async def update_alerts(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
+async def update_alerts(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
     """Rows: fingerprint and the state columns (status, starts_at, ends_at, resolved_by, annotations,
     generator_url, episodes, last_seen, updated_at, fired_at); labels never change."""
     await bulk.update(session, alerts_t, await with_change_seq(session, rows), key=["fingerprint"])
 
 
-async def with_change_seq(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    """On SQLite, `rows` with their `change_seq`, drawn from the counter in one statement for all of
-    them (the database's triggers would draw it row by row, doubling the cost of an insert); as given
-    on PostgreSQL, whose trigger sets it from the transaction's id. See migration 0015."""
+_DRAW = "UPDATE alert_change_counter SET value = value + 1 WHERE id = 1 RETURNING value"
+
+
+async def with_change_seq(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
+    """`rows`, given their `change_seq` on SQLite: one value of the counter for all of them, drawn in one
+    statement (every alert this transaction writes is one change for the engine's next read); on
+    PostgreSQL as they are, the trigger sets it from the transaction's id. See migration 0015. The rows
+    are changed in place: they are the ingest plan's own."""
     if not rows or session.get_bind().dialect.name != "sqlite":
         return rows
-    counter = change_counter_t.c
-    last = await session.scalar(
-        update(change_counter_t).where(counter.id == 1).values(value=counter.value + len(rows)).returning(counter.value)
-    )
-    first = int(last or 0) - len(rows) + 1
-    return [{**row, "change_seq": first + i} for i, row in enumerate(rows)]
+    conn = await session.connection()
+    value = (await conn.exec_driver_sql(_DRAW)).scalar()
+    for row in rows:
+        row["change_seq"] = value
+    return rows
 
 
 async def insert_episodes(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:

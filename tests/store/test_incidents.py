@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from alertrouter.pipeline.types import LiveAlert
 from alertrouter.store import Database, bulk
+from alertrouter.store.alerts import insert_new
 from alertrouter.store.handles import alerts_t
 from alertrouter.store.incidents import load_live_alerts
 from support.rows import T0, alert
@@ -22,7 +23,7 @@ async def changed(db: Database, known: Mapping[str, datetime] | None) -> list[st
 async def test_alerts_held_unchanged_are_left_out(db: Database) -> None:
     a, b, c = "a" * 16, "b" * 16, "c" * 16
     async with db.write() as s:
-        await bulk.insert(s, alerts_t, [alert(a), alert(b), alert(c)])
+        await insert_new(s, [alert(a), alert(b), alert(c)], [], [])
         await s.commit()
     assert await changed(db, None) == [a, b, c]  # no memory: everything in the window
     assert await changed(db, {a: T0, b: T0}) == [c]  # c is new to the caller
@@ -41,7 +42,7 @@ async def test_alerts_held_unchanged_are_left_out(db: Database) -> None:
 async def test_alerts_this_process_inserted_are_taken_from_the_handoff_while_unchanged(db: Database) -> None:
     a, b = "a" * 16, "b" * 16
     async with db.write() as s:
-        await bulk.insert(s, alerts_t, [alert(a), alert(b)])
+        await insert_new(s, [alert(a), alert(b)], [], [])
         await s.commit()
     # What ingest handed over: marked so that it can be told apart from what the store holds.
     handed = {fp: (LiveAlert(fp, {"alertname": "FromHandoff"}, True, T0, T0), T0) for fp in (a, b)}
