@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from alertrouter.durations import parse_duration
+from alertrouter.labels import Matcher, MatcherError, parse_matchers
 
 __all__ = ["Duration", "Section"]
 
@@ -27,3 +28,24 @@ class Section(BaseModel):
     """Unknown keys are errors, so a typo never silently does nothing."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, populate_by_name=True)
+
+
+def _matchers(value: Any) -> Any:
+    """A list of Alertmanager matcher strings, as everywhere in the rules; each entry may itself hold
+    several (`{a="1", b="2"}`)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise ValueError("must be a list of matchers, e.g. ['alertname=\"NodeDown\"']")
+    out: list[Matcher] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise ValueError(f"matcher must be a string, not {type(item).__name__}")
+        try:
+            out.extend(parse_matchers(item))
+        except MatcherError as exc:
+            raise ValueError(str(exc)) from None
+    return out
+
+
+Matchers = Annotated[list[Matcher], BeforeValidator(_matchers)]

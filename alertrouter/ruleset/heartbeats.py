@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import Field, field_validator
 
-from alertrouter.labels import Matcher, MatcherError, is_valid_label_name, parse_matchers
+from alertrouter.labels import Matcher, is_valid_label_name
 from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL
-from alertrouter.ruleset.base import Duration, Section
+from alertrouter.ruleset.base import Duration, Matchers, Section
 
 __all__ = ["DEFAULT_TIMEOUT", "HeartbeatConfig"]
 
@@ -23,30 +22,13 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # a URL path segment as
 _OWN_LABELS = ("alertname", HEARTBEAT_LABEL)
 
 
-def _matchers(value: Any) -> Any:
-    """Alertmanager matcher strings, as in routes and inhibit rules; one entry may hold several."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        raise ValueError("must be a list of matchers, e.g. ['alertname=\"Watchdog\"', 'prometheus=\"north\"']")
-    out: list[Matcher] = []
-    for item in value:
-        if not isinstance(item, str):
-            raise ValueError(f"matcher must be a string, not {type(item).__name__}")
-        try:
-            out.extend(parse_matchers(item))
-        except MatcherError as exc:
-            raise ValueError(str(exc)) from None
-    return out
-
-
 class HeartbeatConfig(Section):
     """A source alertrouter expects to hear from: an alert matching `matchers` that fires (Prometheus'
     always-firing `Watchdog`, through Alertmanager) or a `POST /api/v1/heartbeats/<name>` refreshes it;
     silent for `timeout`, alertrouter raises its own alert, resolved when the source is heard again."""
 
     name: str = Field(description="Names the heartbeat in its URL, its alert's `heartbeat` label and the console")
-    matchers: Annotated[list[Matcher], BeforeValidator(_matchers)] = Field(
+    matchers: Matchers = Field(
         default_factory=list,
         description="Firing alerts that count as the source being alive; none: only the HTTP endpoint refreshes it",
     )

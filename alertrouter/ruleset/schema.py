@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
 
 from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES, Locale
-from alertrouter.labels import Matcher, MatcherError, is_valid_label_name, parse_matchers
+from alertrouter.labels import is_valid_label_name
 from alertrouter.pipeline.timeinterval import (
     parse_clock,
     parse_days_of_month,
@@ -21,7 +21,7 @@ from alertrouter.pipeline.timeinterval import (
     parse_weekdays,
     parse_years,
 )
-from alertrouter.ruleset.base import Duration, Section
+from alertrouter.ruleset.base import Duration, Matchers, Section
 from alertrouter.ruleset.channels import (
     SECRET_FIELDS,
     AliyunSmsConfig,
@@ -76,26 +76,6 @@ __all__ = [
 ]
 
 _DEFAULT_NODE_LABELS = ["node", "hostname", "Hostname", "nodename", "kubernetes_node", "instance"]
-
-
-def _matchers(value: Any) -> Any:
-    """A list of Alertmanager matcher strings; each entry may itself hold several (`{a="1", b="2"}`)."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        raise ValueError("must be a list of matchers, e.g. ['alertname=\"NodeDown\"']")
-    out: list[Matcher] = []
-    for item in value:
-        if not isinstance(item, str):
-            raise ValueError(f"matcher must be a string, not {type(item).__name__}")
-        try:
-            out.extend(parse_matchers(item))
-        except MatcherError as exc:
-            raise ValueError(str(exc)) from None
-    return out
-
-
-Matchers = Annotated[list[Matcher], BeforeValidator(_matchers)]
 
 
 def _scalar_text(value: Any) -> Any:

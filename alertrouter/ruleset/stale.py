@@ -15,47 +15,26 @@ Without the section nothing is stale: every resolve is told as it comes (Alertma
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from alertrouter.labels import Matcher, MatcherError, parse_matchers
 from alertrouter.pipeline.stale import StaleRule
-from alertrouter.ruleset.base import Duration, Section
+from alertrouter.ruleset.base import Duration, Matchers, Section
 
 __all__ = ["StaleConfig", "stale_rule"]
-
-
-def _matchers(value: Any) -> Any:
-    """A list of Alertmanager matcher strings, as everywhere else in the rules."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        raise ValueError("must be a list of matchers, e.g. ['alertname=\"NodeDown\"']")
-    out: list[Matcher] = []
-    for item in value:
-        if not isinstance(item, str):
-            raise ValueError(f"matcher must be a string, not {type(item).__name__}")
-        try:
-            out.extend(parse_matchers(item))
-        except MatcherError as exc:
-            raise ValueError(str(exc)) from None
-    return out
-
-
-_Matchers = Annotated[list[Matcher], BeforeValidator(_matchers)]
 
 
 class StaleConfig(Section):
     """See the README, "Stale is not resolved", and `alertrouter.pipeline.stale` for the rule."""
 
     enabled: bool = True
-    source_down: _Matchers = Field(
+    source_down: Matchers = Field(
         default_factory=list,
         description="Alerts that say a node's data stopped (NodeDown, DCGMExporterDown, KubeNodeNotReady...); "
         "the node is the derived node label",
     )
-    targets: _Matchers = Field(
+    targets: Matchers = Field(
         default_factory=list,
         description="The alerts that may go stale; empty: every alert that is not a source-down one",
     )
