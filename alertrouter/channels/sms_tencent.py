@@ -141,6 +141,68 @@ def tc3_authorization(
     return f"{ALGORITHM} Credential={secret_id}/{scope}, SignedHeaders={SIGNED_HEADERS}, Signature={signature}"
 
 
+def tc3_request(
+    body: Mapping[str, Any],
+    *,
+    secret_id: str,
+    secret_key: str,
+    region: str,
+    host: str,
+    action: str,
+    version: str,
+    timestamp: int,
+    service: str = SERVICE,
+) -> tuple[bytes, dict[str, str]]:
+    """The JSON payload and the signed headers of one TC3 API call (`SendSms`, the voice channel's
+    `SendTtsVoice`): the body as compact UTF-8 JSON, signed for `host` at `timestamp`."""
+    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    authorization = tc3_authorization(
+        secret_id=secret_id, secret_key=secret_key, host=host, payload=payload, timestamp=timestamp, service=service
+    )
+    headers = {
+        "Authorization": authorization,
+        "Content-Type": CONTENT_TYPE,
+        "Host": host,
+        "X-TC-Action": action,
+        "X-TC-Version": version,
+        "X-TC-Timestamp": str(timestamp),
+        "X-TC-Region": region,
+    }
+    return payload, headers
+
+
+async def tc3_post(
+    client: httpx.AsyncClient,
+    endpoint: str,
+    request: tuple[bytes, dict[str, str]],
+    *,
+    action: str,
+    wait: float,
+) -> Mapping[str, Any]:
+    """POST a signed TC3 call; its answer's `Response` object (which may carry `Error`), or the
+    `ChannelError` of no answer within `wait` seconds, a connection failure, or an HTTP error or body
+    without `Response`."""
+    payload, headers = request
+    try:
+        response = await client.post(endpoint, content=payload, headers=headers, timeout=wait)
+    except httpx.TimeoutException as exc:
+        message = f"tencent {action}: no answer within {wait:g}s ({type(exc).__name__})"
+        raise ChannelError(message, code="timeout") from None
+    except httpx.TransportError as exc:
+        raise ChannelError(f"tencent {action}: {type(exc).__name__}", code="connection") from None
+    answer = answer_json(response)
+    result = answer.get("Response") if answer is not None else None
+    if response.status_code != 200 or not isinstance(result, Mapping):
+        status = response.status_code
+        raise ChannelError(
+            f"tencent {action}: HTTP {status}",
+            permanent=400 <= status < 500 and status not in (408, 429),
+            rate_limited=status == 429,
+            code=f"http-{status}",
+        )
+    return result
+
+
 def tencent_error(code: str, message: str = "", *, action: str = "SendSms") -> ChannelError:
     """The `ChannelError` for a `Response.Error.Code` or a per-number `SendStatusSet[].Code`.
 
@@ -221,48 +283,21 @@ class TencentSms:
             "TemplateId": self.config.template_id,
             "TemplateParamSet": values,
         }
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        timestamp = int(self._clock())
-        authorization = tc3_authorization(
+        return tc3_request(
+            body,
             secret_id=self.config.secret_id.get_secret_value(),
             secret_key=self.config.secret_key.get_secret_value(),
+            region=self.config.region,
             host=self._host,
-            payload=payload,
-            timestamp=timestamp,
+            action="SendSms",
+            version=VERSION,
+            timestamp=int(self._clock()),
         )
-        headers = {
-            "Authorization": authorization,
-            "Content-Type": CONTENT_TYPE,
-            "Host": self._host,
-            "X-TC-Action": "SendSms",
-            "X-TC-Version": VERSION,
-            "X-TC-Timestamp": str(timestamp),
-            "X-TC-Region": self.config.region,
-        }
-        return payload, headers
 
     async def _send_batch(self, numbers: Sequence[str], values: list[str]) -> None:
-        payload, headers = self._request(numbers, values)
-        try:
-            response = await self._client.post(
-                self.config.endpoint, content=payload, headers=headers, timeout=self._timeout
-            )
-        except httpx.TimeoutException as exc:
-            message = f"tencent SendSms: no answer within {self._timeout:g}s ({type(exc).__name__})"
-            raise ChannelError(message, code="timeout") from None
-        except httpx.TransportError as exc:
-            raise ChannelError(f"tencent SendSms: {type(exc).__name__}", code="connection") from None
-        answer = answer_json(response)
-        result = answer.get("Response") if answer is not None else None
-        if response.status_code != 200 or not isinstance(result, Mapping):
-            status = response.status_code
-            permanent = 400 <= status < 500 and status not in (408, 429)
-            raise ChannelError(
-                f"tencent SendSms: HTTP {status}",
-                permanent=permanent,
-                rate_limited=status == 429,
-                code=f"http-{status}",
-            )
+        result = await tc3_post(
+            self._client, self.config.endpoint, self._request(numbers, values), action="SendSms", wait=self._timeout
+        )
         error = result.get("Error")
         if isinstance(error, Mapping):
             raise tencent_error(str(error.get("Code") or ""), str(error.get("Message") or ""))

@@ -18,7 +18,6 @@ disabled or unpaid), `InternalError.*`; plus the common `AuthFailure.*` and `Req
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -27,8 +26,7 @@ from typing import Any
 import httpx
 
 from alertrouter.channels.base import ChannelError
-from alertrouter.channels.http import answer_json
-from alertrouter.channels.sms_tencent import CONTENT_TYPE, tc3_authorization, tencent_error
+from alertrouter.channels.sms_tencent import tc3_post, tc3_request, tencent_error
 from alertrouter.ruleset.channels import TencentVoiceConfig
 
 __all__ = ["ACTION", "SERVICE", "TencentVoice", "tencent_called_number", "tencent_voice_body", "tencent_voice_error"]
@@ -113,49 +111,27 @@ class TencentVoice:
         body = tencent_voice_body(
             self.config, number, list(params.values()), play_times=self._play_times, session=reference
         )
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        timestamp = int(self._clock())
-        authorization = tc3_authorization(
+        return tc3_request(
+            body,
             secret_id=self.config.secret_id.get_secret_value(),
             secret_key=self.config.secret_key.get_secret_value(),
+            region=self.config.region,
             host=self._host,
-            payload=payload,
-            timestamp=timestamp,
+            action=ACTION,
+            version=VERSION,
+            timestamp=int(self._clock()),
             service=SERVICE,
         )
-        headers = {
-            "Authorization": authorization,
-            "Content-Type": CONTENT_TYPE,
-            "Host": self._host,
-            "X-TC-Action": ACTION,
-            "X-TC-Version": VERSION,
-            "X-TC-Timestamp": str(timestamp),
-            "X-TC-Region": self.config.region,
-        }
-        return payload, headers
 
     async def call(self, number: str, params: Mapping[str, str], *, reference: str | None = None) -> str:
         """Places the call; returns the vendor's CallId, or raises `ChannelError`."""
-        payload, headers = self.request(number, params, reference=reference)
-        try:
-            response = await self._client.post(
-                self.config.endpoint, content=payload, headers=headers, timeout=self._timeout
-            )
-        except httpx.TimeoutException as exc:
-            message = f"tencent {ACTION}: no answer within {self._timeout:g}s ({type(exc).__name__})"
-            raise ChannelError(message, code="timeout") from None
-        except httpx.TransportError as exc:
-            raise ChannelError(f"tencent {ACTION}: {type(exc).__name__}", code="connection") from None
-        answer = answer_json(response)
-        result = answer.get("Response") if answer is not None else None
-        if response.status_code != 200 or not isinstance(result, Mapping):
-            status = response.status_code
-            raise ChannelError(
-                f"tencent {ACTION}: HTTP {status}",
-                permanent=400 <= status < 500 and status not in (408, 429),
-                rate_limited=status == 429,
-                code=f"http-{status}",
-            )
+        result = await tc3_post(
+            self._client,
+            self.config.endpoint,
+            self.request(number, params, reference=reference),
+            action=ACTION,
+            wait=self._timeout,
+        )
         error = result.get("Error")
         if isinstance(error, Mapping):
             raise tencent_voice_error(str(error.get("Code") or ""), str(error.get("Message") or ""))
