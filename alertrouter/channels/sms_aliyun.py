@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 
@@ -152,6 +153,25 @@ def aliyun_error(code: str, message: str = "", *, status: int = 200, action: str
     return ChannelError(text, permanent=True, code=code or f"http-{status}")
 
 
+async def aliyun_post(
+    client: httpx.AsyncClient, endpoint: str, form: dict[str, str], access_key_secret: str, *, action: str, wait: float
+) -> tuple[int, str, Mapping[str, Any]]:
+    """Sign `form` and POST it to an Aliyun RPC endpoint (`SendSms`, the voice channel's `SingleCallByTts`):
+    the HTTP status, the answer's `Code` and the answer; the `ChannelError` of no answer within `wait`
+    seconds or of a connection failure."""
+    form["Signature"] = aliyun_signature(form, access_key_secret)
+    try:
+        response = await client.post(endpoint, data=form, timeout=wait)
+    except httpx.TimeoutException as exc:
+        raise ChannelError(
+            f"aliyun {action}: no answer within {wait:g}s ({type(exc).__name__})", code="timeout"
+        ) from None
+    except httpx.TransportError as exc:
+        raise ChannelError(f"aliyun {action}: {type(exc).__name__}", code="connection") from None
+    answer = answer_json(response) or {}
+    return response.status_code, str(answer.get("Code") or ""), answer
+
+
 class AliyunSms:
     """`SendSms` to at most `MAX_NUMBERS` numbers a request; a longer list goes in several."""
 
@@ -188,18 +208,15 @@ class AliyunSms:
 
     async def _send_batch(self, numbers: Sequence[str], params: Mapping[str, str]) -> None:
         form = aliyun_params(self.config, numbers, params, timestamp=self._clock(), nonce=self._nonce())
-        form["Signature"] = aliyun_signature(form, self.config.access_key_secret.get_secret_value())
-        try:
-            response = await self._client.post(self.config.endpoint, data=form, timeout=self._timeout)
-        except httpx.TimeoutException as exc:
-            raise ChannelError(
-                f"aliyun SendSms: no answer within {self._timeout:g}s ({type(exc).__name__})", code="timeout"
-            ) from None
-        except httpx.TransportError as exc:
-            raise ChannelError(f"aliyun SendSms: {type(exc).__name__}", code="connection") from None
-        answer = answer_json(response) or {}
-        code = str(answer.get("Code") or "")
-        if response.status_code == 200 and code == "OK":
+        status, code, answer = await aliyun_post(
+            self._client,
+            self.config.endpoint,
+            form,
+            self.config.access_key_secret.get_secret_value(),
+            action="SendSms",
+            wait=self._timeout,
+        )
+        if status == 200 and code == "OK":
             log.debug("aliyun SendSms: OK for %d number(s), BizId %s", len(numbers), answer.get("BizId"))
             return
-        raise aliyun_error(code, str(answer.get("Message") or ""), status=response.status_code)
+        raise aliyun_error(code, str(answer.get("Message") or ""), status=status)

@@ -31,8 +31,7 @@ from datetime import UTC, datetime
 import httpx
 
 from alertrouter.channels.base import ChannelError
-from alertrouter.channels.http import answer_json
-from alertrouter.channels.sms_aliyun import aliyun_error, aliyun_signature
+from alertrouter.channels.sms_aliyun import aliyun_error, aliyun_post
 from alertrouter.ruleset.channels import AliyunVoiceConfig
 
 __all__ = ["ACTION", "AliyunVoice", "aliyun_called_number", "aliyun_voice_error", "aliyun_voice_params"]
@@ -144,17 +143,14 @@ class AliyunVoice:
             nonce=self._nonce(),
             out_id=reference,
         )
-        form["Signature"] = aliyun_signature(form, self.config.access_key_secret.get_secret_value())
-        try:
-            response = await self._client.post(self.config.endpoint, data=form, timeout=self._timeout)
-        except httpx.TimeoutException as exc:
-            raise ChannelError(
-                f"aliyun {ACTION}: no answer within {self._timeout:g}s ({type(exc).__name__})", code="timeout"
-            ) from None
-        except httpx.TransportError as exc:
-            raise ChannelError(f"aliyun {ACTION}: {type(exc).__name__}", code="connection") from None
-        answer = answer_json(response) or {}
-        code = str(answer.get("Code") or "")
-        if response.status_code == 200 and code == "OK":
+        status, code, answer = await aliyun_post(
+            self._client,
+            self.config.endpoint,
+            form,
+            self.config.access_key_secret.get_secret_value(),
+            action=ACTION,
+            wait=self._timeout,
+        )
+        if status == 200 and code == "OK":
             return str(answer.get("CallId") or "")
-        raise aliyun_voice_error(code, str(answer.get("Message") or ""), status=response.status_code)
+        raise aliyun_voice_error(code, str(answer.get("Message") or ""), status=status)
