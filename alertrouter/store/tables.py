@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -197,6 +198,14 @@ class IncidentRow(Base):
         # the incident lists, read in order from these (store/console.py, store/queries.py)
         Index("ix_incidents_status_kind_updated", "status", "kind", "updated_at", "id"),
         Index("ix_incidents_status_updated", "status", "updated_at", "id"),
+        # the acknowledged ones, which the engine reads every pass (store/incidents.load_acknowledged)
+        Index(
+            "ix_incidents_acknowledged",
+            "status",
+            "updated_at",
+            sqlite_where=text("acknowledged_at IS NOT NULL"),
+            postgresql_where=text("acknowledged_at IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

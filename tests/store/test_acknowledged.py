@@ -1,0 +1,69 @@
+"""The engine's read of acknowledged incidents, made at every pass (acknowledgements come from people, on
+any replica): the acknowledged ones among the incidents it holds (firing, or resolved since the given
+time), on SQLite and PostgreSQL, and read from their own index rather than by scanning every firing
+incident (a quarter of a pass's time with 30,000 of them)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from alertrouter.store import Database, bulk
+from alertrouter.store.handles import incidents_t
+from alertrouter.store.incidents import acknowledged_keys, load_acknowledged
+from support.rows import T0
+
+SINCE = T0 - timedelta(hours=1)
+
+
+def incident(key: str, status: str, updated_at: datetime, acknowledged: bool) -> dict[str, Any]:
+    return {
+        "key": key,
+        "kind": "node",
+        "rule": "gpu-by-node",
+        "status": status,
+        "severity": "critical",
+        "headline": f"{key}: GPUHighTemp on 1/8 GPUs",
+        "labels": {"alertname": "GPUHighTemp", "node": key},
+        "summary": {},
+        "parent_key": None,
+        "opened_at": updated_at - timedelta(minutes=5),
+        "active_since": None,
+        "updated_at": updated_at,
+        "resolved_at": updated_at if status == "resolved" else None,
+        "acknowledged_at": updated_at if acknowledged else None,
+        "acknowledged_by": "oncall" if acknowledged else None,
+    }
+
+
+async def test_the_acknowledged_among_the_firing_and_the_recently_resolved(db: Database) -> None:
+    rows = [
+        incident("firing-acked", "firing", T0 - timedelta(days=3), True),  # however long ago it changed
+        incident("firing-not-acked", "firing", T0, False),
+        incident("resolved-recently-acked", "resolved", SINCE + timedelta(seconds=1), True),
+        incident("resolved-at-the-edge-acked", "resolved", SINCE, True),
+        incident("resolved-long-ago-acked", "resolved", SINCE - timedelta(seconds=1), True),
+        incident("resolved-recently-not-acked", "resolved", T0, False),
+    ]
+    async with db.write() as s:
+        await bulk.insert(s, incidents_t, rows)
+        await s.commit()
+    async with db.read() as s:
+        acked = await load_acknowledged(s, resolved_since=SINCE)
+    assert acked == {"firing-acked", "resolved-recently-acked", "resolved-at-the-edge-acked"}
+
+
+async def test_the_read_uses_the_index_of_acknowledged_incidents_on_sqlite(db: Database) -> None:
+    if db.dialect != "sqlite":
+        return  # PostgreSQL's planner chooses by its statistics; SQLite's by the query's shape
+    async with db.write() as s:  # with many firing incidents, none acknowledged, as in a storm
+        await bulk.insert(s, incidents_t, [incident(f"n{i}", "firing", T0, False) for i in range(200)])
+        await s.commit()
+    compiled = acknowledged_keys(SINCE).compile(dialect=db.engine.dialect, compile_kwargs={"render_postcompile": True})
+    async with db.read() as s:
+        conn = await s.connection()
+        values = [compiled.params[name] for name in compiled.positiontup or ()]
+        params = tuple(str(v) if isinstance(v, datetime) else v for v in values)
+        plan = (await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", params)).all()
+    steps = [row[-1] for row in plan]
+    assert any("USING INDEX ix_incidents_acknowledged" in step for step in steps), steps
