@@ -38,7 +38,9 @@ from alertrouter.pipeline.types import (
     IncidentRecord,
     IncidentState,
     LiveAlert,
-    next_records,
+    RecordsAfter,
+    apply_record_changes,
+    record_changes,
 )
 from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage, leases
 from alertrouter.store import incidents as store
@@ -113,7 +115,10 @@ class EngineRunner:
         # The incident records as stored, kept in step with what each pass writes (None: read them at
         # the next pass), and when each was last written; acknowledged ones, as last read.
         self._records: dict[str, IncidentRecord] | None = None
-        self._saved_at: dict[str, datetime] = {}
+        self._saved_at: dict[str, datetime] = {}  # in the order they were saved (see `_saved`)
+        self._lingering: set[str] = set()  # resolved records past RECENT still described by live alerts
+        # The keys whose record changed since the evaluator last looked (None: it compares them all).
+        self._records_touched: set[str] | None = None
         self._acked: set[str] = set()
         self._inserted: dict[str, tuple[LiveAlert, datetime]] = {}
         self._cursor: int | None = None  # where the next read of alert changes starts (store.change_cursor)
@@ -173,6 +178,8 @@ class EngineRunner:
         self._resolved = []
         self._records = None
         self._saved_at = {}
+        self._lingering = set()
+        self._records_touched = None
         self._acked = set()
         self._full_at = None
         self._inserted.clear()
@@ -288,6 +295,7 @@ class EngineRunner:
                 placed_before=placed_before,
                 discovered=discovered,
                 full=full,
+                records_changed=self._records_touched,
             )
         except Exception as exc:
             alerts = list(self._alerts.values())
@@ -295,21 +303,22 @@ class EngineRunner:
             if culprits:
                 raise Poisoned(culprits) from exc
             raise
+        self._records_touched = set()
         if full:
             self._full_at = now + self._full_every
         changes = self._decision_changes(result, now)
-        after = next_records(records, result)
+        rewritten = record_changes(records, result)
+        after = RecordsAfter(records, rewritten)
         # Only the incidents whose record changed are written: `updated_at` is when one last changed.
-        written = [
-            result.incidents[k] for k in sorted(result.evaluated) if k in after and after[k] is not records.get(k)
-        ]
+        written = [result.incidents[k] for k, r in sorted(rewritten.written.items()) if r is not records.get(k)]
         if not await self._under_lease(
             now, lambda session: self._persist(session, result, written, learnt, now, after)
         ):
             return None
         self._escalator.committed(self._escalated)
-        self._records = after
-        self._saved_at.update((state.key, now) for state in written)
+        apply_record_changes(records, rewritten)
+        self._records_touched.update(rewritten.keys)
+        self._saved([state.key for state in written], now)
         if result.intents and self._on_intents is not None:
             self._on_intents()  # committed: the delivery loop can take them now, while decisions are written
         self._claims.written(learning, now)
@@ -413,22 +422,46 @@ class EngineRunner:
         the store's read (`load_incidents`), RECENT after it was last written, unless alerts still
         describe it."""
         if self._records is None:
-            self._records, self._saved_at = await store.load_incidents(session, resolved_since=now - RECENT)
+            self._records, saved_at = await store.load_incidents(session, resolved_since=now - RECENT)
+            self._saved_at = dict(sorted(saved_at.items(), key=lambda item: item[1]))
+            self._records_touched = None  # a new set of objects: the evaluator compares them all
             self._acked = {k for k, r in self._records.items() if r.acknowledged}
         records = self._records
+        touched = self._records_touched if self._records_touched is not None else set()
         acked = await store.load_acknowledged(session, resolved_since=now - RECENT)
         for key in acked ^ self._acked:
             record = records.get(key)
             if record is not None and record.acknowledged != (key in acked):
                 records[key] = replace(record, acknowledged=key in acked)
+                touched.add(key)
         self._acked = acked
+        # Records leave RECENT after they were last written, once resolved and no longer described by
+        # live alerts. A firing record can only stop firing by being written again (`_saved`): it is not
+        # looked at until then. A resolved one its alerts still describe lingers, looked at every pass.
         old = now - RECENT
-        for key in [k for k, at in self._saved_at.items() if at < old]:
+        for key, at in self._saved_at.items():
+            if at >= old:
+                break  # saved in time order: the rest are younger
+            self._lingering.add(key)
+        for key in list(self._lingering):
+            self._saved_at.pop(key, None)
             record = records.get(key)
-            if record is None or (not record.firing and not self._evaluator.holds(key)):
+            if record is not None and record.firing:
+                self._lingering.discard(key)
+            elif record is None or not self._evaluator.holds(key):
                 records.pop(key, None)
-                del self._saved_at[key]
+                touched.add(key)
+                self._lingering.discard(key)
         return records
+
+    def _saved(self, keys: Sequence[str], now: datetime) -> None:
+        """Note when records were written. `_saved_at` is kept in the order of that time, so that eviction
+        reads only its old end; a clock that stepped back puts a key at the end anyway (evicted late,
+        never early)."""
+        for key in keys:
+            self._saved_at.pop(key, None)
+            self._saved_at[key] = now
+            self._lingering.discard(key)
 
     def _decision_changes(self, result: EvalResult, now: datetime) -> DecisionChanges:
         return decision_changes(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -146,6 +146,7 @@ class Evaluator:
         placed_before: Mapping[str, str] | None = None,
         discovered: Discovered | None = None,
         full: bool = False,
+        records_changed: Collection[str] | None = None,
     ) -> EvalResult:
         """A pass given the alerts that changed (new, or another firing state or labels) and those gone
         since the last pass. `incidents`: every incident record, as the store holds them.
@@ -154,7 +155,9 @@ class Evaluator:
         key), consulted for alerts this evaluator has not placed yet. A new process places an alert
         under the name learned meanwhile at once; its stored key still says it left the address, and
         the move is made as when a pass re-keys it (`_moved`). `discovered`: what the node lookup found
-        (None keeps the last); a change re-keys and re-labels the alerts it concerns in this pass."""
+        (None keeps the last); a change re-keys and re-labels the alerts it concerns in this pass.
+        `records_changed`: the keys whose record may be another object than the last pass was given
+        (the engine knows what it wrote and read); None: every record is compared."""
         views = self._views
         stale = views.discover(discovered) if discovered is not None else set()
         stale |= views.learn(learned) if learned is not None else set()
@@ -178,7 +181,7 @@ class Evaluator:
             touched |= views.matching(s.matchers for s in active ^ self._silences_active)
             self._silences_active = active
         dirty.update(views.placements[fp].key for fp in touched if fp in views.placements)
-        storms = self._records_changed(incidents, dirty)
+        storms, new_records = self._records_changed(incidents, dirty, records_changed)
         due = self._due(now)
         dirty.update(k for k in due if k in views.members or k in self._groups)
         storms.update(k for k in due if k not in views.members)
@@ -219,16 +222,33 @@ class Evaluator:
             heapq.heappop(heap)  # a wake-up asked for before the incident was evaluated again
         if heap:
             result.wake(heap[0][0])
-        self._seen = dict(given)
+        self._remember(given, new_records if records_changed is not None else None)
         return result
 
-    def _records_changed(self, incidents: Mapping[str, IncidentRecord], dirty: set[str]) -> set[str]:
-        """Records that are not the objects the last pass was given: their node incidents are evaluated
-        again (into `dirty`), and the storms they are or name as parent (returned)."""
+    def _remember(self, given: Mapping[str, IncidentRecord], keys: Iterable[str] | None) -> None:
+        """Keep the records this pass was given (those of `keys`; None: all) for the next to compare."""
+        if keys is None:
+            self._seen = dict(given)
+            return
+        for key in keys:
+            if (record := given.get(key)) is None:
+                self._seen.pop(key, None)
+            else:
+                self._seen[key] = record
+
+    def _records_changed(
+        self, incidents: Mapping[str, IncidentRecord], dirty: set[str], keys: Collection[str] | None
+    ) -> tuple[set[str], list[str]]:
+        """Records that are not the objects the last pass was given (looked for among `keys` when given,
+        else among all): their node incidents are evaluated again (into `dirty`); returns the storms they
+        are or name as parent, and the keys of those records."""
         storms: set[str] = set()
         seen = self._seen
-        changed = [k for k, r in incidents.items() if seen.get(k) is not r]
-        changed += [k for k in seen if k not in incidents]
+        if keys is None:
+            changed = [k for k, r in incidents.items() if seen.get(k) is not r]
+            changed += [k for k in seen if k not in incidents]
+        else:
+            changed = [k for k in keys if seen.get(k) is not incidents.get(k)]
         for key in changed:
             record = incidents.get(key)
             if record is not None and record.kind == IncidentKind.CLUSTER:
@@ -236,7 +256,7 @@ class Evaluator:
                 continue
             dirty.add(key)
             storms |= self._storms.record_parent(key, record.parent if record is not None else None)
-        return storms
+        return storms, changed
 
     def _due(self, now: datetime) -> set[str]:
         """The incidents whose wake-up time has come."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -20,8 +20,12 @@ __all__ = [
     "IncidentState",
     "Intent",
     "LiveAlert",
+    "RecordChanges",
+    "RecordsAfter",
+    "apply_record_changes",
     "inhibited_only",
     "next_records",
+    "record_changes",
 ]
 
 
@@ -198,11 +202,25 @@ class EvalResult:
             self.wake_at = at
 
 
-def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> dict[str, IncidentRecord]:
-    """The records the next pass starts from: what a store would hold after persisting `result` (the
-    incidents the pass did not evaluate stay as they were, the same objects; those it moved to another
-    key are left out: they resolved quietly, and their alerts carry on under the new key)."""
-    out = {k: r for k, r in previous.items() if k not in result.moved}
+@dataclass(slots=True)
+class RecordChanges:
+    """What persisting a pass's result changes in the incident records: the records it writes (new
+    objects; an unchanged record is left out) and the keys it moves away (their alerts carry on under
+    another key)."""
+
+    written: dict[str, IncidentRecord] = field(default_factory=dict)
+    moved: frozenset[str] = frozenset()
+
+    @property
+    def keys(self) -> set[str]:
+        return set(self.written) | self.moved
+
+
+def record_changes(previous: Mapping[str, IncidentRecord], result: EvalResult) -> RecordChanges:
+    """The records a store would hold differently after persisting `result`: those of the incidents the
+    pass evaluated whose record changed, and those it moved to another key (they resolved quietly).
+    Worked out from what the pass evaluated only: a pass after one webhook does not copy every record."""
+    changes = RecordChanges(moved=frozenset(result.moved))
     moved_from = {new: old for old, new in result.moved.items()}
     for key in result.evaluated:
         state = result.incidents.get(key)
@@ -231,5 +249,49 @@ def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> 
         )
         # The same object when nothing changed: an incremental pass tells changed records by identity.
         kept = previous.get(key)
-        out[key] = kept if kept is not None and kept == record else record
+        if kept is not None and kept == record:
+            if key in changes.moved:  # moved away, and evaluated again under its own key: it stays
+                changes.written[key] = kept
+            continue
+        changes.written[key] = record
+    return changes
+
+
+class RecordsAfter(Mapping[str, IncidentRecord]):
+    """The records as they are once `changes` are applied to `before`, read through without a copy."""
+
+    def __init__(self, before: Mapping[str, IncidentRecord], changes: RecordChanges) -> None:
+        self._before = before
+        self._changes = changes
+
+    def __getitem__(self, key: str) -> IncidentRecord:
+        written = self._changes.written.get(key)
+        if written is not None:
+            return written
+        if key in self._changes.moved:
+            raise KeyError(key)
+        return self._before[key]
+
+    def __iter__(self) -> Iterator[str]:
+        changes = self._changes
+        yield from (k for k in self._before if k not in changes.moved and k not in changes.written)
+        yield from changes.written
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def apply_record_changes(records: dict[str, IncidentRecord], changes: RecordChanges) -> None:
+    """Apply a pass's record changes in place (once its transaction has committed)."""
+    for key in changes.moved:
+        records.pop(key, None)
+    records.update(changes.written)
+
+
+def next_records(previous: Mapping[str, IncidentRecord], result: EvalResult) -> dict[str, IncidentRecord]:
+    """The records the next pass starts from: what a store would hold after persisting `result` (the
+    incidents the pass did not evaluate stay as they were, the same objects; those it moved to another
+    key are left out: they resolved quietly, and their alerts carry on under the new key)."""
+    out = dict(previous)
+    apply_record_changes(out, record_changes(previous, result))
     return out

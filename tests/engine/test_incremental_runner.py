@@ -232,3 +232,37 @@ async def test_a_webhook_about_one_node_evaluates_only_that_node(tmp_path: Path)
         assert metrics.engine_passes.labels(scope="full")._value.get() == 1
     finally:
         await db.dispose()
+
+
+async def test_a_record_the_engine_forgets_is_forgotten_by_its_evaluator_too(tmp_path: Path) -> None:
+    """An incident resolved for longer than RECENT leaves the engine's records (as it leaves the store's
+    read); the evaluator, which is told only of the records that changed, must let go of it as well,
+    or every incident ever seen would stay in memory."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'forget.db'}"
+    upgrade(url)
+    db = Database(url)
+    try:
+        clock = Clock()
+        ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+        runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+        alert = gpu_labels("gpu-node-03", 0, region="north")
+        await ingestor.ingest(parse_webhook(webhook([alert])).batch)
+        await runner.run_once()
+        key = 'gpu-by-node{alertname="GPUHighTemp",node="gpu-node-03"}'
+        assert key in (runner._records or {})
+        clock.now += 30 * S
+        resolved = webhook([alert], status="resolved", ends_at=clock.now.isoformat())
+        await ingestor.ingest(parse_webhook(resolved).batch)
+        for _ in range(3):  # the resolve, told once the stale hold has passed
+            clock.now += timedelta(minutes=3)
+            runner.nudge(force=True)
+            await runner.run_once()
+        assert [i[2] for i in (await _state(db))["incidents"]] == ["resolved"]
+        for _ in range(3):  # past the hour: the alert is forgotten, then its incident's record
+            clock.now += timedelta(minutes=50)
+            runner.nudge(force=True)
+            await runner.run_once()
+        assert key not in (runner._records or {})
+        assert key not in runner._evaluator._seen
+    finally:
+        await db.dispose()
