@@ -168,11 +168,13 @@ def common_labels(label_sets: Iterable[Mapping[str, str]]) -> Mapping[str, str]:
     second = next(it, None)
     if second is None:
         return first
-    common = {n: v for n, v in first.items() if second.get(n) == v}
+    # As (name, value) pairs intersected in C: a storm's common labels are those of a thousand members.
+    shared = first.items() & second.items()
     for labels in it:
-        for name in [n for n, v in common.items() if labels.get(n) != v]:
-            del common[name]
-    return common
+        if not shared:
+            break
+        shared.intersection_update(labels.items())
+    return {n: v for n, v in first.items() if (n, v) in shared}
 
 
 def summarize_incident(
@@ -224,18 +226,26 @@ def storm_members(
     return frozenset(opened) if len(recent) > rollup.threshold else frozenset()
 
 
-def storm_scope(members: Sequence[IncidentSummary], scope_labels: Sequence[str]) -> list[tuple[str, str]]:
-    """(label, value) of the scope labels all members share: where a storm is."""
-    common = common_labels(m.common_labels for m in members)
+def storm_scope(
+    members: Sequence[IncidentSummary], scope_labels: Sequence[str], common: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """(label, value) of the scope labels all members share: where a storm is. `common`: the labels
+    common to the members' common labels, when the caller has them already."""
+    if common is None:
+        common = common_labels(m.common_labels for m in members)
     return [(name, common[name]) for name in scope_labels if common.get(name)]
 
 
 def storm_headline(
-    alertname: str, members: Sequence[IncidentSummary], scope_labels: Sequence[str], unit_name: str = "GPUs"
+    alertname: str,
+    members: Sequence[IncidentSummary],
+    scope_labels: Sequence[str],
+    unit_name: str = "GPUs",
+    common: Mapping[str, str] | None = None,
 ) -> str:
     """`GPUHighTemp on 37 nodes in region north, rack r12: 211 GPUs` (stored in English; messages are
     worded from the storm's summary in the receiver's language, `alertrouter.i18n.storm_headline`)."""
-    scope = ", ".join(f"{name} {value}" for name, value in storm_scope(members, scope_labels))
+    scope = ", ".join(f"{name} {value}" for name, value in storm_scope(members, scope_labels, common))
     units = sum(len(m.units) for m in members)
     text = f"{alertname} on {len(members)} nodes"
     if scope:

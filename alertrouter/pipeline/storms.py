@@ -100,45 +100,53 @@ class Storms:
         now: datetime,
     ) -> set[str]:
         """Work out which node incidents storm `ckey` takes in now (a roll-up) or keeps; returns the node
-        incidents whose storm this changed."""
+        incidents whose storm this changed. A storm holds a thousand members: only what can differ from
+        the last time is worked out member by member."""
         candidates = self._candidates.get(ckey) or {}
         record = incidents.get(ckey)
         members: frozenset[str] = frozenset()
         if candidates:
             rule = next(iter(candidates.values()))
             assert rule.rollup is not None
-            opened: dict[str, datetime] = {}
-            for key in candidates:
-                own = incidents.get(key)
-                opened[key] = own.active_since if own and own.active_since else (nodes[key].first or now)
-            is_open = record is not None and record.firing
-            members = storm_members(rule.rollup, opened, now=now, cluster_open=is_open)
+            if record is not None and record.firing:  # an open storm takes in every candidate
+                members = frozenset(candidates)
+            else:
+                opened: dict[str, datetime] = {}
+                for key in candidates:
+                    own = incidents.get(key)
+                    opened[key] = own.active_since if own and own.active_since else (nodes[key].first or now)
+                members = storm_members(rule.rollup, opened, now=now, cluster_open=False)
         kept: set[str] = set()
         ending: list[str] | None = None
         if record is not None and record.kind == IncidentKind.CLUSTER:
-            kids = sorted(k for k in self._children.get(ckey, ()) if k in nodes)
+            kids = {k for k in self._children.get(ckey, ()) if k in nodes}
             untold = any(n.firing for n in record.notify.values())
             over = not (record.firing or untold)
-            for m in kids:
-                group = nodes[m].group
-                if not (over and (group.eligible or group.held)):
-                    kept.add(m)
-            if not over and not members:
-                ending = kids
+            if over:
+                kept = {m for m in kids if not (nodes[m].group.eligible or nodes[m].group.held)}
+            else:
+                kept = kids
+                if not members:
+                    ending = sorted(kids)
         before_members = self.members.get(ckey, frozenset())
         before_kept = self._kept.get(ckey, set())
-        concerned = before_members | members | before_kept | kept
+        # The node incidents whose parent this may change: those whose entry under this storm goes or comes.
+        rollup, ending_of = self._rollup_parent, self._ending_parent
+        concerned = set(before_members - members)
+        concerned |= before_kept - kept
+        concerned.update(k for k in members if rollup.get(k) != ckey)
+        concerned.update(k for k in kept if ending_of.get(k) != ckey)
         before = {k: self.parent(k) for k in concerned}
         for k in before_members - members:
-            if self._rollup_parent.get(k) == ckey:
-                del self._rollup_parent[k]
+            if rollup.get(k) == ckey:
+                del rollup[k]
         for k in members:
-            self._rollup_parent[k] = ckey
+            rollup[k] = ckey
         for k in before_kept - kept:
-            if self._ending_parent.get(k) == ckey:
-                del self._ending_parent[k]
+            if ending_of.get(k) == ckey:
+                del ending_of[k]
         for k in kept:
-            self._ending_parent[k] = ckey
+            ending_of[k] = ckey
         _keep(self.members, ckey, members)
         _keep(self._kept, ckey, kept)
         _keep(self.ending, ckey, ending)
@@ -162,9 +170,9 @@ def storm_state(
     parts = [m.opening for m in members if m.opening is not None]
     first = next((m.group.eligible + m.group.held for m in members if m.opening is not None), [])
     alertname = alert_title(first[0].labels) if first else ""
-    headline = storm_headline(alertname, parts, rule.rollup.scope_labels, rule.unit_name)
-    labels = common_labels(s.common_labels for s in parts)
-    labels = {k: v for k, v in labels.items() if k != pipeline.nodes.label}
+    shared = common_labels(s.common_labels for s in parts)
+    headline = storm_headline(alertname, parts, rule.rollup.scope_labels, rule.unit_name, shared)
+    labels = {k: v for k, v in shared.items() if k != pipeline.nodes.label}
     severity = min((s.severity for s in parts), key=lambda v: severity_rank(v, pipeline.severities), default="")
     firing = frozenset().union(*(s.firing for s in parts))
     summary: dict[str, Any] = {
@@ -176,7 +184,7 @@ def storm_state(
         # the facts messages word the storm from, in each receiver's language (alertrouter.i18n)
         "alertname": alertname,
         "unit_name": rule.unit_name,
-        "scope": [list(pair) for pair in storm_scope(parts, rule.rollup.scope_labels)],
+        "scope": [list(pair) for pair in storm_scope(parts, rule.rollup.scope_labels, shared)],
         "member_facts": [
             {"where": s.where, "units": len(s.units), "units_total": s.units_total}
             for s in parts[:MAX_ALERTS_IN_MESSAGE]
