@@ -180,8 +180,8 @@ class Intent:
 
 @dataclass(slots=True)
 class EvalResult:
-    decisions: dict[str, AlertDecision] = field(default_factory=dict)
-    incidents: dict[str, IncidentState] = field(default_factory=dict)
+    decisions: Mapping[str, AlertDecision] = field(default_factory=dict)
+    incidents: Mapping[str, IncidentState] = field(default_factory=dict)
     intents: list[Intent] = field(default_factory=list)
     notify_states: dict[tuple[str, str], NotifyState] = field(default_factory=dict)
     wake_at: datetime | None = None
@@ -191,7 +191,8 @@ class EvalResult:
     moved: dict[str, str] = field(default_factory=dict)
     # What this pass worked out again (an incremental pass: only what its changes can touch; a full
     # pass: everything). `decisions` and `incidents` are whole either way: what the pass did not
-    # evaluate is as the pass that last did left it.
+    # evaluate is as the pass that last did left it. They are views of the evaluator's own maps, as
+    # they stand until its next pass: keep a copy to compare passes.
     evaluated: set[str] = field(default_factory=set)  # incident keys
     decided: set[str] = field(default_factory=set)  # alert fingerprints
     counts: dict[str, int] = field(default_factory=dict)  # decision -> how many alerts have it
