@@ -10,11 +10,11 @@ incident and receiver (`telling`).
 from __future__ import annotations
 
 import heapq
-from types import MappingProxyType
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from types import MappingProxyType
 
 from alertrouter.model import IncidentKind
 from alertrouter.pipeline.aggregate import IncidentSummary, common_labels, rollup_key, summarize_incident
