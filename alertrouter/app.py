@@ -95,6 +95,7 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         ingest_quiet=activity.quiet_for,
         loops=loops,
         discovered=lookup.snapshot if lookup is not None else None,
+        freeze_after_full=True,
     )
     if lookup is not None:
         lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names

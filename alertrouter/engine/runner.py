@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import heapq
 import logging
 import time
@@ -85,12 +86,19 @@ class EngineRunner:
         discovered: Callable[[], Discovered] | None = None,
         incremental: bool = True,
         full_every: timedelta = FULL_EVERY,
+        freeze_after_full: bool = False,
     ) -> None:
         self._db = db
         # Incremental passes evaluate what changed (`Evaluator.evaluate_changes`); a full one every
         # `full_every` is the safety net. `incremental=False`: every pass full (the tests' oracle).
         self._incremental = incremental
         self._full_every = full_every
+        # `serve`: after each full pass, what the process holds then is taken out of the cyclic garbage
+        # collector's sight (`gc.freeze`). With 100,000 live alerts that is 1.8 million objects, and
+        # every full collection walked them all: 0.85 s during which nothing else ran, webhooks
+        # included. The engine's own objects hold no reference cycles; they are still freed when
+        # dropped. Off by default: a test process would keep the cyclic garbage of every test.
+        self._freeze_after_full = freeze_after_full
         self._full_at: datetime | None = None
         # What the node lookup (topology.prometheus) found: read at every pass, a new snapshot makes
         # the pass a full one (the lookup nudges the engine when it has one).
@@ -306,6 +314,8 @@ class EngineRunner:
         self._records_touched = set()
         if full:
             self._full_at = now + self._full_every
+            if self._freeze_after_full:
+                gc.freeze()
         changes = self._decision_changes(result, now)
         rewritten = record_changes(records, result)
         after = RecordsAfter(records, rewritten)

@@ -1,0 +1,58 @@
+"""`serve`'s engine takes what it holds after a full pass out of the cyclic garbage collector's sight
+(`gc.freeze`): with 100,000 live alerts a full collection walked 1.8 million objects for 0.85 s, with
+nothing else running. Incremental passes do not freeze; a runner not asked to never does."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from engine.test_runner import webhook
+
+from alertrouter.engine.runner import EngineRunner
+from alertrouter.ingest.payloads import parse_webhook
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
+from alertrouter.store import Database
+from alertrouter.store.migrate import upgrade
+from support.passes import Clock
+from support.scenario import gpu_labels, shipped_pipeline
+
+
+@pytest.fixture
+def unfrozen() -> Iterator[None]:
+    gc.unfreeze()
+    yield
+    gc.unfreeze()  # the rest of the test process is not kept out of collections
+
+
+@pytest.mark.usefixtures("unfrozen")
+@pytest.mark.parametrize("freeze", [True, False])
+async def test_full_passes_freeze_what_the_engine_holds_when_asked(tmp_path: Path, freeze: bool) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'gc.db'}"
+    upgrade(url)
+    db = Database(url)
+    try:
+        clock = Clock()
+        ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+        runner = EngineRunner(db, shipped_pipeline(), clock=clock, freeze_after_full=freeze)
+        await ingestor.ingest(parse_webhook(webhook([gpu_labels("gpu-node-01", 0, region="north")])).batch)
+        await runner.run_once()  # the first pass is a full one
+        held = runner._alerts  # the live alerts, as the first pass read them
+        assert held
+        assert gc.is_tracked(held)
+        frozen = gc.get_freeze_count()
+        assert (frozen > 0) is freeze
+        # An incremental pass (a new alert, well before the next full pass) freezes nothing more.
+        clock.now += timedelta(seconds=5)
+        await ingestor.ingest(parse_webhook(webhook([gpu_labels("gpu-node-02", 0, region="north")])).batch)
+        await runner.run_once()
+        assert gc.get_freeze_count() <= frozen  # (frozen objects freed since leave the count)
+        # What the engine held then is among the frozen objects: no generation's collection lists it.
+        listed = any(o is held for generation in range(3) for o in gc.get_objects(generation))
+        assert listed is not freeze
+    finally:
+        await db.dispose()
