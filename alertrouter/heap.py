@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["GEN0_THRESHOLD", "settle_heap"]
+__all__ = ["GEN0_THRESHOLD", "freeze_held", "settle_heap"]
 
 GEN0_THRESHOLD = 10_000  # allocations between young collections (CPython's default: 700)
 
@@ -24,3 +24,15 @@ def settle_heap() -> None:
     gc.freeze()
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GEN0_THRESHOLD, gen1, gen2)
+
+
+def freeze_held() -> None:
+    """After the engine's full pass: move what the process holds then (every live alert, incident and
+    decision, as the pass left them) out of the collector's view, as `settle_heap` did with startup's.
+
+    With 100,000 live alerts that is 1.8 million objects, and each full collection walked all of
+    them: 0.85 s during which nothing else ran, webhooks included. The engine's objects hold no
+    reference cycles; they are freed when dropped, frozen or not. No collection first (it would be
+    that 0.85 s): a cycle already unreachable at this moment stays in memory.
+    """
+    gc.freeze()
