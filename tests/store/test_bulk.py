@@ -180,8 +180,8 @@ async def test_history_rows_pointing_at_nothing_are_found_by_the_integrity_check
     assert await dangling_history(db) == {"episodes": 1, "events": 2, "raw links": 1}
 
 
-def test_read_datetimes_are_what_replacing_the_zone_gives() -> None:
-    # The read converters build aware UTC datetimes by arithmetic instead of `replace(tzinfo=UTC)`:
+def test_datetimes_convert_as_replacing_the_zone_does() -> None:
+    # The converters turn naive UTC into aware and back by arithmetic instead of `replace(tzinfo=...)`:
     # the same instant, the same `UTC` object, for any stored time (random ones over the accepted range,
     # with and without a fraction of a second, as SQLAlchemy's SQLite text and as asyncpg's naive value).
     rng = random.Random(14)
@@ -196,5 +196,10 @@ def test_read_datetimes_are_what_replacing_the_zone_gives() -> None:
         assert (got := bulk._from_pg_datetime(value)) == expected, value
         assert got.tzinfo is UTC
         assert got.fold == 0
+        # ... and written back as SQLAlchemy's SQLite text of the naive UTC time, from any zone
+        zone = timezone(timedelta(minutes=rng.randrange(-1439, 1440)))
+        for aware in (expected, expected.astimezone(zone)):
+            bulk._sqlite_datetime.cache_clear()
+            assert bulk._sqlite_datetime(aware) == value.isoformat(" ", "microseconds"), aware
     assert bulk._from_sqlite_datetime(None) is None
     assert bulk._from_pg_datetime(None) is None
