@@ -304,7 +304,7 @@ def _from_pg_datetime(value: datetime | None) -> datetime | None:
     return None if value is None else _as_utc(value)
 
 
-def _from_sqlite_json(value: str | None) -> Any:
+def _from_json_text(value: str | None) -> Any:
     return None if value is None else orjson.loads(value)
 
 
@@ -322,9 +322,14 @@ def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: 
         col_type = table.c[name].type
         if isinstance(col_type, UTCDateTime):
             converters.append((i, _from_sqlite_datetime if dialect == "sqlite" else _from_pg_datetime))
-        elif isinstance(col_type, JSON) and dialect == "sqlite":  # PostgreSQL's driver decodes JSONB itself
-            converters.append((i, _from_sqlite_json))
-    names = ", ".join(map(_q, columns))
+        elif isinstance(col_type, JSON):
+            converters.append((i, _from_json_text))
+    # JSON is read as text on PostgreSQL too, and decoded as on SQLite: the driver's codec would go
+    # through the engine's deserializer, which interns every short value for the engine's long-lived
+    # labels (`db.json_loads`), work wasted on states that are compared and dropped (2.8 us per alert).
+    names = ", ".join(
+        f"{_q(c)}::TEXT" if dialect == "postgresql" and isinstance(table.c[c].type, JSON) else _q(c) for c in columns
+    )
     if dialect == "sqlite":  # one parameter, a JSON array, however many keys (SQLite has no row locks)
         where = f"{_q(key)} IN (SELECT value FROM json_each(?))"  # noqa: S608 (names checked above)
     elif dialect == "postgresql":
