@@ -26,6 +26,15 @@ _EVENT_KIND = {
     Transition.ANNOTATIONS_CHANGED: "annotations_changed",
 }
 
+_SAME_EPISODE = frozenset({Transition.RESOLVED, Transition.REVIVED, Transition.ANNOTATIONS_CHANGED})
+_NEXT_EPISODE = frozenset(
+    {Transition.NEW_FIRING, Transition.REFIRED, Transition.CLOSED_EPISODE}
+)  # opens_episode and more
+_FIRES = frozenset({Transition.NEW_FIRING, Transition.REFIRED, Transition.REVIVED})
+# Enum members' `.value` goes through a descriptor: the texts of the columns, looked up per alert.
+_STATUS_TEXT = {s: s.value for s in AlertStatus}
+_SOURCE = ResolvedBy.SOURCE.value
+
 
 @dataclass(slots=True)
 class Plan:
@@ -64,28 +73,25 @@ def _plan_alert(plan: Plan, current: AlertState | None, alert: IncomingAlert, no
             plan.extended.append((fp, current.starts_at, alert.ends_at))
         return current
 
-    firing = alert.status is AlertStatus.FIRING
+    status = alert.status
+    firing = status is AlertStatus.FIRING
     resolved_by = None if firing else ResolvedBy.SOURCE
     ends_at = alert.ends_at if firing else (alert.ends_at or now)
     starts_at = alert.starts_at
-    if kind in (Transition.RESOLVED, Transition.REVIVED, Transition.ANNOTATIONS_CHANGED):
+    if kind in _SAME_EPISODE:
         assert current is not None
         starts_at = current.starts_at  # the same episode; its start stays what we first recorded
-    episodes = (
-        1
-        if current is None
-        else current.episodes + (1 if kind.opens_episode or kind is Transition.CLOSED_EPISODE else 0)
-    )
-    if kind in (Transition.NEW_FIRING, Transition.REFIRED, Transition.REVIVED):
+    episodes = 1 if current is None else current.episodes + (1 if kind in _NEXT_EPISODE else 0)
+    if kind in _FIRES:
         fired_at: datetime | None = now
     else:
         fired_at = current.fired_at if current is not None else None
     row: dict[str, Any] = {
         "fingerprint": fp,
-        "status": alert.status.value,
+        "status": _STATUS_TEXT[status],
         "starts_at": starts_at,
         "ends_at": ends_at,
-        "resolved_by": resolved_by.value if resolved_by else None,
+        "resolved_by": None if firing else _SOURCE,
         "annotations": dict(alert.annotations),
         "generator_url": alert.generator_url,
         "episodes": episodes,
@@ -93,15 +99,13 @@ def _plan_alert(plan: Plan, current: AlertState | None, alert: IncomingAlert, no
         "updated_at": now,
         "fired_at": fired_at,
     }
-    new_state = AlertState(fp, alert.status, starts_at, ends_at, alert.annotations, resolved_by, episodes, fired_at)
+    new_state = AlertState(fp, status, starts_at, ends_at, alert.annotations, resolved_by, episodes, fired_at)
 
-    if current is None:
-        plan.new_alerts[fp] = {
-            **row,
-            "alertname": alert.alertname,
-            "labels": dict(alert.labels),
-            "first_seen": now,
-        }
+    if current is None:  # the row itself becomes the insert (no copy): it is new and nobody else holds it
+        row["alertname"] = alert.labels.get("alertname", "")
+        row["labels"] = dict(alert.labels)
+        row["first_seen"] = now
+        plan.new_alerts[fp] = row
     elif fp in plan.new_alerts:  # seen twice in one batch: the later row wins, still as an insert
         plan.new_alerts[fp].update(row)
     else:
@@ -110,14 +114,14 @@ def _plan_alert(plan: Plan, current: AlertState | None, alert: IncomingAlert, no
     if kind in (Transition.NEW_FIRING, Transition.REFIRED):
         plan.new_episodes.append(_episode(fp, starts_at, None, None, now, None))
     elif kind in (Transition.NEW_RESOLVED, Transition.CLOSED_EPISODE):
-        plan.new_episodes.append(_episode(fp, starts_at, ends_at, ResolvedBy.SOURCE.value, now, now))
+        plan.new_episodes.append(_episode(fp, starts_at, ends_at, _SOURCE, now, now))
     elif kind is Transition.RESOLVED:
         plan.closed_episodes.append(
             {
                 "fingerprint": fp,
                 "starts_at": starts_at,
                 "ends_at": ends_at,
-                "resolved_by": ResolvedBy.SOURCE.value,
+                "resolved_by": _SOURCE,
                 "closed_at": now,
             }
         )

@@ -43,6 +43,9 @@ __all__ = ["delete_oldest", "insert", "insert_together", "select_in", "update"]
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
+_NAIVE_EPOCH = datetime(1970, 1, 1)  # the naive UTC the columns hold
+_UTC_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 def _utc(value: datetime) -> datetime:
     if value.tzinfo is UTC:
@@ -56,7 +59,8 @@ def _utc(value: datetime) -> datetime:
 @lru_cache(maxsize=4096)
 def _sqlite_datetime(value: datetime | None) -> str | None:
     """SQLAlchemy's SQLite DATETIME text ("2026-11-21 22:45:00.000000"), of the naive UTC time."""
-    return None if value is None else _utc(value).replace(tzinfo=None).isoformat(" ", "microseconds")
+    # Naive by arithmetic (see `_as_utc`), and an aware value's isoformat costs twice a naive one's.
+    return None if value is None else (_NAIVE_EPOCH + (_utc(value) - _UTC_EPOCH)).isoformat(" ", "microseconds")
 
 
 def _check_columns(table: Table, names: Sequence[str]) -> None:
@@ -285,15 +289,22 @@ async def delete_oldest(
     return (await session.scalars(delete(table).where(table.c.id.in_(oldest)).returning(table.c.id))).all()
 
 
+def _as_utc(value: datetime) -> datetime:
+    """`value.replace(tzinfo=UTC)` for a naive UTC `value`, in a tenth of its time (46 ns instead of
+    500 ns on CPython 3.11, whose `replace` parses keywords): exact, since datetime arithmetic is in
+    whole microseconds. Three per alert read, for every alert of every payload."""
+    return _UTC_EPOCH + (value - _NAIVE_EPOCH) if value.tzinfo is None else value.replace(tzinfo=UTC)
+
+
 def _from_sqlite_datetime(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value).replace(tzinfo=UTC)
+    return None if value is None else _as_utc(datetime.fromisoformat(value))
 
 
 def _from_pg_datetime(value: datetime | None) -> datetime | None:
-    return None if value is None else value.replace(tzinfo=UTC)
+    return None if value is None else _as_utc(value)
 
 
-def _from_sqlite_json(value: str | None) -> Any:
+def _from_json_text(value: str | None) -> Any:
     return None if value is None else orjson.loads(value)
 
 
@@ -311,9 +322,14 @@ def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: 
         col_type = table.c[name].type
         if isinstance(col_type, UTCDateTime):
             converters.append((i, _from_sqlite_datetime if dialect == "sqlite" else _from_pg_datetime))
-        elif isinstance(col_type, JSON) and dialect == "sqlite":  # PostgreSQL's driver decodes JSONB itself
-            converters.append((i, _from_sqlite_json))
-    names = ", ".join(map(_q, columns))
+        elif isinstance(col_type, JSON):
+            converters.append((i, _from_json_text))
+    # JSON is read as text on PostgreSQL too, and decoded as on SQLite: the driver's codec would go
+    # through the engine's deserializer, which interns every short value for the engine's long-lived
+    # labels (`db.json_loads`), work wasted on states that are compared and dropped (2.8 us per alert).
+    names = ", ".join(
+        f"{_q(c)}::TEXT" if dialect == "postgresql" and isinstance(table.c[c].type, JSON) else _q(c) for c in columns
+    )
     if dialect == "sqlite":  # one parameter, a JSON array, however many keys (SQLite has no row locks)
         where = f"{_q(key)} IN (SELECT value FROM json_each(?))"  # noqa: S608 (names checked above)
     elif dialect == "postgresql":

@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
+from alertrouter.ingest import payloads
 from alertrouter.ingest.limits import (
     MAX_ALERTNAME,
     MAX_ANNOTATION_VALUE,
+    MAX_ANNOTATIONS,
+    MAX_GENERATOR_URL,
     MAX_LABEL_VALUE,
     MAX_LABELS,
     MAX_NAME,
@@ -138,3 +141,58 @@ def test_api_v2_default_end_never_overflows_and_bad_times_name_their_field() -> 
     assert parsed.batch.alerts[0].ends_at is not None
     assert parsed.batch.alerts[0].ends_at > TIME_MAX.replace(year=8999)
     assert [p.split(":")[0] for p in parsed.problems] == ["[1].startsAt", "[2].endsAt"]
+
+
+# Alerts at and just past every limit `_check_alert` checks, and the cases where the labels as sent
+# differ from the labels kept (empty values dropped): the payload-at-once path (`_all_checked`, whose
+# validator holds most limits itself) must accept nothing the alert-by-alert path refuses.
+EDGES = [
+    GOOD,
+    with_labels(alertname="A" * MAX_ALERTNAME),
+    with_labels(alertname="A" * (MAX_ALERTNAME + 1)),
+    with_labels(node="n" * MAX_LABEL_VALUE),
+    with_labels(node="n" * (MAX_LABEL_VALUE + 1)),
+    with_labels(**{"l" * MAX_NAME: "v"}),
+    with_labels(**{"l" * (MAX_NAME + 1): "v"}),
+    with_labels(**{"é" * MAX_NAME: "v"}),  # characters, not UTF-8 bytes
+    with_labels(**{"": "v"}),
+    with_labels(**{"": ""}),  # an empty name with an empty value is dropped, then fine
+    with_labels(**{"l" * (MAX_NAME + 1): ""}),  # likewise a long name
+    {**GOOD, "labels": {"alertname": "", "gpu": ""}},  # nothing left once empty values are dropped
+    {**GOOD, "labels": {"gpu": "3"}},  # no alertname at all
+    {**GOOD, "labels": {}},
+    {**GOOD, "labels": {f"label_{i}": "v" for i in range(MAX_LABELS)}},
+    {**GOOD, "labels": {f"label_{i}": "v" for i in range(MAX_LABELS + 1)}},
+    {**GOOD, "labels": {**{f"label_{i}": "v" for i in range(MAX_LABELS)}, "empty": ""}},
+    {**GOOD, "annotations": {}},
+    {**GOOD, "annotations": {"": "an empty annotation name is kept"}},
+    {**GOOD, "annotations": {"d": "d" * MAX_ANNOTATION_VALUE}},
+    {**GOOD, "annotations": {"d": "d" * (MAX_ANNOTATION_VALUE + 1)}},
+    {**GOOD, "annotations": {"a" * MAX_NAME: "x"}},
+    {**GOOD, "annotations": {"a" * (MAX_NAME + 1): "x"}},
+    {**GOOD, "annotations": {f"a{i}": "x" for i in range(MAX_ANNOTATIONS)}},
+    {**GOOD, "annotations": {f"a{i}": "x" for i in range(MAX_ANNOTATIONS + 1)}},
+    {**GOOD, "generatorURL": "u" * MAX_GENERATOR_URL},
+    {**GOOD, "generatorURL": "u" * (MAX_GENERATOR_URL + 1)},
+]
+
+
+@pytest.mark.parametrize("shape", ["webhook", "api_v2"])
+@pytest.mark.parametrize("index", range(len(EDGES)))
+def test_the_payload_at_once_check_accepts_nothing_the_alert_by_alert_check_refuses(shape: str, index: int) -> None:
+    alert = dict(EDGES[index])
+    if shape == "api_v2":
+        alert = {k: v for k, v in alert.items() if k not in ("status", "fingerprint", "endsAt")}
+    model, adapter = (
+        (payloads._WebhookAlert, payloads._WEBHOOK_ALERTS)
+        if shape == "webhook"
+        else (payloads._PostableAlert, payloads._POSTABLE_ALERTS)
+    )
+    problems: list[str] = []
+    one_by_one = payloads._checked(model, alert, "alerts[0]", problems)
+    at_once = payloads._all_checked(adapter, [dict(GOOD if shape == "webhook" else alert), alert])
+    if at_once is None:  # refused at once (its limits are stricter): the payload goes alert by alert
+        assert EDGES[index] is not GOOD
+        return
+    assert one_by_one is not None, f"accepted at once, refused alone: {problems}"
+    assert at_once[1][1:] == one_by_one[1:]  # the same labels kept and the same times

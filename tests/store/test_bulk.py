@@ -3,7 +3,8 @@ be exactly what SQLAlchemy itself stores, since everything else reads those rows
 
 from __future__ import annotations
 
-from datetime import timedelta, timezone
+import random
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -177,3 +178,28 @@ async def test_history_rows_pointing_at_nothing_are_found_by_the_integrity_check
         await bulk.insert(s, events_t, [{**event, "raw_event_id": None}, {**event, "raw_event_id": 12345}])
         await s.commit()
     assert await dangling_history(db) == {"episodes": 1, "events": 2, "raw links": 1}
+
+
+def test_datetimes_convert_as_replacing_the_zone_does() -> None:
+    # The converters turn naive UTC into aware and back by arithmetic instead of `replace(tzinfo=...)`:
+    # the same instant, the same `UTC` object, for any stored time (random ones over the accepted range,
+    # with and without a fraction of a second, as SQLAlchemy's SQLite text and as asyncpg's naive value).
+    rng = random.Random(14)
+    span = (datetime(9000, 1, 1) - datetime(1970, 1, 1)) // timedelta(microseconds=1)
+    naive = [datetime(1970, 1, 1), datetime(8999, 12, 31, 23, 59, 59, 999999), datetime(2026, 11, 25, 10, 27, 21)]
+    naive += [datetime(1970, 1, 1) + timedelta(microseconds=rng.randrange(span)) for _ in range(2000)]
+    for value in naive:
+        expected = value.replace(tzinfo=UTC)
+        for text_form in (value.isoformat(" ", "microseconds"), value.isoformat(" ")):
+            assert (read := bulk._from_sqlite_datetime(text_form)) == expected, text_form
+            assert read.tzinfo is UTC
+        assert (got := bulk._from_pg_datetime(value)) == expected, value
+        assert got.tzinfo is UTC
+        assert got.fold == 0
+        # ... and written back as SQLAlchemy's SQLite text of the naive UTC time, from any zone
+        zone = timezone(timedelta(minutes=rng.randrange(-1439, 1440)))
+        for aware in (expected, expected.astimezone(zone)):
+            bulk._sqlite_datetime.cache_clear()
+            assert bulk._sqlite_datetime(aware) == value.isoformat(" ", "microseconds"), aware
+    assert bulk._from_sqlite_datetime(None) is None
+    assert bulk._from_pg_datetime(None) is None
