@@ -8,8 +8,11 @@ and the last result, on the shipped rules) over every live alert of the store un
 prints the allocations still alive afterwards, by source line, plus the bytes per live alert.
 `--cpu`: after that first pass, 100 firing alerts are resolved in the store (as one webhook would),
 and the pass that follows runs under cProfile: the functions by cumulative time.
-The alerts must still be live (firing, or resolved within the hour); the store is changed by `--cpu`.
-A profile to read, not a figure to compare across machines.
+`--passes N`: after that first pass, N passes each after 100 alerts of one alertname on consecutive
+nodes (13 nodes, as a webhook about them would) are resolved, then fired again, in turn; the wall
+time of each pass as `serve` runs it (evaluation in a worker thread), without a profiler: p50 and max.
+The alerts must still be live (firing, or resolved within the hour); the store is changed by `--cpu`
+and `--passes`. A profile to read, not a figure to compare across machines.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import asyncio
 import cProfile
 import gc
 import pstats
+import statistics
 import sys
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -57,6 +62,34 @@ async def profile(db_path: Path, top: int, frames: int) -> None:
     await db.dispose()
 
 
+async def time_passes(db_path: Path, passes: int) -> None:
+    db = Database(f"sqlite+aiosqlite:///{db_path}")
+    runner = EngineRunner(db, compile_rules(load_ruleset(REPO / "rules", {})), freeze_after_full=True)
+    await runner.run_once()
+    c = alerts_t.c
+    async with db.read() as session:
+        firing = c.status == "firing"
+        alertname = await session.scalar(select(c.alertname).where(firing).order_by(c.node).limit(1))
+        some = select(c.fingerprint).where(firing, c.alertname == alertname).order_by(c.node).limit(100)
+        fps = list(await session.scalars(some))
+    times = []
+    for i in range(passes):
+        now = utcnow()
+        status, ends_at = ("resolved", now) if i % 2 == 0 else ("firing", None)
+        async with db.write() as session:
+            stmt = update(alerts_t).where(c.fingerprint.in_(fps)).values(status=status, ends_at=ends_at, updated_at=now)
+            await session.execute(stmt)
+            await session.commit()
+        started = time.perf_counter()
+        await runner.run_once()
+        times.append((time.perf_counter() - started) * 1000)
+    live = len(runner.live_alerts())
+    print(f"{live:,} live alerts; {passes} passes, each after 100 {alertname} alerts changed")
+    print(f"pass ms: p50 {statistics.median(times):.1f}, max {max(times):.1f}")
+    print("each: " + " ".join(f"{t:.0f}" for t in times))
+    await db.dispose()
+
+
 async def profile_cpu(db_path: Path, top: int) -> None:
     db = Database(f"sqlite+aiosqlite:///{db_path}")
     runner = EngineRunner(db, compile_rules(load_ruleset(REPO / "rules", {})))
@@ -86,10 +119,16 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--frames", type=int, default=1, help="traceback depth per allocation site")
     parser.add_argument("--cpu", action="store_true", help="profile the time of a pass after 100 changes")
+    parser.add_argument("--passes", type=int, default=0, help="time this many passes after 100 changes each")
     args = parser.parse_args()
     if not args.store.exists():
         sys.exit(f"no store at {args.store}")
-    asyncio.run(profile_cpu(args.store, args.top) if args.cpu else profile(args.store, args.top, args.frames))
+    if args.passes:
+        asyncio.run(time_passes(args.store, args.passes))
+    elif args.cpu:
+        asyncio.run(profile_cpu(args.store, args.top))
+    else:
+        asyncio.run(profile(args.store, args.top, args.frames))
 
 
 if __name__ == "__main__":
