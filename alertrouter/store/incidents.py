@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import ColumnElement, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -73,7 +74,8 @@ async def load_live_alerts(
     With `known` (fingerprint -> the `updated_at` the caller holds), rows the caller already holds
     unchanged are left out, found by a first read of two columns. `inserted` (fingerprint -> the alert
     and `updated_at` this process's ingest inserted) is used for rows whose `updated_at` is still that
-    one: a storm's new alerts are not read back (a new alert has no stored decision yet).
+    one: a storm's new alerts are not read back (a new alert has no stored decision yet). Equal stored
+    details are returned as one shared object, which callers must not change.
     """
     cursor = await change_cursor(session)
     c = alerts_t.c
@@ -114,9 +116,14 @@ async def load_live_alerts(
         rows = []
         for chunk in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
             rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
+    details: dict[bytes, dict[str, Any]] = {}
     for fp, labels, status, starts_at, fired_at, ends_at, updated_at, decision, detail, key in rows:
         firing = status == AlertStatus.FIRING.value
         live = LiveAlert(fp, labels, firing, starts_at, fired_at, None if firing else ends_at)
+        if detail is not None:
+            # The engine keeps every live alert's stored detail (to compare the next decision with), and
+            # most alerts share one (100,000 live alerts held some 2,000 distinct): one object per text.
+            detail = details.setdefault(orjson.dumps(detail), detail)
         out.append((live, updated_at, decision, detail, key))
     return out, cursor
 
