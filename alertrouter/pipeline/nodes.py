@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -54,9 +55,10 @@ def strip_port(instance: str) -> str:
 
 def address_of(value: str) -> str | None:
     """The IP address of an `instance` (its port dropped), in one spelling (`FE80:0::1` -> `fe80::1`),
-    or None when it is a host name."""
+    or None when it is a host name. One string per address in the process (`sys.intern`): the engine
+    keeps one per live alert, and a node's alerts share it."""
     try:
-        return str(ipaddress.ip_address(strip_port(value)))
+        return sys.intern(str(ipaddress.ip_address(strip_port(value))))
     except ValueError:
         return None
 
@@ -66,9 +68,9 @@ def lookup_key(value: str, *, instance: bool) -> str:
     other value as it is (a host name, a pod's name)."""
     host = strip_port(value) if instance else value
     try:
-        return str(ipaddress.ip_address(host))
+        return sys.intern(str(ipaddress.ip_address(host)))
     except ValueError:
-        return host
+        return sys.intern(host)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +155,7 @@ class NodeIdentity:
                     learned = self.learned.get(address) if address is not None else None
                     if learned is not None:
                         return self.aliases.get(learned, learned)
-                return key
+                return sys.intern(key)
         return None
 
     def claim(self, labels: Mapping[str, str]) -> NodeClaim | None:
