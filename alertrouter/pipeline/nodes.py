@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from alertrouter.labelset import LabelSet
+
 __all__ = [
     "NAME_LABELS",
     "NOTHING_DISCOVERED",
@@ -184,7 +186,7 @@ class NodeIdentity:
     def enrich(self, labels: Mapping[str, str]) -> dict[str, str]:
         """The labels the stages match on: the original ones, the node key under `label`, and
         topology labels the alert does not already have (an alert's own labels always win)."""
-        out = dict(labels)
+        out = labels.as_dict() if type(labels) is LabelSet else dict(labels)
         node = self.node_of(labels)
         if node is None:
             return out

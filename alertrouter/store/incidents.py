@@ -12,12 +12,13 @@ import orjson
 from sqlalchemy import ColumnElement, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.labelset import LabelSet
 from alertrouter.model import AlertStatus, OutboxStatus
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
 from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.store import bulk
-from alertrouter.store.db import is_outage, shared_values
+from alertrouter.store.db import is_outage
 from alertrouter.store.handles import alerts_t, change_counter_t, incidents_t, notify_t, outbox_t
 from alertrouter.store.tables import IncidentRow, NotifyStateRow, SilenceRow
 
@@ -107,9 +108,9 @@ async def load_live_alerts(
                 continue
             mine = handed.get(fp)
             if mine is not None and mine[1] == updated_at:
-                # Kept for as long as the alert is live: its label values shared as a read's are
+                # Kept for as long as the alert is live: compact, its values shared as a read's are
                 # (the webhook's JSON parser made a new string for each), done here, off ingest's path.
-                out.append((replace(mine[0], labels=shared_values(mine[0].labels)), updated_at, None, None, None))
+                out.append((replace(mine[0], labels=LabelSet(mine[0].labels)), updated_at, None, None, None))
             else:
                 wanted.append(fp)
         wanted.sort()
@@ -119,7 +120,8 @@ async def load_live_alerts(
     details: dict[bytes, dict[str, Any]] = {}
     for fp, labels, status, starts_at, fired_at, ends_at, updated_at, decision, detail, key in rows:
         firing = status == AlertStatus.FIRING.value
-        live = LiveAlert(fp, labels, firing, starts_at, fired_at, None if firing else ends_at)
+        # Kept for as long as the alert is live: compact (see `LabelSet`); its enriched copy is the dict.
+        live = LiveAlert(fp, LabelSet(labels), firing, starts_at, fired_at, None if firing else ends_at)
         if detail is not None:
             # The engine keeps every live alert's stored detail (to compare the next decision with), and
             # most alerts share one (100,000 live alerts held some 2,000 distinct): one object per text.
