@@ -183,16 +183,17 @@ class NodeIdentity:
                 return lookup_key(value, instance=name == "instance")
         return None
 
-    def enrich(self, labels: Mapping[str, str]) -> dict[str, str]:
+    def enrich(self, labels: Mapping[str, str]) -> LabelSet:
         """The labels the stages match on: the original ones, the node key under `label`, and
-        topology labels the alert does not already have (an alert's own labels always win)."""
-        out = labels.as_dict() if type(labels) is LabelSet else dict(labels)
+        topology labels the alert does not already have (an alert's own labels always win). A compact
+        `LabelSet`, not a dict: the engine keeps one per live alert (its `AlertView.labels`)."""
         node = self.node_of(labels)
         if node is None:
-            return out
+            return labels if type(labels) is LabelSet else LabelSet(labels)
+        out = labels.as_dict() if type(labels) is LabelSet else dict(labels)
         out[self.label] = node
         for name, value in self.topology.get(node, {}).items():
             out.setdefault(name, value)
         for name, value in self.discovered.topology.get(node, {}).items():
             out.setdefault(name, value)
-        return out
+        return LabelSet(out)
