@@ -3,6 +3,7 @@ outbox of intended messages, alert decisions and quarantine."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -120,12 +121,17 @@ async def load_live_alerts(
     details: dict[bytes, dict[str, Any]] = {}
     for fp, labels, status, starts_at, fired_at, ends_at, updated_at, decision, detail, key in rows:
         firing = status == AlertStatus.FIRING.value
-        # Kept for as long as the alert is live: compact (see `LabelSet`); its enriched copy is the dict.
+        # Kept for as long as the alert is live: compact (see `LabelSet`).
         live = LiveAlert(fp, LabelSet(labels), firing, starts_at, fired_at, None if firing else ends_at)
         if detail is not None:
-            # The engine keeps every live alert's stored detail (to compare the next decision with), and
-            # most alerts share one (100,000 live alerts held some 2,000 distinct): one object per text.
+            # The engine keeps every live alert's stored decision and detail (to compare the next one
+            # with), and most alerts share them (100,000 live alerts held some 2,000 distinct details):
+            # one object per value, not one per row. Incident keys likewise (a node's alerts share one).
             detail = details.setdefault(orjson.dumps(detail), detail)
+        if decision is not None:
+            decision = sys.intern(decision)
+        if key is not None:
+            key = sys.intern(key)
         out.append((live, updated_at, decision, detail, key))
     return out, cursor
 
