@@ -191,24 +191,27 @@ async def load_incidents(
     keys = [r.key for r in rows]
     for chunk in (keys[i : i + 500] for i in range(0, len(keys), 500)):
         for n in (await session.scalars(select(NotifyStateRow).where(NotifyStateRow.incident_key.in_(chunk)))).all():
-            notify.setdefault(n.incident_key, {})[n.receiver] = NotifyState(
+            notify.setdefault(n.incident_key, {})[sys.intern(n.receiver)] = NotifyState(
                 last_sent_at=n.last_sent_at, firing=frozenset(n.firing), repeats=n.repeats
             )
+    # Kept until the incident is evaluated again: the strings most incidents share (and the key, which
+    # the engine's placements hold too) one object each, the labels compact (see `LabelSet`).
+    intern = sys.intern
     records = {
-        r.key: IncidentRecord(
-            key=r.key,
+        intern(r.key): IncidentRecord(
+            key=intern(r.key),
             firing=r.status == "firing",
             opened_at=r.opened_at,
             active_since=r.active_since,
             resolved_at=r.resolved_at,
             acknowledged=r.acknowledged_at is not None,
             notify=notify.get(r.key, {}),
-            kind=r.kind,
-            rule=r.rule,
-            parent=r.parent_key,
-            severity=r.severity,
+            kind=intern(r.kind),
+            rule=intern(r.rule),
+            parent=None if r.parent_key is None else intern(r.parent_key),
+            severity=intern(r.severity),
             headline=r.headline,
-            labels=r.labels,
+            labels=LabelSet(r.labels),
             summary=r.summary,
         )
         for r in rows
