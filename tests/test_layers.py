@@ -17,13 +17,14 @@ import alertrouter
 PACKAGE = Path(alertrouter.__file__).resolve().parent
 
 ENTRY_POINTS = {"cli": set(), "app": {"cli"}, "web": {"app"}, "runtime": {"app", "web"}}
-PURE = {"model", "labels", "utf8_matchers", "durations"}  # the pure types and helpers every layer may use
+PURE = {"model", "labels", "labelset", "utf8_matchers", "durations"}  # the pure types and helpers every layer may use
 ONLY_FROM = {  # a unit -> the only units it may import
     "pipeline": PURE,
     "model": set(),
     "labels": {"utf8_matchers"},  # the matcher grammar: text in, (name, op, value) out
     "utf8_matchers": set(),
     "durations": set(),
+    "labelset": set(),
     "store": PURE | {"paths", "pipeline"},
 }
 NEVER = {  # a unit -> units it must not import

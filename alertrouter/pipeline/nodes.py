@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+
+from alertrouter.labelset import LabelSet
 
 __all__ = [
     "NAME_LABELS",
@@ -54,9 +57,10 @@ def strip_port(instance: str) -> str:
 
 def address_of(value: str) -> str | None:
     """The IP address of an `instance` (its port dropped), in one spelling (`FE80:0::1` -> `fe80::1`),
-    or None when it is a host name."""
+    or None when it is a host name. One string per address in the process (`sys.intern`): the engine
+    keeps one per live alert, and a node's alerts share it."""
     try:
-        return str(ipaddress.ip_address(strip_port(value)))
+        return sys.intern(str(ipaddress.ip_address(strip_port(value))))
     except ValueError:
         return None
 
@@ -66,9 +70,9 @@ def lookup_key(value: str, *, instance: bool) -> str:
     other value as it is (a host name, a pod's name)."""
     host = strip_port(value) if instance else value
     try:
-        return str(ipaddress.ip_address(host))
+        return sys.intern(str(ipaddress.ip_address(host)))
     except ValueError:
-        return host
+        return sys.intern(host)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +157,7 @@ class NodeIdentity:
                     learned = self.learned.get(address) if address is not None else None
                     if learned is not None:
                         return self.aliases.get(learned, learned)
-                return key
+                return sys.intern(key)
         return None
 
     def claim(self, labels: Mapping[str, str]) -> NodeClaim | None:
@@ -179,16 +183,17 @@ class NodeIdentity:
                 return lookup_key(value, instance=name == "instance")
         return None
 
-    def enrich(self, labels: Mapping[str, str]) -> dict[str, str]:
+    def enrich(self, labels: Mapping[str, str]) -> LabelSet:
         """The labels the stages match on: the original ones, the node key under `label`, and
-        topology labels the alert does not already have (an alert's own labels always win)."""
-        out = dict(labels)
+        topology labels the alert does not already have (an alert's own labels always win). A compact
+        `LabelSet`, not a dict: the engine keeps one per live alert (its `AlertView.labels`)."""
         node = self.node_of(labels)
         if node is None:
-            return out
+            return labels if type(labels) is LabelSet else LabelSet(labels)
+        out = labels.as_dict() if type(labels) is LabelSet else dict(labels)
         out[self.label] = node
         for name, value in self.topology.get(node, {}).items():
             out.setdefault(name, value)
         for name, value in self.discovered.topology.get(node, {}).items():
             out.setdefault(name, value)
-        return out
+        return LabelSet(out)

@@ -5,6 +5,7 @@ or were renamed by a learned alias or a discovered name are worked out again."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -193,7 +194,8 @@ class AlertViews:
                     self._keys[fp] = key
             if old is None or (relabel and labels != old.labels):
                 rule = assign_rule(self._aggregation, labels)
-                placed = Placement(rule, incident_key(rule, labels), self.inhibitor.hold_down(view))
+                # One key string per node incident, not one per alert (a node's GPUs share it).
+                placed = Placement(rule, sys.intern(incident_key(rule, labels)), self.inhibitor.hold_down(view))
                 if old is not None:
                     self.rekeyed.add(fp)
                     before: str | None = self.placements[fp].key

@@ -3,20 +3,23 @@ outbox of intended messages, alert decisions and quarantine."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import ColumnElement, Select, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.labelset import LabelSet
 from alertrouter.model import AlertStatus, OutboxStatus
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
 from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.store import bulk
-from alertrouter.store.db import is_outage, shared_values
+from alertrouter.store.db import is_outage
 from alertrouter.store.handles import alerts_t, change_counter_t, incidents_t, notify_t, outbox_t
 from alertrouter.store.tables import IncidentRow, NotifyStateRow, SilenceRow
 
@@ -73,7 +76,8 @@ async def load_live_alerts(
     With `known` (fingerprint -> the `updated_at` the caller holds), rows the caller already holds
     unchanged are left out, found by a first read of two columns. `inserted` (fingerprint -> the alert
     and `updated_at` this process's ingest inserted) is used for rows whose `updated_at` is still that
-    one: a storm's new alerts are not read back (a new alert has no stored decision yet).
+    one: a storm's new alerts are not read back (a new alert has no stored decision yet). Equal stored
+    details are returned as one shared object, which callers must not change.
     """
     cursor = await change_cursor(session)
     c = alerts_t.c
@@ -105,18 +109,29 @@ async def load_live_alerts(
                 continue
             mine = handed.get(fp)
             if mine is not None and mine[1] == updated_at:
-                # Kept for as long as the alert is live: its label values shared as a read's are
+                # Kept for as long as the alert is live: compact, its values shared as a read's are
                 # (the webhook's JSON parser made a new string for each), done here, off ingest's path.
-                out.append((replace(mine[0], labels=shared_values(mine[0].labels)), updated_at, None, None, None))
+                out.append((replace(mine[0], labels=LabelSet(mine[0].labels)), updated_at, None, None, None))
             else:
                 wanted.append(fp)
         wanted.sort()
         rows = []
         for chunk in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
             rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
+    details: dict[bytes, dict[str, Any]] = {}
     for fp, labels, status, starts_at, fired_at, ends_at, updated_at, decision, detail, key in rows:
         firing = status == AlertStatus.FIRING.value
-        live = LiveAlert(fp, labels, firing, starts_at, fired_at, None if firing else ends_at)
+        # Kept for as long as the alert is live: compact (see `LabelSet`).
+        live = LiveAlert(fp, LabelSet(labels), firing, starts_at, fired_at, None if firing else ends_at)
+        if detail is not None:
+            # The engine keeps every live alert's stored decision and detail (to compare the next one
+            # with), and most alerts share them (100,000 live alerts held some 2,000 distinct details):
+            # one object per value, not one per row. Incident keys likewise (a node's alerts share one).
+            detail = details.setdefault(orjson.dumps(detail), detail)
+        if decision is not None:
+            decision = sys.intern(decision)
+        if key is not None:
+            key = sys.intern(key)
         out.append((live, updated_at, decision, detail, key))
     return out, cursor
 
@@ -176,24 +191,27 @@ async def load_incidents(
     keys = [r.key for r in rows]
     for chunk in (keys[i : i + 500] for i in range(0, len(keys), 500)):
         for n in (await session.scalars(select(NotifyStateRow).where(NotifyStateRow.incident_key.in_(chunk)))).all():
-            notify.setdefault(n.incident_key, {})[n.receiver] = NotifyState(
+            notify.setdefault(n.incident_key, {})[sys.intern(n.receiver)] = NotifyState(
                 last_sent_at=n.last_sent_at, firing=frozenset(n.firing), repeats=n.repeats
             )
+    # Kept until the incident is evaluated again: the strings most incidents share (and the key, which
+    # the engine's placements hold too) one object each, the labels compact (see `LabelSet`).
+    intern = sys.intern
     records = {
-        r.key: IncidentRecord(
-            key=r.key,
+        intern(r.key): IncidentRecord(
+            key=intern(r.key),
             firing=r.status == "firing",
             opened_at=r.opened_at,
             active_since=r.active_since,
             resolved_at=r.resolved_at,
             acknowledged=r.acknowledged_at is not None,
             notify=notify.get(r.key, {}),
-            kind=r.kind,
-            rule=r.rule,
-            parent=r.parent_key,
-            severity=r.severity,
+            kind=intern(r.kind),
+            rule=intern(r.rule),
+            parent=None if r.parent_key is None else intern(r.parent_key),
+            severity=intern(r.severity),
             headline=r.headline,
-            labels=r.labels,
+            labels=LabelSet(r.labels),
             summary=r.summary,
         )
         for r in rows

@@ -69,7 +69,22 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC).replace(tzinfo=None)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        return None if value is None else value.replace(tzinfo=UTC)
+        if value is None:
+            return None
+        if value.tzinfo is not None:  # not what the column holds; never shared (equal instants, other zones)
+            return value.replace(tzinfo=UTC)
+        # One object per instant read: the engine keeps four times per live alert, and the alerts of
+        # one evaluation share them (100,000 live alerts held some 300 distinct instants, 440,000 copies).
+        shared = _READ_TIMES.get(value)
+        if shared is None:
+            if len(_READ_TIMES) >= _READ_TIMES_MAX:
+                _READ_TIMES.clear()  # a new start rather than an eviction order: refilled within a read
+            shared = _READ_TIMES[value] = value.replace(tzinfo=UTC)
+        return shared
+
+
+_READ_TIMES: dict[datetime, datetime] = {}  # naive UTC as read -> the aware datetime handed out for it
+_READ_TIMES_MAX = 4096
 
 
 JSONType = JSON().with_variant(JSONB(), "postgresql")
