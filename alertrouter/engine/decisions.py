@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from alertrouter.model import NAME_MAX, bounded
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.rules import CompiledRules
@@ -56,11 +58,14 @@ def decision_changes(
     `rekeyed`: alerts whose node a learned alias renamed, written even when their decision is the same
     (the row's `node` and `incident_key` are what the console filters on)."""
     changes = DecisionChanges()
+    shared: dict[bytes, dict[str, Any]] = {}
     for fp in sorted(decided):
         decision = result.decisions.get(fp)
         if decision is None:  # decided, then gone within the pass
             continue
+        # Equal details are one object: the runner keeps every alert's (in a storm, thousands alike).
         detail = decision.detail()
+        detail = shared.setdefault(orjson.dumps(detail), detail)
         stored = (decision.decision.value, detail)
         if previous.get(fp) == stored and fp not in rekeyed:
             continue

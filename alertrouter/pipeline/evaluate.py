@@ -488,11 +488,13 @@ class Evaluator:
         if group.parent is not None:
             mutes = {}  # a rolled-up incident is told by its storm's routes (`_storm`)
         all_muted = bool(routes) and len(mutes) == len(routes)
-        for view in group.eligible:
+        if group.eligible:  # the same for every alert that counts: one object they all share
             decision = self._teller.eligible_decision(
                 group, record, routed_to, next_send, notified=notified, all_muted=all_muted
             )
-            node.decisions[view.fingerprint] = with_mutes(decision, mutes)
+            decision = with_mutes(decision, mutes)
+            for view in group.eligible:
+                node.decisions[view.fingerprint] = decision
         for fp, decision in node.decisions.items():
             self._set_decision(fp, decision, result)
         self._set_wake(group.key, _earliest(node.hold_wake, next_send))
