@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 
 from alertrouter.model import IncomingAlert, Transition
 
-__all__ = ["IngestBatch", "IngestResult"]
+__all__ = ["IngestBatch", "IngestResult", "body_digest"]
+
+
+def body_digest(body: bytes) -> bytes:
+    """sha256 of a webhook's exact bytes: how `Ingestor.repeat_body` recognises a byte-identical re-send,
+    computed once per request (for that look-up, then kept by `parse_webhook` in `IngestBatch.body_digest`)."""
+    return hashlib.sha256(body).digest()
 
 
 @dataclass(frozen=True, slots=True)

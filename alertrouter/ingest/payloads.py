@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError, create_model
 
-from alertrouter.ingest.batch import IngestBatch
+from alertrouter.ingest.batch import IngestBatch, body_digest
 from alertrouter.ingest.limits import (
     MAX_ALERTNAME,
     MAX_ANNOTATION_VALUE,
@@ -284,7 +284,8 @@ def _fingerprint(given: str | None, labels: dict[str, str]) -> str:
     return label_fingerprint(labels)
 
 
-def parse_webhook(body: bytes) -> Parsed:
+def parse_webhook(body: bytes, known_digest: bytes | None = None) -> Parsed:
+    """`known_digest`: the body's `body_digest` when the caller already computed it."""
     data = _load_json(body)
     if not isinstance(data, dict):
         raise PayloadError([f"body: expected a JSON object (Alertmanager webhook), got {type(data).__name__}"])
@@ -336,7 +337,7 @@ def parse_webhook(body: bytes) -> Parsed:
         truncated_alerts=env.truncated_alerts,
         rejected_alerts=len(env.alerts) - len(alerts),
         # Only a payload answered plainly 200 (no alert refused, none cut by Alertmanager) may skip the parse.
-        body_digest=None if problems or env.truncated_alerts else hashlib.sha256(body).digest(),
+        body_digest=None if problems or env.truncated_alerts else known_digest or body_digest(body),
     )
     return Parsed(batch, problems)
 
