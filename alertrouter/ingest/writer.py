@@ -286,9 +286,10 @@ class Ingestor:
             if batch.always_logged or result.written:
                 logged.setdefault(batch.digest, i)
         ids = await store.insert_raw_events(session, [_raw_row(batches[i], now) for i in logged.values()])
-        for i, (batch, result, (start, end)) in enumerate(zip(batches, results, event_slices, strict=True)):
-            if logged.get(batch.digest) == i:  # of identical payloads in one group, the first is logged
-                result.raw_event_id = ids.get(batch.digest)
+        first = {i: digest for digest, i in logged.items()}  # of identical payloads in one group, the first is logged
+        for i, (result, (start, end)) in enumerate(zip(results, event_slices, strict=True)):
+            if i in first:
+                result.raw_event_id = ids.get(first[i])
             for event in plan.events[start:end]:
                 event["raw_event_id"] = result.raw_event_id
         if not any(r.written for r in results):
