@@ -7,7 +7,6 @@ rejecting the whole batch would lose alerts that were fine.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -17,7 +16,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError, create_model
 
-from alertrouter.ingest.batch import IngestBatch
+from alertrouter.ingest.batch import IngestBatch, body_digest, payload_digest
 from alertrouter.ingest.limits import (
     MAX_ALERTNAME,
     MAX_ANNOTATION_VALUE,
@@ -133,10 +132,9 @@ def _errors(exc: ValidationError, prefix: str) -> list[str]:
 
 def _digest(source: str, data: Any) -> str:
     try:
-        canonical = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+        return payload_digest(source, data)
     except TypeError:  # orjson's "Recursion limit reached" (it parses deeper than it serialises)
         raise PayloadError([_TOO_DEEP]) from None
-    return hashlib.sha256(source.encode() + b"\n" + canonical).hexdigest()
 
 
 def _zero_is_none(value: datetime | None) -> datetime | None:
@@ -241,6 +239,7 @@ def _limited(model: type[_A]) -> type[_A]:
 _WEBHOOK_ALERTS: TypeAdapter[list[_WebhookAlert]] = TypeAdapter(list[_limited(_WebhookAlert)])  # type: ignore[arg-type,misc]
 _POSTABLE_ALERTS: TypeAdapter[list[_PostableAlert]] = TypeAdapter(list[_limited(_PostableAlert)])  # type: ignore[arg-type,misc]
 _ALERTNAME = methodcaller("get", "alertname", "")
+_POSTABLE_FIELDS = frozenset({"labels", "annotations", "startsAt", "endsAt", "generatorURL"})
 
 
 def _utc(value: datetime | None) -> datetime | bool | None:
@@ -284,7 +283,8 @@ def _fingerprint(given: str | None, labels: dict[str, str]) -> str:
     return label_fingerprint(labels)
 
 
-def parse_webhook(body: bytes) -> Parsed:
+def parse_webhook(body: bytes, known_digest: bytes | None = None) -> Parsed:
+    """`known_digest`: the body's `body_digest` when the caller already computed it."""
     data = _load_json(body)
     if not isinstance(data, dict):
         raise PayloadError([f"body: expected a JSON object (Alertmanager webhook), got {type(data).__name__}"])
@@ -326,7 +326,7 @@ def parse_webhook(body: bytes) -> Parsed:
     identity = {k: v for k, v in data.items() if k != "externalURL"}
     batch = IngestBatch(
         source="webhook",
-        digest=_digest("webhook", identity),
+        known_digest=_digest("webhook", identity),
         body=body.decode("utf-8", errors="replace"),
         alerts=alerts,
         receiver=env.receiver,
@@ -336,7 +336,7 @@ def parse_webhook(body: bytes) -> Parsed:
         truncated_alerts=env.truncated_alerts,
         rejected_alerts=len(env.alerts) - len(alerts),
         # Only a payload answered plainly 200 (no alert refused, none cut by Alertmanager) may skip the parse.
-        body_digest=None if problems or env.truncated_alerts else hashlib.sha256(body).digest(),
+        body_digest=None if problems or env.truncated_alerts else known_digest or body_digest(body),
     )
     return Parsed(batch, problems)
 
@@ -380,9 +380,13 @@ def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
     ]
     batch = IngestBatch(
         source="api_v2",
-        digest=_digest("api_v2", data),
         body=body.decode("utf-8", errors="replace"),
         alerts=alerts,
         rejected_alerts=len(data) - len(alerts),
+        # Alerts of only the fields validated here (Prometheus's) are a few levels deep: their digest
+        # cannot fail and waits until the push is logged. Any other payload may be nested too deeply
+        # for it: computed now, to answer 400.
+        known_digest=None if not problems and all(map(_POSTABLE_FIELDS.issuperset, data)) else _digest("api_v2", data),
+        identity=data,
     )
     return Parsed(batch, problems)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import time
 from collections import Counter, OrderedDict, deque
@@ -16,7 +15,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.ingest.activity import IngestActivity
-from alertrouter.ingest.batch import IngestBatch, IngestResult
+from alertrouter.ingest.batch import IngestBatch, IngestResult, body_digest
 from alertrouter.ingest.plan import Plan, plan_alerts
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.model import utcnow
@@ -110,16 +109,18 @@ class Ingestor:
         if len(self._bodies) > self._recent_max:
             self._bodies.popitem(last=False)
 
-    def repeat_body(self, body: bytes) -> int | None:
-        """A webhook whose exact bytes this process committed (or recognised) and still remembers: its alerts'
-        `last_seen` is refreshed and their number returned, without parsing it again. None for anything
-        else, which goes through `parse_webhook` and `ingest` (a repeat by digest is still recognised there).
+    def repeat_body(self, body: bytes, key: bytes | None = None) -> int | None:
+        """A webhook whose exact bytes (`key`: their `body_digest`, if the caller has it) this process
+        committed (or recognised) and still remembers: its alerts' `last_seen` is refreshed and their number returned,
+        without parsing it again. None for anything else, which goes through `parse_webhook` and `ingest`
+        (a repeat by digest is still recognised there).
 
         Alertmanager re-sends every group each `group_interval` byte for byte (the same alerts, times and
         order), and parsing was nine tenths of the cost of recognising one."""
         if not self._bodies:
             return None
-        key = hashlib.sha256(body).digest()
+        if key is None:
+            key = body_digest(body)
         known = self._bodies.get(key)
         if known is None:
             return None
@@ -285,9 +286,10 @@ class Ingestor:
             if batch.always_logged or result.written:
                 logged.setdefault(batch.digest, i)
         ids = await store.insert_raw_events(session, [_raw_row(batches[i], now) for i in logged.values()])
-        for i, (batch, result, (start, end)) in enumerate(zip(batches, results, event_slices, strict=True)):
-            if logged.get(batch.digest) == i:  # of identical payloads in one group, the first is logged
-                result.raw_event_id = ids.get(batch.digest)
+        first = {i: digest for digest, i in logged.items()}  # of identical payloads in one group, the first is logged
+        for i, (result, (start, end)) in enumerate(zip(results, event_slices, strict=True)):
+            if i in first:
+                result.raw_event_id = ids.get(first[i])
             for event in plan.events[start:end]:
                 event["raw_event_id"] = result.raw_event_id
         if not any(r.written for r in results):

@@ -141,7 +141,7 @@ def blind_alert(
     )
     return IngestBatch(
         source=SOURCE,
-        digest=hashlib.sha256(f"{SOURCE}\0{body}".encode()).hexdigest(),
+        known_digest=hashlib.sha256(f"{SOURCE}\0{body}".encode()).hexdigest(),
         body=body,
         alerts=[alert],
         status=alert.status.value,

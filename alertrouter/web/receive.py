@@ -11,7 +11,7 @@ from dataclasses import replace
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from alertrouter.ingest.batch import IngestResult
+from alertrouter.ingest.batch import IngestResult, body_digest
 from alertrouter.ingest.body import BodyTooLarge, read_body
 from alertrouter.ingest.payloads import Parsed, PayloadError, parse_api_v2, parse_webhook
 from alertrouter.model import utcnow
@@ -33,7 +33,7 @@ async def alertmanager_webhook(request: Request, runtime: RuntimeDep) -> JSONRes
 
 @router.post("/api/v2/alerts", summary="Alertmanager API v2: Prometheus can push here directly")
 async def api_v2_alerts(request: Request, runtime: RuntimeDep) -> JSONResponse:
-    return await _ingest(request, runtime, "api_v2", lambda body: parse_api_v2(body, now=utcnow()))
+    return await _ingest(request, runtime, "api_v2", lambda body, _: parse_api_v2(body, now=utcnow()))
 
 
 def unauthorized(runtime: Runtime) -> JSONResponse:
@@ -44,7 +44,10 @@ def unauthorized(runtime: Runtime) -> JSONResponse:
     )
 
 
-async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Callable[[bytes], Parsed]) -> JSONResponse:
+async def _ingest(
+    request: Request, runtime: Runtime, endpoint: str, parse: Callable[[bytes, bytes | None], Parsed]
+) -> JSONResponse:
+    """`parse` gets the body and, for a webhook, its `body_digest` (hashed once for both uses)."""
     m = runtime.metrics
     started = time.perf_counter()
 
@@ -60,11 +63,12 @@ async def _ingest(request: Request, runtime: Runtime, endpoint: str, parse: Call
         body = await read_body(request, runtime.settings.max_body_bytes)
     except BodyTooLarge as exc:
         return answer("too_large", 413, {"error": str(exc)})
-    if endpoint == "webhook" and (repeated := runtime.ingestor.repeat_body(body)) is not None:
+    key = body_digest(body) if endpoint == "webhook" else None
+    if key is not None and (repeated := runtime.ingestor.repeat_body(body, key)) is not None:
         m.alerts_received.labels(endpoint=endpoint).inc(repeated)
         return answer("repeat", 200, {"status": "ok", "alerts": repeated})
     try:
-        parsed = parse(body)
+        parsed = parse(body, key)
     except PayloadError as exc:
         log.warning("rejected %s payload: %s", endpoint, exc)
         return answer("rejected", 400, {"error": "invalid payload", "problems": exc.problems})

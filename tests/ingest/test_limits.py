@@ -3,6 +3,7 @@ validation is refused for its own alert, with a problem naming the field, and th
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -127,6 +128,20 @@ def test_envelope_values_out_of_range_are_a_400_naming_them(envelope: dict[str, 
     with pytest.raises(PayloadError) as info:
         parse_webhook(deepen(webhook(GOOD, **envelope), 1000))
     assert any(field in p for p in info.value.problems), info.value.problems
+
+
+def test_api_v2_field_nested_too_deeply_is_a_400_even_beside_fine_alerts() -> None:
+    """A push's digest (of the whole payload) waits until it is logged only when its alerts hold just
+    Prometheus's fields; a field nested deeper than the digest can serialise is still refused up front."""
+    fine = {"labels": {"alertname": "XidError", "Hostname": "gpu-node-01"}}
+    deep = {"labels": {"alertname": "XidError", "Hostname": "gpu-node-02"}, "extra": DEEP}
+    with pytest.raises(PayloadError) as info:
+        parse_api_v2(deepen(json.dumps([fine, deep]).encode(), 600), now=NOW)
+    assert any("nested too deeply" in p for p in info.value.problems), info.value.problems
+    lazy = parse_api_v2(json.dumps([fine]).encode(), now=NOW).batch
+    assert lazy.known_digest is None  # not computed yet ...
+    canonical = json.dumps([fine], sort_keys=True, separators=(",", ":")).encode()
+    assert lazy.digest == hashlib.sha256(b"api_v2\n" + canonical).hexdigest()  # ... and the same when it is
 
 
 def test_api_v2_default_end_never_overflows_and_bad_times_name_their_field() -> None:
