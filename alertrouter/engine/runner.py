@@ -13,7 +13,6 @@ import heapq
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,6 +22,7 @@ from alertrouter.engine.cadence import Cadence, firing
 from alertrouter.engine.claims import Claims
 from alertrouter.engine.decisions import DecisionChanges, Poisoned, decision_changes, describe, find_culprits
 from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_index, write_events
+from alertrouter.engine.records import RecordBook
 from alertrouter.heap import freeze_held
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
@@ -40,7 +40,6 @@ from alertrouter.pipeline.types import (
     IncidentState,
     LiveAlert,
     RecordsAfter,
-    apply_record_changes,
     record_changes,
 )
 from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage, leases
@@ -118,14 +117,8 @@ class EngineRunner:
         # Resolved alerts by when to look at them again (when they changed last, at first), with when they
         # changed last (lazily kept: checked when popped), to evict them.
         self._resolved: list[tuple[datetime, datetime, str]] = []
-        # The incident records as stored, kept in step with what each pass writes (None: read them at
-        # the next pass), and when each was last written; acknowledged ones, as last read.
-        self._records: dict[str, IncidentRecord] | None = None
-        self._saved_at: dict[str, datetime] = {}  # in the order they were saved (see `_saved`)
-        self._lingering: set[str] = set()  # resolved records past RECENT still described by live alerts
-        # The keys whose record changed since the evaluator last looked (None: it compares them all).
-        self._records_touched: set[str] | None = None
-        self._acked: set[str] = set()
+        # The incident records as stored, kept in step with what each pass writes (engine/records.py).
+        self._book = RecordBook()
         self._inserted: dict[str, tuple[LiveAlert, datetime]] = {}
         self._cursor: int | None = None  # where the next read of alert changes starts (store.change_cursor)
         self._silences: list[Silence] = []
@@ -182,11 +175,7 @@ class EngineRunner:
         self._updated.clear()
         self._decisions.clear()
         self._resolved = []
-        self._records = None
-        self._saved_at = {}
-        self._lingering = set()
-        self._records_touched = None
-        self._acked = set()
+        self._book = RecordBook()
         self._full_at = None
         self._inserted.clear()
         self._cursor = None
@@ -272,7 +261,7 @@ class EngineRunner:
                 fresh.append(live)
             self._cursor = cursor
             evicted = self._evict(now)
-            records = await self._load_records(session, now)
+            records = await self._book.read(session, now, RECENT, self._evaluator.holds)
         # Learn from the live alerts' claims, and evaluate with what is in force after that: an alert
         # stored before the alias was learned is re-keyed in the very pass that learns it.
         learning = self._claims.learn(now)
@@ -301,7 +290,7 @@ class EngineRunner:
                 placed_before=placed_before,
                 discovered=discovered,
                 full=full,
-                records_changed=self._records_touched,
+                records_changed=self._book.touched,
             )
         except Exception as exc:
             alerts = list(self._alerts.values())
@@ -309,7 +298,7 @@ class EngineRunner:
             if culprits:
                 raise Poisoned(culprits) from exc
             raise
-        self._records_touched = set()
+        self._book.evaluated()
         if full:
             self._full_at = now + self._full_every
             if self._freeze_after_full:
@@ -324,9 +313,7 @@ class EngineRunner:
         ):
             return None
         self._escalator.committed(self._escalated)
-        apply_record_changes(records, rewritten)
-        self._records_touched.update(rewritten.keys)
-        self._saved([state.key for state in written], now)
+        self._book.written(rewritten, [state.key for state in written], now)
         if result.intents and self._on_intents is not None:
             self._on_intents()  # committed: the delivery loop can take them now, while decisions are written
         self._claims.written(learning, now)
@@ -422,54 +409,6 @@ class EngineRunner:
         for entry in kept:
             heapq.heappush(heap, entry)
         return out
-
-    async def _load_records(self, session: AsyncSession, now: datetime) -> dict[str, IncidentRecord]:
-        """The incident records as stored: read whole after the lease is taken, then kept in step with
-        what each pass writes. Acknowledgements are the one change made elsewhere (the console, an
-        acknowledge link, on any replica): read every pass. A resolved record leaves as it does from
-        the store's read (`load_incidents`), RECENT after it was last written, unless alerts still
-        describe it."""
-        if self._records is None:
-            self._records, saved_at = await store.load_incidents(session, resolved_since=now - RECENT)
-            self._saved_at = dict(sorted(saved_at.items(), key=lambda item: item[1]))
-            self._records_touched = None  # a new set of objects: the evaluator compares them all
-            self._acked = {k for k, r in self._records.items() if r.acknowledged}
-        records = self._records
-        touched = self._records_touched if self._records_touched is not None else set()
-        acked = await store.load_acknowledged(session, resolved_since=now - RECENT)
-        for key in acked ^ self._acked:
-            record = records.get(key)
-            if record is not None and record.acknowledged != (key in acked):
-                records[key] = replace(record, acknowledged=key in acked)
-                touched.add(key)
-        self._acked = acked
-        # Records leave RECENT after they were last written, once resolved and no longer described by
-        # live alerts. A firing record can only stop firing by being written again (`_saved`): it is not
-        # looked at until then. A resolved one its alerts still describe lingers, looked at every pass.
-        old = now - RECENT
-        for key, at in self._saved_at.items():
-            if at >= old:
-                break  # saved in time order: the rest are younger
-            self._lingering.add(key)
-        for key in list(self._lingering):
-            self._saved_at.pop(key, None)
-            record = records.get(key)
-            if record is not None and record.firing:
-                self._lingering.discard(key)
-            elif record is None or not self._evaluator.holds(key):
-                records.pop(key, None)
-                touched.add(key)
-                self._lingering.discard(key)
-        return records
-
-    def _saved(self, keys: Sequence[str], now: datetime) -> None:
-        """Note when records were written. `_saved_at` is kept in the order of that time, so that eviction
-        reads only its old end; a clock that stepped back puts a key at the end anyway (evicted late,
-        never early)."""
-        for key in keys:
-            self._saved_at.pop(key, None)
-            self._saved_at[key] = now
-            self._lingering.discard(key)
 
     def _decision_changes(self, result: EvalResult, now: datetime) -> DecisionChanges:
         return decision_changes(
