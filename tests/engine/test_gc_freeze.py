@@ -12,14 +12,9 @@ from pathlib import Path
 import pytest
 from engine.test_runner import webhook
 
-from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
-from alertrouter.ingest.touches import TouchBuffer
-from alertrouter.ingest.writer import Ingestor
-from alertrouter.store import Database
-from alertrouter.store.migrate import upgrade
-from support.passes import Clock
-from support.scenario import gpu_labels, shipped_pipeline
+from support.passes import on_sqlite
+from support.scenario import gpu_labels
 
 
 @pytest.fixture
@@ -32,13 +27,7 @@ def unfrozen() -> Iterator[None]:
 @pytest.mark.usefixtures("unfrozen")
 @pytest.mark.parametrize("freeze", [True, False])
 async def test_full_passes_freeze_what_the_engine_holds_when_asked(tmp_path: Path, freeze: bool) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'gc.db'}"
-    upgrade(url)
-    db = Database(url)
-    try:
-        clock = Clock()
-        ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-        runner = EngineRunner(db, shipped_pipeline(), clock=clock, freeze_after_full=freeze)
+    async with on_sqlite(tmp_path / "gc.db", freeze_after_full=freeze) as (_, clock, ingestor, runner):
         await ingestor.ingest(parse_webhook(webhook([gpu_labels("gpu-node-01", 0, region="north")])).batch)
         await runner.run_once()  # the first pass is a full one
         held = runner._alerts  # the live alerts, as the first pass read them
@@ -54,5 +43,3 @@ async def test_full_passes_freeze_what_the_engine_holds_when_asked(tmp_path: Pat
         # What the engine held then is among the frozen objects: no generation's collection lists it.
         listed = any(o is held for generation in range(3) for o in gc.get_objects(generation))
         assert listed is not freeze
-    finally:
-        await db.dispose()

@@ -28,7 +28,7 @@ from alertrouter.store.migrate import upgrade
 from alertrouter.store.tables import AlertRow, Base, IncidentRow, NotifyStateRow, OutboxRow, SilenceRow
 from support import pg
 from support.need import need
-from support.passes import Clock
+from support.passes import Clock, on_sqlite
 from support.scenario import dcgm_labels, gpu_labels, node_exporter_down_labels, shipped_pipeline
 
 S = timedelta(seconds=1)
@@ -203,13 +203,8 @@ async def test_incremental_runner_stores_what_full_passes_store(stores: tuple[Da
 async def test_a_webhook_about_one_node_evaluates_only_that_node(tmp_path: Path) -> None:
     """Three nodes overheating (too few for a storm); once settled, a webhook about one of them makes
     the next pass evaluate that node's incident alone, counted as an incremental pass."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'one.db'}"
-    upgrade(url)
-    db = Database(url)
-    try:
-        clock, metrics = Clock(), Metrics()
-        ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-        runner = EngineRunner(db, shipped_pipeline(), clock=clock, metrics=metrics)
+    metrics = Metrics()
+    async with on_sqlite(tmp_path / "one.db", metrics=metrics) as (_, clock, ingestor, runner):
         nodes = [f"gpu-node-{n:02d}" for n in range(3)]
         await ingestor.ingest(parse_webhook(webhook([gpu_labels(n, 0, region="north") for n in nodes])).batch)
         first = await runner.run_once()
@@ -230,21 +225,13 @@ async def test_a_webhook_about_one_node_evaluates_only_that_node(tmp_path: Path)
         assert result.evaluated == {'gpu-by-node{alertname="GPUHighTemp",node="gpu-node-01"}'}
         assert metrics.engine_passes.labels(scope="incremental")._value.get() == before + 1
         assert metrics.engine_passes.labels(scope="full")._value.get() == 1
-    finally:
-        await db.dispose()
 
 
 async def test_a_record_the_engine_forgets_is_forgotten_by_its_evaluator_too(tmp_path: Path) -> None:
     """An incident resolved for longer than RECENT leaves the engine's records (as it leaves the store's
     read); the evaluator, which is told only of the records that changed, must let go of it as well,
     or every incident ever seen would stay in memory."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'forget.db'}"
-    upgrade(url)
-    db = Database(url)
-    try:
-        clock = Clock()
-        ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-        runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    async with on_sqlite(tmp_path / "forget.db") as (db, clock, ingestor, runner):
         alert = gpu_labels("gpu-node-03", 0, region="north")
         await ingestor.ingest(parse_webhook(webhook([alert])).batch)
         await runner.run_once()
@@ -264,5 +251,3 @@ async def test_a_record_the_engine_forgets_is_forgotten_by_its_evaluator_too(tmp
             await runner.run_once()
         assert key not in (runner._book.records or {})
         assert key not in runner._evaluator._seen
-    finally:
-        await db.dispose()

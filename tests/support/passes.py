@@ -1,18 +1,24 @@
-"""What the engine runner tests share: a clock the test moves, a table's rows, passes over simulated time,
-and a count of the passes a started runner's loop makes."""
+"""What the engine runner tests share: a clock the test moves, a runner and an ingestor on a fresh SQLite
+store, a table's rows, passes over simulated time, and a count of the passes a started runner's loop makes."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
 from alertrouter.engine.runner import EngineRunner
+from alertrouter.ingest.touches import TouchBuffer
+from alertrouter.ingest.writer import Ingestor
 from alertrouter.pipeline.types import EvalResult
 from alertrouter.store import Database
+from alertrouter.store.migrate import upgrade
+from support.scenario import shipped_pipeline
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 
@@ -25,6 +31,25 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
+
+
+@asynccontextmanager
+async def on_sqlite(path: Path, **runner: Any) -> AsyncIterator[tuple[Database, Clock, Ingestor, EngineRunner]]:
+    """A migrated SQLite store at `path`, with an ingestor and a runner on the shipped rules (`runner`: more
+    of its arguments), on one test clock."""
+    url = f"sqlite+aiosqlite:///{path}"
+    upgrade(url)
+    db = Database(url)
+    try:
+        clock = Clock()
+        yield (
+            db,
+            clock,
+            Ingestor(db, TouchBuffer(), clock=clock),
+            EngineRunner(db, shipped_pipeline(), clock=clock, **runner),
+        )
+    finally:
+        await db.dispose()
 
 
 async def rows(db: Database, model: type[Any]) -> list[Any]:
