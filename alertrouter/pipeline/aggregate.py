@@ -27,8 +27,10 @@ __all__ = [
     "RollupRule",
     "assign_rule",
     "common_labels",
+    "counted_storm_headline",
     "incident_key",
     "rollup_key",
+    "scope_of",
     "severity_rank",
     "storm_headline",
     "storm_members",
@@ -226,30 +228,33 @@ def storm_members(
     return frozenset(opened) if len(recent) > rollup.threshold else frozenset()
 
 
-def storm_scope(
-    members: Sequence[IncidentSummary], scope_labels: Sequence[str], common: Mapping[str, str] | None = None
-) -> list[tuple[str, str]]:
-    """(label, value) of the scope labels all members share: where a storm is. `common`: the labels
-    common to the members' common labels, when the caller has them already."""
-    if common is None:
-        common = common_labels(m.common_labels for m in members)
+def storm_scope(members: Sequence[IncidentSummary], scope_labels: Sequence[str]) -> list[tuple[str, str]]:
+    """(label, value) of the scope labels all members share: where a storm is."""
+    return scope_of(common_labels(m.common_labels for m in members), scope_labels)
+
+
+def scope_of(common: Mapping[str, str], scope_labels: Sequence[str]) -> list[tuple[str, str]]:
+    """(label, value) of the scope labels among a storm's common labels."""
     return [(name, common[name]) for name in scope_labels if common.get(name)]
 
 
 def storm_headline(
-    alertname: str,
-    members: Sequence[IncidentSummary],
-    scope_labels: Sequence[str],
-    unit_name: str = "GPUs",
-    common: Mapping[str, str] | None = None,
+    alertname: str, members: Sequence[IncidentSummary], scope_labels: Sequence[str], unit_name: str = "GPUs"
 ) -> str:
     """`GPUHighTemp on 37 nodes in region north, rack r12: 211 GPUs` (stored in English; messages are
     worded from the storm's summary in the receiver's language, `alertrouter.i18n.storm_headline`)."""
-    scope = ", ".join(f"{name} {value}" for name, value in storm_scope(members, scope_labels, common))
     units = sum(len(m.units) for m in members)
-    text = f"{alertname} on {len(members)} nodes"
-    if scope:
-        text += f" in {scope}"
+    return counted_storm_headline(alertname, len(members), storm_scope(members, scope_labels), units, unit_name)
+
+
+def counted_storm_headline(
+    alertname: str, nodes: int, scope: Sequence[tuple[str, str]], units: int, unit_name: str = "GPUs"
+) -> str:
+    """`storm_headline` from its counts and scope."""
+    where = ", ".join(f"{name} {value}" for name, value in scope)
+    text = f"{alertname} on {nodes} nodes"
+    if where:
+        text += f" in {where}"
     if units:
         text += f": {units} {unit_name}"
     return text

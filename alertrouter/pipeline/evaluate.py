@@ -187,6 +187,7 @@ class Evaluator:
         dirty.update(k for k in due if k in views.members or k in self._groups)
         storms.update(k for k in due if k not in views.members)
         if full:
+            self._storms.forget_tallies()  # and every storm summed afresh: the incremental one's oracle
             dirty.update(views.members)
             dirty.update(self._groups)
             storms |= self._storms.keys()
@@ -390,16 +391,17 @@ class Evaluator:
         members = self._storms.members.get(ckey)
         ending = self._storms.ending.get(ckey)
         if members:
-            nodes = [self._groups[m] for m in sorted(members)]
             rule = self._storms.rule(ckey)
             record = incidents.get(ckey)
-            state, firing = storm_state(ckey, rule, nodes, record, now, self.pipeline)
+            tally = self._storms.tally(ckey, self._groups)
+            state, firing = storm_state(ckey, rule, tally, record, now, self.pipeline)
             self._states[ckey] = state
             result.evaluated.add(ckey)
             routes = self._teller.routes(state.labels, state.severity)
             _, earliest = self._teller.notify(state, rule, routes, firing, None, record, now, result, quiet=False)
             self._set_wake(ckey, earliest)
             mutes = self._teller.mutes(routes, now)
+            nodes = tally.member_nodes() if mutes or ckey in self._muting_storms else []
             self._storm_mutes(ckey, nodes, mutes, tuple(r.receiver for r in routes), result)
         elif ending is not None:
             record = incidents[ckey]

@@ -21,14 +21,15 @@ from alertrouter.model import IncidentKind
 from alertrouter.pipeline.aggregate import (
     AggregationRule,
     common_labels,
-    severity_rank,
+    counted_storm_headline,
+    scope_of,
     storm_headline,
     storm_members,
-    storm_scope,
     summarize_incident,
 )
 from alertrouter.pipeline.incident import MAX_ALERTS_IN_MESSAGE, NodeIncident, next_incident_state
 from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.tally import StormTally
 from alertrouter.pipeline.types import IncidentRecord, IncidentState
 
 __all__ = ["Storms", "ending_state", "storm_state"]
@@ -54,6 +55,21 @@ class Storms:
         self._ending_parent: dict[str, str] = {}
         self._children: dict[str, set[str]] = defaultdict(set)  # parent in a node's record -> node keys
         self._record_parent: dict[str, str] = {}
+        self._tallies: dict[str, StormTally] = {}  # ckey -> its members' sums, while it rolls up
+        self._touched: dict[str, set[str]] = defaultdict(set)  # ckey -> node keys evaluated since its tally
+
+    def tally(self, ckey: str, nodes: Mapping[str, NodeIncident]) -> StormTally:
+        """The sums over the members storm `ckey` rolls up now (`membership` worked them out)."""
+        tally = self._tallies.get(ckey)
+        if tally is None:
+            tally = self._tallies[ckey] = StormTally()
+        tally.update(self.members.get(ckey, frozenset()), nodes, self._touched.pop(ckey, set()))
+        return tally
+
+    def forget_tallies(self) -> None:
+        """Sum every storm afresh at its next evaluation (a full pass does)."""
+        self._tallies.clear()
+        self._touched.clear()
 
     def keys(self) -> set[str]:
         """Every storm held: candidates, rolling up, ending."""
@@ -63,7 +79,11 @@ class Storms:
         return next(iter(self._candidates[ckey].values()))
 
     def candidate(self, key: str, before: str | None, ckey: str | None, rule: AggregationRule) -> None:
-        """Node incident `key` may roll up into `ckey` now (None: into none), and could into `before`."""
+        """Node incident `key`, evaluated again, may roll up into `ckey` now (None: into none), and could
+        into `before`."""
+        for storm in (before, ckey):
+            if storm is not None and storm in self._tallies:  # a storm without a tally yet sums every member
+                self._touched[storm].add(key)
         if before is not None and before != ckey:
             self._candidates[before].pop(key, None)
         if ckey is not None:
@@ -119,7 +139,7 @@ class Storms:
         kept: set[str] = set()
         ending: list[str] | None = None
         if record is not None and record.kind == IncidentKind.CLUSTER:
-            kids = {k for k in self._children.get(ckey, ()) if k in nodes}
+            kids = self._children.get(ckey, set()) & nodes.keys()
             untold = any(n.firing for n in record.notify.values())
             over = not (record.firing or untold)
             if over:
@@ -131,23 +151,29 @@ class Storms:
         before_members = self.members.get(ckey, frozenset())
         before_kept = self._kept.get(ckey, set())
         # The node incidents whose parent this may change: those whose entry under this storm goes or comes.
+        # A node incident is a candidate of one storm and a child of one, so only this storm names it in
+        # `rollup` and `ending_of` while it stays: those that stay need no look.
         rollup, ending_of = self._rollup_parent, self._ending_parent
-        concerned = set(before_members - members)
-        concerned |= before_kept - kept
-        concerned.update(k for k in members if rollup.get(k) != ckey)
-        concerned.update(k for k in kept if ending_of.get(k) != ckey)
+        left, joined = before_members - members, members - before_members
+        let_go, kept_now = before_kept - kept, kept - before_kept
+        concerned = set(left) | let_go
+        concerned.update(k for k in joined if rollup.get(k) != ckey)
+        concerned.update(k for k in kept_now if ending_of.get(k) != ckey)
         before = {k: self.parent(k) for k in concerned}
-        for k in before_members - members:
+        for k in left:
             if rollup.get(k) == ckey:
                 del rollup[k]
-        for k in members:
+        for k in joined:
             rollup[k] = ckey
-        for k in before_kept - kept:
+        for k in let_go:
             if ending_of.get(k) == ckey:
                 del ending_of[k]
-        for k in kept:
+        for k in kept_now:
             ending_of[k] = ckey
         _keep(self.members, ckey, members)
+        if not members:
+            self._tallies.pop(ckey, None)
+            self._touched.pop(ckey, None)
         _keep(self._kept, ckey, kept)
         _keep(self.ending, ckey, ending)
         return {k for k in concerned if self.parent(k) != before[k]}
@@ -156,54 +182,52 @@ class Storms:
 def storm_state(
     key: str,
     rule: AggregationRule,
-    members: Sequence[NodeIncident],
+    tally: StormTally,
     record: IncidentRecord | None,
     now: datetime,
     pipeline: CompiledRules,
 ) -> tuple[IncidentState, frozenset[str]]:
-    """A rolling-up storm's incident, and the alerts that count for it. It is told as it arrives:
-    members' alerts still in hold-down count (node messages wait for them; a cluster message does not,
-    so it would otherwise undercount the storm it announces). Each member's part (`NodeIncident.opening`)
-    was worked out with the member: the labels common to all their alerts are those common to the
-    members' common labels."""
+    """A rolling-up storm's incident, and the alerts that count for it, from its members' sums (`tally`).
+    It is told as it arrives: members' alerts still in hold-down count (node messages wait for them; a
+    cluster message does not, so it would otherwise undercount the storm it announces). Each member's part
+    (`NodeIncident.opening`) was worked out with the member: the labels common to all their alerts are
+    those common to the members' common labels."""
     assert rule.rollup is not None
-    parts = [m.opening for m in members if m.opening is not None]
-    first = next((m.group.eligible + m.group.held for m in members if m.opening is not None), [])
-    alertname = alert_title(first[0].labels) if first else ""
-    shared = common_labels(s.common_labels for s in parts)
-    headline = storm_headline(alertname, parts, rule.rollup.scope_labels, rule.unit_name, shared)
+    first = tally.first_opening()
+    views = first.group.eligible + first.group.held if first is not None else []
+    alertname = alert_title(views[0].labels) if views else ""
+    shared = tally.shared()
+    scope = scope_of(shared, rule.rollup.scope_labels)
+    headline = counted_storm_headline(alertname, tally.nodes, scope, tally.units, rule.unit_name)
     labels = {k: v for k, v in shared.items() if k != pipeline.nodes.label}
-    severity = min((s.severity for s in parts), key=lambda v: severity_rank(v, pipeline.severities), default="")
-    firing = frozenset().union(*(s.firing for s in parts))
+    firing = tally.firing
+    head = tally.first_parts(MAX_ALERTS_IN_MESSAGE)
     summary: dict[str, Any] = {
         "headline": headline,
-        "nodes": len(members),
-        "units": sum(len(s.units) for s in parts),
-        "members": [s.headline for s in parts[:MAX_ALERTS_IN_MESSAGE]],
+        "nodes": tally.members,
+        "units": tally.units,
+        "members": [s.headline for s in head],
         "alerts": len(firing),
         # the facts messages word the storm from, in each receiver's language (alertrouter.i18n)
         "alertname": alertname,
         "unit_name": rule.unit_name,
-        "scope": [list(pair) for pair in storm_scope(parts, rule.rollup.scope_labels, shared)],
-        "member_facts": [
-            {"where": s.where, "units": len(s.units), "units_total": s.units_total}
-            for s in parts[:MAX_ALERTS_IN_MESSAGE]
-        ],
+        "scope": [list(pair) for pair in scope],
+        "member_facts": [{"where": s.where, "units": len(s.units), "units_total": s.units_total} for s in head],
     }
     state = next_incident_state(
         record,
         key=key,
         kind=IncidentKind.CLUSTER,
         rule=rule.name,
-        firing=any(m.group.firing for m in members),
+        firing=tally.any_firing,
         eligible=bool(firing),
-        severity=severity,
+        severity=tally.severity(pipeline.severities),
         headline=headline,
         labels=labels,
         summary=summary,
         parent=None,
         now=now,
-        activated=min((m.first for m in members if m.first), default=None),
+        activated=tally.activated,
     )
     return state, firing
 

@@ -1,0 +1,169 @@
+"""A rolling-up storm's sums over its members, kept from pass to pass.
+
+A storm of a thousand nodes changes a few members at a time: a webhook of a hundred alerts touches a dozen
+nodes. What its incident says (the labels all members share, the worst severity, the alerts that count,
+the units, the first members in key order) is summed here per member and updated for the members that
+changed, found by identity: a node incident evaluated again is a new `NodeIncident`. A storm seen for the
+first time, or after a full pass (which starts every tally afresh), is summed member by member; the
+incremental engine's property test compares the two.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence, Set
+from datetime import datetime
+from itertools import islice
+from typing import TypeVar
+
+from alertrouter.pipeline.aggregate import IncidentSummary, severity_rank
+from alertrouter.pipeline.incident import NodeIncident
+
+__all__ = ["StormTally"]
+
+_K = TypeVar("_K", bound=Hashable)
+
+
+class StormTally:
+    def __init__(self) -> None:
+        self._nodes: dict[str, NodeIncident] = {}  # member key -> its node incident as last summed
+        self._order: list[str] = []  # the member keys, sorted
+        self._pairs: Counter[tuple[str, str]] = Counter()  # (label, value) -> members' parts that have it
+        self._severities: Counter[str] = Counter()
+        self._firsts: Counter[datetime] = Counter()
+        self._parts = 0  # members with an opening part (alerts that count or are held)
+        self._units = 0
+        self._alerts = 0
+        self._firing_members = 0
+        self._activated: datetime | None = None
+        self._union: frozenset[str] = frozenset()
+
+    def update(self, members: Set[str], nodes: Mapping[str, NodeIncident], touched: Set[str] | None = None) -> None:
+        """Bring the sums to `members` (node keys) as `nodes` describes them now. `touched`: the members
+        evaluated again since the last update, when the caller knows them (else every member is looked at)."""
+        old = self._nodes
+        removed: list[frozenset[str]] = []
+        added: list[frozenset[str]] = []
+        for key in old.keys() - members:
+            self._take(old.pop(key), removed)
+            del self._order[bisect_left(self._order, key)]
+        for key in members - old.keys():
+            insort(self._order, key)
+            node = old[key] = nodes[key]
+            self._add(node, added)
+        for key in members if touched is None else touched & members:
+            node, before = nodes[key], old[key]
+            if before is not node:
+                self._take(before, removed)
+                old[key] = node
+                self._add(node, added)
+        if removed or added:
+            self._union = self._union.difference(*removed).union(*added)
+            if len(self._union) != self._alerts:  # members' alerts shared (never expected): sum afresh
+                self._union = frozenset().union(*(p.firing for p in self.parts()))
+
+    def _add(self, node: NodeIncident, added: list[frozenset[str]]) -> None:
+        if node.group.firing:
+            self._firing_members += 1
+        if node.first is not None:
+            self._firsts[node.first] += 1
+            if self._activated is None or node.first < self._activated:
+                self._activated = node.first
+        part = node.opening
+        if part is not None:
+            self._parts += 1
+            self._pairs.update(part.common_labels.items())
+            self._severities[part.severity] += 1
+            self._units += len(part.units)
+            self._alerts += len(part.firing)
+            added.append(part.firing)
+
+    def _take(self, node: NodeIncident, removed: list[frozenset[str]]) -> None:
+        if node.group.firing:
+            self._firing_members -= 1
+        if node.first is not None:
+            _drop(self._firsts, node.first)
+            if node.first == self._activated and node.first not in self._firsts:
+                self._activated = min(self._firsts, default=None)
+        part = node.opening
+        if part is not None:
+            self._parts -= 1
+            for pair in part.common_labels.items():
+                _drop(self._pairs, pair)
+            _drop(self._severities, part.severity)
+            self._units -= len(part.units)
+            self._alerts -= len(part.firing)
+            removed.append(part.firing)
+
+    # -- what the storm's incident says ---------------------------------------------------------------
+    @property
+    def members(self) -> int:
+        return len(self._order)
+
+    @property
+    def nodes(self) -> int:
+        """Members with a part: the nodes a storm's headline counts."""
+        return self._parts
+
+    @property
+    def units(self) -> int:
+        return self._units
+
+    @property
+    def firing(self) -> frozenset[str]:
+        """The alerts that count, over every member."""
+        return self._union
+
+    @property
+    def any_firing(self) -> bool:
+        return self._firing_members > 0
+
+    @property
+    def activated(self) -> datetime | None:
+        """When the earliest member's earliest opening alert first fired."""
+        return self._activated
+
+    def member_nodes(self) -> list[NodeIncident]:
+        """Every member, in key order (for what needs each of them: a time interval's mutes)."""
+        return [self._nodes[k] for k in self._order]
+
+    def parts(self) -> list[IncidentSummary]:
+        return [p for k in self._order if (p := self._nodes[k].opening) is not None]
+
+    def first_parts(self, count: int) -> list[IncidentSummary]:
+        """The first `count` members' parts in key order."""
+        parts = (self._nodes[k].opening for k in self._order)
+        return list(islice((p for p in parts if p is not None), count))
+
+    def first_opening(self) -> NodeIncident | None:
+        """The first member in key order with a part."""
+        return next((n for k in self._order if (n := self._nodes[k]).opening is not None), None)
+
+    def shared(self) -> Mapping[str, str]:
+        """The labels every member's part has with the same value, in the first part's order (its own
+        labels when it is the only one)."""
+        first = self.first_opening()
+        if first is None or first.opening is None:
+            return {}
+        common = first.opening.common_labels
+        if self._parts == 1:
+            return common
+        pairs, parts = self._pairs, self._parts
+        return {n: v for n, v in common.items() if pairs[(n, v)] == parts}
+
+    def severity(self, order: Sequence[str]) -> str:
+        """The worst of the parts' severities ("" without parts); between severities of one rank
+        (unknown ones), the first part's in key order."""
+        ranked = sorted(self._severities, key=lambda s: severity_rank(s, order))
+        if len(ranked) < 2 or severity_rank(ranked[0], order) != severity_rank(ranked[1], order):
+            return ranked[0] if ranked else ""
+        return min((p.severity for p in self.parts()), key=lambda s: severity_rank(s, order))
+
+
+def _drop(counts: Counter[_K], key: _K) -> None:
+    left = counts[key] - 1
+    if left > 0:
+        counts[key] = left
+    else:
+        del counts[key]
