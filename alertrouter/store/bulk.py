@@ -24,7 +24,7 @@ is parsed with a regular expression: four per alert were half the cost of confir
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, lru_cache
@@ -63,6 +63,25 @@ def _sqlite_datetime(value: datetime | None) -> str | None:
     return None if value is None else (_NAIVE_EPOCH + (_utc(value) - _UTC_EPOCH)).isoformat(" ", "microseconds")
 
 
+def _sqlite_datetimes(values: Iterable[datetime | None]) -> Iterable[str | None]:
+    """`_sqlite_datetime` of each value, converting each distinct instant once: a column repeats a few
+    (the commit's `now` in every row, a burst's shared `startsAt`), and a lookup in a dict built in C
+    costs a third of a call to the cache."""
+    column = list(values)
+    texts = dict.fromkeys(column)
+    for value in texts:
+        texts[value] = _sqlite_datetime(value)
+    return map(texts.__getitem__, column)
+
+
+def _json_texts(values: Iterable[Any]) -> Iterable[str]:
+    """`json_dumps` of each value, by two maps of C functions: no Python call per value (three per alert)."""
+    return map(_decode, map(orjson.dumps, values))
+
+
+_decode = bytes.decode
+
+
 def _check_columns(table: Table, names: Sequence[str]) -> None:
     """Every name is one of `table`'s columns (they go into SQL text as identifiers)."""
     unknown = [c for c in names if c not in table.c]
@@ -79,7 +98,8 @@ def _q(name: str) -> str:
 class _Shape:
     sql: str
     binds: tuple[str, ...]  # column names in parameter order (SQLite) or of the recordset (PostgreSQL)
-    converters: tuple[Callable[[Any], Any] | None, ...]  # SQLite; None: the driver takes the value as it is
+    # SQLite, per column: each value to what the driver takes (None: the value as it is)
+    converters: tuple[Callable[[Iterable[Any]], Iterable[Any]] | None, ...]
     datetimes: tuple[str, ...]  # the columns holding datetimes, which must not be naive
 
 
@@ -97,13 +117,13 @@ def _shape(
     _check_columns(table, (*columns, *key, *(conflict or ())))
     # an update binds what it sets, then the key
     binds = (*(c for c in columns if c not in key), *key) if key else columns
-    converters: list[Callable[[Any], Any] | None] = []
+    converters: list[Callable[[Iterable[Any]], Iterable[Any]] | None] = []
     for name in binds:
         col_type = table.c[name].type
         if isinstance(col_type, UTCDateTime):
-            converters.append(_sqlite_datetime)
+            converters.append(_sqlite_datetimes)
         elif isinstance(col_type, JSON):
-            converters.append(json_dumps)
+            converters.append(_json_texts)
         else:
             converters.append(None)
     if dialect == "sqlite":
@@ -206,7 +226,7 @@ def _columns(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]
     columns: list[list[Any]] = []
     for name, convert in zip(shape.binds, shape.converters, strict=True):
         values = map(itemgetter(name), rows)
-        columns.append(list(values if convert is None else map(convert, values)))
+        columns.append(list(values if convert is None else convert(values)))
     return columns
 
 
