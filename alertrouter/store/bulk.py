@@ -24,6 +24,7 @@ is parsed with a regular expression: four per alert were half the cost of confir
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,7 +33,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, Column, Table, delete, select
+from sqlalchemy import JSON, Column, Table, delete, exc, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -212,12 +213,28 @@ async def _execute(
         return 0
     dialect = session.get_bind().dialect.name
     shape = _shape(dialect, table, tuple(rows[0]), key, conflict, do_update)
-    params: Any = (
-        (_pg_rows(shape, rows),) if dialect == "postgresql" else list(zip(*_columns(shape, rows), strict=True))
-    )
+    if dialect == "sqlite":
+        return int(await _sqlite(session, shape.sql, list(zip(*_columns(shape, rows), strict=True)), many=True))
     connection = await session.connection()
-    result = await connection.exec_driver_sql(shape.sql, params)
+    result = await connection.exec_driver_sql(shape.sql, (_pg_rows(shape, rows),))
     return int(result.rowcount)
+
+
+async def _sqlite(session: AsyncSession, sql: str, params: Any, *, many: bool = False) -> Any:
+    """SQLite: run `sql` on the session's own connection, in its transaction, through aiosqlite itself:
+    the rows it read, or with `many` (an executemany) how many rows it wrote. SQLAlchemy's execution
+    around a driver statement (a greenlet switch, an execution context, a result with its cursor
+    metadata, and for a read two trips to the connection's thread) cost 70-100 us of the event loop
+    per statement, against 25 us here. A driver error is raised as SQLAlchemy raises it (`is_outage`
+    tells a locked store from a refused row by its class)."""
+    connection = await session.connection()
+    driver: Any = connection.sync_connection.connection.driver_connection  # type: ignore[union-attr]
+    try:
+        if many:
+            return (await driver.executemany(sql, params)).rowcount
+        return await driver.execute_fetchall(sql, params)
+    except sqlite3.Error as error:
+        raise exc.DBAPIError.instance(sql, params, error, sqlite3.Error, dialect=connection.dialect) from error
 
 
 def _columns(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
@@ -379,10 +396,12 @@ async def select_in(
         return []
     dialect = session.get_bind().dialect.name
     read = _read(dialect, table, tuple(columns), key, lock)
-    param: Any = json_dumps(list(values)) if dialect == "sqlite" else list(values)
-    connection = await session.connection()
-    result = await connection.exec_driver_sql(read.sql, (param,))
-    rows = [list(row) for row in result.all()]
+    if dialect == "sqlite":
+        found = await _sqlite(session, read.sql, (json_dumps(list(values)),))
+    else:
+        connection = await session.connection()
+        found = (await connection.exec_driver_sql(read.sql, (list(values),))).all()
+    rows = [list(row) for row in found]
     for i, convert in read.converters:
         for row in rows:
             row[i] = convert(row[i])

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from sqlalchemy import exc, select, text
 from sqlalchemy import insert as sa_insert
-from sqlalchemy import select, text
 
-from alertrouter.store import Database, bulk
+from alertrouter.store import Database, bulk, is_outage
 from alertrouter.store.handles import alerts_t, episodes_t, events_t
 from support.integrity import dangling_history
 from support.rows import T0, alert
@@ -55,6 +55,17 @@ async def test_conflicts_are_skipped_or_overwritten_and_counted(db: Database) ->
         await s.commit()
     row = await stored(db, "b" * 16)
     assert (row["status"], row["annotations"]) == ("resolved", {"summary": "cool again"})
+
+
+async def test_a_refused_row_is_raised_as_sqlalchemy_raises_it(db: Database) -> None:
+    # The writer tells a row the store refuses (that payload alone fails) from a store that failed
+    # (503 for everyone) by SQLAlchemy's exception classes, whichever way a statement was run.
+    async with db.write() as s:
+        await bulk.insert(s, alerts_t, [alert("a" * 16)])
+        with pytest.raises(exc.IntegrityError) as refused:
+            await bulk.insert(s, alerts_t, [alert("b" * 16), alert("a" * 16)])
+        await s.rollback()
+    assert not is_outage(refused.value)
 
 
 async def test_update_by_composite_key_touches_only_matching_rows(db: Database) -> None:
