@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, lru_cache
+from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -40,7 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
-__all__ = ["delete_oldest", "insert", "insert_together", "select_in", "update"]
+__all__ = ["delete_oldest", "insert", "insert_returning", "insert_together", "select_in", "update"]
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
@@ -277,6 +278,35 @@ async def insert(
         return await _execute(session, table, rows, conflict=tuple(on_conflict_do_update), do_update=True)
     conflict = tuple(on_conflict_do_nothing) if on_conflict_do_nothing is not None else None
     return await _execute(session, table, rows, conflict=conflict)
+
+
+async def insert_returning(
+    session: AsyncSession,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    on_conflict_do_nothing: Sequence[str],
+    returning: Sequence[str],
+) -> list[tuple[Any, ...]]:
+    """`insert` (a row clashing on `on_conflict_do_nothing` skipped), giving the `returning` columns of
+    each row written (as plain driver values: no datetime or JSON columns there), in no given order.
+    Ingest logs each commit's payloads so, and through SQLAlchemy's ORM execution that was 250 us of
+    the event loop per commit on SQLite, against 25 us per row here."""
+    if not rows:
+        return []
+    _check_columns(table, returning)
+    dialect = session.get_bind().dialect.name
+    conflict = tuple(on_conflict_do_nothing)
+    shape = _shape(dialect, table, tuple(rows[0]), (), conflict, False)
+    sql = f"{shape.sql} RETURNING {', '.join(map(_q, returning))}"
+    if dialect == "postgresql":
+        connection = await session.connection()
+        return [tuple(r) for r in (await connection.exec_driver_sql(sql, (_pg_rows(shape, rows),))).all()]
+    # One statement of len(rows) VALUES groups: an executemany cannot return rows.
+    group = f"({', '.join('?' for _ in shape.binds)})"
+    sql = sql.replace(f"VALUES {group}", f"VALUES {', '.join([group] * len(rows))}", 1)
+    values = list(chain.from_iterable(zip(*_columns(shape, rows), strict=True)))
+    return [tuple(r) for r in await _sqlite(session, sql, values)]
 
 
 async def insert_together(

@@ -12,7 +12,7 @@ from sqlalchemy import exc, select, text
 from sqlalchemy import insert as sa_insert
 
 from alertrouter.store import Database, bulk, is_outage
-from alertrouter.store.handles import alerts_t, episodes_t, events_t
+from alertrouter.store.handles import alerts_t, episodes_t, events_t, raw_events_t
 from support.integrity import dangling_history
 from support.rows import T0, alert
 
@@ -66,6 +66,43 @@ async def test_a_refused_row_is_raised_as_sqlalchemy_raises_it(db: Database) -> 
             await bulk.insert(s, alerts_t, [alert("b" * 16), alert("a" * 16)])
         await s.rollback()
     assert not is_outage(refused.value)
+
+
+async def test_insert_returning_gives_the_rows_written_and_stores_what_sqlalchemy_stores(db: Database) -> None:
+    def raw(digest: str) -> dict[str, Any]:
+        return {
+            "digest": digest,
+            "received_at": T0.astimezone(timezone(timedelta(hours=8))),
+            "source": "webhook",
+            "receiver": "oncall",
+            "group_key": None,
+            "status": "firing",
+            "external_url": "http://am:9093",
+            "alert_count": 2,
+            "truncated_alerts": 0,
+            "rejected_alerts": 0,
+            "body": '{"alerts": []}',
+        }
+
+    async with db.write() as s:
+        await s.execute(sa_insert(raw_events_t), [raw("a" * 64)])
+        written = await bulk.insert_returning(
+            s,
+            raw_events_t,
+            [raw("a" * 64), raw("b" * 64), raw("c" * 64)],
+            on_conflict_do_nothing=["digest"],
+            returning=["digest", "id"],
+        )
+        await s.commit()
+    async with db.read() as s:
+        stored = {r.digest: r for r in (await s.execute(select(raw_events_t))).all()}
+    assert sorted(written) == [("b" * 64, stored["b" * 64].id), ("c" * 64, stored["c" * 64].id)]
+    assert len(stored) == 3
+    columns = [c.name for c in raw_events_t.c if c.name not in ("id", "digest")]
+    assert [getattr(stored["b" * 64], c) for c in columns] == [getattr(stored["a" * 64], c) for c in columns]
+    async with db.read() as s:  # the same text as SQLAlchemy's in the database itself, not only once read
+        texts = (await s.execute(text("SELECT DISTINCT CAST(received_at AS TEXT) FROM raw_events"))).all()
+    assert len(texts) == 1
 
 
 async def test_update_by_composite_key_touches_only_matching_rows(db: Database) -> None:
