@@ -4,7 +4,9 @@ be exactly what SQLAlchemy itself stores, since everything else reads those rows
 from __future__ import annotations
 
 import random
+import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from sqlalchemy import insert as sa_insert
 
 from alertrouter.store import Database, bulk, is_outage
 from alertrouter.store.handles import alerts_t, episodes_t, events_t, raw_events_t
+from alertrouter.store.migrate import upgrade
 from support.integrity import dangling_history
 from support.rows import T0, alert
 
@@ -66,6 +69,25 @@ async def test_a_refused_row_is_raised_as_sqlalchemy_raises_it(db: Database) -> 
             await bulk.insert(s, alerts_t, [alert("b" * 16), alert("a" * 16)])
         await s.rollback()
     assert not is_outage(refused.value)
+
+
+async def test_a_locked_sqlite_store_is_raised_as_an_outage(tmp_path: Path) -> None:
+    # Another process holds SQLite's write lock past the busy timeout: the store failed (503, retried),
+    # not this payload; bulk's statements run on the driver itself, and must say so as SQLAlchemy would.
+    url = f"sqlite+aiosqlite:///{tmp_path / 'alertrouter.db'}"
+    upgrade(url)
+    db = Database(url, busy_timeout=0.05)
+    other = sqlite3.connect(tmp_path / "alertrouter.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        async with db.write() as s:
+            with pytest.raises(exc.OperationalError) as failed:
+                await bulk.insert(s, alerts_t, [alert("a" * 16)])
+            await s.rollback()
+        assert is_outage(failed.value)
+    finally:
+        other.close()
+        await db.dispose()
 
 
 async def test_insert_returning_gives_the_rows_written_and_stores_what_sqlalchemy_stores(db: Database) -> None:
