@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import AlertState, AlertStatus, ResolvedBy
 from alertrouter.store import bulk
-from alertrouter.store.handles import alerts_t, episodes_t, events_t, insert_for, raw_events_t
+from alertrouter.store.handles import alerts_t, episodes_t, events_t, raw_events_t
 
 __all__ = [
     "close_episodes",
@@ -34,10 +34,11 @@ async def insert_raw_events(session: AsyncSession, rows: Sequence[Mapping[str, A
     PostgreSQL wait for each other's digests in one order and never deadlock."""
     if not rows:
         return {}
-    stmt = insert_for(session, raw_events_t).on_conflict_do_nothing(index_elements=["digest"])  # type: ignore[attr-defined]
-    stmt = stmt.returning(raw_events_t.c.digest, raw_events_t.c.id)
-    result = await session.execute(stmt, sorted(rows, key=lambda r: str(r["digest"])))
-    return {digest: id_ for digest, id_ in result}
+    ordered = sorted(rows, key=lambda r: str(r["digest"]))
+    written = await bulk.insert_returning(
+        session, raw_events_t, ordered, on_conflict_do_nothing=["digest"], returning=["digest", "id"]
+    )
+    return {digest: id_ for digest, id_ in written}
 
 
 async def prune_raw_events(session: AsyncSession, before: datetime, *, limit: int) -> int:

@@ -24,22 +24,24 @@ is parsed with a regular expression: four per alert were half the cost of confir
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, lru_cache
+from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, Column, Table, delete, select
+from sqlalchemy import JSON, Column, Table, delete, exc, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
-__all__ = ["delete_oldest", "insert", "insert_together", "select_in", "update"]
+__all__ = ["delete_oldest", "insert", "insert_returning", "insert_together", "select_in", "update"]
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
@@ -63,6 +65,25 @@ def _sqlite_datetime(value: datetime | None) -> str | None:
     return None if value is None else (_NAIVE_EPOCH + (_utc(value) - _UTC_EPOCH)).isoformat(" ", "microseconds")
 
 
+def _sqlite_datetimes(values: Iterable[datetime | None]) -> Iterable[str | None]:
+    """`_sqlite_datetime` of each value, converting each distinct instant once: a column repeats a few
+    (the commit's `now` in every row, a burst's shared `startsAt`), and a lookup in a dict built in C
+    costs a third of a call to the cache."""
+    column = list(values)
+    texts = dict.fromkeys(column)
+    for value in texts:
+        texts[value] = _sqlite_datetime(value)
+    return map(texts.__getitem__, column)
+
+
+def _json_texts(values: Iterable[Any]) -> Iterable[str]:
+    """`json_dumps` of each value, by two maps of C functions: no Python call per value (three per alert)."""
+    return map(_decode, map(orjson.dumps, values))
+
+
+_decode = bytes.decode
+
+
 def _check_columns(table: Table, names: Sequence[str]) -> None:
     """Every name is one of `table`'s columns (they go into SQL text as identifiers)."""
     unknown = [c for c in names if c not in table.c]
@@ -79,7 +100,8 @@ def _q(name: str) -> str:
 class _Shape:
     sql: str
     binds: tuple[str, ...]  # column names in parameter order (SQLite) or of the recordset (PostgreSQL)
-    converters: tuple[Callable[[Any], Any] | None, ...]  # SQLite; None: the driver takes the value as it is
+    # SQLite, per column: each value to what the driver takes (None: the value as it is)
+    converters: tuple[Callable[[Iterable[Any]], Iterable[Any]] | None, ...]
     datetimes: tuple[str, ...]  # the columns holding datetimes, which must not be naive
 
 
@@ -97,13 +119,13 @@ def _shape(
     _check_columns(table, (*columns, *key, *(conflict or ())))
     # an update binds what it sets, then the key
     binds = (*(c for c in columns if c not in key), *key) if key else columns
-    converters: list[Callable[[Any], Any] | None] = []
+    converters: list[Callable[[Iterable[Any]], Iterable[Any]] | None] = []
     for name in binds:
         col_type = table.c[name].type
         if isinstance(col_type, UTCDateTime):
-            converters.append(_sqlite_datetime)
+            converters.append(_sqlite_datetimes)
         elif isinstance(col_type, JSON):
-            converters.append(json_dumps)
+            converters.append(_json_texts)
         else:
             converters.append(None)
     if dialect == "sqlite":
@@ -192,12 +214,28 @@ async def _execute(
         return 0
     dialect = session.get_bind().dialect.name
     shape = _shape(dialect, table, tuple(rows[0]), key, conflict, do_update)
-    params: Any = (
-        (_pg_rows(shape, rows),) if dialect == "postgresql" else list(zip(*_columns(shape, rows), strict=True))
-    )
+    if dialect == "sqlite":
+        return int(await _sqlite(session, shape.sql, list(zip(*_columns(shape, rows), strict=True)), many=True))
     connection = await session.connection()
-    result = await connection.exec_driver_sql(shape.sql, params)
+    result = await connection.exec_driver_sql(shape.sql, (_pg_rows(shape, rows),))
     return int(result.rowcount)
+
+
+async def _sqlite(session: AsyncSession, sql: str, params: Any, *, many: bool = False) -> Any:
+    """SQLite: run `sql` on the session's own connection, in its transaction, through aiosqlite itself:
+    the rows it read, or with `many` (an executemany) how many rows it wrote. SQLAlchemy's execution
+    around a driver statement (a greenlet switch, an execution context, a result with its cursor
+    metadata, and for a read two trips to the connection's thread) cost 70-100 us of the event loop
+    per statement, against 25 us here. A driver error is raised as SQLAlchemy raises it (`is_outage`
+    tells a locked store from a refused row by its class)."""
+    connection = await session.connection()
+    driver: Any = connection.sync_connection.connection.driver_connection  # type: ignore[union-attr]
+    try:
+        if many:
+            return (await driver.executemany(sql, params)).rowcount
+        return await driver.execute_fetchall(sql, params)
+    except sqlite3.Error as error:
+        raise exc.DBAPIError.instance(sql, params, error, sqlite3.Error, dialect=connection.dialect) from error
 
 
 def _columns(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
@@ -206,7 +244,7 @@ def _columns(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]
     columns: list[list[Any]] = []
     for name, convert in zip(shape.binds, shape.converters, strict=True):
         values = map(itemgetter(name), rows)
-        columns.append(list(values if convert is None else map(convert, values)))
+        columns.append(list(values if convert is None else convert(values)))
     return columns
 
 
@@ -240,6 +278,35 @@ async def insert(
         return await _execute(session, table, rows, conflict=tuple(on_conflict_do_update), do_update=True)
     conflict = tuple(on_conflict_do_nothing) if on_conflict_do_nothing is not None else None
     return await _execute(session, table, rows, conflict=conflict)
+
+
+async def insert_returning(
+    session: AsyncSession,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    on_conflict_do_nothing: Sequence[str],
+    returning: Sequence[str],
+) -> list[tuple[Any, ...]]:
+    """`insert` (a row clashing on `on_conflict_do_nothing` skipped), giving the `returning` columns of
+    each row written (as plain driver values: no datetime or JSON columns there), in no given order.
+    Ingest logs each commit's payloads so, and through SQLAlchemy's ORM execution that was 250 us of
+    the event loop per commit on SQLite, against 25 us per row here."""
+    if not rows:
+        return []
+    _check_columns(table, returning)
+    dialect = session.get_bind().dialect.name
+    conflict = tuple(on_conflict_do_nothing)
+    shape = _shape(dialect, table, tuple(rows[0]), (), conflict, False)
+    sql = f"{shape.sql} RETURNING {', '.join(map(_q, returning))}"
+    if dialect == "postgresql":
+        connection = await session.connection()
+        return [tuple(r) for r in (await connection.exec_driver_sql(sql, (_pg_rows(shape, rows),))).all()]
+    # One statement of len(rows) VALUES groups: an executemany cannot return rows.
+    group = f"({', '.join('?' for _ in shape.binds)})"
+    sql = sql.replace(f"VALUES {group}", f"VALUES {', '.join([group] * len(rows))}", 1)
+    values = list(chain.from_iterable(zip(*_columns(shape, rows), strict=True)))
+    return [tuple(r) for r in await _sqlite(session, sql, values)]
 
 
 async def insert_together(
@@ -359,10 +426,12 @@ async def select_in(
         return []
     dialect = session.get_bind().dialect.name
     read = _read(dialect, table, tuple(columns), key, lock)
-    param: Any = json_dumps(list(values)) if dialect == "sqlite" else list(values)
-    connection = await session.connection()
-    result = await connection.exec_driver_sql(read.sql, (param,))
-    rows = [list(row) for row in result.all()]
+    if dialect == "sqlite":
+        found = await _sqlite(session, read.sql, (json_dumps(list(values)),))
+    else:
+        connection = await session.connection()
+        found = (await connection.exec_driver_sql(read.sql, (list(values),))).all()
+    rows = [list(row) for row in found]
     for i, convert in read.converters:
         for row in rows:
             row[i] = convert(row[i])

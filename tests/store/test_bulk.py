@@ -4,15 +4,18 @@ be exactly what SQLAlchemy itself stores, since everything else reads those rows
 from __future__ import annotations
 
 import random
+import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import exc, select, text
 from sqlalchemy import insert as sa_insert
-from sqlalchemy import select, text
 
-from alertrouter.store import Database, bulk
-from alertrouter.store.handles import alerts_t, episodes_t, events_t
+from alertrouter.store import Database, bulk, is_outage
+from alertrouter.store.handles import alerts_t, episodes_t, events_t, raw_events_t
+from alertrouter.store.migrate import upgrade
 from support.integrity import dangling_history
 from support.rows import T0, alert
 
@@ -55,6 +58,73 @@ async def test_conflicts_are_skipped_or_overwritten_and_counted(db: Database) ->
         await s.commit()
     row = await stored(db, "b" * 16)
     assert (row["status"], row["annotations"]) == ("resolved", {"summary": "cool again"})
+
+
+async def test_a_refused_row_is_raised_as_sqlalchemy_raises_it(db: Database) -> None:
+    # The writer tells a row the store refuses (that payload alone fails) from a store that failed
+    # (503 for everyone) by SQLAlchemy's exception classes, whichever way a statement was run.
+    async with db.write() as s:
+        await bulk.insert(s, alerts_t, [alert("a" * 16)])
+        with pytest.raises(exc.IntegrityError) as refused:
+            await bulk.insert(s, alerts_t, [alert("b" * 16), alert("a" * 16)])
+        await s.rollback()
+    assert not is_outage(refused.value)
+
+
+async def test_a_locked_sqlite_store_is_raised_as_an_outage(tmp_path: Path) -> None:
+    # Another process holds SQLite's write lock past the busy timeout: the store failed (503, retried),
+    # not this payload; bulk's statements run on the driver itself, and must say so as SQLAlchemy would.
+    url = f"sqlite+aiosqlite:///{tmp_path / 'alertrouter.db'}"
+    upgrade(url)
+    db = Database(url, busy_timeout=0.05)
+    other = sqlite3.connect(tmp_path / "alertrouter.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        async with db.write() as s:
+            with pytest.raises(exc.OperationalError) as failed:
+                await bulk.insert(s, alerts_t, [alert("a" * 16)])
+            await s.rollback()
+        assert is_outage(failed.value)
+    finally:
+        other.close()
+        await db.dispose()
+
+
+async def test_insert_returning_gives_the_rows_written_and_stores_what_sqlalchemy_stores(db: Database) -> None:
+    def raw(digest: str) -> dict[str, Any]:
+        return {
+            "digest": digest,
+            "received_at": T0.astimezone(timezone(timedelta(hours=8))),
+            "source": "webhook",
+            "receiver": "oncall",
+            "group_key": None,
+            "status": "firing",
+            "external_url": "http://am:9093",
+            "alert_count": 2,
+            "truncated_alerts": 0,
+            "rejected_alerts": 0,
+            "body": '{"alerts": []}',
+        }
+
+    async with db.write() as s:
+        await s.execute(sa_insert(raw_events_t), [raw("a" * 64)])
+        written = await bulk.insert_returning(
+            s,
+            raw_events_t,
+            [raw("a" * 64), raw("b" * 64), raw("c" * 64)],
+            on_conflict_do_nothing=["digest"],
+            returning=["digest", "id"],
+        )
+        await s.commit()
+    async with db.read() as s:
+        stored = {r.digest: r for r in (await s.execute(select(raw_events_t))).all()}
+    assert sorted(written) == [("b" * 64, stored["b" * 64].id), ("c" * 64, stored["c" * 64].id)]
+    assert len(stored) == 3
+    columns = [c.name for c in raw_events_t.c if c.name not in ("id", "digest")]
+    assert [getattr(stored["b" * 64], c) for c in columns] == [getattr(stored["a" * 64], c) for c in columns]
+    async with db.read() as s:  # the same text as SQLAlchemy's in the database itself, not only once read
+        texts = (await s.execute(text("SELECT DISTINCT CAST(received_at AS TEXT) FROM raw_events"))).all()
+    assert len(texts) == 1
 
 
 async def test_update_by_composite_key_touches_only_matching_rows(db: Database) -> None:
