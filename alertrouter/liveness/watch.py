@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 from alertrouter import i18n
 from alertrouter.i18n import Locale
 from alertrouter.ingest.batch import IngestBatch
-from alertrouter.labels import fingerprint
+from alertrouter.labels import MatchType, fingerprint
 from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertStatus, IncomingAlert
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.store.heartbeats import HeartbeatRecord
@@ -81,7 +81,11 @@ def heard(configs: Sequence[HeartbeatConfig], alerts: Iterable[IncomingAlert]) -
     names: set[str] = set()
     others: list[IncomingAlert] = []
     beats = 0
+    only = _alertnames(configs)
     for alert in alerts:
+        if only is not None and alert.labels.get("alertname", "") not in only:
+            others.append(alert)  # no heartbeat's: most of every payload, told apart by one lookup
+            continue
         matched = [c.name for c in configs if c.matches(alert.labels)]
         if not matched:
             others.append(alert)
@@ -90,6 +94,20 @@ def heard(configs: Sequence[HeartbeatConfig], alerts: Iterable[IncomingAlert]) -
         if alert.status is AlertStatus.FIRING:
             names.update(matched)
     return Heard(frozenset(names), others, beats)
+
+
+def _alertnames(configs: Sequence[HeartbeatConfig]) -> frozenset[str] | None:
+    """The alertnames a heartbeat's alert has, when each heartbeat names one (`alertname="Watchdog"`,
+    as the shipped one does); None when one matches alertnames otherwise (a regex, or none at all)."""
+    names: set[str] = set()
+    for config in configs:
+        if not config.matchers:
+            continue  # refreshed over HTTP only: matches no alert
+        named = [m.value for m in config.matchers if m.name == "alertname" and m.type is MatchType.EQ]
+        if not named:
+            return None
+        names.add(named[0])
+    return frozenset(names)
 
 
 def _clock_text(at: datetime, zone: str) -> str:
