@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator
 
@@ -18,7 +19,7 @@ from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
-from alertrouter.heap import settle_heap
+from alertrouter.heap import settle_heap, time_collections
 from alertrouter.ingest.activity import IngestActivity
 from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.touches import TouchBuffer
@@ -159,11 +160,16 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
             ", ".join(ruleset.sources) or "defaults",
             ruleset.config_hash,
         )
+        timer = None
         if server:
             settle_heap()
+            pause = runtime.metrics.gc_pause
+            timer = time_collections([pause.labels(generation=str(g)).observe for g in range(3)])
         try:
             yield
         finally:
+            if timer is not None:
+                gc.callbacks.remove(timer)
             if runtime.scheduler is not None:
                 await runtime.scheduler.stop()
             if runtime.heartbeats is not None:

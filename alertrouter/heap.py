@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gc
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
-__all__ = ["GEN0_THRESHOLD", "freeze_held", "settle_heap"]
+__all__ = ["GEN0_THRESHOLD", "freeze_held", "settle_heap", "time_collections"]
 
 GEN0_THRESHOLD = 10_000  # allocations between young collections (CPython's default: 700)
 
@@ -36,3 +39,20 @@ def freeze_held() -> None:
     that 0.85 s): a cycle already unreachable at this moment stays in memory.
     """
     gc.freeze()
+
+
+def time_collections(observe: Sequence[Callable[[float], None]]) -> Callable[[str, dict[str, Any]], None]:
+    """Time each collection from now on: `observe[generation](seconds)` as it ends (`gc.callbacks`).
+    Returns the callback, for `gc.callbacks.remove`. A collection runs in whichever thread allocated
+    and holds the interpreter throughout, so one clock reading each side is its pause."""
+    started = 0.0
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        nonlocal started
+        if phase == "start":
+            started = time.perf_counter()
+        else:
+            observe[info["generation"]](time.perf_counter() - started)
+
+    gc.callbacks.append(callback)
+    return callback

@@ -81,6 +81,14 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.gc_pause = Histogram(
+            "alertrouter_gc_pause_seconds",
+            "Collections of Python's cyclic garbage collector, by generation, and how long each stopped the "
+            "process (nothing else runs meanwhile: a long generation 2 one delays every answer).",
+            ["generation"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         self.engine_passes = Counter(
             "alertrouter_engine_passes_total",
             "Engine passes that evaluated something, by scope: incremental (what the changes touched) or "

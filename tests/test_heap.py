@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from alertrouter.heap import GEN0_THRESHOLD, settle_heap
+from alertrouter.heap import GEN0_THRESHOLD, settle_heap, time_collections
 
 
 @pytest.fixture(autouse=True)
@@ -46,3 +46,18 @@ def test_cycles_made_after_settling_are_still_collected() -> None:
     del a, b
     gc.collect()
     assert gone() is None
+
+
+def test_each_collection_is_timed_under_its_generation() -> None:
+    seen: list[tuple[int, float]] = []
+    observe = [lambda s, g=g: seen.append((g, s)) for g in range(3)]  # type: ignore[misc]
+    callback = time_collections(observe)
+    try:
+        gc.collect(0)
+        gc.collect(2)
+    finally:
+        gc.callbacks.remove(callback)
+    assert [g for g, _ in seen] == [0, 2]
+    assert all(0 <= s < 60 for _, s in seen)
+    gc.collect(1)
+    assert len(seen) == 2  # removed: no more observations

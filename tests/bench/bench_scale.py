@@ -182,6 +182,17 @@ class Server:
             read_metric(text, "alertrouter_engine_pass_duration_seconds_sum"),
         )
 
+    def collections(self) -> dict[str, tuple[float, float]]:
+        """Garbage collections so far by generation: (count, seconds the process stood still)."""
+        text = self.metrics()
+        return {
+            g: (
+                read_metric(text, "alertrouter_gc_pause_seconds_count", generation=g),
+                read_metric(text, "alertrouter_gc_pause_seconds_sum", generation=g),
+            )
+            for g in ("0", "1", "2")
+        }
+
     def rss(self) -> dict[str, int]:
         status = Path(f"/proc/{self.proc.popen.pid}/status").read_text()
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
@@ -258,6 +269,7 @@ class Result:
     storm_settled_s: float = 0.0
     reads: dict[str, list[float]] = field(default_factory=dict)
     violations: int = 0
+    storm_gc: dict[str, tuple[float, float]] = field(default_factory=dict)  # generation -> (collections, s)
 
 
 def load(server: Server, alerts: list[dict[str, str]], what: str, result: Result) -> None:
@@ -377,6 +389,7 @@ def run_phases(server: Server, size: Size, result: Result, *, told: Callable[[],
     stop = threading.Event()
     reader = threading.Thread(target=timed_reads, args=(server, stop, result.reads))
     progress(f"{kind}: storm: {len(storm):,} alerts on {storm_nodes:,} nodes, reading the incident lists ...")
+    gc_before = server.collections()
     reader.start()
     started = time.perf_counter()
     try:
@@ -388,6 +401,8 @@ def run_phases(server: Server, size: Size, result: Result, *, told: Callable[[],
     finally:
         stop.set()
         reader.join()
+    gc_after = server.collections()
+    result.storm_gc = {g: (gc_after[g][0] - gc_before[g][0], gc_after[g][1] - gc_before[g][1]) for g in gc_after}
     wait_for_delivery(server)
     progress(f"{kind}: storm decided after {result.storm_settled_s:.1f} s")
 
@@ -439,6 +454,8 @@ def report(results: list[Result], quick: bool, size: Size) -> str:
             f"| {r.store} | messages out (fake robots' accepted requests): before the storm / for it | "
             f"{r.messages_before} / {r.messages_storm} (robots over 20/min: {r.violations}) |",
         ]
+        gcs = ", ".join(f"generation {g}: {n:.0f} ({sec * 1000:.0f} ms)" for g, (n, sec) in sorted(r.storm_gc.items()))
+        lines.append(f"| {r.store} | garbage collections during the storm (time stopped) | {gcs} |")
         for path, times in sorted(r.reads.items()):
             lines.append(
                 f"| {r.store} | `GET {path}` during the storm ({len(times)} reads) | p50 {pct(times, 0.5):.0f} ms, "

@@ -220,3 +220,16 @@ def test_direct_push_fingerprints_match_alertmanager(router: Router, start_am: C
         what="Alertmanager's webhook with the same alerts",
     )
     assert {fp: a["labels"] for fp, a in router.by_fingerprint().items()} == direct
+
+
+def test_serve_times_its_garbage_collections(router: Router) -> None:
+    """`/metrics` says how long Python's cyclic collector stopped the process, by generation (a long
+    generation 2 collection delays every answer); young collections come with any traffic."""
+
+    def collected() -> bool:
+        alerts = [postable_alert(gpu_labels(NODE + 2, gpu)) for gpu in range(8)]
+        assert router.post_api_v2(alerts).status_code == 200
+        return router.metric("alertrouter_gc_pause_seconds_count", generation="0") > 0
+
+    wait_for(collected, what="a young collection timed")
+    assert router.metric("alertrouter_gc_pause_seconds_sum", generation="0") > 0
