@@ -48,6 +48,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -518,17 +519,24 @@ class ClusterBox:
         self.routers[self.routers.index(router)] = fresh
         return fresh
 
-    def restart_prometheus(self) -> None:
+    def restart_prometheus(self) -> float:
         """Stop Prometheus (SIGTERM: a clean shutdown, as a rollout does) and start it again with the same
-        config, TSDB directory and port, waiting until it is ready. Its log goes on in the same file."""
+        config, TSDB directory and port, waiting until it is ready. Its log goes on in the same file.
+
+        Returns the moment (Unix time) the old one had exited: every sample it wrote is at or before it, and
+        the new one writes none before it is started."""
         old = self.prometheus
-        old.stop()
+        code = old.stop()
+        stopped = time.time()
+        assert code == 0, f"prometheus did not stop cleanly on SIGTERM (exit {code}):\n{old.logs()[-4000:]}"
         self.prometheus = _start("prometheus", self._prometheus_args, old.log.parent, old.url, "/-/ready")
+        return stopped
 
     # -- reading the chain ---------------------------------------------------------------------
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        """Prometheus's instant query result for `expr`."""
-        r = httpx.get(self.prometheus.url + "/api/v1/query", params={"query": expr}, timeout=10)
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        """Prometheus's instant query result for `expr`, now or at Unix time `at`."""
+        params: dict[str, Any] = {"query": expr} if at is None else {"query": expr, "time": at}
+        r = httpx.get(self.prometheus.url + "/api/v1/query", params=params, timeout=10)
         assert r.status_code == 200, r.text
         result: list[dict[str, Any]] = r.json()["data"]["result"]
         return result

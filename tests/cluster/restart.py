@@ -9,7 +9,15 @@ One timeline:
    without `for` is not restored and fires anew), and sends every firing alert to both Alertmanagers again
    with a new `startsAt`: Prometheus sends its FiredAt, which for all of them is now. Prometheus 2.42 sends
    the restored ones a resend delay (1m) after the restart, hence the longest wait of this timeline.
-   Alertmanager merges each into the alert it holds (their activity overlaps) and keeps the earlier start;
+   Alertmanager merges each into the alert it holds (their activity overlaps) and keeps the earlier start.
+   Prometheus restores the `for` state of the alerts it finds active after its second evaluation, which in the
+   box comes before its first scrape (targets reach its scrape manager on a 5s tick), so on the data it had
+   at the stop. A scrape in flight at the SIGTERM is cancelled, and Prometheus 2.42 records it as failed:
+   `up` 0 and that target's series marked stale. Its alerts are then not active (nothing is restored for them;
+   they go pending anew at the next scrape and fire again, a `for` later, with a new activeAt) and, for `for:`
+   shorter than the wait for that scrape, its DCGMExporterDown fires for a few seconds. A scrape of the fleet
+   takes a few dozen milliseconds of every 1s interval, so some runs catch one: `held_at_stop` says which
+   alerts Prometheus could restore, `up_at_stop` and `failed_scrapes` show the cut;
 3. once Prometheus has sent its firing alerts again, a MARKER alert (XID 48 on another node) is raised. It
    travels the same chain after them, and alertrouter tells it only after its 30s group_wait: once the marker
    is at the vendors, whatever the re-sent alerts were going to cause has happened. That is the bound on
@@ -19,8 +27,12 @@ One timeline:
 from __future__ import annotations
 
 import json
+import math
+import time
 from dataclasses import dataclass
 from typing import Any
+
+import httpx
 
 from cluster.box import DINGTALK_CORE, DINGTALK_OPS, WECOM_KEY, ClusterBox, is_digest
 from cluster.rack import settled
@@ -82,6 +94,9 @@ class Restart:
     told_after: Vendored
     notifications_before: list[dict[str, Any]]
     notifications: list[dict[str, Any]]
+    held_at_stop: set[str]  # keys of prometheus_before whose rule still held on the data at the stop
+    up_at_stop: dict[str, str]  # "job/instance" -> the value of its target's last `up` before the stop
+    failed_scrapes: dict[str, int]  # "job/instance" -> its failed scrapes between the "before" snapshot and the stop
 
 
 def _firing(box: ClusterBox) -> dict[str, dict[str, Any]]:
@@ -95,6 +110,31 @@ def _resent(box: ClusterBox, before: dict[str, dict[str, Any]]) -> float:
         return 0.0
     sent = box.prometheus_metric("prometheus_notifications_sent_total")
     return sent if sent >= 2 * len(before) else 0.0
+
+
+def _held_at(box: ClusterBox, alerts: dict[str, dict[str, Any]], at: float) -> set[str]:
+    """The keys of `alerts` whose alerting rule's expression held at Unix time `at` on Prometheus's data: the
+    series it gave, with the rule's labels and alertname, is the alert's label set. Those are the alerts a
+    Prometheus evaluating that data finds active."""
+    r = httpx.get(box.prometheus.url + "/api/v1/rules", params={"type": "alert"}, timeout=10)
+    assert r.status_code == 200, r.text
+    rules = [rule for group in r.json()["data"]["groups"] for rule in group["rules"]]
+    held: set[str] = set()
+    for key, alert in alerts.items():
+        labels = alert["labels"]
+        for rule in rules:
+            own = rule.get("labels") or {}
+            if rule["name"] != labels["alertname"] or any(labels.get(k) != v for k, v in own.items()):
+                continue
+            for series in box.query(rule["query"], at=at):
+                found = {k: v for k, v in series["metric"].items() if k != "__name__"}
+                if {**found, **own, "alertname": rule["name"]} == labels:
+                    held.add(key)
+    return held
+
+
+def _target(series: dict[str, Any]) -> str:
+    return f"{series['metric']['job']}/{series['metric']['instance']}"
 
 
 def _incidents(router: Router) -> dict[int, dict[str, Any]]:
@@ -131,13 +171,16 @@ def run_restart(box: ClusterBox) -> Restart:
     wait_for(lambda: _told(box, marker=False), what="every first message at the fakes", timeout=TIMEOUT)
     notifications_before = wait_for(lambda: settled(router), what="nothing held or pending", timeout=TIMEOUT)
     prometheus_before = _firing(box)
+    snapshot = time.time()
     stored_before = router.by_fingerprint()
     incidents_before = _incidents(router)
     told_before = Vendored.of(box)
 
     # 2. restart Prometheus; wait until it has sent every alert that fired before to the Alertmanagers again
-    box.restart_prometheus()
+    stopped = box.restart_prometheus()
     sent = wait_for(lambda: _resent(box, prometheus_before), what="the alerts sent again", timeout=TIMEOUT)
+    window = f"{math.ceil(stopped - snapshot)}s"
+    failed = box.query(f"count_over_time(up[{window}]) - sum_over_time(up[{window}])", at=stopped)
     prometheus_after = _firing(box)
 
     # 3. the marker: once it is told, the re-sent alerts have been through the chain
@@ -159,4 +202,7 @@ def run_restart(box: ClusterBox) -> Restart:
         told_after=Vendored.of(box),
         notifications_before=notifications_before,
         notifications=rows,
+        held_at_stop=_held_at(box, prometheus_before, stopped),
+        up_at_stop={_target(s): s["value"][1] for s in box.query("up", at=stopped)},
+        failed_scrapes={_target(s): int(float(s["value"][1])) for s in failed},
     )
