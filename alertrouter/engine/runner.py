@@ -65,6 +65,8 @@ QUARANTINE_ROUNDS = 5  # a pass is retried after quarantining at most this often
 STALE_RECHECK = timedelta(minutes=1)  # how often a stale alert past RECENT is looked at for eviction
 UNTOLD = (Decision.STALE.value, Decision.RESOLVING.value)  # resolved, the resolve not told (pipeline/stale.py)
 FULL_EVERY = timedelta(minutes=10)  # a full pass this often, whatever changed: the incremental ones' safety net
+# live alerts more than at the last freeze of what the process holds (`heap.freeze_held`): freeze again
+FREEZE_GROWTH = 10_000
 
 
 class EngineRunner:
@@ -86,16 +88,20 @@ class EngineRunner:
         incremental: bool = True,
         full_every: timedelta = FULL_EVERY,
         freeze_after_full: bool = False,
+        freeze_growth: int = FREEZE_GROWTH,
     ) -> None:
         self._db = db
         # Incremental passes evaluate what changed (`Evaluator.evaluate_changes`); a full one every
         # `full_every` is the safety net. `incremental=False`: every pass full (the tests' oracle).
         self._incremental = incremental
         self._full_every = full_every
-        # `serve`: after each full pass, what the process holds is frozen out of the cyclic garbage
-        # collector's sight (`heap.freeze_held`). Off by default: a test process would keep the
-        # cyclic garbage of every test.
+        # `serve`: after each full pass, and after a pass that holds `freeze_growth` more live alerts than
+        # the last freeze, what the process holds is frozen out of the cyclic garbage collector's sight
+        # (`heap.freeze_held`): a load between two full passes (ten minutes) would otherwise be walked by
+        # every full collection. Off by default: a test process would keep the cyclic garbage of every test.
         self._freeze_after_full = freeze_after_full
+        self._freeze_growth = freeze_growth
+        self._frozen_live = 0  # live alerts at the last freeze
         self._full_at: datetime | None = None
         # What the node lookup (topology.prometheus) found: read at every pass, a new snapshot makes
         # the pass a full one (the lookup nudges the engine when it has one).
@@ -301,8 +307,9 @@ class EngineRunner:
         self._book.evaluated()
         if full:
             self._full_at = now + self._full_every
-            if self._freeze_after_full:
-                freeze_held()
+        if self._freeze_after_full and (full or len(self._alerts) >= self._frozen_live + self._freeze_growth):
+            freeze_held()
+            self._frozen_live = len(self._alerts)
         changes = self._decision_changes(result, now)
         rewritten = record_changes(records, result)
         after = RecordsAfter(records, rewritten)

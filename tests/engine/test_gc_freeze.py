@@ -43,3 +43,20 @@ async def test_full_passes_freeze_what_the_engine_holds_when_asked(tmp_path: Pat
         # What the engine held then is among the frozen objects: no generation's collection lists it.
         listed = any(o is held for generation in range(3) for o in gc.get_objects(generation))
         assert listed is not freeze
+
+
+@pytest.mark.usefixtures("unfrozen")
+async def test_a_pass_that_finds_many_more_live_alerts_freezes_them_between_full_passes(tmp_path: Path) -> None:
+    """A load between two full passes (ten minutes apart) is frozen once it has grown by `freeze_growth`
+    live alerts: until then every full collection walks it."""
+    async with on_sqlite(tmp_path / "gc.db", freeze_after_full=True, freeze_growth=3) as (_, clock, ingestor, runner):
+        await runner.run_once()  # the first pass, a full one, over nothing
+        node = "gpu-node-01"
+        for gpus, frozen_after in ((range(2), False), (range(2, 4), True)):
+            clock.now += timedelta(seconds=5)
+            labels = [gpu_labels(node, gpu, region="north") for gpu in gpus]
+            await ingestor.ingest(parse_webhook(webhook(labels)).batch)
+            await runner.run_once()  # incremental: 2 live alerts, then 4
+            held = runner._alerts[next(iter(runner._alerts))]
+            listed = any(o is held for generation in range(3) for o in gc.get_objects(generation))
+            assert listed is not frozen_after, (len(runner._alerts), frozen_after)
