@@ -270,6 +270,7 @@ class Result:
     reads: dict[str, list[float]] = field(default_factory=dict)
     violations: int = 0
     storm_gc: dict[str, tuple[float, float]] = field(default_factory=dict)  # generation -> (collections, s)
+    load_gc: dict[str, tuple[float, float]] = field(default_factory=dict)  # the same, from the start to the storm
 
 
 def load(server: Server, alerts: list[dict[str, str]], what: str, result: Result) -> None:
@@ -389,7 +390,7 @@ def run_phases(server: Server, size: Size, result: Result, *, told: Callable[[],
     stop = threading.Event()
     reader = threading.Thread(target=timed_reads, args=(server, stop, result.reads))
     progress(f"{kind}: storm: {len(storm):,} alerts on {storm_nodes:,} nodes, reading the incident lists ...")
-    gc_before = server.collections()
+    gc_before = result.load_gc = server.collections()
     reader.start()
     started = time.perf_counter()
     try:
@@ -425,6 +426,10 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
+def _gc(counts: dict[str, tuple[float, float]]) -> str:
+    return ", ".join(f"generation {g}: {n:.0f} ({sec * 1000:.0f} ms)" for g, (n, sec) in sorted(counts.items()))
+
+
 def report(results: list[Result], quick: bool, size: Size) -> str:
     lines = [
         f"Scale benchmark ({platform.python_implementation()} {platform.python_version()}, {platform.machine()}, "
@@ -454,8 +459,10 @@ def report(results: list[Result], quick: bool, size: Size) -> str:
             f"| {r.store} | messages out (fake robots' accepted requests): before the storm / for it | "
             f"{r.messages_before} / {r.messages_storm} (robots over 20/min: {r.violations}) |",
         ]
-        gcs = ", ".join(f"generation {g}: {n:.0f} ({sec * 1000:.0f} ms)" for g, (n, sec) in sorted(r.storm_gc.items()))
-        lines.append(f"| {r.store} | garbage collections during the storm (time stopped) | {gcs} |")
+        lines += [
+            f"| {r.store} | garbage collections from the start to the storm (time stopped) | {_gc(r.load_gc)} |",
+            f"| {r.store} | garbage collections during the storm (time stopped) | {_gc(r.storm_gc)} |",
+        ]
         for path, times in sorted(r.reads.items()):
             lines.append(
                 f"| {r.store} | `GET {path}` during the storm ({len(times)} reads) | p50 {pct(times, 0.5):.0f} ms, "
