@@ -29,7 +29,12 @@ class StormTally:
     def __init__(self) -> None:
         self._nodes: dict[str, NodeIncident] = {}  # member key -> its node incident as last summed
         self._order: list[str] = []  # the member keys, sorted
-        self._pairs: Counter[tuple[str, str]] = Counter()  # (label, value) -> members' parts that have it
+        # The labels all parts share are among any one part's: the (label, value) pairs of one part, the
+        # anchor, each with the number of parts that have it. Counting every part's pairs instead held a
+        # tuple per member and unique label (`Hostname`, `instance`) for as long as the storm lasted.
+        self._anchor: IncidentSummary | None = None
+        self._pairs: dict[tuple[str, str], int] = {}
+        self._recount = False  # the anchor left or changed: count afresh once the update is done
         self._severities: Counter[str] = Counter()
         self._firsts: Counter[datetime] = Counter()
         self._parts = 0  # members with an opening part (alerts that count or are held)
@@ -58,6 +63,8 @@ class StormTally:
                 self._take(before, removed)
                 old[key] = node
                 self._add(node, added)
+        if self._recount or (self._anchor is None and self._parts):
+            self._count_pairs()
         if removed or added:
             self._union = self._union.difference(*removed).union(*added)
             if len(self._union) != self._alerts:  # members' alerts shared (never expected): sum afresh
@@ -73,7 +80,11 @@ class StormTally:
         part = node.opening
         if part is not None:
             self._parts += 1
-            self._pairs.update(part.common_labels.items())
+            if self._anchor is not None and not self._recount:
+                pairs = self._pairs
+                for pair in part.common_labels.items():
+                    if (count := pairs.get(pair)) is not None:
+                        pairs[pair] = count + 1
             self._severities[part.severity] += 1
             self._units += len(part.units)
             self._alerts += len(part.firing)
@@ -89,12 +100,29 @@ class StormTally:
         part = node.opening
         if part is not None:
             self._parts -= 1
-            for pair in part.common_labels.items():
-                _drop(self._pairs, pair)
+            if part is self._anchor:
+                self._recount = True
+            elif not self._recount:
+                pairs = self._pairs
+                for pair in part.common_labels.items():
+                    if (count := pairs.get(pair)) is not None:
+                        pairs[pair] = count - 1
             _drop(self._severities, part.severity)
             self._units -= len(part.units)
             self._alerts -= len(part.firing)
             removed.append(part.firing)
+
+    def _count_pairs(self) -> None:
+        """Take the first part as the anchor and count its pairs over every part."""
+        first = self.first_opening()
+        self._anchor = first.opening if first is not None else None
+        self._pairs = dict.fromkeys(self._anchor.common_labels.items(), 0) if self._anchor is not None else {}
+        pairs = self._pairs
+        for part in self.parts():
+            for pair in part.common_labels.items():
+                if (count := pairs.get(pair)) is not None:
+                    pairs[pair] = count + 1
+        self._recount = False
 
     # -- what the storm's incident says ---------------------------------------------------------------
     @property
@@ -150,7 +178,7 @@ class StormTally:
         if self._parts == 1:
             return common
         pairs, parts = self._pairs, self._parts
-        return {n: v for n, v in common.items() if pairs[(n, v)] == parts}
+        return {n: v for n, v in common.items() if pairs.get((n, v)) == parts}
 
     def severity(self, order: Sequence[str]) -> str:
         """The worst of the parts' severities ("" without parts); between severities of one rank
