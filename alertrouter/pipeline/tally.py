@@ -81,10 +81,7 @@ class StormTally:
         if part is not None:
             self._parts += 1
             if self._anchor is not None and not self._recount:
-                pairs = self._pairs
-                for pair in part.common_labels.items():
-                    if (count := pairs.get(pair)) is not None:
-                        pairs[pair] = count + 1
+                self._count(part, 1)
             self._severities[part.severity] += 1
             self._units += len(part.units)
             self._alerts += len(part.firing)
@@ -103,10 +100,7 @@ class StormTally:
             if part is self._anchor:
                 self._recount = True
             elif not self._recount:
-                pairs = self._pairs
-                for pair in part.common_labels.items():
-                    if (count := pairs.get(pair)) is not None:
-                        pairs[pair] = count - 1
+                self._count(part, -1)
             _drop(self._severities, part.severity)
             self._units -= len(part.units)
             self._alerts -= len(part.firing)
@@ -117,12 +111,16 @@ class StormTally:
         first = self.first_opening()
         self._anchor = first.opening if first is not None else None
         self._pairs = dict.fromkeys(self._anchor.common_labels.items(), 0) if self._anchor is not None else {}
-        pairs = self._pairs
         for part in self.parts():
-            for pair in part.common_labels.items():
-                if (count := pairs.get(pair)) is not None:
-                    pairs[pair] = count + 1
+            self._count(part, 1)
         self._recount = False
+
+    def _count(self, part: IncidentSummary, step: int) -> None:
+        """Count `part` in (1) or out (-1) of the anchor's pairs it has."""
+        pairs = self._pairs
+        for pair in part.common_labels.items():
+            if (count := pairs.get(pair)) is not None:
+                pairs[pair] = count + step
 
     # -- what the storm's incident says ---------------------------------------------------------------
     @property
