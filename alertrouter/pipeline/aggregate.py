@@ -29,6 +29,7 @@ __all__ = [
     "common_labels",
     "counted_storm_headline",
     "incident_key",
+    "rolls_up",
     "rollup_key",
     "scope_of",
     "severity_rank",
@@ -224,8 +225,13 @@ def storm_members(
     """
     if cluster_open:
         return frozenset(opened)
-    recent = [k for k, t in opened.items() if now - t <= rollup.window]
-    return frozenset(opened) if len(recent) > rollup.threshold else frozenset()
+    recent = sum(1 for t in opened.values() if now - t <= rollup.window)
+    return frozenset(opened) if rolls_up(rollup, recent) else frozenset()
+
+
+def rolls_up(rollup: RollupRule, recent: int) -> bool:
+    """Whether a storm starts, with `recent` of its node incidents opened within the window."""
+    return recent > rollup.threshold
 
 
 def storm_scope(members: Sequence[IncidentSummary], scope_labels: Sequence[str]) -> list[tuple[str, str]]:

@@ -187,7 +187,7 @@ class Evaluator:
         dirty.update(k for k in due if k in views.members or k in self._groups)
         storms.update(k for k in due if k not in views.members)
         if full:
-            self._storms.forget_tallies()  # and every storm summed afresh: the incremental one's oracle
+            self._storms.forget_sums()  # and every storm summed afresh: the incremental one's oracle
             dirty.update(views.members)
             dirty.update(self._groups)
             storms |= self._storms.keys()

@@ -12,7 +12,7 @@ fires again is a new incident of its own.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -22,12 +22,13 @@ from alertrouter.pipeline.aggregate import (
     AggregationRule,
     common_labels,
     counted_storm_headline,
+    rolls_up,
     scope_of,
     storm_headline,
-    storm_members,
     summarize_incident,
 )
 from alertrouter.pipeline.incident import MAX_ALERTS_IN_MESSAGE, NodeIncident, next_incident_state
+from alertrouter.pipeline.openings import Openings
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.tally import StormTally
 from alertrouter.pipeline.types import IncidentRecord, IncidentState
@@ -57,6 +58,9 @@ class Storms:
         self._record_parent: dict[str, str] = {}
         self._tallies: dict[str, StormTally] = {}  # ckey -> its members' sums, while it rolls up
         self._touched: dict[str, set[str]] = defaultdict(set)  # ckey -> node keys evaluated since its tally
+        # ckey -> when its candidates opened, while it is not rolling up; the candidates evaluated since
+        self._openings: dict[str, Openings] = {}
+        self._reopened: dict[str, set[str]] = defaultdict(set)
 
     def tally(self, ckey: str, nodes: Mapping[str, NodeIncident]) -> StormTally:
         """The sums over the members storm `ckey` rolls up now (`membership` worked them out)."""
@@ -66,10 +70,12 @@ class Storms:
         tally.update(self.members.get(ckey, frozenset()), nodes, self._touched.pop(ckey, set()))
         return tally
 
-    def forget_tallies(self) -> None:
-        """Sum every storm afresh at its next evaluation (a full pass does)."""
+    def forget_sums(self) -> None:
+        """Sum every storm afresh at its next evaluation, and its candidates' openings (a full pass does)."""
         self._tallies.clear()
         self._touched.clear()
+        self._openings.clear()
+        self._reopened.clear()
 
     def keys(self) -> set[str]:
         """Every storm held: candidates, rolling up, ending."""
@@ -81,9 +87,11 @@ class Storms:
     def candidate(self, key: str, before: str | None, ckey: str | None, rule: AggregationRule) -> None:
         """Node incident `key`, evaluated again, may roll up into `ckey` now (None: into none), and could
         into `before`."""
-        for storm in (before, ckey):
-            if storm is not None and storm in self._tallies:  # a storm without a tally yet sums every member
+        for storm in (before, ckey):  # a storm without a tally (or openings) yet sums every member
+            if storm is not None and storm in self._tallies:
                 self._touched[storm].add(key)
+            if storm is not None and storm in self._openings:
+                self._reopened[storm].add(key)
         if before is not None and before != ckey:
             self._candidates[before].pop(key, None)
         if ckey is not None:
@@ -112,6 +120,34 @@ class Storms:
         """The storm a node incident belongs to: the one rolling it up now, else the one it joined."""
         return self._rollup_parent.get(key) or self._ending_parent.get(key)
 
+    def _openings_of(
+        self,
+        ckey: str,
+        candidates: Mapping[str, AggregationRule],
+        incidents: Mapping[str, IncidentRecord],
+        nodes: Mapping[str, NodeIncident],
+    ) -> Openings:
+        """When storm `ckey`'s candidates opened: their record's `active_since`, else their first alert's
+        first sighting (None: now). Worked out for every candidate the first time, then for those evaluated
+        again since (a changed record is evaluated again too)."""
+        openings = self._openings.get(ckey)
+        if openings is None:
+            openings = self._openings[ckey] = Openings()
+            again: Iterable[str] = candidates
+        else:
+            again = self._reopened.pop(ckey, ())
+        for key in again:
+            if key not in candidates:
+                openings.discard(key)
+                continue
+            own = incidents.get(key)
+            openings.set(key, own.active_since if own and own.active_since else nodes[key].first)
+        return openings
+
+    def _drop_openings(self, ckey: str) -> None:
+        self._openings.pop(ckey, None)
+        self._reopened.pop(ckey, None)
+
     def membership(
         self,
         ckey: str,
@@ -130,12 +166,13 @@ class Storms:
             assert rule.rollup is not None
             if record is not None and record.firing:  # an open storm takes in every candidate
                 members = frozenset(candidates)
-            else:
-                opened: dict[str, datetime] = {}
-                for key in candidates:
-                    own = incidents.get(key)
-                    opened[key] = own.active_since if own and own.active_since else (nodes[key].first or now)
-                members = storm_members(rule.rollup, opened, now=now, cluster_open=False)
+                self._drop_openings(ckey)
+            elif rolls_up(
+                rule.rollup, self._openings_of(ckey, candidates, incidents, nodes).since(now - rule.rollup.window)
+            ):
+                members = frozenset(candidates)  # as `aggregate.storm_members`, counted incrementally
+        else:
+            self._drop_openings(ckey)
         kept: set[str] = set()
         ending: list[str] | None = None
         if record is not None and record.kind == IncidentKind.CLUSTER:
