@@ -53,7 +53,8 @@ class StormTally:
         for key in old.keys() - members:
             self._take(old.pop(key), removed)
             del self._order[bisect_left(self._order, key)]
-        for key in members - old.keys():
+        changed = set(members - old.keys())  # the members new or evaluated again since the last update
+        for key in changed:
             insort(self._order, key)
             node = old[key] = nodes[key]
             self._add(node, added)
@@ -63,8 +64,9 @@ class StormTally:
                 self._take(before, removed)
                 old[key] = node
                 self._add(node, added)
+                changed.add(key)
         if self._recount or (self._anchor is None and self._parts):
-            self._count_pairs()
+            self._count_pairs(changed)
         if removed or added:
             self._union = self._union.difference(*removed).union(*added)
             if len(self._union) != self._alerts:  # members' alerts shared (never expected): sum afresh
@@ -106,10 +108,19 @@ class StormTally:
             self._alerts -= len(part.firing)
             removed.append(part.firing)
 
-    def _count_pairs(self) -> None:
-        """Take the first part as the anchor and count its pairs over every part."""
-        first = self.first_opening()
-        self._anchor = first.opening if first is not None else None
+    def _count_pairs(self, changed: Set[str]) -> None:
+        """Take a part as the anchor and count its pairs over every part: the last member's in key order
+        that this update did not change (else the last one's). A count over every part is what a storm
+        of a thousand members costs; the members a pass changes are the likeliest to change at the next
+        one (a flapping node, a webhook re-sent), and an anchor among them was counted afresh each time."""
+        anchor = None
+        for key in reversed(self._order):
+            part = self._nodes[key].opening
+            if part is not None and (anchor is None or key not in changed):
+                anchor = part
+                if key not in changed:
+                    break
+        self._anchor = anchor
         self._pairs = dict.fromkeys(self._anchor.common_labels.items(), 0) if self._anchor is not None else {}
         for part in self.parts():
             self._count(part, 1)
