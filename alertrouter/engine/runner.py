@@ -134,6 +134,7 @@ class EngineRunner:
         # Escalation chains of unacknowledged incidents, stepped under the lease (engine/escalation.py).
         self._escalator = Escalator(pipeline, metrics)
         self._escalated = EscalationWork()
+        self._folded = False  # the last pass's transaction wrote its changed decisions (`_fold_decisions`)
         self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -316,7 +317,7 @@ class EngineRunner:
         # Only the incidents whose record changed are written: `updated_at` is when one last changed.
         written = [result.incidents[k] for k, r in sorted(rewritten.written.items()) if r is not records.get(k)]
         if not await self._under_lease(
-            now, lambda session: self._persist(session, result, written, learnt, now, after)
+            now, lambda session: self._persist(session, result, written, learnt, now, after, changes)
         ):
             return None
         self._escalator.committed(self._escalated)
@@ -325,7 +326,10 @@ class EngineRunner:
             self._on_intents()  # committed: the delivery loop can take them now, while decisions are written
         self._claims.written(learning, now)
         self._discovered_seen = discovered
-        await self._write_decisions(changes)
+        if self._folded:
+            self._decisions.update(changes.stored)
+        else:
+            await self._write_decisions(changes)
         if self._metrics is not None:
             for rule, count in changes.inhibited.items():
                 self._metrics.inhibited.labels(rule=rule).inc(count)
@@ -439,9 +443,11 @@ class EngineRunner:
         learnt: Sequence[aliases.LearnedAlias],
         now: datetime,
         after: Mapping[str, IncidentRecord],
+        changes: DecisionChanges,
     ) -> None:
         """What must commit under the lease: learned aliases, the incidents that changed (those whose
-        alerts moved to a learned name first), what each receiver was told, the outbox."""
+        alerts moved to a learned name first), what each receiver was told, the outbox; and the changed
+        decisions when they are few (`_fold_decisions`)."""
         await node_store.save_node_aliases(session, learnt)
         await store.move_incidents(session, result.moved, now)
         await store.save_incidents(session, written, now)
@@ -454,6 +460,27 @@ class EngineRunner:
         result.intents.extend(self._escalated.intents)
         await write_events(session, self._escalated)
         await store.insert_intents(session, result.intents, now)
+        self._folded = await self._fold_decisions(session, changes)
+
+    async def _fold_decisions(self, session: AsyncSession, changes: DecisionChanges) -> bool:
+        """A pass's changed decisions and their trail events in its own transaction when they fit one
+        chunk (what a webhook's pass changes): one commit per pass instead of two. Under a savepoint:
+        should one row's values fail, only the savepoint rolls back, and they are written after the
+        commit as a storm's are (`_write_decisions`, which leaves that alert out). False: not written."""
+        if len(changes.rows) > DECISION_CHUNK:
+            return False
+        if not changes.rows:
+            return True
+        try:
+            async with session.begin_nested():
+                await store.save_decisions(session, changes.rows)
+                await insert_events(session, changes.events)
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            log.info("decisions not written with the pass (%s): written after it, row by row", describe(exc))
+            return False
+        return True
 
     async def _write_decisions(self, changes: DecisionChanges) -> None:
         """Every changed decision and its trail event, after the pass's transaction and in chunks. They
