@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from alertrouter import __version__
 from alertrouter.auth.keys import load_signers
 from alertrouter.channels.registry import build_channels, secret_values
+from alertrouter.checkpoints import Checkpointer
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.discovery.prometheus import PrometheusLookup
@@ -46,11 +47,12 @@ log = logging.getLogger(__name__)
 async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     """Every long-lived part, each given what it needs when it is built (the signing key may live in
     the store, hence async). Nothing is started here."""
+    db_busy_timeout = max(0.1, settings.store_timeout.total_seconds() * 0.8)
     db = Database(
         settings.database_url,
         sqlite_synchronous=settings.sqlite_synchronous,
         pool_size=settings.db_pool_size,
-        busy_timeout=max(0.1, settings.store_timeout.total_seconds() * 0.8),
+        busy_timeout=db_busy_timeout,
     )
     touches = TouchBuffer()
     activity = IngestActivity()
@@ -104,6 +106,9 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     monitor = HeartbeatMonitor(
         db, ruleset.heartbeats, ingestor.ingest, locale=ruleset.locale(""), metrics=metrics, loops=loops
     )
+    checkpoints = None
+    if (sqlite_file := db.sqlite_file) is not None:
+        checkpoints = Checkpointer(sqlite_file, busy_timeout=db_busy_timeout, metrics=metrics, loops=loops)
     return Runtime(
         settings=settings,
         ruleset=ruleset,
@@ -122,6 +127,7 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         scheduler=build_scheduler(settings, ruleset, db, engine.pipeline, metrics, loops),
         lookup=lookup,
         heartbeats=monitor,
+        checkpoints=checkpoints,
     )
 
 
@@ -138,6 +144,8 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         runtime = await build_runtime(settings, ruleset)
         app.state.runtime = runtime
         runtime.maintenance.start()
+        if runtime.checkpoints is not None:
+            runtime.checkpoints.start()
         if runtime.lookup is not None:
             runtime.lookup.start()
             # The first pass then names nodes as Prometheus does, instead of by address and moving them
@@ -180,6 +188,8 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
             if runtime.delivery is not None:
                 await runtime.delivery.stop()
             await runtime.maintenance.stop()
+            if runtime.checkpoints is not None:
+                await runtime.checkpoints.stop()
             for channel in runtime.channels.values():
                 await channel.aclose()
             await runtime.http.aclose()

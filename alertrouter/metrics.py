@@ -81,6 +81,19 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.sqlite_checkpoint = Histogram(
+            "alertrouter_sqlite_checkpoint_duration_seconds",
+            "SQLite only: one checkpoint of the write-ahead log into the database file, taken every second "
+            "by a thread of its own (not by the commits of webhooks and engine passes).",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.sqlite_wal_pages = Gauge(
+            "alertrouter_sqlite_wal_pages",
+            "SQLite only: pages in the write-ahead log at the last checkpoint (it starts over once all are "
+            "copied; a figure that keeps growing means checkpoints cannot finish: a reader holds them back).",
+            registry=r,
+        )
         self.gc_pause = Histogram(
             "alertrouter_gc_pause_seconds",
             "Collections of Python's cyclic garbage collector, by generation, and how long each stopped the "

@@ -11,6 +11,7 @@ from fastapi import Depends, Request
 from alertrouter.auth.keys import Signers
 from alertrouter.auth.webhook import Authenticator
 from alertrouter.channels.base import Channel
+from alertrouter.checkpoints import Checkpointer
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
@@ -48,6 +49,7 @@ class Runtime:
     lookup: PrometheusLookup | None = None  # topology.prometheus, when configured
     filter_choices: FilterChoices = field(default_factory=FilterChoices)  # the console list's menus
     heartbeats: HeartbeatMonitor | None = None  # the `heartbeats:` section (a monitor with none configured idles)
+    checkpoints: Checkpointer | None = None  # SQLite in a file: the log's checkpoints, off the commits' path
 
 
 async def _runtime(request: Request) -> Runtime:

@@ -103,6 +103,14 @@ class Database:
     def dialect(self) -> str:
         return self.url.get_backend_name()
 
+    @property
+    def sqlite_file(self) -> Path | None:
+        """The SQLite database's file (None: PostgreSQL, or SQLite in memory)."""
+        where = self.url.database or ""
+        if not self.is_sqlite or where in ("", ":memory:") or self.url.query.get("mode") == "memory":
+            return None
+        return Path(where)
+
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
         """A session for one write transaction; the caller commits."""
@@ -203,6 +211,12 @@ def shared_values(labels: Mapping[str, Any]) -> dict[str, Any]:
     return {k: intern(v) if type(v) is str and len(v) <= SHARED_MAX else v for k, v in labels.items()}
 
 
+# SQLite's automatic checkpoint copies the log into the database file inside the commit after which the
+# log holds this many pages. `serve` checkpoints every second off the commits' path (alertrouter/checkpoints.py):
+# this mark (ten times SQLite's default, 40 MiB with 4 KiB pages) only bounds the log should that stop.
+AUTO_CHECKPOINT_PAGES = 10_000
+
+
 def _install_sqlite_pragmas(engine: AsyncEngine, synchronous: str, busy_timeout: float) -> None:
     if synchronous not in ("FULL", "NORMAL"):
         raise ValueError(f"sqlite synchronous must be FULL or NORMAL, not {synchronous!r}")
@@ -212,6 +226,7 @@ def _install_sqlite_pragmas(engine: AsyncEngine, synchronous: str, busy_timeout:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute(f"PRAGMA wal_autocheckpoint={AUTO_CHECKPOINT_PAGES}")
         cursor.execute("PRAGMA foreign_keys=ON")
         # Waiting for a lock must end before the ingest deadline does, so a locked store answers 503 in time.
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")

@@ -17,6 +17,7 @@ import pytest
 from e2e.harness import (
     TOKEN,
     Router,
+    Store,
     gpu_annotations,
     gpu_labels,
     parse_time,
@@ -233,3 +234,17 @@ def test_serve_times_its_garbage_collections(router: Router) -> None:
 
     wait_for(collected, what="a young collection timed")
     assert router.metric("alertrouter_gc_pause_seconds_sum", generation="0") > 0
+
+
+def test_serve_checkpoints_sqlites_log_in_a_loop_of_its_own(router: Router, store: Store) -> None:
+    """On SQLite the write-ahead log is copied into the database file every second by a supervised loop
+    (not by whichever commit crosses SQLite's mark); PostgreSQL has no such loop."""
+    registered = router.metric("alertrouter_loop_last_pass_timestamp_seconds", loop="checkpoint") > 0
+    if store.kind == "postgresql":
+        assert not registered
+        return
+    assert registered
+    alerts = [postable_alert(gpu_labels(NODE + 3, gpu)) for gpu in range(8)]
+    assert router.post_api_v2(alerts).status_code == 200
+    wait_for(lambda: router.metric("alertrouter_sqlite_wal_pages") > 0, what="a checkpoint of a log with pages")
+    assert router.metric("alertrouter_sqlite_checkpoint_duration_seconds_count") > 0
