@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from alertrouter.labels import Matcher, alert_title, format_label_set, matches_all
 from alertrouter.model import KEY_MAX, AlertView, bounded
@@ -34,7 +34,6 @@ __all__ = [
     "scope_of",
     "severity_rank",
     "storm_headline",
-    "storm_members",
     "storm_scope",
     "summarize_incident",
     "worst_severity",
@@ -209,24 +208,6 @@ def summarize_incident(
         alerts=len(alerts),
         extra={"unit_name": rule.unit_name},
     )
-
-
-def storm_members(
-    rollup: RollupRule,
-    opened: Mapping[str, datetime],
-    *,
-    now: datetime,
-    cluster_open: bool,
-) -> frozenset[str]:
-    """Which open node incidents (key -> when opened) belong to the cluster incident of one roll-up key.
-
-    Nothing rolls up until more than `threshold` opened within `window` of now; once the cluster
-    incident is open, every open node incident of the key is a member, however late it came.
-    """
-    if cluster_open:
-        return frozenset(opened)
-    recent = sum(1 for t in opened.values() if now - t <= rollup.window)
-    return frozenset(opened) if rolls_up(rollup, recent) else frozenset()
 
 
 def rolls_up(rollup: RollupRule, recent: int) -> bool:

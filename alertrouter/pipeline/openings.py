@@ -1,7 +1,7 @@
 """When each candidate of a storm that is not rolling up opened, kept in time order from pass to pass.
 
 Whether such a storm starts is a count: more than `threshold` of its candidates opened within `window`
-of now (`aggregate.storm_members`). Two thousand nodes with a week-old warning of one alertname are
+of now (`aggregate.rolls_up`). Two thousand nodes with a week-old warning of one alertname are
 candidates of one storm that never starts, and each webhook touching one of them asked the question
 again: a walk over every candidate per pass, the one part of a pass that grew with the cluster. Kept
 sorted, the count is a binary search, and a pass updates only the candidates it evaluated again.

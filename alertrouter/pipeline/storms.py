@@ -170,7 +170,7 @@ class Storms:
             elif rolls_up(
                 rule.rollup, self._openings_of(ckey, candidates, incidents, nodes).since(now - rule.rollup.window)
             ):
-                members = frozenset(candidates)  # as `aggregate.storm_members`, counted incrementally
+                members = frozenset(candidates)
         else:
             self._drop_openings(ckey)
         kept: set[str] = set()

@@ -17,7 +17,6 @@ from alertrouter.pipeline.aggregate import (
     rollup_key,
     severity_rank,
     storm_headline,
-    storm_members,
     summarize_incident,
 )
 
@@ -72,25 +71,6 @@ def test_units_sort_numerically() -> None:
 )
 def test_severity_rank(severity: str, rank: int) -> None:
     assert severity_rank(severity) == rank
-
-
-def test_storm_needs_more_than_threshold_within_window() -> None:
-    rollup = GPU_RULE.rollup
-    assert rollup is not None
-    five = {f"n{i}": T0 + timedelta(seconds=10 * i) for i in range(5)}
-    assert storm_members(rollup, five, now=T0 + timedelta(minutes=1), cluster_open=False) == frozenset()
-    six = {**five, "n5": T0 + timedelta(seconds=60)}
-    assert storm_members(rollup, six, now=T0 + timedelta(minutes=1), cluster_open=False) == frozenset(six)
-    # the same six spread over ten minutes are not a storm
-    spread = {f"n{i}": T0 + timedelta(minutes=2 * i) for i in range(6)}
-    assert storm_members(rollup, spread, now=T0 + timedelta(minutes=10), cluster_open=False) == frozenset()
-
-
-def test_late_incidents_join_an_open_cluster() -> None:
-    rollup = GPU_RULE.rollup
-    assert rollup is not None
-    opened = {"late": T0 + timedelta(hours=1), "early": T0}
-    assert storm_members(rollup, opened, now=T0 + timedelta(hours=1), cluster_open=True) == frozenset(opened)
 
 
 def test_rollup_key_and_storm_headline() -> None:

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alertrouter.model import IncidentKind
+from alertrouter.pipeline.aggregate import rolls_up
 from alertrouter.pipeline.openings import Openings
-from support.scenario import T0, Scenario, dcgm_labels
+from support.scenario import T0, Scenario, dcgm_labels, shipped_pipeline
 
 KEYS = [f"gpu-node-{n:02d}" for n in range(6)]
 # minutes after T0, or None: a candidate with no time of its own (it opens at each pass's now)
@@ -81,3 +82,26 @@ def test_nodes_that_stopped_overheating_do_not_start_a_storm_with_later_ones(fir
         _fire(sc, node)
     sc.step()
     assert len(_storms(sc)) == (0 if first_resolve else 1)
+
+
+def _storm(opened: dict[str, object], now_minutes: float) -> bool:
+    """Whether candidates opened at these times start a storm of the shipped GPU rule at T0 + now."""
+    rollup = next(r.rollup for r in shipped_pipeline().aggregation if r.name == "gpu-by-node")
+    assert rollup is not None
+    openings = Openings()
+    for key, at in opened.items():
+        openings.set(key, at)  # type: ignore[arg-type]
+    now = T0 + timedelta(minutes=now_minutes)
+    return rolls_up(rollup, openings.since(now - rollup.window))
+
+
+def test_a_storm_needs_more_than_five_node_incidents_opened_within_two_minutes() -> None:
+    five = {f"n{i}": T0 + timedelta(seconds=10 * i) for i in range(5)}
+    assert not _storm(five, 1)
+    six = {**five, "n5": T0 + timedelta(seconds=60)}
+    assert _storm(six, 1)
+    # the same six spread over ten minutes are not a storm
+    assert not _storm({f"n{i}": T0 + timedelta(minutes=2 * i) for i in range(6)}, 10)
+    # the window's edge: two minutes after the first opened all six count; a second later, five
+    assert _storm(six, 2)
+    assert not _storm(six, 2 + 1 / 60)
