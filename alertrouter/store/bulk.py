@@ -41,7 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
-__all__ = ["delete_oldest", "insert", "insert_returning", "insert_together", "select_in", "update"]
+__all__ = ["delete_oldest", "insert", "insert_returning", "insert_together", "select_in", "sqlite_rows", "update"]
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
@@ -236,6 +236,12 @@ async def _sqlite(session: AsyncSession, sql: str, params: Any, *, many: bool = 
         return await driver.execute_fetchall(sql, params)
     except sqlite3.Error as error:
         raise exc.DBAPIError.instance(sql, params, error, sqlite3.Error, dialect=connection.dialect) from error
+
+
+async def sqlite_rows(session: AsyncSession, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """SQLite only: the rows `sql` gives (e.g. an `UPDATE ... RETURNING`), run as `_sqlite` runs it: on
+    the session's own connection and transaction, in one trip to the connection's thread."""
+    return [tuple(r) for r in await _sqlite(session, sql, params)]
 
 
 def _columns(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
