@@ -28,7 +28,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -41,7 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
-__all__ = ["delete_oldest", "insert", "insert_returning", "insert_together", "select_in", "update"]
+__all__ = ["delete_oldest", "insert", "insert_returning", "insert_together", "select_in", "sqlite_rows", "update"]
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
@@ -65,15 +65,19 @@ def _sqlite_datetime(value: datetime | None) -> str | None:
     return None if value is None else (_NAIVE_EPOCH + (_utc(value) - _UTC_EPOCH)).isoformat(" ", "microseconds")
 
 
-def _sqlite_datetimes(values: Iterable[datetime | None]) -> Iterable[str | None]:
-    """`_sqlite_datetime` of each value, converting each distinct instant once: a column repeats a few
-    (the commit's `now` in every row, a burst's shared `startsAt`), and a lookup in a dict built in C
-    costs a third of a call to the cache."""
+def _each_distinct_once(convert: Callable[[Any], Any], values: Iterable[Any]) -> Iterable[Any]:
+    """`convert` of each value, called once per distinct value: a datetime column repeats a few (the
+    commit's `now` in every row, a burst's shared `startsAt`, a Prometheus push's one `endsAt`), and a
+    lookup in a dict built in C costs a fifth to a third of a conversion."""
     column = list(values)
-    texts = dict.fromkeys(column)
-    for value in texts:
-        texts[value] = _sqlite_datetime(value)
-    return map(texts.__getitem__, column)
+    done = dict.fromkeys(column)
+    for value in done:
+        done[value] = convert(value)
+    return map(done.__getitem__, column)
+
+
+def _sqlite_datetimes(values: Iterable[datetime | None]) -> Iterable[str | None]:
+    return _each_distinct_once(_sqlite_datetime, values)
 
 
 def _json_texts(values: Iterable[Any]) -> Iterable[str]:
@@ -238,6 +242,12 @@ async def _sqlite(session: AsyncSession, sql: str, params: Any, *, many: bool = 
         raise exc.DBAPIError.instance(sql, params, error, sqlite3.Error, dialect=connection.dialect) from error
 
 
+async def sqlite_rows(session: AsyncSession, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """SQLite only: the rows `sql` gives (e.g. an `UPDATE ... RETURNING`), run as `_sqlite` runs it: on
+    the session's own connection and transaction, in one trip to the connection's thread."""
+    return [tuple(r) for r in await _sqlite(session, sql, params)]
+
+
 def _columns(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """SQLite: the rows' values column by column, converted: map() runs in C, and a cached converter
     sees each repeated instant once."""
@@ -378,19 +388,22 @@ def _from_json_text(value: str | None) -> Any:
 @dataclass(frozen=True, slots=True)
 class _Read:
     sql: str
-    converters: tuple[tuple[int, Callable[[Any], Any]], ...]  # (position, converter) of the columns that need one
+    # (position, converter of the whole column) of the columns that need one
+    converters: tuple[tuple[int, Callable[[Iterable[Any]], Iterable[Any]]], ...]
 
 
 @cache
 def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: bool) -> _Read:
     _check_columns(table, (*columns, key))
-    converters: list[tuple[int, Callable[[Any], Any]]] = []
+    converters: list[tuple[int, Callable[[Iterable[Any]], Iterable[Any]]]] = []
     for i, name in enumerate(columns):
         col_type = table.c[name].type
-        if isinstance(col_type, UTCDateTime):
-            converters.append((i, _from_sqlite_datetime if dialect == "sqlite" else _from_pg_datetime))
+        if isinstance(col_type, UTCDateTime) and dialect == "sqlite":  # text, parsed once per distinct value
+            converters.append((i, partial(_each_distinct_once, _from_sqlite_datetime)))
+        elif isinstance(col_type, UTCDateTime):  # a driver datetime: arithmetic cheaper than a lookup
+            converters.append((i, partial(map, _from_pg_datetime)))
         elif isinstance(col_type, JSON):
-            converters.append((i, _from_json_text))
+            converters.append((i, partial(map, _from_json_text)))
     # JSON is read as text on PostgreSQL too, and decoded as on SQLite: the driver's codec would go
     # through the engine's deserializer, which interns every short value for the engine's long-lived
     # labels (`db.json_loads`), work wasted on states that are compared and dropped (2.8 us per alert).
@@ -419,7 +432,7 @@ async def select_in(
     key: str,
     values: Sequence[Any],
     lock: bool = False,
-) -> list[list[Any]]:
+) -> list[tuple[Any, ...]]:
     """`columns` of the rows of `table` whose `key` is one of `values`, in `key` order; with `lock`,
     row-locked on PostgreSQL (in that order) until the transaction ends."""
     if not values:
@@ -431,8 +444,10 @@ async def select_in(
     else:
         connection = await session.connection()
         found = (await connection.exec_driver_sql(read.sql, (list(values),))).all()
-    rows = [list(row) for row in found]
+    if not found:
+        return []
+    # Converted column by column: each converter runs over its column in C (map), or once per distinct value.
+    by_column: list[Iterable[Any]] = list(zip(*found, strict=True))
     for i, convert in read.converters:
-        for row in rows:
-            row[i] = convert(row[i])
-    return rows
+        by_column[i] = convert(by_column[i])
+    return list(zip(*by_column, strict=True))

@@ -90,6 +90,30 @@ async def test_a_locked_sqlite_store_is_raised_as_an_outage(tmp_path: Path) -> N
         await db.dispose()
 
 
+async def test_sqlite_rows_run_in_the_sessions_own_transaction(tmp_path: Path) -> None:
+    # The change counter is drawn so (`alerts.with_change_seq`): the draw must be part of the
+    # transaction that writes the rows, undone with it, and give the value it set.
+    url = f"sqlite+aiosqlite:///{tmp_path / 'alertrouter.db'}"
+    upgrade(url)
+    db = Database(url)
+    draw = "UPDATE alert_change_counter SET value = value + 1 WHERE id = 1 RETURNING value"
+    try:
+        async with db.write() as s:
+            assert await bulk.sqlite_rows(s, draw) == [(1,)]
+            assert await bulk.sqlite_rows(s, draw) == [(2,)]
+            await bulk.insert(s, alerts_t, [alert("a" * 16)])
+            await s.rollback()
+        async with db.write() as s:
+            assert await bulk.sqlite_rows(s, "SELECT fingerprint FROM alerts") == []
+            assert await bulk.sqlite_rows(s, draw) == [(1,)]  # the rolled-back draws are undone
+            assert await bulk.sqlite_rows(s, "SELECT value FROM alert_change_counter WHERE id = ?", [1]) == [(1,)]
+            await s.commit()
+        async with db.read() as s:
+            assert await s.scalar(text("SELECT value FROM alert_change_counter")) == 1
+    finally:
+        await db.dispose()
+
+
 async def test_insert_returning_gives_the_rows_written_and_stores_what_sqlalchemy_stores(db: Database) -> None:
     def raw(digest: str) -> dict[str, Any]:
         return {
