@@ -1,23 +1,40 @@
-"""What a pass writes about each alert (its decision, as a row and a trail event), and which alerts
-alone made a pass fail (to be quarantined)."""
+"""What a pass writes about each alert (its decision, as a row and a trail event), where it writes them,
+and which alerts alone made a pass fail (to be quarantined)."""
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import NAME_MAX, bounded
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.types import Decision, EvalResult, IncidentRecord, LiveAlert
+from alertrouter.store import Database, is_outage
+from alertrouter.store import incidents as store
+from alertrouter.store.alerts import insert_events
 
-__all__ = ["DecisionChanges", "Poisoned", "decision_changes", "describe", "find_culprits"]
+__all__ = [
+    "DecisionChanges",
+    "Poisoned",
+    "decision_changes",
+    "describe",
+    "find_culprits",
+    "fold_decisions",
+    "write_decisions",
+]
+
+log = logging.getLogger(__name__)
+
+DECISION_CHUNK = 1000  # decisions (and trail events) written per transaction
 
 
 class Poisoned(Exception):
@@ -117,3 +134,62 @@ def find_culprits(
         except Exception as exc:
             bad[alert.fingerprint] = describe(exc)
     return bad
+
+
+# fingerprint -> (decision, detail) as stored: told of each chunk once it has committed
+Remember = Callable[[Iterable[tuple[str, tuple[str, dict[str, Any]]]]], None]
+
+
+async def fold_decisions(session: AsyncSession, changes: DecisionChanges) -> bool:
+    """A pass's changed decisions and their trail events in its own transaction when they fit one chunk
+    (what a webhook's pass changes): one commit per pass instead of two. Under a savepoint: should one
+    row's values fail, only the savepoint rolls back, and they are written after the commit as a storm's
+    are (`write_decisions`, which leaves that alert out). False: not written."""
+    if len(changes.rows) > DECISION_CHUNK:
+        return False
+    if not changes.rows:
+        return True
+    try:
+        async with session.begin_nested():
+            await store.save_decisions(session, changes.rows)
+            await insert_events(session, changes.events)
+    except Exception as exc:
+        if is_outage(exc):
+            raise
+        log.info("decisions not written with the pass (%s): written after it, row by row", describe(exc))
+        return False
+    return True
+
+
+async def write_decisions(db: Database, changes: DecisionChanges, remember: Remember) -> None:
+    """Every changed decision and its trail event, after the pass's transaction and in chunks. They are
+    derived (a pass after a failure writes them again), and a storm's first decisions are thousands of
+    rows: in one transaction they held the SQLite write lock, and every webhook waiting behind it, for a
+    quarter of a second. A chunk that fails on its values is written row by row, and `Poisoned` names the
+    alerts whose row failed alone."""
+    bad: dict[str, str] = {}
+
+    async def save(rows: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+        async with db.write() as session:
+            await store.save_decisions(session, rows)
+            await insert_events(session, events)
+            await session.commit()
+        remember((row["fingerprint"], changes.stored[row["fingerprint"]]) for row in rows)
+
+    for start in range(0, len(changes.rows), DECISION_CHUNK):
+        rows = changes.rows[start : start + DECISION_CHUNK]
+        events = changes.events[start : start + DECISION_CHUNK]
+        try:
+            await save(rows, events)
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            for row, event in zip(rows, events, strict=True):  # one row's values: only that alert is left out
+                try:
+                    await save([row], [event])
+                except Exception as row_exc:
+                    if is_outage(row_exc):
+                        raise
+                    bad[row["fingerprint"]] = describe(row_exc)
+    if bad:
+        raise Poisoned(bad)

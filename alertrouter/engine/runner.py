@@ -20,7 +20,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.engine.cadence import Cadence, firing
 from alertrouter.engine.claims import Claims
-from alertrouter.engine.decisions import DecisionChanges, Poisoned, decision_changes, describe, find_culprits
+from alertrouter.engine.decisions import (
+    DecisionChanges,
+    Poisoned,
+    decision_changes,
+    find_culprits,
+    fold_decisions,
+    write_decisions,
+)
 from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_index, write_events
 from alertrouter.engine.records import RecordBook
 from alertrouter.heap import freeze_held
@@ -45,7 +52,6 @@ from alertrouter.pipeline.types import (
 from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage, leases
 from alertrouter.store import incidents as store
 from alertrouter.store import nodes as node_store
-from alertrouter.store.alerts import insert_events
 from alertrouter.store.leases import new_holder
 
 __all__ = ["EngineRunner"]
@@ -56,7 +62,6 @@ LEASE = "engine"
 LOOP_NAME = "engine"  # its name in LoopHealth and the loop metrics
 RECENT = timedelta(hours=1)  # resolved alerts and incidents stay live this long (for resolved messages)
 STOP_GRACE = timedelta(seconds=10)
-DECISION_CHUNK = 1000  # decisions (and trail events) written per transaction
 INSERTED_MAX = 200_000  # handed-over new alerts kept at most (each pass takes what it reads)
 INGEST_QUIET = 0.05  # seconds without a webhook being stored before a due pass starts ...
 INGEST_WAIT_MAX = 3.0  # ... waiting at most this long for it
@@ -134,7 +139,7 @@ class EngineRunner:
         # Escalation chains of unacknowledged incidents, stepped under the lease (engine/escalation.py).
         self._escalator = Escalator(pipeline, metrics)
         self._escalated = EscalationWork()
-        self._folded = False  # the last pass's transaction wrote its changed decisions (`_fold_decisions`)
+        self._folded = False  # the last pass's transaction wrote its changed decisions (`fold_decisions`)
         self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -329,7 +334,7 @@ class EngineRunner:
         if self._folded:
             self._decisions.update(changes.stored)
         else:
-            await self._write_decisions(changes)
+            await write_decisions(self._db, changes, self._decisions.update)
         if self._metrics is not None:
             for rule, count in changes.inhibited.items():
                 self._metrics.inhibited.labels(rule=rule).inc(count)
@@ -447,7 +452,7 @@ class EngineRunner:
     ) -> None:
         """What must commit under the lease: learned aliases, the incidents that changed (those whose
         alerts moved to a learned name first), what each receiver was told, the outbox; and the changed
-        decisions when they are few (`_fold_decisions`)."""
+        decisions when they are few (`engine.decisions.fold_decisions`)."""
         await node_store.save_node_aliases(session, learnt)
         await store.move_incidents(session, result.moved, now)
         await store.save_incidents(session, written, now)
@@ -460,64 +465,7 @@ class EngineRunner:
         result.intents.extend(self._escalated.intents)
         await write_events(session, self._escalated)
         await store.insert_intents(session, result.intents, now)
-        self._folded = await self._fold_decisions(session, changes)
-
-    async def _fold_decisions(self, session: AsyncSession, changes: DecisionChanges) -> bool:
-        """A pass's changed decisions and their trail events in its own transaction when they fit one
-        chunk (what a webhook's pass changes): one commit per pass instead of two. Under a savepoint:
-        should one row's values fail, only the savepoint rolls back, and they are written after the
-        commit as a storm's are (`_write_decisions`, which leaves that alert out). False: not written."""
-        if len(changes.rows) > DECISION_CHUNK:
-            return False
-        if not changes.rows:
-            return True
-        try:
-            async with session.begin_nested():
-                await store.save_decisions(session, changes.rows)
-                await insert_events(session, changes.events)
-        except Exception as exc:
-            if is_outage(exc):
-                raise
-            log.info("decisions not written with the pass (%s): written after it, row by row", describe(exc))
-            return False
-        return True
-
-    async def _write_decisions(self, changes: DecisionChanges) -> None:
-        """Every changed decision and its trail event, after the pass's transaction and in chunks. They
-        are derived (a pass after a failure writes them again), and a storm's first decisions are
-        thousands of rows: in one transaction they held the SQLite write lock, and every webhook waiting
-        behind it, for a quarter of a second."""
-        bad: dict[str, str] = {}
-        for start in range(0, len(changes.rows), DECISION_CHUNK):
-            rows = changes.rows[start : start + DECISION_CHUNK]
-            events = changes.events[start : start + DECISION_CHUNK]
-            try:
-                await self._save_decisions(rows, events, changes.stored)
-            except Exception as exc:
-                if is_outage(exc):
-                    raise
-                # One row's values: write them one by one, so only that alert is left out.
-                for row, event in zip(rows, events, strict=True):
-                    try:
-                        await self._save_decisions([row], [event], changes.stored)
-                    except Exception as row_exc:
-                        if is_outage(row_exc):
-                            raise
-                        bad[row["fingerprint"]] = describe(row_exc)
-        if bad:
-            raise Poisoned(bad)
-
-    async def _save_decisions(
-        self,
-        rows: list[dict[str, Any]],
-        events: list[dict[str, Any]],
-        stored: Mapping[str, tuple[str, dict[str, Any]]],
-    ) -> None:
-        async with self._db.write() as session:
-            await store.save_decisions(session, rows)
-            await insert_events(session, events)
-            await session.commit()
-        self._decisions.update((row["fingerprint"], stored[row["fingerprint"]]) for row in rows)
+        self._folded = await fold_decisions(session, changes)
 
     def _observe(self, result: EvalResult, seconds: float, *, full: bool) -> None:
         m = self._metrics

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import exc, func, select
 
-import alertrouter.engine.runner as runner_module
+import alertrouter.engine.decisions as decisions_module
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
@@ -74,7 +74,7 @@ async def test_a_row_refused_in_the_pass_loses_nothing_else_and_writes_nothing_t
     batch = parse_webhook(webhook(dcgm(7, 1), dcgm(7, 2), dcgm(8, 0))).batch
     bad = batch.alerts[0].fingerprint  # gpu-node-07/1
     await ingestor.ingest(batch)
-    real = runner_module.insert_events
+    real = decisions_module.insert_events
 
     async def insert_events(session: Any, rows: Sequence[Mapping[str, Any]]) -> None:
         """The trail rows are written, then the driver refuses one row's values (as it would a value
@@ -83,7 +83,7 @@ async def test_a_row_refused_in_the_pass_loses_nothing_else_and_writes_nothing_t
         if refused and any(r["fingerprint"] == bad and r["detail"]["decision"] != Decision.QUARANTINED for r in rows):
             raise exc.DataError("INSERT INTO alert_events ...", {}, ValueError("value too long"))
 
-    monkeypatch.setattr(runner_module, "insert_events", insert_events)
+    monkeypatch.setattr(decisions_module, "insert_events", insert_events)
     await runner.run_once()
     stored = await _decisions(db)
     assert stored["gpu-node-07/2"] in (Decision.HELD, Decision.NOTIFY)

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
+import alertrouter.engine.decisions as decisions_module
 import alertrouter.engine.runner as runner_module
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
@@ -190,7 +191,7 @@ async def test_alerts_handed_over_by_ingest_are_decided_as_if_read_back(db: Data
 async def test_a_storms_decisions_are_written_in_short_transactions(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner_module, "DECISION_CHUNK", 3)
+    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 3)
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     await Ingestor(db, TouchBuffer(), clock=clock).ingest(
@@ -210,6 +211,21 @@ async def test_a_storms_decisions_are_written_in_short_transactions(
     clock.now += 5 * S
     await runner.run_once()
     assert commits.count <= 1  # at most the lease renewal
+
+
+async def test_a_webhooks_decisions_commit_with_its_pass(db: Database) -> None:
+    """Up to a chunk of changed decisions go in the pass's own transaction: one commit, not two."""
+    clock = Clock()
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    await Ingestor(db, TouchBuffer(), clock=clock).ingest(
+        parse_webhook(webhook([gpu_labels("gpu-node-07", g, region="north") for g in range(8)])).batch
+    )
+    commits = Commits(db)
+    assert await runner.run_once() is not None
+    assert commits.count == 1
+    alerts = await rows(db, AlertRow)
+    assert len(alerts) == 8
+    assert all(a.decision is not None for a in alerts)
 
 
 async def test_a_due_pass_waits_for_a_pause_in_ingest(db: Database) -> None:
