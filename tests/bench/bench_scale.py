@@ -302,6 +302,7 @@ def pass_cost(server: Server, sample: list[dict[str, str]], samples: int) -> tup
         count1, sum1 = after
         per_pass.append((sum1 - sum0) / (count1 - count0) * 1000)
         counts.append(count1 - count0)
+    progress(f"passes (ms, in order; resolve, fire, ...): {', '.join(f'{ms:.0f}' for ms in per_pass)}")
     return statistics.median(per_pass), max(per_pass), statistics.mean(counts)
 
 
