@@ -188,10 +188,14 @@ async def test_alerts_handed_over_by_ingest_are_decided_as_if_read_back(db: Data
     assert "inhibited" in {d.decision.value for d in handed.decisions.values()}  # node-01 GPUs, by its NodeDown
 
 
-async def test_a_storms_decisions_are_written_in_short_transactions(
-    db: Database, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("chunk", "commits_made"), [(3, 1 + 3), (None, 1)])
+async def test_a_passs_decisions_commit_with_it_or_in_short_transactions(
+    db: Database, monkeypatch: pytest.MonkeyPatch, chunk: int | None, commits_made: int
 ) -> None:
-    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 3)
+    """Up to a chunk of changed decisions (a webhook's) go in the pass's own transaction: one commit. More
+    (a storm's) are written after it, a chunk per transaction: the pass's, then 8 decisions in threes."""
+    if chunk is not None:
+        monkeypatch.setattr(decisions_module, "DECISION_CHUNK", chunk)
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     await Ingestor(db, TouchBuffer(), clock=clock).ingest(
@@ -199,7 +203,7 @@ async def test_a_storms_decisions_are_written_in_short_transactions(
     )
     commits = Commits(db)
     assert await runner.run_once() is not None
-    assert commits.count == 1 + 3  # the pass's transaction under the lease, then 8 decisions in threes
+    assert commits.count == commits_made
     alerts = await rows(db, AlertRow)
     assert len(alerts) == 8
     assert all(a.decision is not None for a in alerts)
@@ -211,21 +215,6 @@ async def test_a_storms_decisions_are_written_in_short_transactions(
     clock.now += 5 * S
     await runner.run_once()
     assert commits.count <= 1  # at most the lease renewal
-
-
-async def test_a_webhooks_decisions_commit_with_its_pass(db: Database) -> None:
-    """Up to a chunk of changed decisions go in the pass's own transaction: one commit, not two."""
-    clock = Clock()
-    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
-    await Ingestor(db, TouchBuffer(), clock=clock).ingest(
-        parse_webhook(webhook([gpu_labels("gpu-node-07", g, region="north") for g in range(8)])).batch
-    )
-    commits = Commits(db)
-    assert await runner.run_once() is not None
-    assert commits.count == 1
-    alerts = await rows(db, AlertRow)
-    assert len(alerts) == 8
-    assert all(a.decision is not None for a in alerts)
 
 
 async def test_a_due_pass_waits_for_a_pause_in_ingest(db: Database) -> None:
