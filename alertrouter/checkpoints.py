@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import sqlite3
 import threading
 import time
@@ -26,8 +25,6 @@ from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 
 __all__ = ["CHECKPOINT_EVERY", "Checkpoint", "Checkpointer"]
-
-log = logging.getLogger(__name__)
 
 LOOP = "checkpoint"  # its name in LoopHealth and the loop metrics
 CHECKPOINT_EVERY = 1.0  # seconds between two checkpoints
@@ -43,6 +40,8 @@ class Checkpoint:
 
 
 class Checkpointer:
+    """The loop `serve` runs on SQLite in a file: a PASSIVE checkpoint every `interval` seconds."""
+
     def __init__(
         self,
         path: Path,
