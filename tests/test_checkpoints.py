@@ -72,3 +72,12 @@ async def test_the_loop_checkpoints_every_interval_and_reports_its_passes(tmp_pa
     finally:
         await checkpointer.stop()
         await db.dispose()
+
+
+def test_the_checkpointed_file_is_the_databases_own(tmp_path: Path) -> None:
+    assert Database(f"sqlite+aiosqlite:///{tmp_path / 'a.db'}").sqlite_file == tmp_path / "a.db"
+    assert Database("sqlite+aiosqlite:///relative.db").sqlite_file == Path("relative.db")
+    assert Database("sqlite+aiosqlite://").sqlite_file is None  # in memory
+    assert Database("sqlite+aiosqlite:///:memory:").sqlite_file is None
+    assert Database("sqlite+aiosqlite:///file:a.db?uri=true").sqlite_file is None
+    assert Database("postgresql+asyncpg://u:p@127.0.0.1/db").sqlite_file is None

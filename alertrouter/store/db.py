@@ -107,9 +107,10 @@ class Database:
 
     @property
     def sqlite_file(self) -> Path | None:
-        """The SQLite database's file (None: PostgreSQL, or SQLite in memory)."""
+        """The SQLite database's file (None: PostgreSQL, SQLite in memory, or named by a `file:` URI,
+        whose options only SQLite reads)."""
         where = self.url.database or ""
-        if not self.is_sqlite or where in ("", ":memory:") or self.url.query.get("mode") == "memory":
+        if not self.is_sqlite or where in ("", ":memory:") or self.url.query.get("uri") == "true":
             return None
         return Path(where)
 
