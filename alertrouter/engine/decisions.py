@@ -140,6 +140,12 @@ def find_culprits(
 Remember = Callable[[Iterable[tuple[str, tuple[str, dict[str, Any]]]]], None]
 
 
+async def _save(session: AsyncSession, rows: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]]) -> None:
+    """Decision rows and their trail events, in `session`'s transaction."""
+    await store.save_decisions(session, rows)
+    await insert_events(session, events)
+
+
 async def fold_decisions(session: AsyncSession, changes: DecisionChanges) -> bool:
     """A pass's changed decisions and their trail events in its own transaction when they fit one chunk
     (what a webhook's pass changes): one commit per pass instead of two. Under a savepoint: should one
@@ -151,8 +157,7 @@ async def fold_decisions(session: AsyncSession, changes: DecisionChanges) -> boo
         return True
     try:
         async with session.begin_nested():
-            await store.save_decisions(session, changes.rows)
-            await insert_events(session, changes.events)
+            await _save(session, changes.rows, changes.events)
     except Exception as exc:
         if is_outage(exc):
             raise
@@ -171,8 +176,7 @@ async def write_decisions(db: Database, changes: DecisionChanges, remember: Reme
 
     async def save(rows: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
         async with db.write() as session:
-            await store.save_decisions(session, rows)
-            await insert_events(session, events)
+            await _save(session, rows, events)
             await session.commit()
         remember((row["fingerprint"], changes.stored[row["fingerprint"]]) for row in rows)
 

@@ -88,9 +88,11 @@ class Storms:
         """Node incident `key`, evaluated again, may roll up into `ckey` now (None: into none), and could
         into `before`."""
         for storm in (before, ckey):  # a storm without a tally (or openings) yet sums every member
-            if storm is not None and storm in self._tallies:
+            if storm is None:
+                continue
+            if storm in self._tallies:
                 self._touched[storm].add(key)
-            if storm is not None and storm in self._openings:
+            if storm in self._openings:
                 self._reopened[storm].add(key)
         if before is not None and before != ckey:
             self._candidates[before].pop(key, None)
