@@ -182,7 +182,7 @@ class Evaluator:
             touched |= views.matching(s.matchers for s in active ^ self._silences_active)
             self._silences_active = active
         dirty.update(views.placements[fp].key for fp in touched if fp in views.placements)
-        storms, new_records = self._records_changed(incidents, dirty, records_changed)
+        storms, retold, new_records = self._records_changed(incidents, records_changed)
         due = self._due(now)
         dirty.update(k for k in due if k in views.members or k in self._groups)
         storms.update(k for k in due if k not in views.members)
@@ -197,6 +197,9 @@ class Evaluator:
         # inhibition, hold-down, aggregation: the node incidents whose alerts or mutes may have changed
         for key in sorted(dirty):
             storms |= self._sort(key, silencer, now)
+        retold -= dirty
+        for key in retold:
+            storms |= self._record_changed(key)
         given = incidents
         incidents = self._moved(synced.moves, views.members, incidents, result)
 
@@ -204,7 +207,7 @@ class Evaluator:
         regrouped: set[str] = set()
         for ckey in sorted(storms):
             regrouped |= self._storms.membership(ckey, incidents, self._groups, now)
-        for key in sorted(dirty | regrouped):
+        for key in sorted(dirty | regrouped | retold):
             node = self._groups.get(key)
             if node is not None:
                 node.group.parent = self._storms.parent(key)
@@ -241,12 +244,13 @@ class Evaluator:
                 self._seen[key] = record
 
     def _records_changed(
-        self, incidents: Mapping[str, IncidentRecord], dirty: set[str], keys: Collection[str] | None
-    ) -> tuple[set[str], list[str]]:
+        self, incidents: Mapping[str, IncidentRecord], keys: Collection[str] | None
+    ) -> tuple[set[str], set[str], list[str]]:
         """Records that are not the objects the last pass was given (looked for among `keys` when given,
-        else among all): their node incidents are evaluated again (into `dirty`); returns the storms they
-        are or name as parent, and the keys of those records."""
+        else among all). Returns the storms they are or name as parent, the node incidents to tell again
+        (`_record_changed`), and the keys of those records."""
         storms: set[str] = set()
+        nodes: set[str] = set()
         seen = self._seen
         if keys is None:
             changed = [k for k, r in incidents.items() if seen.get(k) is not r]
@@ -258,9 +262,22 @@ class Evaluator:
             if record is not None and record.kind == IncidentKind.CLUSTER:
                 storms.add(key)
                 continue
-            dirty.add(key)
+            nodes.add(key)
             storms |= self._storms.record_parent(key, record.parent if record is not None else None)
-        return storms, changed
+        return storms, nodes, changed
+
+    def _record_changed(self, key: str) -> set[str]:
+        """A node incident whose record changed and whose alerts did not: told again (`_incident`: what
+        receivers were told, its opening, its acknowledgement), not sorted again (`_sort` reads no record).
+        Returns the storm it may roll up into, which counts its opening again (the record's `active_since`);
+        the one its record names as parent is `_records_changed`'s. Most such records are the previous
+        pass's own writes: a storm's thousand members written as they roll up, told again here at a
+        fraction of sorting their alerts again."""
+        node = self._groups.get(key)
+        if node is None or node.ckey is None:
+            return set()
+        self._storms.reopened(key, node.ckey)
+        return {node.ckey}
 
     def _due(self, now: datetime) -> set[str]:
         """The incidents whose wake-up time has come."""
@@ -380,7 +397,10 @@ class Evaluator:
             )
             ckey = rollup_key(rule, opening_views[0].labels)
         first = min((v.first_seen for v in opening_views if v.first_seen), default=None)
-        self._groups[key] = NodeIncident(group, self._summary(group), opening, ckey, first, hold_wake, decisions)
+        shared = common_labels(a.labels for a in group.alerts)
+        self._groups[key] = NodeIncident(
+            group, self._summary(group), opening, ckey, first, hold_wake, decisions, shared
+        )
         self._storms.candidate(key, old.ckey if old is not None else None, ckey, rule)
         if ckey is not None:
             storms.add(ckey)
@@ -450,8 +470,7 @@ class Evaluator:
                 self._set_decision(view.fingerprint, with_mutes(decision, mutes), result)
 
     def _incident(self, node: NodeIncident, record: IncidentRecord | None, now: datetime, result: EvalResult) -> None:
-        group, summary = node.group, node.summary
-        all_labels = common_labels(a.labels for a in group.alerts)
+        group, summary, all_labels = node.group, node.summary, node.labels
         severity = summary.severity or worst_severity(group.alerts, self.pipeline)
         state = next_incident_state(
             record,

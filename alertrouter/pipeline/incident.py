@@ -56,6 +56,7 @@ class NodeIncident:
     first: datetime | None  # when its earliest opening alert first fired
     hold_wake: datetime | None  # the earliest end of a hold-down (or of a stale period) among its alerts
     decisions: dict[str, AlertDecision] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)  # the labels all its alerts share
 
 
 def worst_severity(alerts: Iterable[AlertView], pipeline: CompiledRules) -> str:

@@ -99,6 +99,12 @@ class Storms:
         if ckey is not None:
             self._candidates[ckey][key] = rule
 
+    def reopened(self, key: str, ckey: str) -> None:
+        """Node incident `key`, a candidate of storm `ckey`, has another record: when it opened may differ
+        (its `active_since`), nothing the tally sums does."""
+        if ckey in self._openings:
+            self._reopened[ckey].add(key)
+
     def record_parent(self, key: str, parent: str | None) -> set[str]:
         """A node incident's record names `parent` now; the storms this concerns."""
         storms: set[str] = set()

@@ -305,3 +305,27 @@ def test_a_source_down_alert_that_mutes_nothing_still_reaches_the_stale_alerts_o
     decided: set[str] = set()
     _same_run(pipeline, ops, decided)
     assert "stale" in decided
+
+
+def test_a_node_counted_from_its_source_resolving_tips_a_storm_in_the_pass_after_either_way() -> None:
+    """gpu-node-00 overheats while its NodeDown mutes it; five more northern nodes overheat much later, and
+    then gpu-node-00's NodeDown resolves. Its incident counts from that moment (the record the pass writes
+    says so, not its alert's first firing), so the pass after that one finds six node incidents opened
+    within two minutes: a storm. That pass has only the written record as a change: the incremental pass
+    must count the storm's openings again from it, as the full pass does."""
+    down = POOL.index(node_exporter_down_labels("10.0.3.10", region="north"))
+    xid = POOL.index(dcgm_labels("10.0.3.10", "gpu-node-00", 0, region="north"))
+    north = STORMS["north"]
+    ops: list[Op] = [
+        ("fire", xid),  # its address is learned from dcgm-exporter's Hostname
+        ("fire", down),
+        ("fire", north[0]),  # gpu-node-00 GPUHighTemp: inhibited
+        ("tick", 400),
+        *(("fire", i) for i in north[1:]),  # five nodes: no storm yet
+        ("tick", 31),
+        ("resolve", down),
+        ("tick", 5),  # the pass after: six
+    ]
+    decided: set[str] = set()
+    _same_run(shipped_pipeline(), ops, decided)
+    assert {"inhibited", "rolled_up"} <= decided
