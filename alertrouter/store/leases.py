@@ -8,7 +8,7 @@ import uuid
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.store.handles import insert_for, leases_t
@@ -32,7 +32,19 @@ async def lease_held_by_other(session: AsyncSession, *, name: str, holder: str, 
 
 async def hold_lease(session: AsyncSession, *, name: str, holder: str, now: datetime, until: datetime) -> bool:
     """Take or renew a lease; True if `holder` has it until `until`. The row stays locked (on PostgreSQL)
-    until the caller's transaction ends, so the work done under it commits only while it is held."""
+    until the caller's transaction ends, so the work done under it commits only while it is held.
+
+    One statement when the lease is this holder's or has run out (every pass of a leader): an update
+    on that condition, which PostgreSQL checks again on the row as it stands once any other writer's
+    lock is gone. Otherwise (no row yet, or held by another) the row is made if missing and read."""
+    c = leases_t.c
+    renewed = await session.execute(
+        update(leases_t)
+        .where(c.name == name, or_(c.holder == holder, c.expires_at <= now))
+        .values(holder=holder, expires_at=until)
+    )
+    if int(cast(CursorResult[Any], renewed).rowcount) == 1:
+        return True
     await session.execute(
         insert_for(session, leases_t)
         .values(name=name, holder=holder, expires_at=until)
