@@ -72,7 +72,7 @@ class Evaluator:
         self._inhibitor = Inhibitor(pipeline.inhibit_rules)
         stale = pipeline.stale
         self._views = AlertViews(
-            pipeline.aggregation, pipeline.nodes, self._inhibitor, stale.reads if stale.enabled else None
+            pipeline.aggregation, pipeline.nodes, self._inhibitor, stale.reading if stale.enabled else None
         )
         self._teller = Teller(pipeline)
         self._storms = Storms()
@@ -338,8 +338,9 @@ class Evaluator:
             view = views.views[fp]
             group.alerts.append(view)
             if stale_rule.enabled and not view.firing and (node := views.node_of(fp)) is not None:
-                neighbours = ((views.alerts[o], views.views[o].labels) for o in views.by_node.get(node, ()))
-                stale = staleness(stale_rule, views.alerts[fp], view.labels, neighbours, now)
+                readings = views.readings
+                neighbours = ((views.alerts[o], readings[o]) for o in views.by_node.get(node, ()))
+                stale = staleness(stale_rule, views.alerts[fp], readings.get(fp), neighbours, now)
                 if stale is not None:
                     group.firing += 1
                     group.stale.append(view)

@@ -36,7 +36,7 @@ from alertrouter.labels import Matcher, matches_all
 from alertrouter.pipeline.nodes import strip_port
 from alertrouter.pipeline.types import LiveAlert
 
-__all__ = ["DISABLED", "Reason", "StaleRule", "Staleness", "source_of", "staleness"]
+__all__ = ["DISABLED", "Reading", "Reason", "StaleRule", "Staleness", "source_of", "staleness"]
 
 
 class Reason(enum.StrEnum):
@@ -66,6 +66,22 @@ class StaleRule:
         """Whether staleness reads this alert at all: a target or a source-down alert."""
         return self.is_source_down(labels) or matches_all(self.targets, labels)
 
+    def reading(self, labels: Mapping[str, str]) -> Reading | None:
+        """What staleness reads of an alert's (enriched) labels; None: it reads nothing of this alert."""
+        down = self.is_source_down(labels)
+        if not down and not matches_all(self.targets, labels):
+            return None
+        return Reading(down, source_of(labels))
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What staleness reads of an alert's labels, worked out once per labels (`AlertViews` keeps it):
+    a pass reads it for every alert on the node of each resolved one."""
+
+    source_down: bool  # else a target
+    source: tuple[str, str]  # `source_of`
+
 
 DISABLED = StaleRule()
 
@@ -89,24 +105,25 @@ def source_of(labels: Mapping[str, str]) -> tuple[str, str]:
 def staleness(
     rule: StaleRule,
     alert: LiveAlert,
-    labels: Mapping[str, str],
-    neighbours: Iterable[tuple[LiveAlert, Mapping[str, str]]],
+    reading: Reading | None,
+    neighbours: Iterable[tuple[LiveAlert, Reading]],
     now: datetime,
 ) -> Staleness | None:
-    """Whether resolved `alert` (enriched `labels`) is stale now, among the alerts of its node
-    (`neighbours`, it included or not). None: resolved, or not a resolved target at all."""
-    if not rule.enabled or alert.firing or alert.ends_at is None or not rule.is_target(labels):
+    """Whether resolved `alert` (`reading`: `rule.reading` of its enriched labels) is stale now, among the
+    alerts of its node that staleness reads (`neighbours`, it included or not). None: resolved, or not a
+    resolved target at all."""
+    if not rule.enabled or alert.firing or alert.ends_at is None or reading is None or reading.source_down:
         return None
     r = alert.ends_at
-    source = source_of(labels)
+    source = reading.source
     downs: list[LiveAlert] = []
     same: list[LiveAlert] = []
-    for other, other_labels in neighbours:
+    for other, other_reading in neighbours:
         if other.fingerprint == alert.fingerprint:
             continue
-        if rule.is_source_down(other_labels):
+        if other_reading.source_down:
             downs.append(other)
-        elif source_of(other_labels) == source:
+        elif other_reading.source == source:
             same.append(other)
     together = _together(rule, r, same)
     horizon = r + (rule.hold if together else rule.window)

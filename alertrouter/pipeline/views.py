@@ -15,6 +15,7 @@ from alertrouter.model import AlertView
 from alertrouter.pipeline.aggregate import AggregationRule, assign_rule, incident_key
 from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.nodes import Discovered, NodeIdentity
+from alertrouter.pipeline.stale import Reading
 from alertrouter.pipeline.types import LiveAlert
 
 __all__ = ["AlertViews", "Placement", "Synced"]
@@ -46,11 +47,12 @@ class AlertViews:
         aggregation: Sequence[AggregationRule],
         nodes: NodeIdentity,
         inhibitor: Inhibitor,
-        relevant: Callable[[Mapping[str, str]], bool] | None = None,
+        read: Callable[[Mapping[str, str]], Reading | None] | None = None,
     ) -> None:
-        """`relevant`: which alerts (by enriched labels) `by_node` indexes and `Synced.nodes` reports, those
-        staleness reads (`pipeline.stale`: targets and source-down alerts); None: none."""
-        self._relevant = relevant
+        """`read`: what staleness reads of an alert's enriched labels (`StaleRule.reading`), None for the
+        alerts it does not read; those it does (targets and source-down alerts) are the ones `by_node`
+        indexes and `Synced.nodes` reports. None: staleness reads nothing."""
+        self._read = read
         self._aggregation = aggregation
         self.nodes = nodes
         self.inhibitor = inhibitor
@@ -58,7 +60,8 @@ class AlertViews:
         self.views: dict[str, AlertView] = {}
         self.placements: dict[str, Placement] = {}
         self.members: dict[str, set[str]] = {}  # node incident key -> its alerts
-        self.by_node: dict[str, set[str]] = {}  # node label value -> its `relevant` alerts
+        self.by_node: dict[str, set[str]] = {}  # node label value -> the alerts staleness reads on it
+        self.readings: dict[str, Reading] = {}  # fingerprint -> what staleness reads of it, for those alerts
         self._addresses: dict[str, str] = {}  # fingerprint -> the IP address that names its node
         self._keys: dict[str, str] = {}  # fingerprint -> the value its node is looked up by (discovered names)
         self.rekeyed: set[str] = set()  # alerts whose node the last sync renamed
@@ -116,7 +119,12 @@ class AlertViews:
         was = old.labels.get(label) if old is not None else None
         if was is not None and fp not in self.by_node.get(was, ()):
             was = None
-        node = labels.get(label) if self._relevant is not None and self._relevant(labels) else None
+        reading = self._read(labels) if self._read is not None else None
+        if reading is None:
+            self.readings.pop(fp, None)
+        else:
+            self.readings[fp] = reading
+        node = labels.get(label) if reading is not None else None
         self._index_node(fp, was, node)
         out.nodes.update(n for n in (was, node) if n)
 
@@ -215,6 +223,7 @@ class AlertViews:
             if (node := left.labels.get(nodes.label)) is not None and fp in self.by_node.get(node, ()):
                 self._index_node(fp, node, None)
                 out.nodes.add(node)
+            self.readings.pop(fp, None)
             self.inhibitor.remove(fp)
             self.inhibitor.untrack(fp)
             out.dirty.add(self.placements[fp].key)

@@ -253,7 +253,9 @@ NODEDOWN = {"job": "node", "instance": "10.0.0.7:9100", "alertname": "NodeDown"}
 )
 def test_the_rule(others: list[tuple[LiveAlert, dict[str, str]]], now: datetime, expected: Reason | None) -> None:
     a = _alert("a", False, T0, R)
-    got = staleness(RULE, a, DCGM, [(a, DCGM), *others], now)
+    reading = RULE.reading(DCGM)
+    neighbours = [(a, reading), *((o, RULE.reading(labels)) for o, labels in others)]
+    got = staleness(RULE, a, reading, [(o, r) for o, r in neighbours if r is not None], now)
     assert (got.reason if got is not None else None) == expected
 
 
