@@ -12,7 +12,7 @@ fires again is a new incident of its own.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -231,7 +231,7 @@ def storm_state(
     record: IncidentRecord | None,
     now: datetime,
     pipeline: CompiledRules,
-) -> tuple[IncidentState, frozenset[str]]:
+) -> tuple[IncidentState, Set[str]]:
     """A rolling-up storm's incident, and the alerts that count for it, from its members' sums (`tally`).
     It is told as it arrives: members' alerts still in hold-down count (node messages wait for them; a
     cluster message does not, so it would otherwise undercount the storm it announces). Each member's part

@@ -42,7 +42,8 @@ class StormTally:
         self._alerts = 0
         self._firing_members = 0
         self._activated: datetime | None = None
-        self._union: frozenset[str] = frozenset()
+        # Updated in place by the parts that left and came: a copy per pass cost the storm's size.
+        self._union: set[str] = set()
 
     def update(self, members: Set[str], nodes: Mapping[str, NodeIncident], touched: Set[str] | None = None) -> None:
         """Bring the sums to `members` (node keys) as `nodes` describes them now. `touched`: the members
@@ -68,9 +69,13 @@ class StormTally:
         if self._recount or (self._anchor is None and self._parts):
             self._count_pairs(changed)
         if removed or added:
-            self._union = self._union.difference(*removed).union(*added)
-            if len(self._union) != self._alerts:  # members' alerts shared (never expected): sum afresh
-                self._union = frozenset().union(*(p.firing for p in self.parts()))
+            union = self._union
+            for part in removed:
+                union.difference_update(part)
+            for part in added:
+                union.update(part)
+            if len(union) != self._alerts:  # members' alerts shared (never expected): sum afresh
+                self._union = set().union(*(p.firing for p in self.parts()))
 
     def _add(self, node: NodeIncident, added: list[frozenset[str]]) -> None:
         if node.group.firing:
@@ -148,8 +153,9 @@ class StormTally:
         return self._units
 
     @property
-    def firing(self) -> frozenset[str]:
-        """The alerts that count, over every member."""
+    def firing(self) -> Set[str]:
+        """The alerts that count, over every member: a view, valid until the next update (what a
+        receiver was told keeps a copy: `throttle.next_state`)."""
         return self._union
 
     @property

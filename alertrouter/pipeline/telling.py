@@ -4,7 +4,7 @@ policy; the message snapshot when it is."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import replace
 from datetime import datetime
 
@@ -105,7 +105,7 @@ class Teller:
         state: IncidentState,
         rule: AggregationRule,
         routes: list[RouteMatch],
-        firing: frozenset[str],
+        firing: Set[str],
         group: IncidentGroup | None,
         record: IncidentRecord | None,
         now: datetime,

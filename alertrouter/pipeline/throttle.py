@@ -11,6 +11,7 @@ flapping alert costs at most one message per group interval instead of two per f
 from __future__ import annotations
 
 import enum
+from collections.abc import Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -51,7 +52,7 @@ class ThrottleDecision:
 
 def needs_update(
     state: NotifyState | None,
-    firing: frozenset[str],
+    firing: Set[str],
     *,
     active_since: datetime | None,
     now: datetime,
@@ -86,9 +87,10 @@ def _spaced(state: NotifyState, now: datetime, policy: ThrottlePolicy, reason: N
     return ThrottleDecision(reason) if now >= due else ThrottleDecision(None, due)
 
 
-def next_state(state: NotifyState | None, reason: NotifyReason, firing: frozenset[str], now: datetime) -> NotifyState:
-    """The state after a message with `reason` was accepted for delivery."""
+def next_state(state: NotifyState | None, reason: NotifyReason, firing: Set[str], now: datetime) -> NotifyState:
+    """The state after a message with `reason` was accepted for delivery (it keeps a frozen copy of
+    `firing`: a storm's is its tally's live set; a node incident's, already frozen, is kept as is)."""
     repeats = (state.repeats + 1) if (reason is NotifyReason.REPEAT and state is not None) else 0
     return NotifyState(
-        last_sent_at=now, firing=frozenset() if reason is NotifyReason.RESOLVED else firing, repeats=repeats
+        last_sent_at=now, firing=frozenset() if reason is NotifyReason.RESOLVED else frozenset(firing), repeats=repeats
     )
