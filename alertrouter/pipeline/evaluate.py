@@ -389,19 +389,23 @@ class Evaluator:
             group.eligible.append(view)
         # Stale alerts open nothing: a storm they are in stays (its members still fire) but none starts from them.
         opening_views = group.eligible + group.held
+        summary = self._summary(group)
         opening: IncidentSummary | None = None
         ckey: str | None = None
         if rule.rollup is not None and opening_views:
-            p = self.pipeline
-            opening = summarize_incident(
-                rule, key, opening_views, severity_label=p.severity_label, severities=p.severities
-            )
+            if group.held:
+                p = self.pipeline
+                opening = summarize_incident(
+                    rule, key, opening_views, severity_label=p.severity_label, severities=p.severities
+                )
+            else:  # what opens it is what counts: the summary's alerts, in the same order
+                opening = summary
             ckey = rollup_key(rule, opening_views[0].labels)
         first = min((v.first_seen for v in opening_views if v.first_seen), default=None)
-        shared = common_labels(a.labels for a in group.alerts)
-        self._groups[key] = NodeIncident(
-            group, self._summary(group), opening, ckey, first, hold_wake, decisions, shared
-        )
+        # The summary describes every alert (in the same order) unless some are muted, held or resolved.
+        all_described = summary.alerts == len(group.alerts)
+        shared = summary.common_labels if all_described else common_labels(a.labels for a in group.alerts)
+        self._groups[key] = NodeIncident(group, summary, opening, ckey, first, hold_wake, decisions, shared)
         self._storms.candidate(key, old.ckey if old is not None else None, ckey, rule)
         if ckey is not None:
             storms.add(ckey)

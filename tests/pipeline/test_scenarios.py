@@ -294,3 +294,36 @@ def test_an_ended_storm_survives_a_restart_and_still_resolves() -> None:
     sc.restart()
     sc.run(10 * MIN)
     assert [m.reason for m in sc.messages()] == [NotifyReason.FIRST, NotifyReason.RESOLVED]
+
+
+def test_a_storm_counts_its_members_alerts_while_they_are_in_hold_down() -> None:
+    """Six nodes overheat at once: a storm at the first pass. GPU alerts wait out the node-down rule's 30 s
+    hold-down before a node incident speaks (a NodeDown may follow), but the storm is told as it arrives:
+    its six alerts count for it already."""
+    sc = Scenario()
+    for n in range(6):
+        sc.fire(gpu_labels(f"gpu-node-{n:03d}", 0, region="north", rack="r12"))
+    result = sc.step()
+    assert Counter(d.decision for d in result.decisions.values()) == {Decision.HELD: 6}
+    sc.now += 10 * S
+    result = sc.step()
+    (storm,) = (s for s in result.incidents.values() if s.kind == "cluster")
+    assert storm.summary["alerts"] == 6
+    assert storm.active_since is not None
+
+
+def test_a_node_incidents_labels_are_those_all_its_alerts_share_resolved_ones_included() -> None:
+    """Two GPUs of a node overheat and one cools down: the incident is still about both, so its labels (what
+    routes match and messages show) carry no `gpu`, `UUID` or `device` of the one still hot."""
+    sc = Scenario()
+    hot = [gpu_labels("gpu-node-07", gpu, region="north") for gpu in (0, 1)]
+    for labels in hot:
+        sc.fire(labels)
+    sc.run(MIN)
+    sc.resolve(hot[0])
+    result = sc.step()
+    state = result.incidents[next(iter(result.incidents))]
+    assert state.firing
+    assert state.labels.get("node") == "gpu-node-07"
+    assert "gpu" not in state.labels
+    assert "UUID" not in state.labels
