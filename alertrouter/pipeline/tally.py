@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence, Set
+from collections.abc import Hashable, Iterator, Mapping, Sequence, Set
 from datetime import datetime
 from itertools import islice
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from alertrouter.pipeline.aggregate import IncidentSummary, severity_rank
 from alertrouter.pipeline.incident import NodeIncident
 
-__all__ = ["StormTally"]
+__all__ = ["StormAlerts", "StormTally"]
 
 _K = TypeVar("_K", bound=Hashable)
+TOLD_KEPT = 4  # sets a receiver was told whose untold alerts a tally keeps up to date (one per receiver)
 
 
 class StormTally:
@@ -44,6 +45,9 @@ class StormTally:
         self._activated: datetime | None = None
         # Updated in place by the parts that left and came: a copy per pass cost the storm's size.
         self._union: set[str] = set()
+        # What receivers were told (by identity: a set told is never changed), each with the alerts
+        # that count and are not in it, updated like the union (`StormAlerts.__le__`).
+        self._untold: dict[int, tuple[frozenset[str], set[str]]] = {}
 
     def update(self, members: Set[str], nodes: Mapping[str, NodeIncident], touched: Set[str] | None = None) -> None:
         """Bring the sums to `members` (node keys) as `nodes` describes them now. `touched`: the members
@@ -74,8 +78,14 @@ class StormTally:
                 union.difference_update(part)
             for part in added:
                 union.update(part)
+            for told, untold in self._untold.values():
+                for part in removed:
+                    untold.difference_update(part)
+                for part in added:
+                    untold.update(part - told)
             if len(union) != self._alerts:  # members' alerts shared (never expected): sum afresh
                 self._union = set().union(*(p.firing for p in self.parts()))
+                self._untold.clear()
 
     def _add(self, node: NodeIncident, added: list[frozenset[str]]) -> None:
         if node.group.firing:
@@ -153,10 +163,22 @@ class StormTally:
         return self._units
 
     @property
-    def firing(self) -> Set[str]:
+    def firing(self) -> StormAlerts:
         """The alerts that count, over every member: a view, valid until the next update (what a
         receiver was told keeps a copy: `throttle.next_state`)."""
-        return self._union
+        return StormAlerts(self)
+
+    def all_told(self, told: Set[Any]) -> bool:
+        """Whether every alert that counts is in `told`: worked out whole the first time a set is asked
+        about, then from the alerts not in it, kept up to date by each update."""
+        if not isinstance(told, frozenset):
+            return self._union <= told
+        entry = self._untold.get(id(told))  # the entry holds the set: its id is no other's meanwhile
+        if entry is None:
+            if len(self._untold) >= TOLD_KEPT:
+                del self._untold[next(iter(self._untold))]
+            entry = self._untold[id(told)] = (told, self._union - told)
+        return not entry[1]
 
     @property
     def any_firing(self) -> bool:
@@ -210,3 +232,26 @@ def _drop(counts: Counter[_K], key: _K) -> None:
         counts[key] = left
     else:
         del counts[key]
+
+
+class StormAlerts(Set[str]):
+    """The alerts that count for a storm, as its tally holds them now (valid until its next update). Each
+    pass asks whether they are all among what a receiver was told (`<=`, `throttle.needs_update`): that is
+    answered from the tally's alerts not in the told set, not by looking up the storm's 11,000 alerts."""
+
+    __slots__ = ("_tally",)
+
+    def __init__(self, tally: StormTally) -> None:
+        self._tally = tally
+
+    def __contains__(self, fingerprint: object) -> bool:
+        return fingerprint in self._tally._union
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tally._union)
+
+    def __len__(self) -> int:
+        return len(self._tally._union)
+
+    def __le__(self, other: Set[Any]) -> bool:
+        return self._tally.all_told(other)

@@ -94,6 +94,31 @@ def test_the_sums_kept_between_passes_equal_those_worked_out_from_the_members(st
         assert tally.member_nodes() == members
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_step, st.booleans()), min_size=1, max_size=12))
+def test_whether_a_storms_alerts_were_all_told_is_answered_as_a_whole_set_would(
+    steps: list[tuple[dict[str, object], bool]],
+) -> None:
+    """What receivers were told are snapshots of the storm's alerts at earlier steps (more of them than
+    the tally keeps up to date, and some asked about again after updates in between)."""
+    tally = StormTally()
+    nodes: dict[str, NodeIncident] = {}
+    told: list[frozenset[str]] = [frozenset()]
+    for step, tell in steps:
+        for key, spec in step.items():
+            if spec is None:
+                nodes.pop(key, None)
+            elif isinstance(spec, tuple):
+                nodes[key] = _node(key, spec)
+        tally.update(frozenset(nodes), nodes, touched=set(step))
+        alerts = set(tally.firing)
+        for was in told:
+            assert (tally.firing <= was) == (alerts <= was)
+        if tell:
+            told.append(frozenset(tally.firing))
+            assert tally.firing <= told[-1]
+
+
 def test_a_storm_of_four_members_sums_what_they_say() -> None:
     """Worked by hand: three members with parts in north, rack r01 and r02, one member whose alerts all
     resolved (no part), then the critical one leaves."""
