@@ -275,6 +275,8 @@ class Inhibitor:
         labels = alert.labels
         own = alert.fingerprint
         for rule in self._target_candidates(labels):
+            if not rule.buckets:  # no source of it fires: the common case, asked for every alert sorted
+                continue
             bucket = rule.buckets.get(rule.key(labels))
             if bucket is None or not matches_all(rule.rule.target, labels):
                 continue
