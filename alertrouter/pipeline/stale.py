@@ -62,10 +62,6 @@ class StaleRule:
     def is_target(self, labels: Mapping[str, str]) -> bool:
         return not self.is_source_down(labels) and matches_all(self.targets, labels)
 
-    def reads(self, labels: Mapping[str, str]) -> bool:
-        """Whether staleness reads this alert at all: a target or a source-down alert."""
-        return self.is_source_down(labels) or matches_all(self.targets, labels)
-
     def reading(self, labels: Mapping[str, str]) -> Reading | None:
         """What staleness reads of an alert's (enriched) labels; None: it reads nothing of this alert."""
         down = self.is_source_down(labels)
