@@ -92,16 +92,15 @@ class Storms:
                 continue
             if storm in self._tallies:
                 self._touched[storm].add(key)
-            if storm in self._openings:
-                self._reopened[storm].add(key)
+            self.reopened(key, storm)
         if before is not None and before != ckey:
             self._candidates[before].pop(key, None)
         if ckey is not None:
             self._candidates[ckey][key] = rule
 
     def reopened(self, key: str, ckey: str) -> None:
-        """Node incident `key`, a candidate of storm `ckey`, has another record: when it opened may differ
-        (its `active_since`), nothing the tally sums does."""
+        """When node incident `key`, a candidate of storm `ckey`, opened may differ: it was evaluated again
+        (`candidate`), or has another record (its `active_since`; nothing the tally sums changed)."""
         if ckey in self._openings:
             self._reopened[ckey].add(key)
 
