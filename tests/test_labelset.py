@@ -6,9 +6,12 @@ import copy
 import sys
 
 import orjson
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from alertrouter.labels import fingerprint, matches_all, parse_matchers
 from alertrouter.labelset import LabelSet
+from alertrouter.pipeline.aggregate import common_labels
 
 # dcgm-exporter's labels on one GPU, in the order a scrape gives them (tests/support/scenario.py shape)
 DCGM = {
@@ -78,3 +81,30 @@ def test_a_value_that_is_not_a_string_is_kept() -> None:
     labels = LabelSet(orjson.loads(b'{"alertname": "Up", "port": 9100, "job": "node"}'))
     assert labels == {"alertname": "Up", "port": 9100, "job": "node"}
     assert labels["job"] is sys.intern("node")
+
+
+@settings(max_examples=300, deadline=None)
+@example([(("alertname", "node", "gpu"), ["a", "b", "a"], True), (("alertname", "gpu", "node"), ["a", "b", "a"], True)])
+@example([(("alertname", "node", "gpu"), ["a", "b", "a"], True), (("alertname", "node"), ["a", "b", "a"], True)])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([("alertname", "node", "gpu"), ("alertname", "gpu", "node"), ("alertname", "node")]),
+            st.lists(st.sampled_from(["a", "b", ""]), min_size=3, max_size=3),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_common_labels_of_label_sets_are_those_of_the_dicts(
+    shapes: list[tuple[tuple[str, ...], list[str], bool]],
+) -> None:
+    # An incident's alerts: mostly label sets of one shape (compared position by position), sometimes
+    # another order of the same names, fewer names, or a plain dict; what they share is the same.
+    dicts = [dict(zip(names, values, strict=False)) for names, values, _ in shapes]
+    sets = [LabelSet(d) if as_set else d for d, (_, _, as_set) in zip(dicts, shapes, strict=True)]
+    want = {n: v for n, v in dicts[0].items() if all(d.get(n) == v and n in d for d in dicts)}
+    got = common_labels(sets)
+    assert dict(got) == want
+    assert list(got) == list(want)  # in the first alert's order

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from alertrouter.labels import Matcher, alert_title, format_label_set, matches_all
+from alertrouter.labelset import LabelSet
 from alertrouter.model import KEY_MAX, AlertView, bounded
 
 __all__ = [
@@ -170,8 +171,12 @@ def common_labels(label_sets: Iterable[Mapping[str, str]]) -> Mapping[str, str]:
     second = next(it, None)
     if second is None:
         return first
+    rest = [second, *it]
+    if type(first) is LabelSet and (same := first.shared(rest)) is not None:
+        return same
     # As (name, value) pairs intersected in C: a storm's common labels are those of a thousand members.
     shared = first.items() & second.items()
+    it = iter(rest[1:])
     for labels in it:
         if not shared:
             break
