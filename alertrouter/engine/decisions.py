@@ -29,6 +29,7 @@ __all__ = [
     "describe",
     "find_culprits",
     "fold_decisions",
+    "folds",
     "write_decisions",
 ]
 
@@ -70,20 +71,29 @@ def decision_changes(
     rekeyed: Collection[str] = (),
 ) -> DecisionChanges:
     """The decisions of `decided` (the alerts the pass worked out again) that differ from those stored
-    (`previous`), as rows and trail events: built before
-    the write transaction (in a storm they are thousands), remembered only once it has committed.
+    (`previous`), as rows and trail events, remembered only once they have committed. The alerts of one
+    decision object share its row detail and trail entry (read-only, as every stored detail is).
     `rekeyed`: alerts whose node a learned alias renamed, written even when their decision is the same
     (the row's `node` and `incident_key` are what the console filters on)."""
     changes = DecisionChanges()
     shared: dict[bytes, dict[str, Any]] = {}
+    # The alerts that count in a node incident share one decision object (`Evaluator._incident`): its
+    # stored form is worked out once, by identity (every object is held by `result` meanwhile).
+    stored_of: dict[int, tuple[tuple[str, dict[str, Any]], dict[str, Any]]] = {}
     for fp in sorted(decided):
         decision = result.decisions.get(fp)
         if decision is None:  # decided, then gone within the pass
             continue
-        # Equal details are one object: the runner keeps every alert's (in a storm, thousands alike).
-        detail = decision.detail()
-        detail = shared.setdefault(orjson.dumps(detail), detail)
-        stored = (decision.decision.value, detail)
+        known = stored_of.get(id(decision))
+        if known is None:
+            # Equal details are one object: the runner keeps every alert's (in a storm, thousands alike).
+            detail = decision.detail()
+            detail = shared.setdefault(orjson.dumps(detail), detail)
+            value = decision.decision.value
+            trail = {"decision": value, "incident": decision.incident, **detail}
+            known = stored_of[id(decision)] = ((value, detail), trail)
+        stored, trail = known
+        value, detail = stored
         if previous.get(fp) == stored and fp not in rekeyed:
             continue
         changes.stored[fp] = stored
@@ -96,7 +106,7 @@ def decision_changes(
                 "at": now,
                 "episode_starts_at": alerts[fp].starts_at,
                 "raw_event_id": None,
-                "detail": {"decision": decision.decision.value, "incident": decision.incident, **detail},
+                "detail": trail,
             }
         )
         changes.rows.append(
@@ -105,7 +115,7 @@ def decision_changes(
                 # The node name comes from a label value, which may be longer than its column.
                 "node": None if node is None else bounded(node, NAME_MAX),
                 "incident_key": decision.incident,
-                "decision": decision.decision.value,
+                "decision": value,
                 "decision_detail": detail,
                 "decided_at": now,
             }
@@ -144,6 +154,12 @@ async def _save(session: AsyncSession, rows: Sequence[dict[str, Any]], events: S
     """Decision rows and their trail events, in `session`'s transaction."""
     await store.save_decisions(session, rows)
     await insert_events(session, events)
+
+
+def folds(decided: Collection[str]) -> bool:
+    """Whether a pass that decided these alerts may write their changed decisions in its own transaction
+    (`fold_decisions`): else they are worked out and written after it (`write_decisions`)."""
+    return len(decided) <= DECISION_CHUNK
 
 
 async def fold_decisions(session: AsyncSession, changes: DecisionChanges) -> bool:
