@@ -26,6 +26,7 @@ from alertrouter.engine.decisions import (
     decision_changes,
     find_culprits,
     fold_decisions,
+    folds,
     write_decisions,
 )
 from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_index, write_events
@@ -316,7 +317,10 @@ class EngineRunner:
         if self._freeze_after_full and (full or len(self._alerts) >= self._frozen_live + self._freeze_growth):
             freeze_held()
             self._frozen_live = len(self._alerts)
-        changes = self._decision_changes(result, now)
+        # A pass that decided more alerts than one chunk holds writes its decisions after its commit
+        # (`write_decisions`): they are worked out after it too, so that what the pass intends to send
+        # (a new critical alert's message among a storm's ten thousand decisions) goes out first.
+        changes = self._decision_changes(result, now) if folds(result.decided) else None
         rewritten = record_changes(records, result)
         after = RecordsAfter(records, rewritten)
         # Only the incidents whose record changed are written: `updated_at` is when one last changed.
@@ -331,6 +335,8 @@ class EngineRunner:
             self._on_intents()  # committed: the delivery loop can take them now, while decisions are written
         self._claims.written(learning, now)
         self._discovered_seen = discovered
+        if changes is None:
+            changes = self._decision_changes(result, now)
         if self._folded:
             self._decisions.update(changes.stored)
         else:
@@ -448,11 +454,11 @@ class EngineRunner:
         learnt: Sequence[aliases.LearnedAlias],
         now: datetime,
         after: Mapping[str, IncidentRecord],
-        changes: DecisionChanges,
+        changes: DecisionChanges | None,
     ) -> None:
         """What must commit under the lease: learned aliases, the incidents that changed (those whose
         alerts moved to a learned name first), what each receiver was told, the outbox; and the changed
-        decisions when they are few (`engine.decisions.fold_decisions`)."""
+        decisions when they are few (`engine.decisions.fold_decisions`; None: not worked out yet)."""
         await node_store.save_node_aliases(session, learnt)
         await store.move_incidents(session, result.moved, now)
         await store.save_incidents(session, written, now)
@@ -465,7 +471,7 @@ class EngineRunner:
         result.intents.extend(self._escalated.intents)
         await write_events(session, self._escalated)
         await store.insert_intents(session, result.intents, now)
-        self._folded = await fold_decisions(session, changes)
+        self._folded = changes is not None and await fold_decisions(session, changes)
 
     def _observe(self, result: EvalResult, seconds: float, *, full: bool) -> None:
         m = self._metrics

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -215,6 +216,37 @@ async def test_a_passs_decisions_commit_with_it_or_in_short_transactions(
     clock.now += 5 * S
     await runner.run_once()
     assert commits.count <= 1  # at most the lease renewal
+
+
+@pytest.mark.parametrize(("chunk", "worked_out"), [(3, "after"), (None, "before")])
+async def test_a_storms_decisions_are_worked_out_after_its_messages_are_handed_to_delivery(
+    db: Database, monkeypatch: pytest.MonkeyPatch, chunk: int | None, worked_out: str
+) -> None:
+    """The pass that tells of an incident hands its messages to delivery once it has committed. When it
+    decided more alerts than a chunk (a storm's ten thousand), their decisions are worked out only after
+    that, so that a message is not kept waiting behind them; a webhook's few go into the pass's own
+    transaction (`test_a_passs_decisions_commit_with_it_or_in_short_transactions`)."""
+    if chunk is not None:
+        monkeypatch.setattr(decisions_module, "DECISION_CHUNK", chunk)
+    seen: list[str] = []
+    working_out = runner_module.decision_changes
+
+    def noted(*args: Any, **kwargs: Any) -> decisions_module.DecisionChanges:
+        seen.append("decisions")
+        return working_out(*args, **kwargs)
+
+    monkeypatch.setattr(runner_module, "decision_changes", noted)
+    clock = Clock()
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock, on_intents=lambda: seen.append("delivery"))
+    await Ingestor(db, TouchBuffer(), clock=clock).ingest(
+        parse_webhook(webhook([gpu_labels("gpu-node-07", g, region="north") for g in range(8)])).batch
+    )
+    await run_for(runner, clock, timedelta(minutes=2))
+    assert seen.count("delivery") == 1  # the node incident's first message
+    told = seen.index("delivery")
+    assert seen[told + 1 if worked_out == "after" else told - 1] == "decisions"
+    assert len(await rows(db, OutboxRow)) == 1
+    assert {a.decision for a in await rows(db, AlertRow)} == {"aggregated"}  # written either way
 
 
 async def test_a_due_pass_waits_for_a_pause_in_ingest(db: Database) -> None:
