@@ -4,7 +4,7 @@ and which alerts alone made a pass fail (to be quarantined)."""
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import ChainMap, Counter, deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,13 +24,13 @@ from alertrouter.store.alerts import insert_events
 
 __all__ = [
     "DecisionChanges",
+    "PendingDecisions",
     "Poisoned",
     "decision_changes",
     "describe",
     "find_culprits",
     "fold_decisions",
     "folds",
-    "write_decisions",
 ]
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ async def _save(session: AsyncSession, rows: Sequence[dict[str, Any]], events: S
 
 def folds(decided: Collection[str]) -> bool:
     """Whether a pass that decided these alerts may write their changed decisions in its own transaction
-    (`fold_decisions`): else they are worked out and written after it (`write_decisions`)."""
+    (`fold_decisions`): else they are worked out after it and wait to be written (`PendingDecisions`)."""
     return len(decided) <= DECISION_CHUNK
 
 
@@ -166,7 +166,7 @@ async def fold_decisions(session: AsyncSession, changes: DecisionChanges) -> boo
     """A pass's changed decisions and their trail events in its own transaction when they fit one chunk
     (what a webhook's pass changes): one commit per pass instead of two. Under a savepoint: should one
     row's values fail, only the savepoint rolls back, and they are written after the commit as a storm's
-    are (`write_decisions`, which leaves that alert out). False: not written."""
+    are (`PendingDecisions`, which leaves that alert out). False: not written."""
     if len(changes.rows) > DECISION_CHUNK:
         return False
     if not changes.rows:
@@ -182,34 +182,90 @@ async def fold_decisions(session: AsyncSession, changes: DecisionChanges) -> boo
     return True
 
 
-async def write_decisions(db: Database, changes: DecisionChanges, remember: Remember) -> None:
-    """Every changed decision and its trail event, after the pass's transaction and in chunks. They are
-    derived (a pass after a failure writes them again), and a storm's first decisions are thousands of
-    rows: in one transaction they held the SQLite write lock, and every webhook waiting behind it, for a
-    quarter of a second. A chunk that fails on its values is written row by row, and `Poisoned` names the
-    alerts whose row failed alone."""
-    bad: dict[str, str] = {}
+Stored = tuple[str, dict[str, Any]]  # a decision as stored: its value and its detail
+Previous = tuple[str | None, dict[str, Any] | None]  # as read back (a row not decided yet: None, None)
 
-    async def save(rows: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+
+@dataclass(slots=True)
+class _Waiting:
+    fingerprint: str
+    row: dict[str, Any]
+    event: dict[str, Any]
+    stored: Stored
+
+
+class PendingDecisions:
+    """Changed decisions written after their pass's transaction (more than a chunk: a storm's), oldest
+    first, a chunk per transaction (`drain`). They are derived (after a failure, a pass works them out and
+    writes them again), and a storm's first decisions are ten thousand rows: in one transaction they held
+    the SQLite write lock, and every webhook waiting behind it, for a quarter of a second; written before
+    the next pass, they held back a newly firing alert's pass for as long.
+
+    So `drain` stops between chunks when asked to (a newly firing alert is waiting), and the passes in
+    between see these decisions as if written (`previous`). Of an alert's rows only the newest is
+    written, and none once a later pass has written its own (`supersede`); every trail event is (the
+    trail is history, read by time)."""
+
+    def __init__(self) -> None:
+        self._waiting: deque[_Waiting] = deque()
+        self._latest: dict[str, _Waiting] = {}  # fingerprint -> its newest row waiting: the one to write
+        self._stored: dict[str, Previous] = {}  # fingerprint -> that row's decision
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def previous(self, written: dict[str, Previous]) -> Mapping[str, Previous]:
+        """Each alert's decision as it will be stored: the one waiting here, else `written`'s."""
+        return ChainMap(self._stored, written) if self._stored else written
+
+    def add(self, changes: DecisionChanges) -> None:
+        """A pass's changed decisions, to be written after those already waiting (of which an alert's older
+        row is not written any more: this one is its decision)."""
+        for row, event in zip(changes.rows, changes.events, strict=True):
+            fp = row["fingerprint"]
+            waiting = _Waiting(fp, row, event, changes.stored[fp])
+            self._waiting.append(waiting)
+            self._latest[fp] = waiting
+            self._stored[fp] = waiting.stored
+
+    def supersede(self, fingerprints: Iterable[str]) -> None:
+        """Alerts whose newer decision a pass has written itself: none of their waiting rows is written."""
+        for fp in fingerprints:
+            if self._latest.pop(fp, None) is not None:
+                del self._stored[fp]
+
+    async def drain(self, db: Database, remember: Remember, *, until: Callable[[], bool] = lambda: False) -> None:
+        """Write what is waiting, a chunk per transaction, stopping between chunks once `until()`. A chunk
+        that fails on its values is written row by row, and `Poisoned` names the alerts whose row failed
+        alone (a failure of the store itself is raised: the caller forgets what waits, see the runner)."""
+        bad: dict[str, str] = {}
+        while self._waiting and not until():
+            chunk = [self._waiting.popleft() for _ in range(min(DECISION_CHUNK, len(self._waiting)))]
+            try:
+                await self._save(db, chunk, remember)
+            except Exception as exc:
+                if is_outage(exc):
+                    raise
+                for waiting in chunk:  # one row's values: only that alert is left out
+                    try:
+                        await self._save(db, [waiting], remember)
+                    except Exception as row_exc:
+                        if is_outage(row_exc):
+                            raise
+                        bad[waiting.fingerprint] = describe(row_exc)
+                        self._written(waiting)
+        if bad:
+            raise Poisoned(bad)
+
+    async def _save(self, db: Database, chunk: Sequence[_Waiting], remember: Remember) -> None:
+        newest = [w for w in chunk if self._latest.get(w.fingerprint) is w]
         async with db.write() as session:
-            await _save(session, rows, events)
+            await _save(session, [w.row for w in newest], [w.event for w in chunk])
             await session.commit()
-        remember((row["fingerprint"], changes.stored[row["fingerprint"]]) for row in rows)
+        remember((w.fingerprint, w.stored) for w in newest)
+        for waiting in newest:
+            self._written(waiting)
 
-    for start in range(0, len(changes.rows), DECISION_CHUNK):
-        rows = changes.rows[start : start + DECISION_CHUNK]
-        events = changes.events[start : start + DECISION_CHUNK]
-        try:
-            await save(rows, events)
-        except Exception as exc:
-            if is_outage(exc):
-                raise
-            for row, event in zip(rows, events, strict=True):  # one row's values: only that alert is left out
-                try:
-                    await save([row], [event])
-                except Exception as row_exc:
-                    if is_outage(row_exc):
-                        raise
-                    bad[row["fingerprint"]] = describe(row_exc)
-    if bad:
-        raise Poisoned(bad)
+    def _written(self, waiting: _Waiting) -> None:
+        if self._latest.get(waiting.fingerprint) is waiting:
+            del self._latest[waiting.fingerprint], self._stored[waiting.fingerprint]

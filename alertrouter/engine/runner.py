@@ -22,12 +22,12 @@ from alertrouter.engine.cadence import Cadence, firing
 from alertrouter.engine.claims import Claims
 from alertrouter.engine.decisions import (
     DecisionChanges,
+    PendingDecisions,
     Poisoned,
     decision_changes,
     find_culprits,
     fold_decisions,
     folds,
-    write_decisions,
 )
 from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_index, write_events
 from alertrouter.engine.records import RecordBook
@@ -56,6 +56,9 @@ from alertrouter.store import nodes as node_store
 from alertrouter.store.leases import new_holder
 
 __all__ = ["EngineRunner"]
+
+# What may leave waiting decisions unwritten at shutdown: the store, or one alert's row.
+UNWRITTEN: tuple[type[Exception], ...] = (*STORE_ERRORS, Poisoned)
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +144,7 @@ class EngineRunner:
         self._escalator = Escalator(pipeline, metrics)
         self._escalated = EscalationWork()
         self._folded = False  # the last pass's transaction wrote its changed decisions (`fold_decisions`)
+        self._pending = PendingDecisions()  # a storm's changed decisions, written after its pass
         self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -187,6 +191,7 @@ class EngineRunner:
         self._alerts.clear()
         self._updated.clear()
         self._decisions.clear()
+        self._pending = PendingDecisions()
         self._resolved = []
         self._book = RecordBook()
         self._full_at = None
@@ -206,10 +211,18 @@ class EngineRunner:
         async with self._pass_lock:
             for _ in range(QUARANTINE_ROUNDS):
                 try:
-                    return await self._pass()
+                    return await self._pass_and_write()
                 except Poisoned as poisoned:
                     await self._quarantine(poisoned.errors)
-            return await self._pass()
+            return await self._pass_and_write()
+
+    async def _pass_and_write(self) -> EvalResult | None:
+        """A pass, then the decisions waiting to be written (a storm's, of this pass or an earlier one),
+        until a newly firing alert's pass is waiting: that one goes first, and writes the rest after it."""
+        result = await self._pass()
+        if result is not None:
+            await self._pending.drain(self._db, self._decisions.update, until=lambda: self._cadence.urgent)
+        return result
 
     async def _quarantine(self, errors: Mapping[str, str]) -> None:
         """Leave alerts that failed on their own out of every later pass, and start again from the
@@ -318,7 +331,7 @@ class EngineRunner:
             freeze_held()
             self._frozen_live = len(self._alerts)
         # A pass that decided more alerts than one chunk holds writes its decisions after its commit
-        # (`write_decisions`): they are worked out after it too, so that what the pass intends to send
+        # (`PendingDecisions`): they are worked out after it too, so that what the pass intends to send
         # (a new critical alert's message among a storm's ten thousand decisions) goes out first.
         changes = self._decision_changes(result, now) if folds(result.decided) else None
         rewritten = record_changes(records, result)
@@ -338,9 +351,10 @@ class EngineRunner:
         if changes is None:
             changes = self._decision_changes(result, now)
         if self._folded:
+            self._pending.supersede(changes.stored)
             self._decisions.update(changes.stored)
         else:
-            await write_decisions(self._db, changes, self._decisions.update)
+            self._pending.add(changes)  # written by `_pass_and_write`
         if self._metrics is not None:
             for rule, count in changes.inhibited.items():
                 self._metrics.inhibited.labels(rule=rule).inc(count)
@@ -415,12 +429,13 @@ class EngineRunner:
         out = []
         heap = self._resolved
         kept = []
+        decisions = self._pending.previous(self._decisions)
         while heap and heap[0][0] < now - RECENT:
             _, updated_at, fp = heapq.heappop(heap)
             alert = self._alerts.get(fp)
             if alert is None or alert.firing or self._updated[fp] != updated_at:
                 continue  # changed since: a later entry (if any) stands for it
-            if self._decisions.get(fp, (None, None))[0] in UNTOLD:
+            if decisions.get(fp, (None, None))[0] in UNTOLD:
                 # Stale: its resolve is not told yet, and its incident stays open on it. Looked at again later.
                 kept.append((now - RECENT + STALE_RECHECK, updated_at, fp))
                 continue
@@ -437,7 +452,7 @@ class EngineRunner:
             result,
             result.decided,
             now,
-            previous=self._decisions,
+            previous=self._pending.previous(self._decisions),
             alerts=self._alerts,
             node_of=self._node_of,
             rekeyed=self._evaluator.rekeyed,
@@ -576,7 +591,19 @@ class EngineRunner:
             await asyncio.wait_for(self._task, STOP_GRACE.total_seconds())
         except TimeoutError:
             log.warning("engine pass still running at shutdown after %s; abandoned", STOP_GRACE)
+        else:
+            await self._write_pending()
         await self._release()
+
+    async def _write_pending(self) -> None:
+        """At shutdown, the decisions a newly firing alert's pass left waiting (else the next leader works
+        them out again: they are derived, and only their trail events would be later)."""
+        if not self._pending or not self._leader:
+            return
+        try:
+            await self._pending.drain(self._db, self._decisions.update)
+        except UNWRITTEN as exc:
+            log.warning("decisions left unwritten at shutdown (the next pass writes them): %s", describe_error(exc))
 
     async def _release(self) -> None:
         """Give the lease up at shutdown, so that another replica takes over at its next pass (a

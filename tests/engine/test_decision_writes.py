@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -99,3 +99,118 @@ async def test_a_row_refused_in_the_pass_loses_nothing_else_and_writes_nothing_t
         headlines = [o.message["headline"] for o in (await s.scalars(select(OutboxRow))).all()]
     assert any("gpu-node-07" in h for h in headlines)
     assert any("gpu-node-08" in h for h in headlines)
+
+
+def resolved_webhook(*labels: dict[str, str]) -> bytes:
+    body = json.loads(webhook(*labels))
+    for alert in body["alerts"]:
+        alert["status"], alert["endsAt"] = "resolved", "2026-11-21T08:00:30Z"
+    body["status"] = "resolved"
+    return json.dumps(body).encode()
+
+
+async def _trail(db: Database) -> dict[str, list[str]]:
+    """Each alert's decision events, in the trail's order (by time, as the console reads it)."""
+    async with db.read() as s:
+        rows = (
+            await s.execute(
+                select(AlertRow.labels, AlertEventRow.detail)
+                .join(AlertEventRow, AlertEventRow.fingerprint == AlertRow.fingerprint)
+                .where(AlertEventRow.kind == "decision")
+                .order_by(AlertEventRow.at, AlertEventRow.id)
+            )
+        ).all()
+    out: dict[str, list[str]] = {}
+    for labels, detail in rows:
+        out.setdefault(f"{labels['Hostname']}/{labels['gpu']}", []).append(detail["decision"])
+    return out
+
+
+async def test_a_newly_firing_alerts_pass_goes_before_a_storms_waiting_decisions(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass that decided more than a chunk leaves its decisions waiting while a newly firing alert is
+    (as the cadence says): the next pass goes first. What that pass writes of an alert supersedes the
+    row still waiting, and what it finds unchanged against the waiting decisions it does not write
+    again: at the end every alert holds its latest decision, with one trail event per change."""
+    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 3)
+    clock = Clock()
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock, on_committed=runner.committed)
+    await ingestor.ingest(parse_webhook(webhook(*(dcgm(n, g) for n in (7, 8, 9) for g in (0, 1)))).batch)
+    await runner.run_once()  # decides 6 alerts, more than a chunk, while a newly firing one waits: they wait
+    assert set((await _decisions(db)).values()) == {None}
+    assert await _events(db) == {}
+
+    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 100)  # the next pass's decisions go with it
+    clock.now += timedelta(seconds=5)
+    await ingestor.ingest(parse_webhook(resolved_webhook(dcgm(7, 0))).batch)
+    await runner.run_once()
+    early = await _decisions(db)
+    assert early["gpu-node-07/0"] == Decision.RESOLVING  # the stale rule's hold on a resolve
+    assert early["gpu-node-08/0"] is None  # unchanged since: still waiting, not written by this pass
+
+    runner._cadence.start()  # the loop has started the pass the new alert waited for
+    clock.now += timedelta(seconds=1)
+    await runner.run_once()
+    stored = await _decisions(db)
+    assert stored["gpu-node-07/0"] == Decision.RESOLVING  # not overwritten by the older row that waited
+    assert {n: d for n, d in stored.items() if n != "gpu-node-07/0"} == dict.fromkeys(
+        ["gpu-node-07/1", "gpu-node-08/0", "gpu-node-08/1", "gpu-node-09/0", "gpu-node-09/1"], Decision.HELD
+    )
+    trail = await _trail(db)
+    assert trail == {name: [Decision.HELD] for name in stored} | {"gpu-node-07/0": [Decision.HELD, Decision.RESOLVING]}
+
+
+def _changes(decisions: Mapping[str, str], at: datetime) -> decisions_module.DecisionChanges:
+    """Decision changes as a pass works them out (`decision_changes`), of alerts by fingerprint."""
+    changes = decisions_module.DecisionChanges()
+    for fp, decision in decisions.items():
+        detail = {"aggregation_rule": "gpu-by-node"}
+        changes.stored[fp] = (decision, detail)
+        row = {"node": "gpu-node-07", "incident_key": "k", "decision": decision, "decision_detail": detail}
+        changes.rows.append({"fingerprint": fp, **row, "decided_at": at})
+        changes.events.append(
+            {
+                "fingerprint": fp,
+                "kind": "decision",
+                "at": at,
+                "episode_starts_at": datetime(2026, 11, 21, 7, 59, tzinfo=UTC),
+                "raw_event_id": None,
+                "detail": {"decision": decision, "incident": "k", **detail},
+            }
+        )
+    return changes
+
+
+async def test_waiting_decisions_write_each_alerts_newest_row_and_every_trail_event(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+    batch = parse_webhook(webhook(dcgm(7, 0), dcgm(7, 1), dcgm(7, 2))).batch
+    await Ingestor(db, TouchBuffer(), clock=clock).ingest(batch)
+    a, b, c = (alert.fingerprint for alert in batch.alerts)
+    pending = decisions_module.PendingDecisions()
+    pending.add(_changes({a: Decision.HELD, b: Decision.HELD, c: Decision.HELD}, clock.now))
+    pending.add(_changes({a: Decision.NOTIFY, b: Decision.NOTIFY}, clock.now + timedelta(seconds=1)))
+    written: dict[str, Any] = {"other": ("x", {})}
+    assert pending.previous(written)[a] == (Decision.NOTIFY, {"aggregation_rule": "gpu-by-node"})
+    assert pending.previous(written)["other"] == ("x", {})
+    pending.supersede([b])  # a later pass wrote its own decision of b (here: none, to tell them apart)
+    assert b not in pending.previous(written)
+
+    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 2)
+    asked = iter([False, True])
+    await pending.drain(db, written.update, until=lambda: next(asked))  # one chunk, then a new alert waits
+    assert len(pending) == 3
+    await pending.drain(db, written.update)
+    assert len(pending) == 0
+    stored = await _decisions(db)
+    assert stored == {"gpu-node-07/0": Decision.NOTIFY, "gpu-node-07/1": None, "gpu-node-07/2": Decision.HELD}
+    assert {fp: d for fp, (d, _) in written.items()} == {"other": "x", a: Decision.NOTIFY, c: Decision.HELD}
+    assert await _trail(db) == {
+        "gpu-node-07/0": [Decision.HELD, Decision.NOTIFY],
+        "gpu-node-07/1": [Decision.HELD, Decision.NOTIFY],
+        "gpu-node-07/2": [Decision.HELD],
+    }
+    assert pending.previous(written) is written
