@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
 
-from alertrouter.model import IncidentKind
+from alertrouter.model import AlertView, IncidentKind
 from alertrouter.pipeline.aggregate import IncidentSummary, common_labels, rollup_key, summarize_incident
 from alertrouter.pipeline.incident import (
     IncidentGroup,
@@ -44,6 +44,10 @@ from alertrouter.pipeline.types import (
 from alertrouter.pipeline.views import AlertViews
 
 __all__ = ["Evaluator"]
+
+
+# Decisions made before inhibition and silences are looked at (`pipeline.stale`).
+_UNSORTED = (Decision.STALE, Decision.RESOLVING)
 
 
 def _earliest(*times: datetime | None) -> datetime | None:
@@ -184,6 +188,9 @@ class Evaluator:
         dirty.update(views.placements[fp].key for fp in touched if fp in views.placements)
         storms, retold, new_records = self._records_changed(incidents, records_changed)
         due = self._due(now)
+        # An incident sorted again only because its wake-up came (a hold-down ending, a repeat) keeps its
+        # alerts' mutes: a change of an inhibition or a silence would have made it dirty above.
+        woken = set() if full else {k for k in due if k in self._groups and k not in dirty}
         dirty.update(k for k in due if k in views.members or k in self._groups)
         storms.update(k for k in due if k not in views.members)
         if full:
@@ -196,7 +203,7 @@ class Evaluator:
 
         # inhibition, hold-down, aggregation: the node incidents whose alerts or mutes may have changed
         for key in sorted(dirty):
-            storms |= self._sort(key, silencer, now)
+            storms |= self._sort(key, silencer, now, woken=key in woken)
         retold -= dirty
         for key in retold:
             storms |= self._record_changed(key)
@@ -310,10 +317,10 @@ class Evaluator:
         if old is not None:
             self._counts[old.decision.value] -= 1
 
-    def _sort(self, key: str, silencer: Silencer, now: datetime) -> set[str]:
+    def _sort(self, key: str, silencer: Silencer, now: datetime, *, woken: bool = False) -> set[str]:
         """Sort a node incident's alerts into muted, held and counting (inhibition, silences, hold-down)
         and describe it; returns the storms this may concern (the one it may roll up into, before and
-        now, and the one its record names as parent)."""
+        now, and the one its record names as parent). `woken`: only its wake-up is why (`_mutes`)."""
         storms: set[str] = set()
         old = self._groups.get(key)
         if old is not None and old.ckey is not None:
@@ -359,18 +366,14 @@ class Evaluator:
                     )
                     hold_wake = _earliest(hold_wake, stale.until)
                     continue
-            muted = self._inhibitor.mutes(view)
-            # After inhibition, as Alertmanager: an inhibited alert is reported as inhibited, not silenced.
-            silence = silencer.mutes(view.labels, now) if muted is None and silencer else None
+            muted, silence = self._mutes(view, key, old.decisions.get(fp) if woken and old else None, silencer, now)
             if muted is not None:
                 group.muted += 1
-                decisions[fp] = AlertDecision(
-                    Decision.INHIBITED, key, inhibited_by=muted.source_fingerprint, inhibit_rule=muted.rule
-                )
+                decisions[fp] = muted
             elif silence is not None:
                 group.muted += 1
                 group.silenced += 1
-                decisions[fp] = AlertDecision(Decision.SILENCED, key, silenced_by=silence.id)
+                decisions[fp] = silence
             if not view.firing:
                 if muted is None and silence is None:
                     decisions[fp] = AlertDecision(Decision.RESOLVED, key)
@@ -410,6 +413,26 @@ class Evaluator:
         if ckey is not None:
             storms.add(ckey)
         return storms
+
+    def _mutes(
+        self, view: AlertView, key: str, kept: AlertDecision | None, silencer: Silencer, now: datetime
+    ) -> tuple[AlertDecision | None, AlertDecision | None]:
+        """An alert's inhibition, else its silence, as decisions (or None). `kept`: its decision of the
+        last sort, when only the incident's wake-up has come since; what muted it then (or nothing)
+        still does, unless it was stale then, when no mute was looked for."""
+        if kept is not None and kept.decision not in _UNSORTED:
+            if kept.decision is Decision.INHIBITED:
+                return kept, None
+            return None, (kept if kept.decision is Decision.SILENCED else None)
+        muted = self._inhibitor.mutes(view)
+        if muted is not None:
+            decision = AlertDecision(
+                Decision.INHIBITED, key, inhibited_by=muted.source_fingerprint, inhibit_rule=muted.rule
+            )
+            return decision, None
+        # After inhibition, as Alertmanager: an inhibited alert is reported as inhibited, not silenced.
+        silence = silencer.mutes(view.labels, now) if silencer else None
+        return None, (None if silence is None else AlertDecision(Decision.SILENCED, key, silenced_by=silence.id))
 
     def _storm(self, ckey: str, incidents: Mapping[str, IncidentRecord], now: datetime, result: EvalResult) -> None:
         """Evaluate storm `ckey` as its membership was left: rolling up, ending, or not (any more) one."""
