@@ -145,6 +145,7 @@ class EngineRunner:
         self._escalated = EscalationWork()
         self._folded = False  # the last pass's transaction wrote its changed decisions (`fold_decisions`)
         self._pending = PendingDecisions()  # a storm's changed decisions, written after its pass
+        self._evaluated: bool | None = None  # the last `_pass` evaluated: whether it was a full one
         self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -219,9 +220,15 @@ class EngineRunner:
     async def _pass_and_write(self) -> EvalResult | None:
         """A pass, then the decisions waiting to be written (a storm's, of this pass or an earlier one),
         until a newly firing alert's pass is waiting: that one goes first, and writes the rest after it."""
+        started = time.perf_counter()
+        self._evaluated = None
         result = await self._pass()
         if result is not None:
             await self._pending.drain(self._db, self._decisions.update, until=lambda: self._cadence.urgent)
+        if result is not None and self._evaluated is not None:
+            # The pass's figure includes the decisions written after it (all of them, unless a newly
+            # firing alert's pass took the rest), as it did when it wrote them itself.
+            self._observe(result, time.perf_counter() - started, full=self._evaluated)
         return result
 
     async def _quarantine(self, errors: Mapping[str, str]) -> None:
@@ -238,7 +245,6 @@ class EngineRunner:
         self._forget()
 
     async def _pass(self) -> EvalResult | None:
-        started = time.perf_counter()
         now = self._clock()
         # Read and evaluate outside any write transaction (on SQLite that would stall ingest for the
         # whole pass); only the short final write takes the lease, and commits only while holding it.
@@ -371,7 +377,7 @@ class EngineRunner:
         for due in (self._claims.expiry, self._escalator.wake_at):
             if due is not None and (self.wake_at is None or due < self.wake_at):
                 self.wake_at = due
-        self._observe(result, time.perf_counter() - started, full=full)
+        self._evaluated = full
         return result
 
     async def _find_unreadable(self, exc: Exception, now: datetime) -> None:
