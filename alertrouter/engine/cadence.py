@@ -43,6 +43,7 @@ class Cadence:
         self.quiet = quiet  # commits closer than this to the previous one are a burst
         self._clock = clock
         self.urgent = False  # a newly firing alert was stored since the last pass started
+        self.firing_commits = 0  # commits that stored a newly firing alert, so far
         self.lone = False  # the last commit came `quiet` or more after the one before it
         self._last_commit = -math.inf
         self._started = -math.inf
@@ -54,6 +55,7 @@ class Cadence:
         self.lone = now - self._last_commit >= self.quiet
         self._last_commit = now
         self.urgent = self.urgent or new_firing
+        self.firing_commits += new_firing
 
     def next_start(self) -> float:
         """The earliest time the next pass may start, by what is pending."""

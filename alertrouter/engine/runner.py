@@ -219,12 +219,15 @@ class EngineRunner:
 
     async def _pass_and_write(self) -> EvalResult | None:
         """A pass, then the decisions waiting to be written (a storm's, of this pass or an earlier one),
-        until a newly firing alert's pass is waiting: that one goes first, and writes the rest after it."""
+        until a newly firing alert stored since the pass started is waiting for a pass: that one goes
+        first, and writes the rest after it."""
         started = time.perf_counter()
         self._evaluated = None
+        cadence = self._cadence
+        before = cadence.firing_commits
         result = await self._pass()
         if result is not None:
-            await self._pending.drain(self._db, self._decisions.update, until=lambda: self._cadence.urgent)
+            await self._pending.drain(self._db, self._decisions.update, until=lambda: cadence.firing_commits != before)
         if result is not None and self._evaluated is not None:
             # The pass's figure includes the decisions written after it (all of them, unless a newly
             # firing alert's pass took the rest), as it did when it wrote them itself.

@@ -5,6 +5,7 @@ alert whose row failed is quarantined. On both stores."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -101,11 +102,11 @@ async def test_a_row_refused_in_the_pass_loses_nothing_else_and_writes_nothing_t
     assert any("gpu-node-08" in h for h in headlines)
 
 
-def resolved_webhook(*labels: dict[str, str]) -> bytes:
-    body = json.loads(webhook(*labels))
-    for alert in body["alerts"]:
+def mixed_webhook(*, firing: Sequence[dict[str, str]], resolved: Sequence[Mapping[str, str]]) -> bytes:
+    """One webhook of firing and resolved alerts (a group's notification can carry both)."""
+    body = json.loads(webhook(*firing, *(dict(labels) for labels in resolved)))
+    for alert in body["alerts"][len(firing) :]:
         alert["status"], alert["endsAt"] = "resolved", "2026-11-21T08:00:30Z"
-    body["status"] = "resolved"
     return json.dumps(body).encode()
 
 
@@ -129,37 +130,44 @@ async def _trail(db: Database) -> dict[str, list[str]]:
 async def test_a_newly_firing_alerts_pass_goes_before_a_storms_waiting_decisions(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A pass that decided more than a chunk leaves its decisions waiting while a newly firing alert is
-    (as the cadence says): the next pass goes first. What that pass writes of an alert supersedes the
-    row still waiting, and what it finds unchanged against the waiting decisions it does not write
-    again: at the end every alert holds its latest decision, with one trail event per change."""
-    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 3)
+    """A pass that decided more than a chunk writes its decisions after it, a chunk at a time, and stops
+    when a newly firing alert is stored meanwhile: that alert's pass goes first. What that pass writes of
+    an alert supersedes the row still waiting, and what it finds unchanged against the waiting decisions
+    it does not write again: at the end every alert holds its latest decision, one trail event a change."""
+    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 1)
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     ingestor = Ingestor(db, TouchBuffer(), clock=clock, on_committed=runner.committed)
-    await ingestor.ingest(parse_webhook(webhook(*(dcgm(n, g) for n in (7, 8, 9) for g in (0, 1)))).batch)
-    await runner.run_once()  # decides 6 alerts, more than a chunk, while a newly firing one waits: they wait
-    assert set((await _decisions(db)).values()) == {None}
-    assert await _events(db) == {}
+    storm = parse_webhook(webhook(*(dcgm(n, g) for n in (7, 8, 9) for g in (0, 1)))).batch
+    await ingestor.ingest(storm)
+    # the storm's alert whose decision is written last (rows go in fingerprint order): still waiting
+    last = max(storm.alerts, key=lambda a: a.fingerprint).labels
+    name = f"{last['Hostname']}/{last['gpu']}"
+    real_save = decisions_module.PendingDecisions._save
+    arrived: list[str] = []
 
-    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 100)  # the next pass's decisions go with it
-    clock.now += timedelta(seconds=5)
-    await ingestor.ingest(parse_webhook(resolved_webhook(dcgm(7, 0))).batch)
-    await runner.run_once()
-    early = await _decisions(db)
-    assert early["gpu-node-07/0"] == Decision.RESOLVING  # the stale rule's hold on a resolve
-    assert early["gpu-node-08/0"] is None  # unchanged since: still waiting, not written by this pass
+    async def save(self: decisions_module.PendingDecisions, *args: Any) -> None:
+        if not arrived:  # while the first chunk is written: a new alert fires, and the last one resolves
+            arrived.append(name)
+            clock.now += timedelta(milliseconds=500)
+            await ingestor.ingest(parse_webhook(mixed_webhook(firing=[dcgm(10, 0)], resolved=[last])).batch)
+        await real_save(self, *args)
 
-    runner._cadence.start()  # the loop has started the pass the new alert waited for
-    clock.now += timedelta(seconds=1)
-    await runner.run_once()
+    monkeypatch.setattr(decisions_module.PendingDecisions, "_save", save)
+    await runner.run_once()  # decides 6 alerts: one chunk written, then the new alert's pass is due
+    first = await _decisions(db)
+    assert sorted(first.values(), key=str) == [None] * 6 + [Decision.HELD]  # the new alert's is not yet
+    assert first[name] is None
+
+    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 100)  # this pass's decisions go with it
+    clock.now += timedelta(milliseconds=500)
+    await runner.run_once()  # the new alert's pass, then the storm's rows still waiting
     stored = await _decisions(db)
-    assert stored["gpu-node-07/0"] == Decision.RESOLVING  # not overwritten by the older row that waited
-    assert {n: d for n, d in stored.items() if n != "gpu-node-07/0"} == dict.fromkeys(
-        ["gpu-node-07/1", "gpu-node-08/0", "gpu-node-08/1", "gpu-node-09/0", "gpu-node-09/1"], Decision.HELD
-    )
+    assert stored[name] == Decision.RESOLVING  # the stale rule's hold on a resolve; not the older row
+    assert stored["gpu-node-10/0"] == Decision.HELD
+    assert {n for n, d in stored.items() if d == Decision.HELD} == set(stored) - {name}
     trail = await _trail(db)
-    assert trail == {name: [Decision.HELD] for name in stored} | {"gpu-node-07/0": [Decision.HELD, Decision.RESOLVING]}
+    assert trail == {n: [Decision.HELD] for n in stored} | {name: [Decision.HELD, Decision.RESOLVING]}
 
 
 def _changes(decisions: Mapping[str, str], at: datetime) -> decisions_module.DecisionChanges:
@@ -214,3 +222,33 @@ async def test_waiting_decisions_write_each_alerts_newest_row_and_every_trail_ev
         "gpu-node-07/2": [Decision.HELD],
     }
     assert pending.previous(written) is written
+
+
+async def test_decisions_left_waiting_are_written_at_shutdown(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shut down while a storm's decisions wait behind a newly firing alert's pass: they are written
+    before the lease is given up (the new alert is the next leader's)."""
+    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 1)
+    runner = EngineRunner(db, shipped_pipeline(), interval=timedelta(milliseconds=10))
+    ingestor = Ingestor(db, TouchBuffer(), on_committed=runner.committed)
+    real_save = decisions_module.PendingDecisions._save
+    stopping: list[asyncio.Task[None]] = []
+
+    async def save(self: decisions_module.PendingDecisions, *args: Any) -> None:
+        if not stopping:  # while the first chunk is written: a new alert fires, and the process is stopped
+            await ingestor.ingest(parse_webhook(webhook(dcgm(10, 0))).batch)
+            stopping.append(asyncio.create_task(runner.stop()))
+        await real_save(self, *args)
+
+    monkeypatch.setattr(decisions_module.PendingDecisions, "_save", save)
+    runner.start()
+    await ingestor.ingest(parse_webhook(webhook(*(dcgm(n, g) for n in (7, 8, 9) for g in (0, 1)))).batch)
+    for _ in range(500):
+        if stopping:
+            break
+        await asyncio.sleep(0.01)
+    assert stopping, "the loop's pass never wrote its decisions"
+    await stopping[0]
+    stored = await _decisions(db)
+    assert stored.pop("gpu-node-10/0") is None  # never evaluated here
+    assert set(stored.values()) == {Decision.HELD}
+    assert await _events(db) == dict.fromkeys(stored, 1)
