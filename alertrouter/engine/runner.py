@@ -12,7 +12,7 @@ import contextlib
 import heapq
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -227,12 +227,18 @@ class EngineRunner:
         before = cadence.firing_commits
         result = await self._pass()
         if result is not None:
-            await self._pending.drain(self._db, self._decisions.update, until=lambda: cadence.firing_commits != before)
+            await self._pending.drain(self._db, self._written, until=lambda: cadence.firing_commits != before)
         if result is not None and self._evaluated is not None:
             # The pass's figure includes the decisions written after it (all of them, unless a newly
             # firing alert's pass took the rest), as it did when it wrote them itself.
             self._observe(result, time.perf_counter() - started, full=self._evaluated)
         return result
+
+    def _written(self, stored: Iterable[tuple[str, tuple[str, dict[str, Any]]]]) -> None:
+        """Decisions that waited, now written: remembered for the live alerts (one let go meanwhile,
+        resolved long ago, is not held again)."""
+        alerts = self._alerts
+        self._decisions.update((fp, decision) for fp, decision in stored if fp in alerts)
 
     async def _quarantine(self, errors: Mapping[str, str]) -> None:
         """Leave alerts that failed on their own out of every later pass, and start again from the
@@ -610,7 +616,7 @@ class EngineRunner:
         if not self._pending or not self._leader:
             return
         try:
-            await self._pending.drain(self._db, self._decisions.update)
+            await self._pending.drain(self._db, self._written)
         except UNWRITTEN as exc:
             log.warning("decisions left unwritten at shutdown (the next pass writes them): %s", describe_error(exc))
 

@@ -252,3 +252,17 @@ async def test_decisions_left_waiting_are_written_at_shutdown(db: Database, monk
     assert stored.pop("gpu-node-10/0") is None  # never evaluated here
     assert set(stored.values()) == {Decision.HELD}
     assert await _events(db) == dict.fromkeys(stored, 1)
+
+
+async def test_a_waiting_decision_of_an_alert_let_go_meanwhile_is_not_held_again(db: Database) -> None:
+    """An alert resolved long ago is let go by the engine (evicted) while its last decision may still wait
+    to be written: once written, it is not remembered again (nothing would ever let it go twice)."""
+    clock = Clock()
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    batch = parse_webhook(webhook(dcgm(7, 0))).batch
+    await Ingestor(db, TouchBuffer(), clock=clock).ingest(batch)
+    await runner.run_once()
+    live = batch.alerts[0].fingerprint
+    runner._written([(live, (Decision.NOTIFY, {})), ("let-go", (Decision.RESOLVED, {}))])
+    assert runner._decisions[live] == (Decision.NOTIFY, {})
+    assert "let-go" not in runner._decisions
