@@ -163,12 +163,10 @@ def folds(decided: Collection[str]) -> bool:
 
 
 async def fold_decisions(session: AsyncSession, changes: DecisionChanges) -> bool:
-    """A pass's changed decisions and their trail events in its own transaction when they fit one chunk
+    """A pass's changed decisions and their trail events in its own transaction, when the pass `folds`
     (what a webhook's pass changes): one commit per pass instead of two. Under a savepoint: should one
     row's values fail, only the savepoint rolls back, and they are written after the commit as a storm's
     are (`PendingDecisions`, which leaves that alert out). False: not written."""
-    if len(changes.rows) > DECISION_CHUNK:
-        return False
     if not changes.rows:
         return True
     try:

@@ -226,9 +226,10 @@ class EngineRunner:
         cadence = self._cadence
         before = cadence.firing_commits
         result = await self._pass()
-        if result is not None:
-            await self._pending.drain(self._db, self._written, until=lambda: cadence.firing_commits != before)
-        if result is not None and self._evaluated is not None:
+        if result is None:
+            return None
+        await self._pending.drain(self._db, self._written, until=lambda: cadence.firing_commits != before)
+        if self._evaluated is not None:
             # The pass's figure includes the decisions written after it (all of them, unless a newly
             # firing alert's pass took the rest), as it did when it wrote them itself.
             self._observe(result, time.perf_counter() - started, full=self._evaluated)

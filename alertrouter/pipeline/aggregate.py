@@ -176,8 +176,7 @@ def common_labels(label_sets: Iterable[Mapping[str, str]]) -> Mapping[str, str]:
         return same
     # As (name, value) pairs intersected in C: a storm's common labels are those of a thousand members.
     shared = first.items() & second.items()
-    it = iter(rest[1:])
-    for labels in it:
+    for labels in rest[1:]:
         if not shared:
             break
         shared.intersection_update(labels.items())
