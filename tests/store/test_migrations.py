@@ -21,6 +21,7 @@ from alertrouter.ingest.writer import Ingestor
 from alertrouter.store import Database
 from alertrouter.store.migrate import alembic_config, head_revision
 from alertrouter.store.tables import AlertEpisodeRow, AlertRow, Base
+from support import pg
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = "2026-11-24T08:00:00+00:00"
@@ -109,3 +110,40 @@ def test_times_no_driver_can_read_are_clamped_to_the_ingest_limits(database_url:
     else:
         assert starts == datetime(8999, 12, 31, 23, 59, 59, tzinfo=UTC)
         assert episode_starts == TIME_MIN
+
+
+def test_stored_payloads_are_compressed_with_lz4_on_postgresql(pg_database: str) -> None:
+    url = pg.url_for(pg_database)
+    pg.truncate(pg_database, [t.name for t in Base.metadata.sorted_tables])
+    alerts = [
+        {"status": "firing", "labels": {"alertname": "GPUHighTemp", "gpu": str(i)}, "startsAt": NOW, "annotations": {}}
+        for i in range(200)
+    ]
+    body = json.dumps({"version": "4", "alerts": alerts}).encode()  # far over the 2 kB PostgreSQL compresses from
+
+    async def store_and_ask() -> tuple[str, str | None]:
+        db = Database(url)
+        try:
+            await Ingestor(db, TouchBuffer()).ingest(parse_webhook(body).batch)
+            async with db.read() as s:
+                method = (
+                    await s.execute(
+                        text(
+                            "SELECT attcompression::text FROM pg_attribute "
+                            "WHERE attrelid = 'raw_events'::regclass AND attname = 'body'"
+                        )
+                    )
+                ).scalar_one()
+                stored = (await s.execute(text("SELECT pg_column_compression(body) FROM raw_events"))).scalar_one()
+                return str(method), stored
+        finally:
+            await db.dispose()
+
+    assert asyncio.run(store_and_ask()) == ("l", "lz4")
+    cfg = alembic_config(url)
+    command.downgrade(cfg, "0016")
+    try:
+        pg.truncate(pg_database, ["raw_events", "alert_events", "alert_episodes", "alerts"])
+        assert asyncio.run(store_and_ask()) == ("", "pglz")  # the column is back to the server's default
+    finally:
+        command.upgrade(cfg, "head")
