@@ -196,6 +196,9 @@ class HeartbeatMonitor:
 
     async def _loop(self) -> None:
         while not self._stop.is_set():
+            # Cleared before the check, not after it: a stop (or a nudge) while it runs is kept, and the
+            # wait below ends at once instead of after a whole interval.
+            self._wake.clear()
             try:
                 await self.check_once()
             except STORE_ERRORS as exc:
@@ -206,7 +209,6 @@ class HeartbeatMonitor:
                 self._loops.passed(LOOP)
                 if not self.configs:
                     return  # the one check resolved what heartbeats removed from the rules left raised
-            self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.interval.total_seconds())
 

@@ -3,6 +3,7 @@ alert, routed by the shipped rules; its return resolves it; restarts and two rep
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import replace
 from datetime import timedelta
@@ -235,3 +236,24 @@ async def test_statuses_show_a_never_heard_heartbeat_as_watched_since_the_start(
     assert status.record.last_seen is None
     assert status.deadline == T0 + 5 * M
     assert not status.missing
+
+
+async def test_a_stop_during_a_check_ends_the_loop_without_waiting_out_the_interval(db: Database) -> None:
+    watch = monitor(db, Clock(T0))
+    watch.interval = timedelta(hours=1)
+    checking, release = asyncio.Event(), asyncio.Event()
+    check_once = watch.check_once
+
+    async def slow_check() -> None:
+        checking.set()
+        await release.wait()
+        await check_once()
+
+    watch.check_once = slow_check  # type: ignore[method-assign]
+    watch.start()
+    await checking.wait()
+    stopping = asyncio.create_task(watch.stop())
+    await asyncio.sleep(0)  # the stop is asked for while the check runs
+    release.set()
+    # Lost, the stop would be seen only after the next wait: an hour.
+    await asyncio.wait_for(stopping, timeout=60)
