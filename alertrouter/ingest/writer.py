@@ -182,7 +182,7 @@ class Ingestor:
         a state a concurrent commit is about to change is the same as having arrived just before it.
         """
         now = self._clock()
-        async with self._db.read() as session:
+        async with self._db.read_single() as session:
             states = await store.load_states(session, list({a.fingerprint for a in batch.alerts}), lock=False)
         plan = Plan()
         plan_alerts(plan, states, batch.alerts, now)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 from sqlalchemy import func, select
 
@@ -432,6 +433,26 @@ async def test_a_push_with_alerts_never_seen_here_goes_straight_to_the_writer(db
     assert (sessions.reads, sessions.writes) == (1, 1)  # known now: confirmed by a read
     assert (await ingestor.ingest(push(range(3)))).transitions == {Transition.UNCHANGED: 2, Transition.NEW_FIRING: 1}
     assert (sessions.reads, sessions.writes) == (1, 2)
+
+
+async def test_a_confirming_push_is_read_without_a_transaction(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One statement is its own snapshot: on PostgreSQL a BEGIN and a ROLLBACK around it were two more
+    # round trips for every re-sent push. (SQLite's driver opens no transaction for a read at all.)
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock())
+    await ingestor.ingest(push(range(2)))
+    sent: list[str] = []
+    if not db.is_sqlite:
+        execute = asyncpg.Connection.execute
+
+        async def recording(self: asyncpg.Connection, query: str, *args: Any, **kwargs: Any) -> Any:
+            sent.append(query)
+            return await execute(self, query, *args, **kwargs)
+
+        monkeypatch.setattr(asyncpg.Connection, "execute", recording)
+    sessions = Sessions(db)
+    assert (await ingestor.ingest(push(range(2)))).transitions == {Transition.UNCHANGED: 2}
+    assert (sessions.reads, sessions.writes) == (1, 0)
+    assert [q for q in sent if q.strip(" ;").upper() in ("BEGIN", "ROLLBACK", "COMMIT")] == []
 
 
 async def test_a_replica_that_never_saw_the_alerts_still_finds_them_stored(db: Database) -> None:

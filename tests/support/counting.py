@@ -22,19 +22,24 @@ class Commits:
 
 
 class Sessions:
-    """Counts the read and write sessions opened on `db` from now on."""
+    """Counts the read (either kind) and write sessions opened on `db` from now on."""
 
     def __init__(self, db: Database) -> None:
         self.reads = self.writes = 0
-        read, write = db.read, db.write
+        read, read_single, write = db.read, db.read_single, db.write
 
         def counting_read() -> Any:
             self.reads += 1
             return read()
+
+        def counting_read_single() -> Any:
+            self.reads += 1
+            return read_single()
 
         def counting_write() -> Any:
             self.writes += 1
             return write()
 
         db.read = counting_read  # type: ignore[method-assign]
+        db.read_single = counting_read_single  # type: ignore[method-assign]
         db.write = counting_write  # type: ignore[method-assign]

@@ -1,0 +1,102 @@
+"""PostgreSQL connections taken from the pool are alive: closed ones are replaced without a round trip,
+idle ones are pinged, busy ones are not (`store.db._check_on_checkout`)."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
+
+from alertrouter.store import Database
+from alertrouter.store import db as store_db
+from support import pg
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def url(pg_database: str) -> str:
+    return pg.url_for(pg_database)
+
+
+@pytest.fixture
+def pings(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Every ping the pool's check sends, True for one that answered; `fail` makes the next ones fail."""
+    sent: list[bool] = []
+    ping = AsyncAdapt_asyncpg_connection.ping
+
+    def counting_ping(self: AsyncAdapt_asyncpg_connection) -> None:
+        if getattr(counting_ping, "fail", False):
+            sent.append(False)
+            raise OSError("no answer")
+        ping(self)
+        sent.append(True)
+
+    monkeypatch.setattr(AsyncAdapt_asyncpg_connection, "ping", counting_ping)
+    return sent
+
+
+async def read_one(db: Database) -> int:
+    async with db.read() as session:
+        return int((await session.execute(text("SELECT 1"))).scalar_one())
+
+
+async def backend_pids(db: Database) -> set[int]:
+    async with db.read() as session:
+        return {int((await session.execute(text("SELECT pg_backend_pid()"))).scalar_one())}
+
+
+async def test_a_connection_the_server_closed_is_replaced_without_a_ping(url: str, pings: list[bool]) -> None:
+    db = Database(url)
+    try:
+        (pid,) = await backend_pids(db)
+        admin = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
+        try:
+            assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+            await admin.fetchval("SELECT pg_sleep(0.2)")  # the server's close reaches the pooled connection
+        finally:
+            await admin.close()
+        assert await read_one(db) == 1  # without the check, "connection was closed in the middle of operation"
+        assert await backend_pids(db) != {pid}
+        assert pings == []
+    finally:
+        await db.dispose()
+
+
+async def test_only_a_connection_idle_for_a_while_is_pinged(
+    url: str, pings: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_db, "PING_IDLE", 3600.0)
+    db = Database(url)
+    try:
+        for _ in range(3):
+            assert await read_one(db) == 1
+        assert pings == []  # busy: never idle an hour
+    finally:
+        await db.dispose()
+
+    monkeypatch.setattr(store_db, "PING_IDLE", 0.0)
+    db = Database(url)
+    try:
+        assert await read_one(db) == 1
+        assert pings == []  # a new connection has just proved itself
+        assert await read_one(db) == 1
+        assert pings == [True]  # taken back from the pool after being idle
+    finally:
+        await db.dispose()
+
+
+async def test_an_idle_connection_that_does_not_answer_its_ping_is_replaced(
+    url: str, pings: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_db, "PING_IDLE", 0.0)
+    db = Database(url)
+    try:
+        before = await backend_pids(db)
+        monkeypatch.setattr(AsyncAdapt_asyncpg_connection.ping, "fail", True, raising=False)
+        after = await backend_pids(db)  # the read itself succeeds, on a new connection
+        assert pings == [False]
+        assert after != before
+    finally:
+        await db.dispose()
