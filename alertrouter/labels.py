@@ -51,39 +51,45 @@ def _fnv1a64(data: bytes) -> int:
     return h
 
 
-_LANE_BYTES = 14  # a 64-bit hash times the 41-bit prime fits in 105 bits: no carry into the next lane
 _LANES_FROM = 16  # below this many label sets, one loop each is cheaper than setting up the lanes
-_LANES_MAX = 512
+_LANES_MAX = 512  # label sets per array: the rows take 8 bytes per set and byte of the longest
 
 
 def _fnv1a64_lanes(datas: Sequence[bytes]) -> list[int]:
-    """FNV-1a 64 of many byte strings at once, one 112-bit lane each in a single Python integer.
+    """FNV-1a 64 of many byte strings at once, one 64-bit lane of a numpy array each.
 
     A byte loop costs ~90 ns per byte in Python, ~22 us for a GPU alert's labels. Here each step
-    handles byte i of every string with three big-integer operations (xor, multiply, mask) that run
-    in C over all lanes: about 4 us per alert in batches of 100. Strings are ordered longest first
-    and laid out column by column once (step i's bytes are one slice); a lane's value is read off
-    when its own string ends, so the zero padding never counts.
+    handles byte i of every string with two array operations (xor, multiply: numpy's uint64 arithmetic
+    wraps at 2**64, which is FNV's modulus): 2.7 us per alert in batches of 100, against 4.2 us for the
+    same lanes as one big Python integer (xor, multiply and a mask per step, over 14-byte lanes).
+    Strings are ordered longest first and laid out column by column (step i's bytes are one row); a
+    step works only on the strings longer than i, so a lane stops at its string's end.
     """
-    width, n = _LANE_BYTES, len(datas)
+    import numpy as np  # here: the command line's start need not pay for it
+
+    n = len(datas)
     order = sorted(range(n), key=lambda k: -len(datas[k]))
-    longest = len(datas[order[0]])
-    stride = width * n  # the bytes of one step: byte i of every string, each at the start of its lane
-    steps = bytearray(longest * stride)
-    ending: dict[int, list[int]] = {}
+    lengths = [len(datas[k]) for k in order]
+    longest = lengths[0]
+    steps = bytearray(longest * n)  # row i: byte i of every string, in `order`, zero past its end
     for pos, k in enumerate(order):
-        data = datas[k]
-        steps[pos * width : pos * width + len(data) * stride : stride] = data
-        ending.setdefault(len(data), []).append(pos)
-    view = memoryview(steps)
-    mask = int.from_bytes((_MASK64.to_bytes(8, "little") + bytes(width - 8)) * n, "little")
-    h = int.from_bytes((_FNV_OFFSET.to_bytes(8, "little") + bytes(width - 8)) * n, "little")
+        steps[pos : pos + lengths[pos] * n : n] = datas[k]
+    rows = np.frombuffer(steps, dtype=np.uint8).reshape(longest, n).astype(np.uint64)
+    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    prime = np.uint64(_FNV_PRIME)
+    # How many strings are longer than i, at each i where that changes (lengths descend).
+    active_from = {length: pos for pos, length in reversed(list(enumerate(lengths)))}
+    active = n
+    xor, multiply = np.bitwise_xor, np.multiply
+    for i in range(longest):
+        active = active_from.get(i, active)
+        lanes = h[:active]
+        xor(lanes, rows[i, :active], out=lanes)
+        multiply(lanes, prime, out=lanes)
+    hashes = h.tolist()
     out = [0] * n
-    for i in range(longest + 1):
-        for pos in ending.get(i, ()):
-            out[order[pos]] = (h >> (8 * width * pos)) & _MASK64
-        if i < longest:
-            h = ((h ^ int.from_bytes(view[i * stride : (i + 1) * stride], "little")) * _FNV_PRIME) & mask
+    for pos, k in enumerate(order):
+        out[k] = hashes[pos]
     return out
 
 
@@ -97,22 +103,26 @@ _KNOWN_MAX = 16384
 
 def _label_bytes(labels: Mapping[str, str]) -> bytes:
     """``name 0xFF value 0xFF`` per label, in byte order of names (what Prometheus hashes)."""
-    parts: list[bytes] = []
-    append = parts.append
-    try:
-        # Code-point order of str equals byte order of their UTF-8, which is what Go sorts by.
-        for name in sorted(labels):
-            append(name.encode())
-            append(_SEP)
-            append(labels[name].encode())
-            append(_SEP)
-    except UnicodeEncodeError:
-        parts = [
-            part
-            for pair in sorted((_utf8(name), _utf8(value)) for name, value in labels.items())
-            for part in (pair[0], _SEP, pair[1], _SEP)
-        ]
-    return b"".join(parts)
+    # Code-point order of str equals byte order of their UTF-8, which is what Go sorts by. Names and
+    # values are joined with U+0000 and encoded once, then U+0000 becomes 0xFF (which UTF-8 never
+    # holds): a few calls in C where encoding and appending each part took four per label (a GPU
+    # alert's labels: 2.1 -> 1.3 us).
+    names = sorted(labels)
+    parts = names * 2
+    parts[::2] = names
+    parts[1::2] = map(labels.__getitem__, names)
+    parts.append("")
+    text = "\x00".join(parts)
+    if text.count("\x00") == len(parts) - 1:  # no name or value holds a U+0000 of its own
+        try:
+            return text.encode().replace(b"\x00", _SEP)
+        except UnicodeEncodeError:  # a lone surrogate
+            pass
+    return b"".join(
+        part
+        for pair in sorted((_utf8(name), _utf8(value)) for name, value in labels.items())
+        for part in (pair[0], _SEP, pair[1], _SEP)
+    )
 
 
 def fingerprints(label_sets: Sequence[Mapping[str, str]]) -> list[str]:
