@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
 import re2
 
 from alertrouter.utf8_matchers import GO_SPACE, RESERVED, GrammarError, parse_terms
@@ -65,8 +66,6 @@ def _fnv1a64_lanes(datas: Sequence[bytes]) -> list[int]:
     Strings are ordered longest first and laid out column by column (step i's bytes are one row); a
     step works only on the strings longer than i, so a lane stops at its string's end.
     """
-    import numpy as np  # here: the command line's start need not pay for it
-
     n = len(datas)
     order = sorted(range(n), key=lambda k: -len(datas[k]))
     lengths = [len(datas[k]) for k in order]
