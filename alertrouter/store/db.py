@@ -101,11 +101,14 @@ class Database:
         else:
             _check_on_checkout(self.engine, PING_IDLE)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
-        # One statement needs no transaction of its own: PostgreSQL runs it in its own snapshot.
-        self._single_reads = async_sessionmaker(
-            self.engine.execution_options(isolation_level="AUTOCOMMIT") if not self.is_sqlite else self.engine,
-            expire_on_commit=False,
-            autoflush=False,
+        # One statement needs no transaction of its own: PostgreSQL runs it in its own snapshot (SQLite's
+        # driver opens none for a read, so there the plain sessions serve).
+        self._single_reads = (
+            self.sessions
+            if self.is_sqlite
+            else async_sessionmaker(
+                self.engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False, autoflush=False
+            )
         )
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
 
