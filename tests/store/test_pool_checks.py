@@ -3,6 +3,9 @@ idle ones are pinged, busy ones are not (`store.db._check_on_checkout`)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import asyncpg
 import pytest
 from sqlalchemy import text
@@ -47,9 +50,21 @@ async def backend_pids(db: Database) -> set[int]:
         return {int((await session.execute(text("SELECT pg_backend_pid()"))).scalar_one())}
 
 
-async def test_a_connection_the_server_closed_is_replaced_without_a_ping(url: str, pings: list[bool]) -> None:
+@asynccontextmanager
+async def opened(url: str, monkeypatch: pytest.MonkeyPatch, ping_idle: float) -> AsyncIterator[Database]:
+    """A store whose pool pings connections idle for more than `ping_idle` seconds, disposed after."""
+    monkeypatch.setattr(store_db, "PING_IDLE", ping_idle)
     db = Database(url)
     try:
+        yield db
+    finally:
+        await db.dispose()
+
+
+async def test_a_connection_the_server_closed_is_replaced_without_a_ping(
+    url: str, pings: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with opened(url, monkeypatch, ping_idle=store_db.PING_IDLE) as db:
         (pid,) = await backend_pids(db)
         admin = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
         try:
@@ -60,43 +75,29 @@ async def test_a_connection_the_server_closed_is_replaced_without_a_ping(url: st
         assert await read_one(db) == 1  # without the check, "connection was closed in the middle of operation"
         assert await backend_pids(db) != {pid}
         assert pings == []
-    finally:
-        await db.dispose()
 
 
 async def test_only_a_connection_idle_for_a_while_is_pinged(
     url: str, pings: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_db, "PING_IDLE", 3600.0)
-    db = Database(url)
-    try:
+    async with opened(url, monkeypatch, ping_idle=3600.0) as db:
         for _ in range(3):
             assert await read_one(db) == 1
         assert pings == []  # busy: never idle an hour
-    finally:
-        await db.dispose()
 
-    monkeypatch.setattr(store_db, "PING_IDLE", 0.0)
-    db = Database(url)
-    try:
+    async with opened(url, monkeypatch, ping_idle=0.0) as db:
         assert await read_one(db) == 1
         assert pings == []  # a new connection has just proved itself
         assert await read_one(db) == 1
         assert pings == [True]  # taken back from the pool after being idle
-    finally:
-        await db.dispose()
 
 
 async def test_an_idle_connection_that_does_not_answer_its_ping_is_replaced(
     url: str, pings: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_db, "PING_IDLE", 0.0)
-    db = Database(url)
-    try:
+    async with opened(url, monkeypatch, ping_idle=0.0) as db:
         before = await backend_pids(db)
         monkeypatch.setattr(AsyncAdapt_asyncpg_connection.ping, "fail", True, raising=False)
         after = await backend_pids(db)  # the read itself succeeds, on a new connection
         assert pings == [False]
         assert after != before
-    finally:
-        await db.dispose()
