@@ -42,7 +42,8 @@ class IngestBatch:
     # sha256 of the exact request bytes, for a webhook whose every alert was accepted: a byte-identical
     # re-send of it, once committed, is answered without being parsed again (`Ingestor.repeat_body`).
     body_digest: bytes | None = None
-    # The payload's `digest`, or None until it is first needed: then `payload_digest(source, identity)`.
+    # The payload's `digest`, or None until it is first needed: then `payload_digest(source, identity)`,
+    # where an `identity` of None is the body itself (an API v2 push decoded straight from its bytes).
     # Most API v2 pushes only confirm what is stored and are never logged (0.86 us per alert to compute).
     known_digest: str | None = None
     identity: Any = None
@@ -50,7 +51,7 @@ class IngestBatch:
     @property
     def digest(self) -> str:
         if (digest := self.known_digest) is None:
-            digest = payload_digest(self.source, self.identity)
+            digest = payload_digest(self.source, orjson.loads(self.body) if self.identity is None else self.identity)
             object.__setattr__(self, "known_digest", digest)  # a cache: the batch means the same
         return digest
 

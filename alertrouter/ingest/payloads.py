@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from operator import methodcaller
-from typing import Annotated, Any, Literal, TypeVar
+from datetime import datetime, timedelta
+from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from alertrouter.ingest import decode
 from alertrouter.ingest.batch import IngestBatch, body_digest, payload_digest
+from alertrouter.ingest.decode import Checked, Fields, non_empty
 from alertrouter.ingest.limits import (
     MAX_ALERTNAME,
     MAX_ANNOTATION_VALUE,
@@ -24,11 +25,8 @@ from alertrouter.ingest.limits import (
     MAX_GENERATOR_URL,
     MAX_LABEL_VALUE,
     MAX_LABELS,
-    MAX_NAME,
     MAX_RECEIVER,
     MAX_TRUNCATED,
-    TIME_MAX,
-    TIME_MIN,
     check_instant,
     check_mapping,
 )
@@ -87,8 +85,8 @@ class _WebhookEnvelope(_Model):
     alerts: list[Any]
 
 
-_A = TypeVar("_A", bound=_PostableAlert)
 _STATUSES = {s.value: s for s in AlertStatus}
+_POSTABLE_FIELDS = frozenset({"labels", "annotations", "startsAt", "endsAt", "generatorURL"})
 
 
 def _load_json(body: bytes) -> Any:
@@ -142,12 +140,6 @@ def _zero_is_none(value: datetime | None) -> datetime | None:
     return None if value is None or value.year <= 1 else value
 
 
-def _non_empty(labels: dict[str, str]) -> dict[str, str]:
-    """An empty label value means the label is absent, as in Prometheus and Alertmanager; dropping it
-    keeps fingerprints equal to Alertmanager's."""
-    return labels if all(labels.values()) else {k: v for k, v in labels.items() if v}
-
-
 def _check_alert(labels: dict[str, str], annotations: dict[str, str], generator_url: str, where: str) -> str | None:
     """The first problem with an alert's labels, annotations or generatorURL (see `limits`).
 
@@ -182,9 +174,7 @@ def _instant(value: datetime | None, where: str, problems: list[str]) -> datetim
     return checked
 
 
-def _checked(
-    model: type[_A], raw: Any, where: str, problems: list[str]
-) -> tuple[_A, dict[str, str], datetime | None, datetime | None] | None:
+def _checked(model: type[_PostableAlert], raw: Any, where: str, problems: list[str]) -> Checked | None:
     """One alert of either shape through the boundary: its fields, its labels (empty values dropped),
     and its times in UTC (None where not set); None, with the problem appended, when it is refused."""
     try:
@@ -192,7 +182,7 @@ def _checked(
     except ValidationError as exc:
         problems.extend(_errors(exc, where))
         return None
-    labels = _non_empty(a.labels)
+    labels = non_empty(a.labels)
     if bad := _check_alert(labels, a.annotations, a.generator_url, where):
         problems.append(bad)
         return None
@@ -204,87 +194,15 @@ def _checked(
     return a, labels, starts_at, ends_at
 
 
-_Checked = tuple[_A, dict[str, str], datetime | None, datetime | None]
-_Name = Annotated[StrictStr, Field(max_length=MAX_NAME)]
-_LabelName = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME)]
-
-
-def _limited(model: type[_A]) -> type[_A]:
-    """`model` with the limits `_check_alert` checks held by the validator itself (in Rust, instead of
-    eight passes and two calls per alert in Python), for `_all_checked`'s payload-at-once path: any
-    alert it refuses sends the payload to `_checked`, alert by alert, for the exact problem. The limits
-    apply to the labels as sent, empty values included: stricter than `_check_alert`'s (which drops
-    them first), so what passes here passes there. Two are left to `_all_checked`: a label set
-    empty once its empty values are dropped, and the alertname's length."""
-    return create_model(
-        f"_Limited{model.__name__}",
-        __base__=model,
-        labels=(
-            Annotated[
-                dict[_LabelName, Annotated[StrictStr, Field(max_length=MAX_LABEL_VALUE)]], Field(max_length=MAX_LABELS)
-            ],
-            ...,
-        ),
-        annotations=(
-            Annotated[
-                dict[_Name, Annotated[StrictStr, Field(max_length=MAX_ANNOTATION_VALUE)]],
-                Field(max_length=MAX_ANNOTATIONS),
-            ],
-            Field(default_factory=dict),
-        ),
-        generator_url=(Annotated[StrictStr, Field(max_length=MAX_GENERATOR_URL)], Field("", alias="generatorURL")),
-    )
-
-
-_WEBHOOK_ALERTS: TypeAdapter[list[_WebhookAlert]] = TypeAdapter(list[_limited(_WebhookAlert)])  # type: ignore[arg-type,misc]
-_POSTABLE_ALERTS: TypeAdapter[list[_PostableAlert]] = TypeAdapter(list[_limited(_PostableAlert)])  # type: ignore[arg-type,misc]
-_ALERTNAME = methodcaller("get", "alertname", "")
-_POSTABLE_FIELDS = frozenset({"labels", "annotations", "startsAt", "endsAt", "generatorURL"})
-
-
-def _utc(value: datetime | None) -> datetime | bool | None:
-    """`_instant(_zero_is_none(value))` without the message: None when not set, the instant in UTC, or
-    False when it is refused."""
-    if value is None or value.year <= 1:
-        return None
-    if value.tzinfo is None or value.utcoffset() is None:
-        return False
-    try:
-        utc = value if value.tzinfo is UTC else value.astimezone(UTC)
-    except OverflowError:
-        return False
-    return utc if TIME_MIN <= utc < TIME_MAX else False
-
-
-def _all_checked(adapter: TypeAdapter[list[_A]], raw: list[Any]) -> list[_Checked[_A]] | None:
-    """What `_checked` gives for every alert, when every alert passes: one validation call for the
-    whole list and no per-alert message building. None as soon as any alert would be refused; the
-    caller then checks alert by alert, which names the problems."""
-    try:
-        models = adapter.validate_python(raw)
-    except ValidationError:
-        return None
-    label_sets = [a.labels if all(a.labels.values()) else _non_empty(a.labels) for a in models]
-    # The adapter's models hold every limit but two (see `_limited`), checked here in one pass each.
-    if label_sets and (min(map(len, label_sets)) == 0 or max(map(len, map(_ALERTNAME, label_sets))) > MAX_ALERTNAME):
-        return None
-    out: list[_Checked[_A]] = []
-    for a, labels in zip(models, label_sets, strict=True):
-        starts_at, ends_at = _utc(a.starts_at), _utc(a.ends_at)
-        if starts_at is False or ends_at is False:
-            return None
-        out.append((a, labels, starts_at, ends_at))  # type: ignore[arg-type]  # bools are gone
-    return out
-
-
 def _fingerprint(given: str | None, labels: dict[str, str]) -> str:
     if given and len(given) == 16 and _FINGERPRINT_CHARS.issuperset(given):
         return given
     return label_fingerprint(labels)
 
 
-def parse_webhook(body: bytes, known_digest: bytes | None = None) -> Parsed:
-    """`known_digest`: the body's `body_digest` when the caller already computed it."""
+def parse_webhook(body: bytes, known_digest: bytes | None = None, *, at_once: bool = True) -> Parsed:
+    """`known_digest`: the body's `body_digest` when the caller already computed it. `at_once`: False
+    checks alert by alert only (the tests hold both ways equal)."""
     data = _load_json(body)
     if not isinstance(data, dict):
         raise PayloadError([f"body: expected a JSON object (Alertmanager webhook), got {type(data).__name__}"])
@@ -297,7 +215,7 @@ def parse_webhook(body: bytes, known_digest: bytes | None = None) -> Parsed:
 
     alerts: list[IncomingAlert] = []
     problems: list[str] = []
-    checked_alerts: Iterable[_Checked[_WebhookAlert] | None] = _all_checked(_WEBHOOK_ALERTS, env.alerts) or (
+    checked_alerts: Iterable[Checked | None] = (decode.webhook_alerts(env.alerts) if at_once else None) or (
         _checked(_WebhookAlert, raw, f"alerts[{i}]", problems) for i, raw in enumerate(env.alerts)
     )
     for i, checked in enumerate(checked_alerts):
@@ -341,17 +259,20 @@ def parse_webhook(body: bytes, known_digest: bytes | None = None) -> Parsed:
     return Parsed(batch, problems)
 
 
-def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
+def parse_api_v2(body: bytes, *, now: datetime, at_once: bool = True) -> Parsed:
     """Alertmanager's `POST /api/v2/alerts`: no `startsAt` means now, no `endsAt` means now + 5m,
-    and an alert whose `endsAt` has passed is resolved."""
-    data = _load_json(body)
-    if not isinstance(data, list):
-        raise PayloadError([f"body: expected a JSON array of alerts, got {type(data).__name__}"])
-    valid: list[tuple[_PostableAlert, dict[str, str], datetime, datetime]] = []
+    and an alert whose `endsAt` has passed is resolved. `at_once`: as in `parse_webhook`."""
     problems: list[str] = []
-    checked_alerts: Iterable[_Checked[_PostableAlert] | None] = _all_checked(_POSTABLE_ALERTS, data) or (
-        _checked(_PostableAlert, raw, f"[{i}]", problems) for i, raw in enumerate(data)
-    )
+    checked_alerts: Iterable[Checked | None]
+    if at_once and (decoded := decode.pushes(body)) is not None:  # every alert passed, with Prometheus's fields
+        data, sent, checked_alerts = None, len(decoded), decoded
+    else:
+        data = _load_json(body)
+        if not isinstance(data, list):
+            raise PayloadError([f"body: expected a JSON array of alerts, got {type(data).__name__}"])
+        sent = len(data)
+        checked_alerts = (_checked(_PostableAlert, raw, f"[{i}]", problems) for i, raw in enumerate(data))
+    valid: list[tuple[Fields, dict[str, str], datetime, datetime]] = []
     for i, checked in enumerate(checked_alerts):
         if checked is None:
             continue
@@ -362,7 +283,7 @@ def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
             problems.append(f"[{i}].endsAt: before startsAt")
             continue
         valid.append((a, labels, starts_at, ends_at))
-    if data and not valid:
+    if sent and not valid:
         raise PayloadError(problems)
     # No fingerprint is sent on this endpoint: compute them together (much cheaper for new label sets).
     prints = label_fingerprints([labels for _, labels, _, _ in valid])
@@ -382,11 +303,15 @@ def parse_api_v2(body: bytes, *, now: datetime) -> Parsed:
         source="api_v2",
         body=body.decode("utf-8", errors="replace"),
         alerts=alerts,
-        rejected_alerts=len(data) - len(alerts),
+        rejected_alerts=sent - len(alerts),
         # Alerts of only the fields validated here (Prometheus's) are a few levels deep: their digest
-        # cannot fail and waits until the push is logged. Any other payload may be nested too deeply
-        # for it: computed now, to answer 400.
-        known_digest=None if not problems and all(map(_POSTABLE_FIELDS.issuperset, data)) else _digest("api_v2", data),
+        # cannot fail and waits until the push is logged (read from the body then, when it was decoded at
+        # once). Any other payload may be nested too deeply for it: computed now, to answer 400.
+        known_digest=(
+            None
+            if data is None or (not problems and all(map(_POSTABLE_FIELDS.issuperset, data)))
+            else _digest("api_v2", data)
+        ),
         identity=data,
     )
     return Parsed(batch, problems)
