@@ -578,12 +578,19 @@ class EngineRunner:
 
         A `lone` commit (a newly firing alert after a quiet spell) is no burst: its pass waits only
         until no payload is being stored (its own answer), for at most INGEST_QUIET, and then as above.
+        Should another commit land meanwhile, right behind it, the lone commit was the first of a
+        burst after all: its pass waits for the pause like the rest (started at the first payload, it
+        took the burst's interpreter for as long as it ran over what had been stored by then).
         """
         if self.ingest_quiet is None:
             return
         if lone:
             for _ in range(round(INGEST_QUIET / LONE_POLL)):
-                if self._stopping or self.ingest_quiet() > 0.0:
+                if self._stopping:
+                    return
+                if not self._cadence.lone:  # a commit right behind it
+                    break
+                if self.ingest_quiet() > 0.0:
                     return
                 await asyncio.sleep(LONE_POLL)
         deadline = time.monotonic() + INGEST_WAIT_MAX

@@ -175,6 +175,42 @@ async def test_new_alerts_in_a_burst_still_wait_for_its_pause(db: Database) -> N
     assert len(runner.live_alerts()) == 2
 
 
+async def test_a_commit_right_behind_a_lone_one_makes_it_the_first_of_a_burst(db: Database) -> None:
+    """Four senders start a storm: the first commit came after a quiet spell, the next lands while its
+    pass waits for the first answer. That pass waits for the burst's pause (begun at once, it ran over
+    the burst's first hundreds of alerts while every answer waited for it)."""
+    runner = EngineRunner(db, shipped_pipeline(), interval=HOUR)
+    stored: list[list[dict[str, Any]]] = []
+    ingestor = Ingestor(db, TouchBuffer(), on_committed=stored.append)
+    await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-01")).batch)
+    await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-02")).batch)
+    looks = 0
+    paused = False
+
+    def quiet() -> float:
+        # the first payload being stored for two looks, the second commit landing meanwhile; then
+        # answered a moment ago for four looks (enough for a lone alert's pass, not for a burst's); quiet
+        nonlocal looks, paused
+        looks += 1
+        if looks == 2:
+            runner.committed(stored[1])
+        answer = 0.0 if looks <= 2 else INGEST_QUIET / 10 if looks <= 6 else 1.0
+        paused = paused or answer >= INGEST_QUIET
+        return answer
+
+    runner.ingest_quiet = quiet
+    passes = Passes(runner, note=lambda: paused)
+    runner.start()
+    try:
+        runner.committed(stored[0])
+        await passes.wait(1)
+    finally:
+        await runner.stop()
+    assert looks > 2  # the lone wait looked while the first payload was stored
+    assert passes.notes[0] is True
+    assert len(runner.live_alerts()) == 2
+
+
 async def test_other_changes_are_decided_at_the_tick(db: Database) -> None:
     # a resolve commits, but is no newly firing alert: the cadence holds its pass back to the tick
     runner = EngineRunner(db, shipped_pipeline(), interval=HOUR)
