@@ -96,6 +96,11 @@ _PUSHES = msgspec.json.Decoder(list[_Push])
 _WEBHOOK_ALERTS = list[_WebhookAlert]
 _TIMES: TypeAdapter[list[datetime]] = TypeAdapter(list[datetime])  # the models' own datetime validator
 _ALERTNAME = methodcaller("get", "alertname", "")
+# Times as kept, by their text (None: not sent): Prometheus sends an alert's `startsAt` again with every
+# push, and the `endsAt` of one evaluation is shared by its alerts. A refused text is never kept. All are
+# forgotten at once when there are too many (each is cheap to read again).
+_KNOWN_TIMES: dict[str | None, datetime | None] = {None: None}
+_KNOWN_TIMES_MAX = 16384
 _NUL = b"\\u0000"  # JSON can carry U+0000 only escaped; the other path replaces it (`payloads._without_nul`)
 
 
@@ -151,14 +156,14 @@ def _finish(alerts: Sequence[_Push | _WebhookAlert]) -> list[Checked] | None:
     label_sets = [non_empty(a.labels) for a in alerts]
     if label_sets and (min(map(len, label_sets)) == 0 or max(map(len, map(_ALERTNAME, label_sets))) > MAX_ALERTNAME):
         return None
-    texts = list({text: None for a in alerts for text in (a.starts_at, a.ends_at) if text is not None})
-    try:
-        instants: dict[str | None, datetime | None] = dict(
-            zip(texts, map(_utc, _TIMES.validate_python(texts)), strict=True)
-        )
-    except (ValidationError, _Refused):
-        return None
-    instants[None] = None
-    return [
-        (a, labels, instants[a.starts_at], instants[a.ends_at]) for a, labels in zip(alerts, label_sets, strict=True)
-    ]
+    known = _KNOWN_TIMES
+    if len(known) > _KNOWN_TIMES_MAX:
+        known.clear()
+        known[None] = None
+    if unread := list({text for a in alerts for text in (a.starts_at, a.ends_at) if text not in known}):
+        try:
+            known.update(zip(unread, map(_utc, _TIMES.validate_python(unread)), strict=True))
+        except (ValidationError, _Refused):
+            return None
+    instant = known.__getitem__
+    return [(a, labels, instant(a.starts_at), instant(a.ends_at)) for a, labels in zip(alerts, label_sets, strict=True)]

@@ -144,12 +144,18 @@ async def test_a_lone_new_alert_does_not_wait_for_ingest_to_stay_quiet(
         await runner.stop()
 
 
-async def test_new_alerts_in_a_burst_still_wait_for_its_pause(db: Database) -> None:
-    runner = EngineRunner(db, shipped_pipeline(), interval=timedelta(milliseconds=10))
+async def two_commits(db: Database, interval: timedelta) -> tuple[EngineRunner, list[list[dict[str, Any]]]]:
+    """An engine, and the rows of two commits of newly firing GPU alerts, stored but not handed to it."""
+    runner = EngineRunner(db, shipped_pipeline(), interval=interval)
     stored: list[list[dict[str, Any]]] = []
     ingestor = Ingestor(db, TouchBuffer(), on_committed=stored.append)
     await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-01")).batch)
     await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-02")).batch)
+    return runner, stored
+
+
+async def test_new_alerts_in_a_burst_still_wait_for_its_pause(db: Database) -> None:
+    runner, stored = await two_commits(db, timedelta(milliseconds=10))
     # ingest storing for four looks, then answered a moment ago for three (enough for a lone alert's
     # pass, not for a burst's), then quiet
     answers = iter([0.0] * 4 + [INGEST_QUIET / 10] * 3)
@@ -179,11 +185,7 @@ async def test_a_commit_right_behind_a_lone_one_makes_it_the_first_of_a_burst(db
     """Four senders start a storm: the first commit came after a quiet spell, the next lands while its
     pass waits for the first answer. That pass waits for the burst's pause (begun at once, it ran over
     the burst's first hundreds of alerts while every answer waited for it)."""
-    runner = EngineRunner(db, shipped_pipeline(), interval=HOUR)
-    stored: list[list[dict[str, Any]]] = []
-    ingestor = Ingestor(db, TouchBuffer(), on_committed=stored.append)
-    await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-01")).batch)
-    await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-02")).batch)
+    runner, stored = await two_commits(db, HOUR)
     looks = 0
     paused = False
 

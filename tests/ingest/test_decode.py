@@ -134,12 +134,14 @@ def outcome(parse: Any) -> Any:
     return batch.alerts, zones, parsed.problems, batch.rejected_alerts, batch.digest, batch.body_digest
 
 
+def push_answers_the_same_either_way(body: bytes) -> None:
+    assert outcome(lambda: parse_api_v2(body, now=NOW)) == outcome(lambda: parse_api_v2(body, now=NOW, at_once=False))
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_a_push_answers_the_same_either_way(data: st.DataObject) -> None:
-    body = encoded(data.draw, data.draw(st.lists(alerts(webhook=False), max_size=4)))
-    at_once = outcome(lambda: parse_api_v2(body, now=NOW))
-    assert at_once == outcome(lambda: parse_api_v2(body, now=NOW, at_once=False))
+    push_answers_the_same_either_way(encoded(data.draw, data.draw(st.lists(alerts(webhook=False), max_size=4))))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -177,4 +179,17 @@ def test_alertmanagers_webhooks_are_taken_at_once(name: str) -> None:
 def test_a_prometheus_push_is_taken_at_once() -> None:
     body = (FIXTURES / "prometheus_push_node_down.json").read_bytes()
     assert decode.pushes(body) is not None
-    assert outcome(lambda: parse_api_v2(body, now=NOW)) == outcome(lambda: parse_api_v2(body, now=NOW, at_once=False))
+    push_answers_the_same_either_way(body)
+
+
+def test_times_read_before_answer_as_when_first_read_even_once_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The texts of times already read are not read again (Prometheus re-sends each alert's `startsAt`);
+    what is kept of them must stay what the other path keeps, also after they were all forgotten."""
+    monkeypatch.setattr(decode, "_KNOWN_TIMES_MAX", 3)
+    pushes = [
+        [{"labels": {"alertname": "GPUHighTemp", "gpu": str(i)}, "startsAt": f"2026-11-21T16:14:0{i}.999999999+08:00"}]
+        for i in range(4)
+    ]
+    for payload in [*pushes, *pushes, [{"labels": {"a": "b"}, "startsAt": "2026-11-21T08:14:03"}], pushes[0]]:
+        push_answers_the_same_either_way(json.dumps(payload).encode())
+    assert len(decode._KNOWN_TIMES) <= 3 + 1 + 1  # forgotten when over, then this push's one text
