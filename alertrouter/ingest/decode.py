@@ -14,7 +14,7 @@ other).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from operator import methodcaller
 from typing import Annotated, Any, Literal, Protocol
 
@@ -29,11 +29,10 @@ from alertrouter.ingest.limits import (
     MAX_LABEL_VALUE,
     MAX_LABELS,
     MAX_NAME,
-    TIME_MAX,
-    TIME_MIN,
+    check_instant,
 )
 
-__all__ = ["Checked", "Fields", "WebhookFields", "non_empty", "pushes", "webhook_alerts"]
+__all__ = ["Checked", "Fields", "non_empty", "pushes", "webhook_alerts"]
 
 
 class Fields(Protocol):
@@ -44,14 +43,6 @@ class Fields(Protocol):
 
     @property
     def generator_url(self) -> str: ...
-
-
-class WebhookFields(Fields, Protocol):
-    @property
-    def status(self) -> str: ...
-
-    @property
-    def fingerprint(self) -> str | None: ...
 
 
 # An alert through the boundary: its fields, its labels (empty values dropped), and its times in UTC
@@ -116,16 +107,10 @@ class _Refused(Exception):
 
 def _utc(value: datetime) -> datetime | None:
     """A validated time as the boundary keeps it: None for Go's zero time (not set), else the instant in
-    UTC; `_Refused` without a zone or outside [TIME_MIN, TIME_MAX) (`limits.check_instant` says why)."""
+    UTC; `_Refused` where `limits.check_instant` finds a problem (the other path names it)."""
     if value.year <= 1:
         return None
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise _Refused
-    try:
-        instant = value if value.tzinfo is UTC else value.astimezone(UTC)
-    except OverflowError:
-        raise _Refused from None
-    if not TIME_MIN <= instant < TIME_MAX:
+    if isinstance(instant := check_instant(value, ""), str):
         raise _Refused
     return instant
 
