@@ -3,6 +3,7 @@ pause in a burst. The rule on a clock the test sets; the loop by counting its pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -154,16 +155,16 @@ async def two_commits(db: Database, interval: timedelta) -> tuple[EngineRunner, 
     return runner, stored
 
 
-async def test_new_alerts_in_a_burst_still_wait_for_its_pause(db: Database) -> None:
-    runner, stored = await two_commits(db, timedelta(milliseconds=10))
-    # ingest storing for four looks, then answered a moment ago for three (enough for a lone alert's
-    # pass, not for a burst's), then quiet
-    answers = iter([0.0] * 4 + [INGEST_QUIET / 10] * 3)
+async def first_pass_after_a_pause(
+    runner: EngineRunner, answers: Callable[[], float], commit: Callable[[], None]
+) -> bool:
+    """Run `runner` with ingest answering `answers` when asked how long it has been quiet, `commit` the
+    changes, and say whether its first pass started only once ingest had paused."""
     paused = False
 
     def quiet() -> float:
         nonlocal paused
-        answer = next(answers, 1.0)
+        answer = answers()
         paused = paused or answer >= INGEST_QUIET
         return answer
 
@@ -171,13 +172,24 @@ async def test_new_alerts_in_a_burst_still_wait_for_its_pause(db: Database) -> N
     passes = Passes(runner, note=lambda: paused)
     runner.start()
     try:
-        # two commits with new firing alerts right behind each other: a burst, not a lone alert
-        runner.committed(stored[0])
-        runner.committed(stored[1])
+        commit()
         await passes.wait(1)
     finally:
         await runner.stop()
-    assert passes.notes[0] is True  # the first pass started only once ingest had paused
+    return bool(passes.notes[0])
+
+
+async def test_new_alerts_in_a_burst_still_wait_for_its_pause(db: Database) -> None:
+    runner, stored = await two_commits(db, timedelta(milliseconds=10))
+    # ingest storing for four looks, then answered a moment ago for three (enough for a lone alert's
+    # pass, not for a burst's), then quiet
+    answers = iter([0.0] * 4 + [INGEST_QUIET / 10] * 3)
+
+    def burst() -> None:  # two commits with new firing alerts right behind each other, not a lone alert
+        runner.committed(stored[0])
+        runner.committed(stored[1])
+
+    assert await first_pass_after_a_pause(runner, lambda: next(answers, 1.0), burst)
     assert len(runner.live_alerts()) == 2
 
 
@@ -187,29 +199,18 @@ async def test_a_commit_right_behind_a_lone_one_makes_it_the_first_of_a_burst(db
     the burst's first hundreds of alerts while every answer waited for it)."""
     runner, stored = await two_commits(db, HOUR)
     looks = 0
-    paused = False
 
-    def quiet() -> float:
+    def answers() -> float:
         # the first payload being stored for two looks, the second commit landing meanwhile; then
         # answered a moment ago for four looks (enough for a lone alert's pass, not for a burst's); quiet
-        nonlocal looks, paused
+        nonlocal looks
         looks += 1
         if looks == 2:
             runner.committed(stored[1])
-        answer = 0.0 if looks <= 2 else INGEST_QUIET / 10 if looks <= 6 else 1.0
-        paused = paused or answer >= INGEST_QUIET
-        return answer
+        return 0.0 if looks <= 2 else INGEST_QUIET / 10 if looks <= 6 else 1.0
 
-    runner.ingest_quiet = quiet
-    passes = Passes(runner, note=lambda: paused)
-    runner.start()
-    try:
-        runner.committed(stored[0])
-        await passes.wait(1)
-    finally:
-        await runner.stop()
+    assert await first_pass_after_a_pause(runner, answers, lambda: runner.committed(stored[0]))
     assert looks > 2  # the lone wait looked while the first payload was stored
-    assert passes.notes[0] is True
     assert len(runner.live_alerts()) == 2
 
 
