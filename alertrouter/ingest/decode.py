@@ -6,7 +6,7 @@ payload it refuses for any reason (a refused alert, a field it does not know, a 
 read) goes to `payloads`' pydantic path, alert by alert, which names every problem; so nothing here may
 accept what that path refuses, or keep another value than it keeps (`tests/ingest/test_decode.py` holds
 the two paths equal on hostile payloads). Times are read by pydantic's own validator, once per distinct
-text of a payload, so a time means here what it means there (it truncates Go's nanoseconds where a
+text (then kept: `_KNOWN_TIMES`), so a time means here what it means there (it truncates Go's nanoseconds where a
 plain decoder would round them, and an alert stored by one path must compare equal when re-sent to the
 other).
 """
