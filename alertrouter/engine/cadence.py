@@ -4,7 +4,9 @@ A pass decides what was stored since the last one. Most stored changes (a resolv
 acknowledgement) lose nothing by waiting for the next tick (`interval`, 1 s), and during a burst of
 webhooks one pass then covers many of them. A newly firing alert is what someone waits for: its pass
 may start `min_gap` after the previous one started, and no sooner after the previous one ended than
-that pass took, so back-to-back passes never take more than half of the interpreter from ingest.
+that pass took, so back-to-back passes never take more than half of the interpreter from ingest. So
+may the pass right behind one that left the wake-ups that had come (`due`): a newly firing alert's
+pass leaves them when they are many (a storm's hold-downs ending together), and they are no less due.
 
 Whether the pass also waits for a pause in ingest (`EngineRunner._after_ingest_burst`) depends on
 `lone`: a commit that came after a quiet spell is not part of a burst and is decided at once.
@@ -43,6 +45,7 @@ class Cadence:
         self.quiet = quiet  # commits closer than this to the previous one are a burst
         self._clock = clock
         self.urgent = False  # a newly firing alert was stored since the last pass started
+        self.due = False  # the last pass left wake-ups that had come (a newly firing alert's went first)
         self.firing_commits = 0  # commits that stored a newly firing alert, so far
         self.lone = False  # the last commit came `quiet` or more after the one before it
         self._last_commit = -math.inf
@@ -59,7 +62,7 @@ class Cadence:
 
     def next_start(self) -> float:
         """The earliest time the next pass may start, by what is pending."""
-        if self.urgent:
+        if self.urgent or self.due:
             took = max(0.0, self._ended - self._started)
             return max(self._started + self.min_gap, self._ended + took)
         return self._started + self.interval
@@ -71,7 +74,7 @@ class Cadence:
     def start(self) -> bool:
         """A pass starts: it takes what is pending. Returns whether that was urgent."""
         urgent = self.urgent
-        self.urgent = False
+        self.urgent = self.due = False
         self._started = self._clock()
         self._ended = max(self._ended, self._started)  # until it ends, it is as if it just had
         return urgent

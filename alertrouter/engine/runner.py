@@ -76,6 +76,9 @@ UNTOLD = (Decision.STALE.value, Decision.RESOLVING.value)  # resolved, the resol
 FULL_EVERY = timedelta(minutes=10)  # a full pass this often, whatever changed: the incremental ones' safety net
 # live alerts more than at the last freeze of what the process holds (`heap.freeze_held`): freeze again
 FREEZE_GROWTH = 10_000
+# A newly firing alert's pass leaves the wake-ups that have come to the pass right behind it (`Cadence.due`)
+# when there are more than this many (a storm's hold-downs ending together, its repeats).
+URGENT_DUE_MAX = 64
 
 
 class EngineRunner:
@@ -98,8 +101,11 @@ class EngineRunner:
         full_every: timedelta = FULL_EVERY,
         freeze_after_full: bool = False,
         freeze_growth: int = FREEZE_GROWTH,
+        urgent_due_max: int = URGENT_DUE_MAX,
     ) -> None:
         self._db = db
+        self._urgent_due_max = urgent_due_max
+        self._deferred = False  # the last pass left the wake-ups that had come (see `run_once`)
         # Incremental passes evaluate what changed (`Evaluator.evaluate_changes`); a full one every
         # `full_every` is the safety net. `incremental=False`: every pass full (the tests' oracle).
         self._incremental = incremental
@@ -206,18 +212,27 @@ class EngineRunner:
         self._evaluator = Evaluator(self.pipeline)
         self._escalator.forget()
 
-    async def run_once(self) -> EvalResult | None:
+    async def run_once(self, *, urgent: bool = False) -> EvalResult | None:
         """One pass; None when another replica holds the lease. Passes of this runner never overlap
-        (the loop and a direct caller would otherwise both write the same decision changes)."""
+        (the loop and a direct caller would otherwise both write the same decision changes).
+
+        `urgent`: the pass is for a newly firing alert, which someone waits for. When more than
+        `urgent_due_max` wake-ups have come, it takes none of them: a thousand node incidents whose
+        hold-down ends together are hundreds of milliseconds of evaluation, and that alert's message
+        would wait for them. It is decided as if it had come just before they were due, which it
+        would have been had the pass for them not been waiting for the engine's tick. They stay due
+        (`EvalResult.deferred`), and the loop's next pass takes them all as soon as the cadence lets a
+        newly firing alert's pass start; that pass takes them even if it is urgent too, so a stream
+        of newly firing alerts never holds wake-ups back for more than one pass."""
         async with self._pass_lock:
             for _ in range(QUARANTINE_ROUNDS):
                 try:
-                    return await self._pass_and_write()
+                    return await self._pass_and_write(urgent)
                 except Poisoned as poisoned:
                     await self._quarantine(poisoned.errors)
-            return await self._pass_and_write()
+            return await self._pass_and_write(urgent)
 
-    async def _pass_and_write(self) -> EvalResult | None:
+    async def _pass_and_write(self, urgent: bool) -> EvalResult | None:
         """A pass, then the decisions waiting to be written (a storm's, of this pass or an earlier one),
         until a newly firing alert stored since the pass started is waiting for a pass: that one goes
         first, and writes the rest after it."""
@@ -225,7 +240,7 @@ class EngineRunner:
         self._evaluated = None
         cadence = self._cadence
         before = cadence.firing_commits
-        result = await self._pass()
+        result = await self._pass(urgent)
         if result is None:
             return None
         await self._pending.drain(self._db, self._written, until=lambda: cadence.firing_commits != before)
@@ -254,7 +269,7 @@ class EngineRunner:
             self._metrics.loop_errors.labels(loop=LOOP_NAME).inc()
         self._forget()
 
-    async def _pass(self) -> EvalResult | None:
+    async def _pass(self, urgent: bool = False) -> EvalResult | None:
         now = self._clock()
         # Read and evaluate outside any write transaction (on SQLite that would stall ingest for the
         # whole pass); only the short final write takes the lease, and commits only while holding it.
@@ -333,6 +348,7 @@ class EngineRunner:
                 discovered=discovered,
                 full=full,
                 records_changed=self._book.touched,
+                due_max=self._urgent_due_max if urgent and not self._deferred else None,
             )
         except Exception as exc:
             alerts = list(self._alerts.values())
@@ -384,6 +400,7 @@ class EngineRunner:
             if self._metrics is not None:
                 self._metrics.engine_leader.set(1)
         self.wake_at = result.wake_at
+        self._deferred = self._cadence.due = result.deferred
         for due in (self._claims.expiry, self._escalator.wake_at):
             if due is not None and (self.wake_at is None or due < self.wake_at):
                 self.wake_at = due
@@ -538,7 +555,7 @@ class EngineRunner:
             paused = time.monotonic()
             urgent = cadence.start()
             try:
-                result = await self.run_once()
+                result = await self.run_once(urgent=urgent)
             except STORE_ERRORS as exc:
                 log.warning("engine pass failed, will retry: %s", describe_error(exc))
                 self._forget()  # the transaction rolled back; what we remembered may not have been stored
@@ -550,12 +567,13 @@ class EngineRunner:
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug(
                         "engine pass%s: held back %.1f ms by the cadence, %.1f ms for ingest to pause; "
-                        "took %.1f ms, %d intents",
+                        "took %.1f ms, %d intents%s",
                         " (new firing alert)" if urgent else "",
                         (held - woke) * 1000,
                         (paused - held) * 1000,
                         (time.monotonic() - paused) * 1000,
                         len(result.intents) if result is not None else 0,
+                        "; the wake-ups that had come left for the next pass" if self._deferred else "",
                     )
             finally:
                 cadence.end()

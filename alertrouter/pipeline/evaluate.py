@@ -152,6 +152,7 @@ class Evaluator:
         discovered: Discovered | None = None,
         full: bool = False,
         records_changed: Collection[str] | None = None,
+        due_max: int | None = None,
     ) -> EvalResult:
         """A pass given the alerts that changed (new, or another firing state or labels) and those gone
         since the last pass. `incidents`: every incident record, as the store holds them.
@@ -162,7 +163,9 @@ class Evaluator:
         the move is made as when a pass re-keys it (`_moved`). `discovered`: what the node lookup found
         (None keeps the last); a change re-keys and re-labels the alerts it concerns in this pass.
         `records_changed`: the keys whose record may be another object than the last pass was given
-        (the engine knows what it wrote and read); None: every record is compared."""
+        (the engine knows what it wrote and read); None: every record is compared. `due_max`: when more
+        wake-ups than this have come, an incremental pass takes none of them: they stay due, for the
+        next pass (`EvalResult.deferred`; `wake_at` is then no later than `now`)."""
         views = self._views
         stale = views.discover(discovered) if discovered is not None else set()
         stale |= views.learn(learned) if learned is not None else set()
@@ -187,7 +190,7 @@ class Evaluator:
             self._silences_active = active
         dirty.update(views.placements[fp].key for fp in touched if fp in views.placements)
         storms, retold, new_records = self._records_changed(incidents, records_changed)
-        due = self._due(now)
+        due, result.deferred = self._due(now, None if full else due_max)
         # An incident sorted again only because its wake-up came (a hold-down ending, a repeat) keeps its
         # alerts' mutes: a change of an inhibition or a silence would have made it dirty above.
         woken = set() if full else {k for k in due if k in self._groups and k not in dirty}
@@ -286,16 +289,23 @@ class Evaluator:
         self._storms.reopened(key, node.ckey)
         return {node.ckey}
 
-    def _due(self, now: datetime) -> set[str]:
-        """The incidents whose wake-up time has come."""
-        out: set[str] = set()
+    def _due(self, now: datetime, most: int | None = None) -> tuple[set[str], bool]:
+        """The incidents whose wake-up time has come, and False; or, when more than `most` have come,
+        none of them and True: they stay due, all for one later pass (half of a storm's hold-downs
+        ended and half not is a state no pass at any time would see)."""
         heap = self._wake_heap
+        found: dict[str, datetime] = {}  # an incident's wake-up may be in the heap twice (set, cleared, set again)
         while heap and heap[0][0] <= now:
             at, key = heapq.heappop(heap)
-            if self._wakes.get(key) == at:
-                del self._wakes[key]
-                out.add(key)
-        return out
+            if self._wakes.get(key) == at:  # else asked for before the incident was evaluated again
+                found[key] = at
+        if most is not None and len(found) > most:
+            for key, at in found.items():
+                heapq.heappush(heap, (at, key))
+            return set(), True
+        for key in found:
+            del self._wakes[key]
+        return set(found), False
 
     def _set_wake(self, key: str, at: datetime | None) -> None:
         if at is None:

@@ -196,6 +196,7 @@ class EvalResult:
     evaluated: set[str] = field(default_factory=set)  # incident keys
     decided: set[str] = field(default_factory=set)  # alert fingerprints
     counts: dict[str, int] = field(default_factory=dict)  # decision -> how many alerts have it
+    deferred: bool = False  # the wake-ups that had come were left for the next pass (`due_max`)
 
     def wake(self, at: datetime) -> None:
         """Remember the earliest time a pass may decide differently without any new alert."""

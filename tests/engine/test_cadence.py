@@ -16,9 +16,11 @@ from alertrouter.engine.runner import INGEST_QUIET, EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
+from alertrouter.pipeline.types import Decision
 from alertrouter.store import Database
-from support.passes import Passes
-from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
+from alertrouter.store.tables import AlertRow
+from support.passes import Clock, Passes, rows
+from support.scenario import dcgm_labels, gpu_labels, node_exporter_down_labels, shipped_pipeline
 
 HOUR = timedelta(hours=1)
 
@@ -82,6 +84,18 @@ def test_a_pass_takes_the_urgency_and_a_commit_during_it_brings_it_back() -> Non
     assert c.urgent
     assert c.start() is True
     assert c.start() is False
+
+
+def test_a_pass_that_left_wake_ups_that_had_come_lets_the_next_start_as_a_newly_firing_alerts_would() -> None:
+    clock = Monotonic()
+    c = after_pass(clock, 0.02)
+    c.due = True
+    assert c.next_start() == pytest.approx(1000.05)  # not the tick's 1001.0
+    assert c.start() is False  # not urgent: the pass behind takes every wake-up, however many
+    assert not c.due
+    clock.now += 0.01
+    c.end()
+    assert c.next_start() == pytest.approx(1001.02)  # the tick again: `interval` after that start
 
 
 def test_a_commit_is_lone_after_a_quiet_spell_and_not_inside_a_burst() -> None:
@@ -230,3 +244,43 @@ async def test_other_changes_are_decided_at_the_tick(db: Database) -> None:
     finally:
         await runner.stop()
     assert passes.count == 1
+
+
+async def test_a_newly_firing_alerts_pass_leaves_many_ended_hold_downs_to_the_pass_behind_it(db: Database) -> None:
+    """Hot GPUs on three nodes wait out the node-down hold-down (30 s); when it ends, a newly firing
+    alert's pass (the runner's `urgent_due_max` set to 1) decides that alert and leaves the three
+    incidents' wake-ups; the next pass takes them even though it is a newly firing alert's too."""
+    clock = Clock()
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock, holder="h", urgent_due_max=1)
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    hot = [gpu_labels(f"gpu-node-{n:02d}", g) for n in range(3) for g in range(2)]
+    await ingestor.ingest(parse_webhook(webhook(hot)).batch)
+    await runner.run_once()
+
+    async def decisions() -> dict[str, str | None]:
+        return {
+            row.labels["alertname"] + row.labels.get("Hostname", "") + row.labels.get("gpu", ""): row.decision
+            for row in await rows(db, AlertRow)
+        }
+
+    assert set((await decisions()).values()) == {Decision.HELD.value}
+    clock.now += timedelta(seconds=31)
+    probe = {"alertname": "InfiniBandPortDown", "node": "ib-leaf-3", "severity": "critical"}  # held by no rule
+    await ingestor.ingest(parse_webhook(webhook([probe])).batch)
+    first = await runner.run_once(urgent=True)
+    assert first is not None
+    assert first.deferred
+    assert runner.wake_at is not None
+    assert runner.wake_at <= clock.now
+    assert runner._cadence.due  # the loop's next pass need not wait for the tick
+    stored = await decisions()
+    assert stored.pop("InfiniBandPortDown") == Decision.NOTIFY.value
+    assert set(stored.values()) == {Decision.HELD.value}
+
+    second = await runner.run_once(urgent=True)
+    assert second is not None
+    assert not second.deferred
+    assert not runner._cadence.due
+    stored = await decisions()
+    assert Decision.HELD.value not in stored.values()
+    assert len(stored) == 7

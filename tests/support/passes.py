@@ -79,13 +79,13 @@ class Passes:
         self._run_once = runner.run_once
         runner.run_once = self._counted  # type: ignore[method-assign]
 
-    async def _counted(self) -> EvalResult | None:
+    async def _counted(self, *, urgent: bool = False) -> EvalResult | None:
         async with self._changed:
             if self._note is not None:
                 self.notes.append(self._note())
             self.count += 1
             self._changed.notify_all()
-        return await self._run_once()
+        return await self._run_once(urgent=urgent)
 
     async def wait(self, minimum: int = 1, limit: float = 10.0) -> None:
         async with asyncio.timeout(limit), self._changed:
