@@ -3,8 +3,9 @@
 A pass decides what was stored since the last one. Most stored changes (a resolve, new annotations, an
 acknowledgement) lose nothing by waiting for the next tick (`interval`, 1 s), and during a burst of
 webhooks one pass then covers many of them. A newly firing alert is what someone waits for: its pass
-may start `min_gap` after the previous one started, and no sooner after the previous one ended than
-that pass took, so back-to-back passes never take more than half of the interpreter from ingest. So
+may start `min_gap` after the previous one started, and, inside a burst, no sooner after the previous
+one ended than that pass took, so back-to-back passes never take more than half of the interpreter
+from ingest (a commit that came alone has no burst behind it to leave the interpreter to). So
 may the pass right behind one that left the wake-ups that had come (`due`): a newly firing alert's
 pass leaves them when they are many (a storm's hold-downs ending together), and they are no less due.
 
@@ -63,7 +64,9 @@ class Cadence:
     def next_start(self) -> float:
         """The earliest time the next pass may start, by what is pending."""
         if self.urgent or self.due:
-            took = max(0.0, self._ended - self._started)
+            # After a pass of T, as long again for ingest; unless the last commit came alone: no burst
+            # is waiting for the interpreter, and a newly firing alert would wait for nothing.
+            took = 0.0 if self.urgent and self.lone else max(0.0, self._ended - self._started)
             return max(self._started + self.min_gap, self._ended + took)
         return self._started + self.interval
 

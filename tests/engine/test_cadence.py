@@ -55,21 +55,30 @@ def test_the_first_pass_may_start_at_once() -> None:
 
 
 @pytest.mark.parametrize(
-    ("took", "new_firing", "next_start"),
+    ("took", "new_firing", "burst", "next_start"),
     [
         # another change (a resolve, new annotations): at the tick, `interval` after the last start
-        (0.01, False, 1001.0),
-        (0.3, False, 1001.0),
+        (0.01, False, False, 1001.0),
+        (0.3, False, True, 1001.0),
         # a newly firing alert: `min_gap` after the last start ...
-        (0.01, True, 1000.05),
-        # ... but after a pass that took longer, no sooner after its end than it took
-        (0.3, True, 1000.6),
+        (0.01, True, False, 1000.05),
+        (0.01, True, True, 1000.05),
+        # ... and inside a burst, after a pass that took longer, no sooner after its end than it took
+        (0.3, True, True, 1000.6),
+        # ... but one that came alone (nothing waits for the interpreter) at once after that pass
+        (0.3, True, False, 1000.3),
     ],
 )
-def test_a_newly_firing_alert_makes_the_next_pass_due_sooner(took: float, new_firing: bool, next_start: float) -> None:
+def test_a_newly_firing_alert_makes_the_next_pass_due_sooner(
+    took: float, new_firing: bool, burst: bool, next_start: float
+) -> None:
     clock = Monotonic()
     c = after_pass(clock, took)
+    if burst:  # a webhook stored right before this one
+        c.committed(new_firing=False)
+        clock.now += INGEST_QUIET / 5
     c.committed(new_firing=new_firing)
+    assert c.lone is not burst
     assert c.next_start() == pytest.approx(next_start)
 
 
@@ -96,6 +105,9 @@ def test_a_pass_that_left_wake_ups_that_had_come_lets_the_next_start_as_a_newly_
     clock.now += 0.01
     c.end()
     assert c.next_start() == pytest.approx(1001.02)  # the tick again: `interval` after that start
+    longer = after_pass(Monotonic(), 0.3)
+    longer.due = True
+    assert longer.next_start() == pytest.approx(1000.6)  # after a longer pass, as long again for ingest
 
 
 def test_a_commit_is_lone_after_a_quiet_spell_and_not_inside_a_burst() -> None:
