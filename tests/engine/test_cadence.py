@@ -20,7 +20,7 @@ from alertrouter.pipeline.types import Decision
 from alertrouter.store import Database
 from alertrouter.store.tables import AlertRow
 from support.passes import Clock, Passes, rows
-from support.scenario import dcgm_labels, gpu_labels, node_exporter_down_labels, shipped_pipeline
+from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
 
 HOUR = timedelta(hours=1)
 
@@ -265,7 +265,11 @@ async def test_a_newly_firing_alerts_pass_leaves_many_ended_hold_downs_to_the_pa
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock, holder="h", urgent_due_max=1)
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    hot = [gpu_labels(f"gpu-node-{n:02d}", g) for n in range(3) for g in range(2)]
+    hot = [
+        dcgm_labels(f"10.0.5.{n + 10}", f"gpu-node-{n:02d}", g, alertname="GPUHighTemp", severity="warning")
+        for n in range(3)
+        for g in range(2)
+    ]
     await ingestor.ingest(parse_webhook(webhook(hot)).batch)
     await runner.run_once()
 

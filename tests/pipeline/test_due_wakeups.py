@@ -12,7 +12,7 @@ import pytest
 from alertrouter.labels import fingerprint
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.types import Decision, EvalResult, IncidentRecord, LiveAlert, next_records
-from support.scenario import T0, gpu_labels, shipped_pipeline
+from support.scenario import T0, dcgm_labels, shipped_pipeline
 
 S = timedelta(seconds=1)
 # The node-down inhibit rule's hold-down (rules/inhibit.yml): GPU alerts wait this long for a NodeDown.
@@ -24,9 +24,20 @@ def alert(labels: dict[str, str], at: datetime = T0) -> LiveAlert:
 
 
 def hot_nodes(count: int) -> list[LiveAlert]:
-    """GPUHighTemp on two GPUs of each of `count` nodes of one region (6 or more roll up into a storm)."""
+    """GPUHighTemp on two GPUs of each of `count` nodes of one region (6 or more roll up into a storm), as
+    bare-metal dcgm-exporter sends it: scraped by IP, the node's name in `Hostname`."""
     return [
-        alert(gpu_labels(f"gpu-node-{n:02d}", g, region="north", rack=f"r{n % 2}"))
+        alert(
+            dcgm_labels(
+                f"10.0.5.{n + 10}",
+                f"gpu-node-{n:02d}",
+                g,
+                alertname="GPUHighTemp",
+                severity="warning",
+                region="north",
+                rack=f"r{n % 2}",
+            )
+        )
         for n in range(count)
         for g in range(2)
     ]
