@@ -105,7 +105,6 @@ class EngineRunner:
     ) -> None:
         self._db = db
         self._urgent_due_max = urgent_due_max
-        self._deferred = False  # the last pass left the wake-ups that had come (see `run_once`)
         # Incremental passes evaluate what changed (`Evaluator.evaluate_changes`); a full one every
         # `full_every` is the safety net. `incremental=False`: every pass full (the tests' oracle).
         self._incremental = incremental
@@ -348,7 +347,8 @@ class EngineRunner:
                 discovered=discovered,
                 full=full,
                 records_changed=self._book.touched,
-                due_max=self._urgent_due_max if urgent and not self._deferred else None,
+                # none left twice in a row (see `run_once`)
+                due_max=self._urgent_due_max if urgent and not (self._last and self._last.deferred) else None,
             )
         except Exception as exc:
             alerts = list(self._alerts.values())
@@ -400,7 +400,7 @@ class EngineRunner:
             if self._metrics is not None:
                 self._metrics.engine_leader.set(1)
         self.wake_at = result.wake_at
-        self._deferred = self._cadence.due = result.deferred
+        self._cadence.due = result.deferred
         for due in (self._claims.expiry, self._escalator.wake_at):
             if due is not None and (self.wake_at is None or due < self.wake_at):
                 self.wake_at = due
@@ -573,7 +573,9 @@ class EngineRunner:
                         (paused - held) * 1000,
                         (time.monotonic() - paused) * 1000,
                         len(result.intents) if result is not None else 0,
-                        "; the wake-ups that had come left for the next pass" if self._deferred else "",
+                        "; the wake-ups that had come left for the next pass"
+                        if result is not None and result.deferred
+                        else "",
                     )
             finally:
                 cadence.end()
