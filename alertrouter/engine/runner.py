@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,11 +29,12 @@ from alertrouter.engine.decisions import (
     folds,
 )
 from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_index, write_events
+from alertrouter.engine.live import RECENT, LiveAlerts
 from alertrouter.engine.records import RecordBook
 from alertrouter.heap import freeze_held
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
-from alertrouter.model import AlertStatus, utcnow
+from alertrouter.model import utcnow
 from alertrouter.pipeline import aliases
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.nodes import Discovered
@@ -64,15 +64,11 @@ log = logging.getLogger(__name__)
 
 LEASE = "engine"
 LOOP_NAME = "engine"  # its name in LoopHealth and the loop metrics
-RECENT = timedelta(hours=1)  # resolved alerts and incidents stay live this long (for resolved messages)
 STOP_GRACE = timedelta(seconds=10)
-INSERTED_MAX = 200_000  # handed-over new alerts kept at most (each pass takes what it reads)
 INGEST_QUIET = 0.05  # seconds without a webhook being stored before a due pass starts ...
 INGEST_WAIT_MAX = 3.0  # ... waiting at most this long for it
 LONE_POLL = 0.001  # a lone commit's pass waits for its own payload's answer, looking this often
 QUARANTINE_ROUNDS = 5  # a pass is retried after quarantining at most this often, then fails as it may
-STALE_RECHECK = timedelta(minutes=1)  # how often a stale alert past RECENT is looked at for eviction
-UNTOLD = (Decision.STALE.value, Decision.RESOLVING.value)  # resolved, the resolve not told (pipeline/stale.py)
 FULL_EVERY = timedelta(minutes=10)  # a full pass this often, whatever changed: the incremental ones' safety net
 # live alerts more than at the last freeze of what the process holds (`heap.freeze_held`): freeze again
 FREEZE_GROWTH = 10_000
@@ -131,16 +127,10 @@ class EngineRunner:
         self._lease_ttl = lease_ttl
         self.holder = holder or new_holder()
         self._evaluator = Evaluator(pipeline)
-        self._alerts: dict[str, LiveAlert] = {}
-        self._updated: dict[str, datetime] = {}
-        self._decisions: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
-        # Resolved alerts by when to look at them again (when they changed last, at first), with when they
-        # changed last (lazily kept: checked when popped), to evict them.
-        self._resolved: list[tuple[datetime, datetime, str]] = []
-        # The incident records as stored, kept in step with what each pass writes (engine/records.py).
+        # The live alerts and the incident records as stored, kept in step with what each pass reads and
+        # writes (engine/live.py, engine/records.py).
+        self._live = LiveAlerts()
         self._book = RecordBook()
-        self._inserted: dict[str, tuple[LiveAlert, datetime]] = {}
-        self._cursor: int | None = None  # where the next read of alert changes starts (store.change_cursor)
         self._silences: list[Silence] = []
         # Learned node aliases as stored (None: read them at the next pass), the claims of the live
         # alerts, and when the next alias in force expires (a pass is due then, to re-key its alerts).
@@ -165,24 +155,14 @@ class EngineRunner:
 
     def live_alerts(self) -> dict[str, LiveAlert]:
         """The alerts the last pass looked at (a copy)."""
-        return dict(self._alerts)
-
-    def inserted(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Alert rows this process's ingest has just committed as new: the next pass takes them from here
-        instead of reading them back, as long as their `updated_at` is still this one."""
-        if len(self._inserted) > INSERTED_MAX:  # not the leader, or passes failing: keep memory bounded
-            self._inserted.clear()
-        for row in rows:
-            firing = row["status"] == AlertStatus.FIRING.value
-            ends_at = None if firing else row.get("ends_at")
-            live = LiveAlert(row["fingerprint"], row["labels"], firing, row["starts_at"], row["fired_at"], ends_at)
-            self._inserted[live.fingerprint] = (live, row["updated_at"])
+        return dict(self._live.alerts)
 
     def committed(self, inserted: Sequence[Mapping[str, Any]]) -> None:
-        """This process's ingest committed a change, with these new alert rows: hand them over and look
-        soon; at once if one of them is firing (see `engine.cadence`)."""
+        """This process's ingest committed a change, with these new alert rows: hand them over (the next
+        pass takes them instead of reading them back) and look soon; at once if one of them is firing (see
+        `engine.cadence`)."""
         if inserted:
-            self.inserted(inserted)
+            self._live.inserted(inserted)
         self._cadence.committed(new_firing=firing(inserted))
         self.nudge()
 
@@ -194,15 +174,10 @@ class EngineRunner:
 
     def _forget(self) -> None:
         """Lost (or never had) the lease: reload everything when it comes back."""
-        self._alerts.clear()
-        self._updated.clear()
-        self._decisions.clear()
+        self._live = LiveAlerts()
         self._pending = PendingDecisions()
-        self._resolved = []
         self._book = RecordBook()
         self._full_at = None
-        self._inserted.clear()
-        self._cursor = None
         self._silences = []
         self._claims = Claims(self.pipeline.nodes.learned_ttl)
         self._discovered_seen = None
@@ -242,18 +217,12 @@ class EngineRunner:
         result = await self._pass(urgent)
         if result is None:
             return None
-        await self._pending.drain(self._db, self._written, until=lambda: cadence.firing_commits != before)
+        await self._pending.drain(self._db, self._live.written, until=lambda: cadence.firing_commits != before)
         if self._evaluated is not None:
             # The pass's figure includes the decisions written after it (all of them, unless a newly
             # firing alert's pass took the rest), as it did when it wrote them itself.
             self._observe(result, time.perf_counter() - started, full=self._evaluated)
         return result
-
-    def _written(self, stored: Iterable[tuple[str, tuple[str, dict[str, Any]]]]) -> None:
-        """Decisions that waited, now written: remembered for the live alerts (one let go meanwhile,
-        resolved long ago, is not held again)."""
-        alerts = self._alerts
-        self._decisions.update((fp, decision) for fp, decision in stored if fp in alerts)
 
     async def _quarantine(self, errors: Mapping[str, str]) -> None:
         """Leave alerts that failed on their own out of every later pass, and start again from the
@@ -277,46 +246,25 @@ class EngineRunner:
                 self._lost()
                 return None
             try:
-                changed, cursor = await store.load_live_alerts(
-                    session,
-                    since=self._cursor,
-                    resolved_since=now - RECENT,
-                    known=self._updated,
-                    inserted=self._inserted,
-                )
+                fresh, placed_before = await self._live.read(session, now)
             except Exception as exc:
                 if not is_outage(exc):
                     await self._find_unreadable(exc, now)
                 raise
-            for live, *_ in changed:
-                self._inserted.pop(live.fingerprint, None)
             silences = await store.load_silences(session, now=now)
             discovered = self._discovered() if self._discovered is not None else None
-            if self._idle(changed, now) and silences == self._silences and discovered is self._discovered_seen:
-                self._cursor = cursor  # no change below it that this runner does not hold
+            if self._idle(fresh, now) and silences == self._silences and discovered is self._discovered_seen:
                 return await self._keep_lease(now)
             self._silences = silences
             if self._claims.book is None:  # first pass, or the lease was just taken: what the leader learned
                 self._claims.book = await node_store.load_node_aliases(session)
             nodes = self.pipeline.nodes
-            # The node incident each alert was last decided under, for the alerts this process has not
-            # placed yet: a NodeDown told under its address before a restart, and named by an alias
-            # learned since, moves as it does within a process. A rolled-up alert's key is its storm's.
-            placed_before: dict[str, str] = {}
-            fresh: list[LiveAlert] = []
-            for live, updated_at, decision, detail, key in changed:
-                if key is not None and decision != Decision.ROLLED_UP.value:
-                    placed_before[live.fingerprint] = key
+            for live in fresh:
                 if (seen := aliases.sighting(nodes, live)) is not None:
                     self._claims.claim(live.fingerprint, seen)
-                self._alerts[live.fingerprint] = live
-                self._updated[live.fingerprint] = updated_at
-                self._decisions.setdefault(live.fingerprint, (decision, detail))
-                if not live.firing:
-                    heapq.heappush(self._resolved, (updated_at, updated_at, live.fingerprint))
-                fresh.append(live)
-            self._cursor = cursor
-            evicted = self._evict(now)
+            evicted = self._live.evict(now, self._pending.previous(self._live.decisions))
+            for fp in evicted:
+                self._claims.claim(fp, None)
             records = await self._book.read(session, now, RECENT, self._evaluator.holds)
         # Learn from the live alerts' claims, and evaluate with what is in force after that: an alert
         # stored before the alias was learned is re-keyed in the very pass that learns it.
@@ -351,7 +299,7 @@ class EngineRunner:
                 due_max=self._urgent_due_max if urgent and not (self._last and self._last.deferred) else None,
             )
         except Exception as exc:
-            alerts = list(self._alerts.values())
+            alerts = list(self._live.alerts.values())
             culprits = await asyncio.to_thread(find_culprits, self.pipeline, alerts, records, now, silences)
             if culprits:
                 raise Poisoned(culprits) from exc
@@ -359,9 +307,9 @@ class EngineRunner:
         self._book.evaluated()
         if full:
             self._full_at = now + self._full_every
-        if self._freeze_after_full and (full or len(self._alerts) >= self._frozen_live + self._freeze_growth):
+        if self._freeze_after_full and (full or len(self._live) >= self._frozen_live + self._freeze_growth):
             freeze_held()
-            self._frozen_live = len(self._alerts)
+            self._frozen_live = len(self._live)
         # A pass that decided more alerts than one chunk holds writes its decisions after its commit
         # (`PendingDecisions`): they are worked out after it too, so that what the pass intends to send
         # (a new critical alert's message among a storm's ten thousand decisions) goes out first.
@@ -384,7 +332,7 @@ class EngineRunner:
             changes = self._decision_changes(result, now)
         if self._folded:
             self._pending.supersede(changes.stored)
-            self._decisions.update(changes.stored)
+            self._live.decisions.update(changes.stored)
         else:
             self._pending.add(changes)  # written by `_pass_and_write`
         if self._metrics is not None:
@@ -415,7 +363,7 @@ class EngineRunner:
         if bad:
             raise Poisoned(bad) from exc
 
-    def _idle(self, changed: list[store.LoadedAlert], now: datetime) -> bool:
+    def _idle(self, changed: list[LiveAlert], now: datetime) -> bool:
         """Nothing to decide: no alert changed since what we hold, no timer is due, and no one asked for
         a full pass (`nudge(force=True)`)."""
         if self._last is None or self._force or (self.wake_at is not None and now >= self.wake_at):
@@ -456,37 +404,13 @@ class EngineRunner:
             self._metrics.engine_leader.set(0)
         self._forget()
 
-    def _evict(self, now: datetime) -> list[str]:
-        """Forget the alerts resolved longer than RECENT ago, but those still stale (their resolve not told,
-        their incident open on them: a node dark for hours); returns their fingerprints."""
-        out = []
-        heap = self._resolved
-        kept = []
-        decisions = self._pending.previous(self._decisions)
-        while heap and heap[0][0] < now - RECENT:
-            _, updated_at, fp = heapq.heappop(heap)
-            alert = self._alerts.get(fp)
-            if alert is None or alert.firing or self._updated[fp] != updated_at:
-                continue  # changed since: a later entry (if any) stands for it
-            if decisions.get(fp, (None, None))[0] in UNTOLD:
-                # Stale: its resolve is not told yet, and its incident stays open on it. Looked at again later.
-                kept.append((now - RECENT + STALE_RECHECK, updated_at, fp))
-                continue
-            del self._alerts[fp], self._updated[fp]
-            self._decisions.pop(fp, None)
-            self._claims.claim(fp, None)
-            out.append(fp)
-        for entry in kept:
-            heapq.heappush(heap, entry)
-        return out
-
     def _decision_changes(self, result: EvalResult, now: datetime) -> DecisionChanges:
         return decision_changes(
             result,
             result.decided,
             now,
-            previous=self._pending.previous(self._decisions),
-            alerts=self._alerts,
+            previous=self._pending.previous(self._live.decisions),
+            alerts=self._live.alerts,
             node_of=self._node_of,
             rekeyed=self._evaluator.rekeyed,
         )
@@ -515,7 +439,8 @@ class EngineRunner:
         reasons = {key: QUIET_RESOLVE for key in result.notify_states}
         reasons.update({(i.incident, i.receiver): i.reason.value for i in result.intents})
         await store.save_notify_states(session, result.notify_states, reasons)
-        self._escalated = await self._escalator.work(session, result, after, now, alerts_index(result, self._alerts))
+        alerts_of = alerts_index(result, self._live.alerts)
+        self._escalated = await self._escalator.work(session, result, after, now, alerts_of)
         result.intents.extend(self._escalated.intents)
         await write_events(session, self._escalated)
         await store.insert_intents(session, result.intents, now)
@@ -644,7 +569,7 @@ class EngineRunner:
         if not self._pending or not self._leader:
             return
         try:
-            await self._pending.drain(self._db, self._written)
+            await self._pending.drain(self._db, self._live.written)
         except UNWRITTEN as exc:
             log.warning("decisions left unwritten at shutdown (the next pass writes them): %s", describe_error(exc))
 

@@ -178,9 +178,9 @@ async def test_alerts_handed_over_by_ingest_are_decided_as_if_read_back(db: Data
     fleet = [gpu_labels(f"gpu-node-{n:02d}", g, region="north") for n in range(3) for g in range(8)]
     await ingestor.ingest(parse_webhook(webhook(fleet)).batch)
     await ingestor.ingest(parse_webhook(webhook([node_down_labels("gpu-node-01", region="north")])).batch)
-    assert len(runner._inserted) == len(fleet) + 1
+    assert len(runner._live.handed) == len(fleet) + 1
     handed = await runner.run_once()
-    assert runner._inserted == {}  # taken by the pass
+    assert runner._live.handed == {}  # taken by the pass
     assert handed is not None
 
     fresh = await EngineRunner(db, shipped_pipeline(), clock=clock, holder=runner.holder).run_once()
