@@ -439,7 +439,7 @@ class EngineRunner:
         reasons = {key: QUIET_RESOLVE for key in result.notify_states}
         reasons.update({(i.incident, i.receiver): i.reason.value for i in result.intents})
         await store.save_notify_states(session, result.notify_states, reasons)
-        alerts_of = alerts_index(result, self._live.alerts)
+        alerts_of = alerts_index(self._evaluator.alerts_of, self._live.alerts)
         self._escalated = await self._escalator.work(session, result, after, now, alerts_of)
         result.intents.extend(self._escalated.intents)
         await write_events(session, self._escalated)

@@ -21,6 +21,7 @@ from alertrouter.pipeline.aggregate import IncidentSummary, common_labels, rollu
 from alertrouter.pipeline.incident import (
     IncidentGroup,
     NodeIncident,
+    merge_moved,
     next_incident_state,
     summary_dict,
     worst_severity,
@@ -105,6 +106,14 @@ class Evaluator:
     def label_of(self, fingerprint: str, name: str) -> str | None:
         """A label of an alert as the last pass saw it, enrichment (node, topology) included."""
         return self._views.label_of(fingerprint, name)
+
+    def alerts_of(self, key: str) -> list[str]:
+        """The alerts decided under incident `key` as the last pass left them (a node incident's own, a
+        storm's rolled up), by fingerprint: found through its members, not among every decision."""
+        members, decisions = self._views.members, self._decisions
+        nodes = (key, *self._storms.nodes_of(key))
+        fps = {fp for n in nodes for fp in members.get(n, ()) if (d := decisions.get(fp)) and d.incident == key}
+        return sorted(fps)
 
     def evaluate(
         self,
@@ -211,7 +220,7 @@ class Evaluator:
         for key in retold:
             storms |= self._record_changed(key)
         given = incidents
-        incidents = self._moved(synced.moves, views.members, incidents, result)
+        incidents = merge_moved(synced.moves, views.members, incidents, result)
 
         # storms: which node incidents they take in (or keep) now; then each incident told
         regrouped: set[str] = set()
@@ -557,32 +566,6 @@ class Evaluator:
         for fp, decision in node.decisions.items():
             self._set_decision(fp, decision, result)
         self._set_wake(group.key, _earliest(node.hold_wake, next_send))
-
-    @staticmethod
-    def _moved(
-        moves: Mapping[str, str],
-        groups: Mapping[str, object],
-        incidents: Mapping[str, IncidentRecord],
-        result: EvalResult,
-    ) -> Mapping[str, IncidentRecord]:
-        """Node incidents left by all their alerts for another key: merged into it, not told twice.
-
-        `NodeDown 10.0.0.100` becomes `NodeDown gpu-node-100` when the address is learned. The new
-        incident carries on from the old one's record (when it has none of its own), so what a receiver
-        was already told is not sent again as new; the old one resolves quietly (`result.moved`), with
-        no resolved message about an alert that is still firing under its new name.
-        """
-        if not moves:
-            return incidents
-        out = dict(incidents)
-        for old, new in sorted(moves.items()):
-            record = incidents.get(old)
-            if old in groups or record is None or not record.firing:
-                continue
-            result.moved[old] = new
-            if new not in out:
-                out[new] = replace(record, key=new)
-        return out
 
     def _summary(self, group: IncidentGroup) -> IncidentSummary:
         """Counts come from the alerts that count (firing, not muted, not held); an incident with none of

@@ -4,7 +4,7 @@ its next stored state, and the message snapshot handed to channels."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from alertrouter.model import AlertItem, AlertStatus, AlertView, IncidentKind, MessageSnapshot
@@ -12,12 +12,13 @@ from alertrouter.pipeline import aggregate
 from alertrouter.pipeline.aggregate import AggregationRule, IncidentSummary
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.throttle import NotifyReason
-from alertrouter.pipeline.types import AlertDecision, IncidentRecord, IncidentState
+from alertrouter.pipeline.types import AlertDecision, EvalResult, IncidentRecord, IncidentState
 
 __all__ = [
     "MAX_ALERTS_IN_MESSAGE",
     "IncidentGroup",
     "NodeIncident",
+    "merge_moved",
     "message_snapshot",
     "next_incident_state",
     "summary_dict",
@@ -157,3 +158,29 @@ def message_snapshot(
         opened_at=state.opened_at,
         at=now,
     )
+
+
+def merge_moved(
+    moves: Mapping[str, str],
+    groups: Mapping[str, object],
+    incidents: Mapping[str, IncidentRecord],
+    result: EvalResult,
+) -> Mapping[str, IncidentRecord]:
+    """Node incidents left by all their alerts for another key: merged into it, not told twice.
+
+    `NodeDown 10.0.0.100` becomes `NodeDown gpu-node-100` when the address is learned. The new
+    incident carries on from the old one's record (when it has none of its own), so what a receiver
+    was already told is not sent again as new; the old one resolves quietly (`result.moved`), with
+    no resolved message about an alert that is still firing under its new name.
+    """
+    if not moves:
+        return incidents
+    out = dict(incidents)
+    for old, new in sorted(moves.items()):
+        record = incidents.get(old)
+        if old in groups or record is None or not record.firing:
+            continue
+        result.moved[old] = new
+        if new not in out:
+            out[new] = replace(record, key=new)
+    return out

@@ -123,6 +123,12 @@ class Storms:
         """The storm a node incident's record names as its parent."""
         return self._record_parent.get(key)
 
+    def nodes_of(self, ckey: str) -> frozenset[str] | set[str]:
+        """The node incidents whose parent storm `ckey` is now: those it rolls up, and those it keeps
+        while it ends (see `parent`)."""
+        members, kept = self.members.get(ckey, frozenset()), self._kept.get(ckey)
+        return members | kept if kept else members
+
     def parent(self, key: str) -> str | None:
         """The storm a node incident belongs to: the one rolling it up now, else the one it joined."""
         return self._rollup_parent.get(key) or self._ending_parent.get(key)

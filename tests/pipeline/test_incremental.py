@@ -195,6 +195,16 @@ def _said(result: EvalResult) -> list[tuple[str, str, str, object]]:
     return [(i.incident, i.receiver, i.reason.value, i.message.to_json()) for i in result.intents]
 
 
+def _members_found(evaluator: Evaluator, result: EvalResult, where: str) -> None:
+    """`Evaluator.alerts_of` (through an incident's members) finds what a scan of every decision finds."""
+    scanned: dict[str, list[str]] = {}
+    for fp, decision in sorted(result.decisions.items()):
+        if decision.incident is not None:
+            scanned.setdefault(decision.incident, []).append(fp)
+    for key in scanned.keys() | result.incidents.keys():
+        assert evaluator.alerts_of(key) == scanned.get(key, []), f"{where}: the alerts of {key}"
+
+
 def _same_run(pipeline: CompiledRules, ops: list[Op], decided: set[str] | None = None) -> int:
     """Run both evaluators through `ops` (a pass after each); assert they agree; the messages sent.
     `decided` collects every decision any pass made."""
@@ -223,6 +233,8 @@ def _same_run(pipeline: CompiledRules, ops: list[Op], decided: set[str] | None =
         assert a.wake_at == b.wake_at, where
         assert b.decided == set(b.decisions), "a full pass decides every alert"
         assert a.decided <= set(a.decisions)
+        _members_found(incremental, a, where)
+        _members_found(oracle, b, where)
         inc_records, full_records = next_records(inc_records, a), next_records(full_records, b)
         assert inc_records == full_records, where
         sent += len(a.intents)
