@@ -11,25 +11,24 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.engine.decisions import Previous
 from alertrouter.model import AlertStatus
 from alertrouter.pipeline.types import Decision, LiveAlert
 from alertrouter.store import incidents as store
 
-__all__ = ["INSERTED_MAX", "RECENT", "LiveAlerts", "Stored"]
+__all__ = ["INSERTED_MAX", "RECENT", "LiveAlerts"]
 
 RECENT = timedelta(hours=1)  # resolved alerts and incidents stay live this long (for resolved messages)
 INSERTED_MAX = 200_000  # handed-over new alerts kept at most (each pass takes what it reads)
 STALE_RECHECK = timedelta(minutes=1)  # how often a stale alert past RECENT is looked at for eviction
 UNTOLD = (Decision.STALE.value, Decision.RESOLVING.value)  # resolved, the resolve not told (pipeline/stale.py)
 
-Stored = tuple[str | None, dict[str, Any] | None]  # an alert's decision and its detail, as stored
-
 
 class LiveAlerts:
     def __init__(self) -> None:
         self.alerts: dict[str, LiveAlert] = {}
         self.updated: dict[str, datetime] = {}  # fingerprint -> `updated_at` of the row as held
-        self.decisions: dict[str, Stored] = {}
+        self.decisions: dict[str, Previous] = {}  # each alert's decision and detail as stored
         # Resolved alerts by when to look at them again (when they changed last, at first), with when they
         # changed last (lazily kept: checked when popped), to let them go.
         self._resolved: list[tuple[datetime, datetime, str]] = []
@@ -75,7 +74,7 @@ class LiveAlerts:
         self._cursor = cursor  # no change below it that is not held now
         return fresh, placed_before
 
-    def evict(self, now: datetime, decisions: Mapping[str, Stored]) -> list[str]:
+    def evict(self, now: datetime, decisions: Mapping[str, Previous]) -> list[str]:
         """Let go of the alerts resolved longer than RECENT ago, but those still stale (by `decisions`, as
         they will be stored: their resolve not told, their incident open on them, a node dark for hours);
         returns their fingerprints."""
@@ -98,7 +97,7 @@ class LiveAlerts:
             heapq.heappush(heap, entry)
         return out
 
-    def written(self, stored: Iterable[tuple[str, Stored]]) -> None:
+    def written(self, stored: Iterable[tuple[str, Previous]]) -> None:
         """Decisions now stored, remembered for the alerts still held (one let go meanwhile, resolved long
         ago, is not held again)."""
         alerts = self.alerts
