@@ -242,7 +242,8 @@ class EngineRunner:
         # Read and evaluate outside any write transaction (on SQLite that would stall ingest for the
         # whole pass); only the short final write takes the lease, and commits only while holding it.
         async with self._db.read() as session:
-            if await leases.lease_held_by_other(session, name=LEASE, holder=self.holder, now=now):
+            mine = self._lease_fresh(now)
+            if not mine and await leases.lease_held_by_other(session, name=LEASE, holder=self.holder, now=now):
                 self._lost()
                 return None
             try:
@@ -354,6 +355,13 @@ class EngineRunner:
                 self.wake_at = due
         self._evaluated = full
         return result
+
+    def _lease_fresh(self, now: datetime) -> bool:
+        """This runner renewed the lease less than a third of its time ago: no other replica can hold it
+        (it runs out only at the end of that time), so a pass need not read it before its work. The
+        write at the end renews it with the same conditional update as ever, and commits only if held."""
+        renewed = self._lease_renewed
+        return self._leader and renewed is not None and timedelta(0) <= now - renewed < self._lease_ttl / 3
 
     async def _find_unreadable(self, exc: Exception, now: datetime) -> None:
         """After a read of the live alerts failed: raise `Poisoned` with the rows that cannot be read
