@@ -6,7 +6,9 @@ fourteen, node-exporter's few). A dict of fourteen labels costs some 650 bytes, 
 table; a `LabelSet` keeps only its values, in a tuple, against a table of names shared by every
 label set with the same names (about 180 bytes). It is a `Mapping`: `get`, `[]`, `in`, iteration
 in the original order, and equality with any mapping (a dict of the same labels is equal to it).
-It is not a dict: give `dict(labels)` (or `as_dict`) to what needs one, such as a JSON encoder.
+It is not a dict: give `dict(labels)` (or `as_dict`) to what needs one, such as a JSON encoder. The
+engine keeps incident summaries as read this way too (their values are not all strings: a value that is
+not exactly a `str` is kept as given).
 
 Its `get` is a Python method, about 45 ns against a dict's 18: the stages match on label sets every
 pass (`AlertView.labels`), and a full pass over 96,000 alerts took no measurably longer for it.

@@ -195,7 +195,7 @@ async def load_incidents(
                 last_sent_at=n.last_sent_at, firing=frozenset(n.firing), repeats=n.repeats
             )
     # Kept until the incident is evaluated again: the strings most incidents share (and the key, which
-    # the engine's placements hold too) one object each, the labels compact (see `LabelSet`).
+    # the engine's placements hold too) one object each, the labels and summary compact (see `LabelSet`).
     intern = sys.intern
     records = {
         intern(r.key): IncidentRecord(
@@ -212,7 +212,7 @@ async def load_incidents(
             severity=intern(r.severity),
             headline=r.headline,
             labels=LabelSet(r.labels),
-            summary=r.summary,
+            summary=LabelSet(r.summary),  # compact as labels are (a dozen counts and names each)
         )
         for r in rows
     }
