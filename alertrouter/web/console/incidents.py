@@ -35,7 +35,7 @@ def _row(row: IncidentRow, console: Console) -> dict[str, Any]:
     return {
         "row": row,
         "state": views.incident_state(row),
-        "grid": views.gpu_grid(row.summary or {}) if row.kind == IncidentKind.NODE else [],
+        "grid": views.gpu_grid(row.summary or {}, console.tr) if row.kind == IncidentKind.NODE else [],
         "age": views.incident_age(row, console.now, console.tr),
     }
 
@@ -133,7 +133,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         incident=row,
         state=views.incident_state(row),
         age=views.incident_age(row, console.now, console.tr),
-        grid=views.gpu_grid(row.summary or {}) if row.kind == IncidentKind.NODE else [],
+        grid=views.gpu_grid(row.summary or {}, console.tr) if row.kind == IncidentKind.NODE else [],
         alerts=alerts,
         alert_names={a.fingerprint: a for a in alerts},
         members=[_row(m, console) for m in members],

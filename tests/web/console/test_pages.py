@@ -9,6 +9,7 @@ from alertrouter.model import utcnow
 from alertrouter.ruleset import load_ruleset
 from alertrouter.store.incidents import quarantine_alerts
 from alertrouter.store.tables import OutboxRow
+from alertrouter.web.console.language import LANGUAGE_COOKIE
 from support.scenario import gpu_labels, node_down_labels
 
 from .conftest import REPO, TOKEN, App, running
@@ -46,8 +47,14 @@ async def test_incident_list_filters(app: App) -> None:
     assert '<option value="north">north</option>' in page
     assert '<option value="south">south</option>' in page
     node07 = page.split("gpu-node-07: GPUHighTemp")[1].split("</li>")[0]
-    cells = re.findall(r'<span class="(on|)" title="GPU (\d)', node07)
+    cells = re.findall(r'<span class="(on|)" title="([^"]*)"', node07)
     assert [c for c, _ in cells] == ["on", "", "", "on", "", "", "", ""]
+    assert [t for _, t in cells][:4] == ["GPU 0 alerting", "GPU 1", "GPU 2", "GPU 3 alerting"]
+    app.client.cookies.set(LANGUAGE_COOKIE, "zh-CN")  # each cell worded in the page's language, not the first page's
+    rows = re.findall(r"<li class=.*?</li>", (await app.client.get("/incidents")).text, re.S)
+    (chinese,) = [r for r in rows if ">gpu-node-07：" in r or ">gpu-node-07:" in r]
+    assert re.findall(r'<span class="(?:on|)" title="([^"]*)"', chinese)[:2] == ["GPU 0 告警中", "GPU 1"]
+    app.client.cookies.delete(LANGUAGE_COOKIE)
     assert (await app.client.get("/incidents?status=bogus")).status_code == 422
 
     await app.seed(NORTH, status="resolved")
