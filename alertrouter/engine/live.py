@@ -56,7 +56,12 @@ class LiveAlerts:
         NodeDown told under its address before a restart, and named by an alias learned since, moves as it
         does within a process. A rolled-up alert's stored key is its storm's, so it is left out."""
         changed, cursor = await store.load_live_alerts(
-            session, since=self._cursor, resolved_since=now - RECENT, known=self.updated, inserted=self.handed
+            session,
+            since=self._cursor,
+            resolved_since=now - RECENT,
+            known=self.updated,
+            inserted=self.handed,
+            held=self.alerts,
         )
         fresh: list[LiveAlert] = []
         placed_before: dict[str, str] = {}

@@ -4,9 +4,10 @@ outbox of intended messages, alert decisions and quarantine."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -66,6 +67,7 @@ async def load_live_alerts(
     resolved_since: datetime,
     known: Mapping[str, datetime] | None = None,
     inserted: Mapping[str, tuple[LiveAlert, datetime]] | None = None,
+    held: Mapping[str, LiveAlert] | None = None,
 ) -> tuple[list[LoadedAlert], int]:
     """Firing alerts and recently resolved ones (all of them, or only those changed at or after the
     change cursor `since`), with their `updated_at`, and the decision and incident key stored last; and
@@ -76,24 +78,17 @@ async def load_live_alerts(
     With `known` (fingerprint -> the `updated_at` the caller holds), rows the caller already holds
     unchanged are left out, found by a first read of two columns. `inserted` (fingerprint -> the alert
     and `updated_at` this process's ingest inserted) is used for rows whose `updated_at` is still that
-    one: a storm's new alerts are not read back (a new alert has no stored decision yet). Equal stored
-    details are returned as one shared object, which callers must not change.
+    one: a storm's new alerts are not read back (a new alert has no stored decision yet). `held`
+    (fingerprint -> the alert the caller holds): a changed row's labels are taken from there, not read
+    and decoded again (an alert's labels never change: its fingerprint is theirs). Equal stored details
+    are returned as one shared object, which callers must not change.
     """
     cursor = await change_cursor(session)
     c = alerts_t.c
-    stmt = select(
-        c.fingerprint,
-        c.labels,
-        c.status,
-        c.starts_at,
-        c.fired_at,
-        c.ends_at,
-        c.updated_at,
-        c.decision,
-        c.decision_detail,
-        c.incident_key,
-    ).where(_not_quarantined)
+    state = (c.status, c.starts_at, c.fired_at, c.ends_at, c.updated_at, c.decision, c.decision_detail, c.incident_key)
+    stmt = select(c.fingerprint, c.labels, *state).where(_not_quarantined)
     out: list[LoadedAlert] = []
+    rows: list[Sequence[Any]]
     if since is None:
         rows = list(await session.execute(stmt.where(_live(resolved_since))))
     elif known is None:
@@ -114,15 +109,22 @@ async def load_live_alerts(
                 out.append((replace(mine[0], labels=LabelSet(mine[0].labels)), updated_at, None, None, None))
             else:
                 wanted.append(fp)
-        wanted.sort()
+        holds = held or {}
+        again = sorted(fp for fp in wanted if fp in holds)
         rows = []
-        for chunk in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
+        for chunk in _chunks(sorted(fp for fp in wanted if fp not in holds)):
             rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
+        # What changes a live alert is its state; its labels (the largest column) are the held ones.
+        for chunk in _chunks(again):
+            by_state = select(c.fingerprint, *state).where(_not_quarantined, c.fingerprint.in_(chunk))
+            rows += [(fp, holds[fp].labels, *rest) for fp, *rest in await session.execute(by_state)]
+        rows.sort(key=_first)  # in fingerprint order, as one read gave them
     details: dict[bytes, dict[str, Any]] = {}
     for fp, labels, status, starts_at, fired_at, ends_at, updated_at, decision, detail, key in rows:
         firing = status == AlertStatus.FIRING.value
         # Kept for as long as the alert is live: compact (see `LabelSet`).
-        live = LiveAlert(fp, LabelSet(labels), firing, starts_at, fired_at, None if firing else ends_at)
+        compact = labels if type(labels) is LabelSet else LabelSet(labels)
+        live = LiveAlert(fp, compact, firing, starts_at, fired_at, None if firing else ends_at)
         if detail is not None:
             # The engine keeps every live alert's stored decision and detail (to compare the next one
             # with), and most alerts share them (100,000 live alerts held some 2,000 distinct details):
@@ -134,6 +136,13 @@ async def load_live_alerts(
             key = sys.intern(key)
         out.append((live, updated_at, decision, detail, key))
     return out, cursor
+
+
+_first = itemgetter(0)
+
+
+def _chunks(keys: list[str], size: int = 500) -> Iterator[list[str]]:
+    return (keys[i : i + size] for i in range(0, len(keys), size))
 
 
 # Resolved alerts whose resolve is not told yet (`pipeline.stale`): live however long ago they resolved.

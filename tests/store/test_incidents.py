@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
+from alertrouter.labelset import LabelSet
 from alertrouter.pipeline.types import LiveAlert
 from alertrouter.store import Database, bulk
 from alertrouter.store.alerts import insert_new
@@ -61,3 +62,27 @@ async def test_alerts_this_process_inserted_are_taken_from_the_handoff_while_unc
         )
     got = {live.fingerprint: (live.labels["alertname"], decision) for live, _, decision, *_ in rows}
     assert got == {a: ("FromHandoff", None), b: ("GPUHighTemp", None)}
+
+
+async def test_a_held_alert_that_changed_keeps_the_labels_it_is_held_with(db: Database) -> None:
+    a, b = "a" * 16, "b" * 16
+    async with db.write() as s:
+        await insert_new(s, [alert(a), alert(b)], [], [])
+        await s.commit()
+    held = LiveAlert(a, LabelSet({"alertname": "AsHeld"}), True, T0, T0)  # marked: told apart from the row's
+    later = T0 + timedelta(seconds=1)
+    async with db.write() as s:  # both change; a is held by the caller, b is not
+        rows = [{"fingerprint": fp, "status": "resolved", "ends_at": later, "updated_at": later} for fp in (a, b)]
+        await bulk.update(s, alerts_t, rows, key=["fingerprint"])
+        await s.commit()
+    async with db.read() as s:
+        loaded, _ = await load_live_alerts(
+            s, since=0, resolved_since=T0 - timedelta(hours=1), known={a: T0, b: T0}, held={a: held}
+        )
+    got = {live.fingerprint: live for live, *_ in loaded}
+    assert sorted(got) == [a, b]  # in fingerprint order, as one read gives them
+    assert [live.fingerprint for live, *_ in loaded] == [a, b]
+    assert got[a].labels is held.labels  # not read and decoded again
+    assert (got[a].firing, got[a].ends_at) == (False, later)  # its state is the row's
+    assert got[b].labels["alertname"] == "GPUHighTemp"  # not held: read from the store
+    assert isinstance(got[b].labels, LabelSet)
