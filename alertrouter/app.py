@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -38,6 +39,7 @@ from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
 from alertrouter.web import alerts, console, health, heartbeats, incidents, nodes, notifications, receive, writes
+from alertrouter.web.console.pages import compile_pages
 
 __all__ = ["build_runtime", "create_app"]
 
@@ -131,6 +133,24 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     )
 
 
+async def _warm_console(app: FastAPI, runtime: Runtime) -> None:
+    """What the console's first views after a start would pay, paid as `serve` starts: its pages
+    compiled (in a worker thread) and the incident list's filter menus read. A failure only means the
+    first view pays it."""
+    started = time.perf_counter()
+    try:
+        compiled = await asyncio.to_thread(compile_pages, app, runtime)
+        await runtime.filter_choices.read(runtime.db)
+    except Exception as exc:
+        log.warning("console not warmed as it started (its first views will be slower): %s", describe_error(exc))
+        return
+    log.info(
+        "console warmed: %d page templates compiled, filter menus read in %.2f s",
+        compiled,
+        time.perf_counter() - started,
+    )
+
+
 def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) -> FastAPI:
     """An app whose lifespan migrates (if enabled), starts maintenance, and flushes on shutdown.
     `server`: this process is `alertrouter serve` (it tunes the process-wide garbage collector once
@@ -169,7 +189,9 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
             ruleset.config_hash,
         )
         timer = None
+        warming = None
         if server:
+            warming = asyncio.create_task(_warm_console(app, runtime), name="alertrouter-console-warm")
             settle_heap()
             pause = runtime.metrics.gc_pause
             timer = time_collections([pause.labels(generation=str(g)).observe for g in range(3)])
@@ -178,6 +200,11 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         finally:
             if timer is not None:
                 gc.callbacks.remove(timer)
+            if warming is not None and not warming.done():
+                warming.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await warming
+            await runtime.filter_choices.stop()
             if runtime.scheduler is not None:
                 await runtime.scheduler.stop()
             if runtime.heartbeats is not None:

@@ -3,6 +3,9 @@ muted alerts, silence effects. Label filters run in SQL through the JSON column 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -12,6 +15,7 @@ from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import IncidentKind
+from alertrouter.store.db import Database, describe_error
 from alertrouter.store.handles import attempts_t, deliveries_t
 from alertrouter.store.tables import (
     AlertEventRow,
@@ -38,6 +42,8 @@ __all__ = [
     "silenced_counts",
     "used_token",
 ]
+
+log = logging.getLogger(__name__)
 
 MUTED_DECISIONS = ("inhibited", "held", "silenced", "muted_by_interval", "quarantined")
 CHOICE_MAX = 256  # the longest region the incident filter accepts, so the longest it offers
@@ -138,24 +144,55 @@ async def filter_choices(session: AsyncSession) -> dict[str, list[str]]:
 
 
 class FilterChoices:
-    """`filter_choices`, read again at most every `ttl` seconds.
+    """`filter_choices`, held, and read again in the background once `ttl` seconds old.
 
-    The distinct regions are a scan of every incident's labels (68 ms at 30,000 incidents), paid on
-    every console list during a storm, when the list is read most; the menus change when a new region
-    or severity first appears, so a menu up to `ttl` old is enough. Per process: replicas keep their own.
+    The distinct regions are a scan of every incident's labels (68 ms at 30,000 incidents); the menus
+    change when a new region or severity first appears, so menus up to `ttl` old are enough. A console
+    list answers with the menus held while they are read again: none waits for the scan but a list read
+    before any are held (`serve` reads them as it starts). During a storm, when the list is read most,
+    one read every `ttl` paid the scan on the same cores as the storm's pass. Per process: replicas keep
+    their own.
     """
 
     def __init__(self, ttl: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl, self._clock = ttl, clock
         self._held: tuple[float, dict[str, list[str]]] | None = None
+        self._reading: asyncio.Task[None] | None = None
 
-    async def get(self, session: AsyncSession) -> dict[str, list[str]]:
-        now = self._clock()
-        if self._held is not None and now - self._held[0] < self._ttl:
-            return self._held[1]
-        choices = await filter_choices(session)
-        self._held = (now, choices)
+    async def get(self, db: Database) -> dict[str, list[str]]:
+        held = self._held
+        if held is None:
+            return await self.read(db)
+        if self._clock() - held[0] >= self._ttl and (self._reading is None or self._reading.done()):
+            self._reading = asyncio.create_task(self._read_again(db), name="alertrouter-filter-choices")
+        return held[1]
+
+    async def read(self, db: Database) -> dict[str, list[str]]:
+        """Read the menus now, and hold them unless they are empty: read on a store that has no incidents
+        yet (a first start), they would hide the first incidents' regions for `ttl`, and reading them
+        again costs nothing there."""
+        started = self._clock()
+        async with db.read() as session:
+            choices = await filter_choices(session)
+        self._held = (started, choices) if any(choices.values()) else None
         return choices
+
+    async def _read_again(self, db: Database) -> None:
+        try:
+            await self.read(db)
+        except Exception as exc:  # the menus held stay; the next list read after this tries again
+            log.warning("console filter menus not read again, the ones held stay: %s", describe_error(exc))
+
+    async def settled(self) -> None:
+        """Until a read in the background (if one runs) has ended."""
+        if self._reading is not None:
+            await asyncio.shield(self._reading)
+
+    async def stop(self) -> None:
+        if self._reading is not None and not self._reading.done():
+            self._reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reading
 
 
 async def decision_trail(

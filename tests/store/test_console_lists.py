@@ -120,19 +120,63 @@ async def test_a_status_or_kind_written_by_no_engine_yet_is_listed_with_the_othe
     assert [r.key for r in listed] == ["cluster:5", "node:1", "node:2", "node:4", "rack:3"]
 
 
-async def test_filter_menus_are_read_again_only_after_their_ttl(db: Database, stored: list[dict[str, Any]]) -> None:
+async def test_filter_menus_are_read_again_only_after_their_ttl_and_meanwhile_answered_as_held(
+    db: Database, stored: list[dict[str, Any]]
+) -> None:
     now = [1000.0]
     menus = FilterChoices(ttl=30, clock=lambda: now[0])
-    async with db.read() as s:
-        first = await menus.get(s)
+    first = await menus.get(db)  # none held yet: this one waits for the read
     assert first == {"region": ["north", "south"], "severity": ["critical", "warning"]}
     east = incident(99, status="firing", kind="node", minutes=1, region="east")
     async with db.write() as s:
         await s.execute(insert(incidents_t), [east])
         await s.commit()
     now[0] += 29
-    async with db.read() as s:
-        assert (await menus.get(s))["region"] == ["north", "south"]  # within the ttl: as read before
+    assert (await menus.get(db))["region"] == ["north", "south"]  # within the ttl: as read before
+    await menus.settled()
+    assert (await menus.get(db))["region"] == ["north", "south"]  # and nothing was read meanwhile
     now[0] += 2
-    async with db.read() as s:
-        assert (await menus.get(s))["region"] == ["east", "north", "south"]
+    assert (await menus.get(db))["region"] == ["north", "south"]  # past it: answered as held, read again behind
+    await menus.settled()
+    assert (await menus.get(db))["region"] == ["east", "north", "south"]
+    await menus.stop()
+
+
+class _Down:
+    """A store that is down: every read fails as an unreachable database does."""
+
+    def read(self) -> Any:
+        raise ConnectionRefusedError("connection refused")
+
+
+async def test_filter_menus_held_stay_when_reading_them_again_fails(
+    db: Database, stored: list[dict[str, Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    now = [1000.0]
+    menus = FilterChoices(ttl=30, clock=lambda: now[0])
+    held = await menus.get(db)
+    now[0] += 31
+    down: Any = _Down()
+    assert await menus.get(down) == held  # the list still answers
+    await menus.settled()  # the read behind failed, and said so
+    assert "console filter menus not read again" in caplog.text
+    east = incident(99, status="firing", kind="node", minutes=1, region="east")
+    async with db.write() as s:
+        await s.execute(insert(incidents_t), [east])
+        await s.commit()
+    assert await menus.get(db) == held  # still past the ttl: read again behind, from a store that answers
+    await menus.settled()
+    assert (await menus.get(db))["region"] == ["east", "north", "south"]
+    await menus.stop()
+
+
+async def test_filter_menus_read_from_a_store_without_incidents_are_not_held(db: Database) -> None:
+    now = [1000.0]
+    menus = FilterChoices(ttl=30, clock=lambda: now[0])
+    assert await menus.read(db) == {"region": [], "severity": []}  # as `serve` reads them on a first start
+    async with db.write() as s:
+        await s.execute(insert(incidents_t), [incident(1, status="firing", kind="node", minutes=1, region="north")])
+        await s.commit()
+    now[0] += 1  # well within the ttl: the first incident's region is in the menus all the same
+    assert (await menus.get(db))["region"] == ["north"]
+    await menus.stop()

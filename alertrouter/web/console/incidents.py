@@ -60,7 +60,7 @@ async def incident_list(
     )
     async with console.runtime.db.read() as session:
         rows, total = await store.list_incidents(session, f, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-        choices = await console.runtime.filter_choices.get(session)
+    choices = await console.runtime.filter_choices.get(console.runtime.db)
     query = {"status": status, "kind": kind, "severity": severity, "region": region, "node": node}
     pages = max(1, -(-total // PAGE_SIZE))
     return console.page(

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from alertrouter.app import create_app
 from alertrouter.auth.passwords import hash_password
@@ -34,6 +35,7 @@ _CSRF = re.compile(r'name="csrf" value="([^"]*)"')
 class App:
     client: httpx.AsyncClient
     runtime: Runtime
+    asgi: FastAPI
 
     async def seed(
         self, alerts: Sequence[Mapping[str, str]], *, status: str = "firing", starts: str = "2026-01-01T00:00:00Z"
@@ -96,7 +98,7 @@ async def running(
     app = create_app(settings(database_url, **overrides), in_english(rules) if english else rules)
     transport = httpx.ASGITransport(app=app)
     async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://ar") as c:
-        yield App(c, app.state.runtime)
+        yield App(c, app.state.runtime, app)
 
 
 @pytest.fixture
