@@ -153,6 +153,11 @@ class EngineRunner:
         # Seconds since this process's ingest last stored a payload (0 while it is storing one).
         self.ingest_quiet = ingest_quiet
 
+    @property
+    def passing(self) -> bool:
+        """A pass is running (or waiting for its write)."""
+        return self._pass_lock.locked()
+
     def live_alerts(self) -> dict[str, LiveAlert]:
         """The alerts the last pass looked at (a copy)."""
         return dict(self._live.alerts)
