@@ -149,7 +149,7 @@ class FilterChoices:
     The distinct regions are a scan of every incident's labels (68 ms at 30,000 incidents); the menus
     change when a new region or severity first appears, so menus up to `ttl` old are enough. A console
     list answers with the menus held while they are read again: none waits for the scan but a list read
-    before any are held (`serve` reads them as it starts). During a storm, when the list is read most,
+    before any are held (`serve` reads them once idle after it starts). During a storm, when the list is read most,
     one read every `ttl` paid the scan on the same cores as the storm's pass. Per process: replicas keep
     their own.
     """

@@ -47,7 +47,6 @@ __all__ = [
     "OptionalConsoleDep",
     "PageError",
     "check_csrf",
-    "compile_pages",
     "console_templates",
     "environment",
     "environment_of",
@@ -107,7 +106,10 @@ def environment_of(app: FastAPI, runtime: Runtime, language: str) -> Environment
 
 
 def console_templates(app: FastAPI, runtime: Runtime) -> list[tuple[Environment, str]]:
-    """Every console template, in the environment of every language the console speaks."""
+    """Every console template, in the environment of every language the console speaks: what `serve`
+    compiles ahead of the first views after a start (`app._warm_console`). Compiling the incident list
+    took 15 ms, every page 170 ms a language, paid by the first person to open each page after a
+    restart, often during the incident that made them look."""
     out = []
     for language in i18n.LANGUAGES:
         env = environment_of(app, runtime, language)
@@ -117,17 +119,6 @@ def console_templates(app: FastAPI, runtime: Runtime) -> list[tuple[Environment,
 
 def _console_template(name: str) -> bool:
     return name.startswith("console/") and name.endswith(".j2")
-
-
-def compile_pages(app: FastAPI, runtime: Runtime) -> int:
-    """Compile every console page in every language ahead of its first view (`serve` does it page by
-    page, when idle, as it starts): compiling the incident list took 15 ms, all pages 170 ms a
-    language, paid by the first person to open each page after a restart, often during the incident
-    that made them look. Returns how many templates were compiled."""
-    templates = console_templates(app, runtime)
-    for env, name in templates:
-        env.get_template(name)
-    return len(templates)
 
 
 class PageError(Exception):

@@ -1,5 +1,6 @@
-"""`serve` compiles every console page in every language as it starts (`pages.compile_pages`), in the
-environments the pages then render with: no view after a restart pays the compilation."""
+"""`serve` compiles every console page in every language as it starts (`pages.console_templates`, in
+`app._warm_console`), in the environments the pages then render with: no view after a restart pays the
+compilation."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from alertrouter import i18n
 from alertrouter.web.console.language import LANGUAGE_COOKIE
-from alertrouter.web.console.pages import compile_pages, environment_of
+from alertrouter.web.console.pages import console_templates, environment_of
 from support.scenario import gpu_labels
 
 from .conftest import REPO, App
@@ -24,9 +25,11 @@ async def test_every_page_is_compiled_ahead_in_every_language_and_rendered_from_
     await app.login()
     incident = await app.incident_id("GPUHighTemp")
 
-    compiled = compile_pages(app.asgi, app.runtime)
+    listed = console_templates(app.asgi, app.runtime)
     templates = list((REPO / "templates" / "console").glob("*.j2"))
-    assert compiled == len(templates) * len(i18n.LANGUAGES)
+    assert len(listed) == len(templates) * len(i18n.LANGUAGES)
+    for env, name in listed:
+        env.get_template(name)  # as serve warms them
 
     def refuse(*_: Any, **__: Any) -> Any:
         raise AssertionError("a console template was compiled at a view")
