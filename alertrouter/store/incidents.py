@@ -141,7 +141,8 @@ async def load_live_alerts(
 _first = itemgetter(0)
 
 
-def _chunks(keys: list[str], size: int = 500) -> Iterator[list[str]]:
+def _chunks(keys: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
+    """`keys` in slices of `size`: an `IN` list of at most that many values per statement."""
     return (keys[i : i + size] for i in range(0, len(keys), size))
 
 
@@ -198,7 +199,7 @@ async def load_incidents(
     ).all()
     notify: dict[str, dict[str, NotifyState]] = {}
     keys = [r.key for r in rows]
-    for chunk in (keys[i : i + 500] for i in range(0, len(keys), 500)):
+    for chunk in _chunks(keys):
         for n in (await session.scalars(select(NotifyStateRow).where(NotifyStateRow.incident_key.in_(chunk)))).all():
             notify.setdefault(n.incident_key, {})[sys.intern(n.receiver)] = NotifyState(
                 last_sent_at=n.last_sent_at, firing=frozenset(n.firing), repeats=n.repeats
@@ -318,7 +319,7 @@ async def load_silences(session: AsyncSession, *, now: datetime) -> list[Silence
 
 async def clear_acknowledgements(session: AsyncSession, keys: Sequence[str]) -> None:
     """An incident that fired again after resolving is a new occurrence: its old acknowledgement ends."""
-    for chunk in (keys[i : i + 500] for i in range(0, len(keys), 500)):
+    for chunk in _chunks(keys):
         await session.execute(
             update(incidents_t)
             .where(incidents_t.c.key.in_(chunk), incidents_t.c.acknowledged_at.is_not(None))
