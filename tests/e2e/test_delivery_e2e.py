@@ -186,8 +186,13 @@ def test_vendor_block_loses_nothing_and_sends_the_backlog_coalesced(
         delivered = "\n".join(texts(strict))
         for node in range(1, 7):
             assert f"gpu-node-{node:02d}" in delivered
-        rows = notifications(router, channel="robot")
-        assert any(r["kind"] == "coalesced" and r["status"] == "sent" for r in rows)
+
+        # The robot has the message before the worker records its answer: wait for the record.
+        def recorded() -> list[dict[str, Any]] | None:
+            rows = notifications(router, channel="robot")
+            return rows if any(r["kind"] == "coalesced" and r["status"] == "sent" for r in rows) else None
+
+        rows = wait_for(recorded, what="the coalesced backlog recorded as sent")
         assert not [r for r in rows if r["status"] in ("pending", "dead")]
         metrics = router.http.get("/metrics").text
         assert 'alertrouter_channel_rate_limited_total{by="vendor",channel="robot"} 1.0' in metrics
