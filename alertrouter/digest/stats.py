@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.digest.types import EpisodeRow, IncidentFact, WeekRows
 from alertrouter.model import MessageError, MessageSnapshot
+from alertrouter.store import bulk
 from alertrouter.store.escalations import step_counts
 from alertrouter.store.tables import (
     AlertEpisodeRow,
@@ -25,8 +26,6 @@ from alertrouter.store.tables import (
 )
 
 __all__ = ["gather"]
-
-_CHUNK = 500
 
 
 def _text(message: Mapping[str, Any], key: str) -> str:
@@ -44,8 +43,7 @@ async def gather(session: AsyncSession, *, start: datetime, end: datetime) -> We
     ):
         rows.episodes.append(EpisodeRow(fp, starts_at, ends_at, opened_at, closed_at))
     fps = sorted({e.fingerprint for e in rows.episodes})
-    for i in range(0, len(fps), _CHUNK):
-        chunk = fps[i : i + _CHUNK]
+    for chunk in bulk.slices(fps):
         for fp, labels, first_seen in await session.execute(
             select(AlertRow.fingerprint, AlertRow.labels, AlertRow.first_seen).where(AlertRow.fingerprint.in_(chunk))
         ):

@@ -25,13 +25,13 @@ is parsed with a regular expression: four per alert were half the cost of confir
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, lru_cache, partial
 from itertools import chain
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import JSON, Column, Table, delete, exc, select
@@ -41,12 +41,32 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
-__all__ = ["delete_oldest", "insert", "insert_returning", "insert_together", "select_in", "sqlite_rows", "update"]
+__all__ = [
+    "delete_oldest",
+    "insert",
+    "insert_returning",
+    "insert_together",
+    "select_in",
+    "slices",
+    "sqlite_rows",
+    "update",
+]
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
 _NAIVE_EPOCH = datetime(1970, 1, 1)  # the naive UTC the columns hold
 _UTC_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+_K = TypeVar("_K")
+
+IN_LIST = 500
+"""Most values in one `IN (...)` list: under the 999 bound parameters of SQLite builds before 3.32."""
+
+
+def slices(keys: Sequence[_K], size: int = IN_LIST) -> Iterator[Sequence[_K]]:
+    """`keys` in slices of `size`: the `IN` list of one statement each."""
+    return (keys[i : i + size] for i in range(0, len(keys), size))
 
 
 def _utc(value: datetime) -> datetime:

@@ -15,6 +15,7 @@ from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import IncidentKind
+from alertrouter.store import bulk
 from alertrouter.store.db import Database, describe_error
 from alertrouter.store.handles import attempts_t, deliveries_t
 from alertrouter.store.tables import (
@@ -237,8 +238,8 @@ async def incident_deliveries(session: AsyncSession, *, incident_id: int, limit:
 async def attempts_for(session: AsyncSession, delivery_ids: Iterable[int]) -> dict[int, list[Row[Any]]]:
     ids = sorted(set(delivery_ids))
     out: dict[int, list[Row[Any]]] = {i: [] for i in ids}
-    for i in range(0, len(ids), 500):
-        stmt = select(attempts_t).where(attempts_t.c.delivery_id.in_(ids[i : i + 500])).order_by(attempts_t.c.id)
+    for chunk in bulk.slices(ids):
+        stmt = select(attempts_t).where(attempts_t.c.delivery_id.in_(chunk)).order_by(attempts_t.c.id)
         for row in (await session.execute(stmt)).all():
             out[row.delivery_id].append(row)
     return out
@@ -261,8 +262,8 @@ async def muted_alerts(session: AsyncSession, *, limit: int, offset: int) -> tup
 async def alerts_by_fingerprint(session: AsyncSession, fingerprints: Iterable[str]) -> dict[str, AlertRow]:
     wanted = sorted(set(fingerprints))
     out: dict[str, AlertRow] = {}
-    for i in range(0, len(wanted), 500):
-        rows = await session.scalars(select(AlertRow).where(AlertRow.fingerprint.in_(wanted[i : i + 500])))
+    for chunk in bulk.slices(wanted):
+        rows = await session.scalars(select(AlertRow).where(AlertRow.fingerprint.in_(chunk)))
         out.update((r.fingerprint, r) for r in rows)
     return out
 

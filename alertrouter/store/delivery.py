@@ -10,6 +10,7 @@ from sqlalchemy import Row, Select, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import DeliveryStatus, OutboxStatus
+from alertrouter.store import bulk
 from alertrouter.store.handles import (
     alerts_t,
     attempts_t,
@@ -107,9 +108,9 @@ async def alert_details(
     """fingerprint -> (annotations, starts_at), for messages that say what the alert says."""
     wanted = sorted(set(fingerprints))
     out: dict[str, tuple[dict[str, str], datetime]] = {}
-    for i in range(0, len(wanted), 500):
+    for chunk in bulk.slices(wanted):
         stmt = select(alerts_t.c.fingerprint, alerts_t.c.annotations, alerts_t.c.starts_at).where(
-            alerts_t.c.fingerprint.in_(wanted[i : i + 500])
+            alerts_t.c.fingerprint.in_(chunk)
         )
         for fp, notes, starts_at in (await session.execute(stmt)).all():
             out[fp] = (dict(notes or {}), starts_at)

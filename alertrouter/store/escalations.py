@@ -12,6 +12,7 @@ from sqlalchemy import Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.pipeline.escalation import Chain, Stop
+from alertrouter.store import bulk
 from alertrouter.store.handles import incidents_t
 from alertrouter.store.tables import EscalationRow
 
@@ -48,10 +49,10 @@ async def start_chains(session: AsyncSession, chains: Sequence[Chain], steps: Ma
     if not chains:
         return
     keys = [c.incident for c in chains]
-    for start in range(0, len(keys), 500):
+    for chunk in bulk.slices(keys):
         await session.execute(
             update(escalations_t)
-            .where(escalations_t.c.incident_key.in_(keys[start : start + 500]), escalations_t.c.stopped.is_(None))
+            .where(escalations_t.c.incident_key.in_(chunk), escalations_t.c.stopped.is_(None))
             .values(next_at=None, stopped=Stop.SUPERSEDED.value, stopped_at=now, updated_at=now)
         )
     await session.execute(
@@ -120,10 +121,10 @@ async def acknowledgers(session: AsyncSession, keys: Sequence[str]) -> dict[str,
     """Incident key -> who acknowledged it, for the keys acknowledged now (read in the writing
     transaction: an acknowledgement from any replica a moment ago stops a step about to be taken)."""
     out: dict[str, str] = {}
-    for start in range(0, len(keys), 500):
+    for chunk in bulk.slices(keys):
         rows = await session.execute(
             select(incidents_t.c.key, incidents_t.c.acknowledged_by).where(
-                incidents_t.c.key.in_(keys[start : start + 500]), incidents_t.c.acknowledged_at.is_not(None)
+                incidents_t.c.key.in_(chunk), incidents_t.c.acknowledged_at.is_not(None)
             )
         )
         out.update((k, by or "") for k, by in rows)

@@ -4,7 +4,7 @@ outbox of intended messages, alert decisions and quarantine."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from operator import itemgetter
@@ -112,10 +112,10 @@ async def load_live_alerts(
         holds = held or {}
         again = sorted(fp for fp in wanted if fp in holds)
         rows = []
-        for chunk in _chunks(sorted(fp for fp in wanted if fp not in holds)):
+        for chunk in bulk.slices(sorted(fp for fp in wanted if fp not in holds)):
             rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
         # What changes a live alert is its state; its labels (the largest column) are the held ones.
-        for chunk in _chunks(again):
+        for chunk in bulk.slices(again):
             by_state = select(c.fingerprint, *state).where(_not_quarantined, c.fingerprint.in_(chunk))
             rows += [(fp, holds[fp].labels, *rest) for fp, *rest in await session.execute(by_state)]
         rows.sort(key=_first)  # in fingerprint order, as one read gave them
@@ -139,11 +139,6 @@ async def load_live_alerts(
 
 
 _first = itemgetter(0)
-
-
-def _chunks(keys: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
-    """`keys` in slices of `size`: an `IN` list of at most that many values per statement."""
-    return (keys[i : i + size] for i in range(0, len(keys), size))
 
 
 # Resolved alerts whose resolve is not told yet (`pipeline.stale`): live however long ago they resolved.
@@ -199,7 +194,7 @@ async def load_incidents(
     ).all()
     notify: dict[str, dict[str, NotifyState]] = {}
     keys = [r.key for r in rows]
-    for chunk in _chunks(keys):
+    for chunk in bulk.slices(keys):
         for n in (await session.scalars(select(NotifyStateRow).where(NotifyStateRow.incident_key.in_(chunk)))).all():
             notify.setdefault(n.incident_key, {})[sys.intern(n.receiver)] = NotifyState(
                 last_sent_at=n.last_sent_at, firing=frozenset(n.firing), repeats=n.repeats
@@ -319,7 +314,7 @@ async def load_silences(session: AsyncSession, *, now: datetime) -> list[Silence
 
 async def clear_acknowledgements(session: AsyncSession, keys: Sequence[str]) -> None:
     """An incident that fired again after resolving is a new occurrence: its old acknowledgement ends."""
-    for chunk in _chunks(keys):
+    for chunk in bulk.slices(keys):
         await session.execute(
             update(incidents_t)
             .where(incidents_t.c.key.in_(chunk), incidents_t.c.acknowledged_at.is_not(None))

@@ -297,3 +297,29 @@ def test_datetimes_convert_as_replacing_the_zone_does() -> None:
             assert bulk._sqlite_datetime(aware) == value.isoformat(" ", "microseconds"), aware
     assert bulk._from_sqlite_datetime(None) is None
     assert bulk._from_pg_datetime(None) is None
+
+
+def test_slices_cover_every_key_once_in_order_within_the_in_list_limit() -> None:
+    keys = [f"{i:016x}" for i in range(2 * bulk.IN_LIST + 1)]
+    got = list(bulk.slices(keys))
+    assert [len(s) for s in got] == [bulk.IN_LIST, bulk.IN_LIST, 1]
+    assert [k for s in got for k in s] == keys
+    assert list(bulk.slices([])) == []
+    assert [list(s) for s in bulk.slices(keys[:3], size=2)] == [keys[:2], keys[2:3]]
+
+
+async def test_reads_by_key_find_every_row_past_one_in_list(db: Database) -> None:
+    # More fingerprints than one IN list holds, through two of the readers that slice them.
+    from alertrouter.store.console import alerts_by_fingerprint
+    from alertrouter.store.delivery import alert_details
+
+    fps = [f"{i:016x}" for i in range(bulk.IN_LIST * 2 + 7)]
+    async with db.write() as s:
+        await bulk.insert(s, alerts_t, [alert(fp, annotations={"n": fp}) for fp in fps])
+        await s.commit()
+    async with db.read() as s:
+        rows = await alerts_by_fingerprint(s, reversed(fps))
+        details = await alert_details(s, [*fps, "f" * 16])
+    assert sorted(rows) == fps
+    assert sorted(details) == fps
+    assert all(details[fp][0] == {"n": fp} for fp in fps)
