@@ -9,12 +9,14 @@ from ingest (a commit that came alone has no burst behind it to leave the interp
 may the pass right behind one that left the wake-ups that had come (`due`): a newly firing alert's
 pass leaves them when they are many (a storm's hold-downs ending together), and they are no less due.
 
-Whether the pass also waits for a pause in ingest (`EngineRunner._after_ingest_burst`) depends on
+Whether the pass also waits for a pause in ingest (`after_ingest_burst`) depends on
 `lone`: a commit that came after a quiet spell is not part of a burst and is decided at once.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +24,11 @@ from typing import Any
 
 from alertrouter.model import AlertStatus
 
-__all__ = ["Cadence", "firing"]
+__all__ = ["INGEST_QUIET", "Cadence", "after_ingest_burst", "firing", "hold_back"]
+
+INGEST_QUIET = 0.05  # seconds without a webhook being stored before a due pass starts ...
+INGEST_WAIT_MAX = 3.0  # ... waiting at most this long for it
+LONE_POLL = 0.001  # a lone commit's pass waits for its own payload's answer, looking this often
 
 
 def firing(rows: Sequence[Mapping[str, Any]]) -> bool:
@@ -84,3 +90,46 @@ class Cadence:
 
     def end(self) -> None:
         self._ended = self._clock()
+
+
+async def hold_back(cadence: Cadence, nudged: asyncio.Event, *, stopping: Callable[[], bool]) -> None:
+    """Until the cadence lets the next pass start; a newly firing alert stored meanwhile (`nudged`) may
+    bring that moment forward."""
+    while not stopping() and (wait := cadence.wait()) > 0:
+        nudged.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(nudged.wait(), wait)
+
+
+async def after_ingest_burst(
+    cadence: Cadence, ingest_quiet: Callable[[], float], *, stopping: Callable[[], bool]
+) -> None:
+    """While webhooks are being stored (`ingest_quiet`: seconds since the last answer, 0 while one is
+    being stored), wait for a pause (at most INGEST_WAIT_MAX) before a pass.
+
+    A pass over a storm is hundreds of milliseconds of Python, and it shares the interpreter lock
+    with the ingest: run in the middle of a burst, it held every webhook answer back for as long
+    as it ran. An answer is what Alertmanager waits for (and retries on timeout), while a decision
+    made a moment later loses nothing; and a storm evaluated whole is summarised whole.
+
+    A lone commit of a newly firing alert after a quiet spell is no burst: its pass waits only
+    until no payload is being stored (its own answer), for at most INGEST_QUIET, and then as above.
+    Should another commit land meanwhile, right behind it, the lone commit was the first of a
+    burst after all: its pass waits for the pause like the rest (started at the first payload, it
+    took the burst's interpreter for as long as it ran over what had been stored by then).
+    """
+    if cadence.urgent and cadence.lone:
+        for _ in range(round(INGEST_QUIET / LONE_POLL)):
+            if stopping():
+                return
+            if not cadence.lone:  # a commit right behind it
+                break
+            if ingest_quiet() > 0.0:
+                return
+            await asyncio.sleep(LONE_POLL)
+    deadline = time.monotonic() + INGEST_WAIT_MAX
+    while not stopping() and (quiet := ingest_quiet()) < INGEST_QUIET:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        await asyncio.sleep(min(left, INGEST_QUIET - quiet))

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.engine.cadence import Cadence, firing
+from alertrouter.engine.cadence import INGEST_QUIET, Cadence, after_ingest_burst, firing, hold_back
 from alertrouter.engine.claims import Claims
 from alertrouter.engine.decisions import (
     DecisionChanges,
@@ -65,9 +65,6 @@ log = logging.getLogger(__name__)
 LEASE = "engine"
 LOOP_NAME = "engine"  # its name in LoopHealth and the loop metrics
 STOP_GRACE = timedelta(seconds=10)
-INGEST_QUIET = 0.05  # seconds without a webhook being stored before a due pass starts ...
-INGEST_WAIT_MAX = 3.0  # ... waiting at most this long for it
-LONE_POLL = 0.001  # a lone commit's pass waits for its own payload's answer, looking this often
 QUARANTINE_ROUNDS = 5  # a pass is retried after quarantining at most this often, then fails as it may
 FULL_EVERY = timedelta(minutes=10)  # a full pass this often, whatever changed: the incremental ones' safety net
 # live alerts more than at the last freeze of what the process holds (`heap.freeze_held`): freeze again
@@ -472,6 +469,9 @@ class EngineRunner:
             m.decisions.labels(decision=name.value).set(result.counts.get(name.value, 0))
         m.alerts_stale.set(result.counts.get(Decision.STALE.value, 0))
 
+    def _is_stopping(self) -> bool:
+        return self._stopping
+
     async def _loop(self) -> None:
         """A pass every `interval`, or sooner when nudged or a timer is due: at once for a newly firing
         alert, else never two passes closer than `interval` apart, so that during an ingest burst one
@@ -484,9 +484,10 @@ class EngineRunner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._nudged.wait(), timeout)
             woke = time.monotonic()
-            await self._hold_back()
+            await hold_back(cadence, self._nudged, stopping=self._is_stopping)
             held = time.monotonic()
-            await self._after_ingest_burst(lone=cadence.urgent and cadence.lone)
+            if self.ingest_quiet is not None:
+                await after_ingest_burst(cadence, self.ingest_quiet, stopping=self._is_stopping)
             self._nudged.clear()
             if self._stopping:
                 break
@@ -517,46 +518,6 @@ class EngineRunner:
                     )
             finally:
                 cadence.end()
-
-    async def _hold_back(self) -> None:
-        """Until the cadence lets the next pass start; a newly firing alert stored meanwhile may bring
-        that moment forward."""
-        while not self._stopping and (wait := self._cadence.wait()) > 0:
-            self._nudged.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._nudged.wait(), wait)
-
-    async def _after_ingest_burst(self, *, lone: bool = False) -> None:
-        """While webhooks are being stored, wait for a pause (at most INGEST_WAIT_MAX) before a pass.
-
-        A pass over a storm is hundreds of milliseconds of Python, and it shares the interpreter lock
-        with the ingest: run in the middle of a burst, it held every webhook answer back for as long
-        as it ran. An answer is what Alertmanager waits for (and retries on timeout), while a decision
-        made a moment later loses nothing; and a storm evaluated whole is summarised whole.
-
-        A `lone` commit (a newly firing alert after a quiet spell) is no burst: its pass waits only
-        until no payload is being stored (its own answer), for at most INGEST_QUIET, and then as above.
-        Should another commit land meanwhile, right behind it, the lone commit was the first of a
-        burst after all: its pass waits for the pause like the rest (started at the first payload, it
-        took the burst's interpreter for as long as it ran over what had been stored by then).
-        """
-        if self.ingest_quiet is None:
-            return
-        if lone:
-            for _ in range(round(INGEST_QUIET / LONE_POLL)):
-                if self._stopping:
-                    return
-                if not self._cadence.lone:  # a commit right behind it
-                    break
-                if self.ingest_quiet() > 0.0:
-                    return
-                await asyncio.sleep(LONE_POLL)
-        deadline = time.monotonic() + INGEST_WAIT_MAX
-        while not self._stopping and (quiet := self.ingest_quiet()) < INGEST_QUIET:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            await asyncio.sleep(min(left, INGEST_QUIET - quiet))
 
     def start(self) -> None:
         self._loops.register(LOOP_NAME, interval=self._interval.total_seconds())

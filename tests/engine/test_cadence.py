@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from engine.test_runner import webhook
 
-import alertrouter.engine.runner as runner_module
-from alertrouter.engine.cadence import Cadence, firing
-from alertrouter.engine.runner import INGEST_QUIET, EngineRunner
+import alertrouter.engine.cadence as cadence_module
+from alertrouter.engine.cadence import INGEST_QUIET, Cadence, firing
+from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
@@ -157,7 +157,7 @@ async def test_a_newly_firing_alert_is_decided_without_waiting_for_the_tick(db: 
 async def test_a_lone_new_alert_does_not_wait_for_ingest_to_stay_quiet(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner_module, "INGEST_WAIT_MAX", HOUR.total_seconds())
+    monkeypatch.setattr(cadence_module, "INGEST_WAIT_MAX", HOUR.total_seconds())
     runner = EngineRunner(db, shipped_pipeline(), interval=HOUR)
     ingestor = Ingestor(db, TouchBuffer(), on_committed=runner.committed)
     # ingest always answered a moment ago: a pass owed to anything else waits for it to stay quiet

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+import alertrouter.engine.cadence as cadence_module
 import alertrouter.engine.decisions as decisions_module
 import alertrouter.engine.runner as runner_module
 from alertrouter.engine.runner import EngineRunner
@@ -266,7 +267,7 @@ async def test_a_due_pass_waits_for_a_pause_in_ingest(db: Database) -> None:
 
 
 async def test_a_pass_waits_for_ingest_only_so_long(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner_module, "INGEST_WAIT_MAX", 0.2)
+    monkeypatch.setattr(cadence_module, "INGEST_WAIT_MAX", 0.2)
     runner = EngineRunner(db, shipped_pipeline(), interval=timedelta(milliseconds=10))
     runner.ingest_quiet = lambda: 0.0  # webhooks without end
     passes = Passes(runner)
