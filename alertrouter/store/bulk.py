@@ -469,6 +469,21 @@ async def select_in(
     else:
         connection = await session.connection()
         found = (await connection.exec_driver_sql(read.sql, (list(values),))).all()
+    return _converted(read, found)
+
+
+def select_in_now(
+    connection: sqlite3.Connection, table: Table, columns: Sequence[str], *, key: str, values: Sequence[Any]
+) -> list[tuple[Any, ...]]:
+    """`select_in` on SQLite, run on the calling thread with a plain `sqlite3` connection (the event
+    loop's own: `Database.read_now`); a driver error is raised as the driver raises it."""
+    if not values:
+        return []
+    read = _read("sqlite", table, tuple(columns), key, False)
+    return _converted(read, connection.execute(read.sql, (json_dumps(list(values)),)).fetchall())
+
+
+def _converted(read: _Read, found: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
     if not found:
         return []
     # Converted column by column: each converter runs over its column in C (map), or once per distinct value.

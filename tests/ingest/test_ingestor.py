@@ -455,6 +455,28 @@ async def test_a_confirming_push_is_read_without_a_transaction(db: Database, mon
     assert [q for q in sent if q.strip(" ;").upper() in ("BEGIN", "ROLLBACK", "COMMIT")] == []
 
 
+async def test_a_confirming_push_on_sqlite_is_read_on_the_event_loop_else_through_the_pool(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite in a file: the event loop's own connection (`Database.read_now`), no trip to aiosqlite's
+    # thread; PostgreSQL, or SQLite when that connection cannot serve (busy, failing): the pool, as before.
+    ingestor = Ingestor(db, TouchBuffer(), clock=Clock())
+    await ingestor.ingest(push(range(2)))
+    pool_reads: list[None] = []
+    read_single = db.read_single
+
+    def counted() -> Any:
+        pool_reads.append(None)
+        return read_single()
+
+    monkeypatch.setattr(db, "read_single", counted)
+    assert (await ingestor.ingest(push(range(2)))).transitions == {Transition.UNCHANGED: 2}
+    assert len(pool_reads) == (0 if db.is_sqlite else 1)
+    monkeypatch.setattr(db, "read_now", lambda: None)
+    assert (await ingestor.ingest(push(range(2)))).transitions == {Transition.UNCHANGED: 2}
+    assert len(pool_reads) == (1 if db.is_sqlite else 2)
+
+
 async def test_a_replica_that_never_saw_the_alerts_still_finds_them_stored(db: Database) -> None:
     # Another replica (or this one before a restart) stored them: the writer reads them, writes nothing.
     await Ingestor(db, TouchBuffer(), clock=Clock()).ingest(push(range(4)))

@@ -22,11 +22,17 @@ class Commits:
 
 
 class Sessions:
-    """Counts the read (either kind) and write sessions opened on `db` from now on."""
+    """Counts the read (any kind: a session, or a read on the event loop's own SQLite connection) and
+    write sessions opened on `db` from now on."""
 
     def __init__(self, db: Database) -> None:
         self.reads = self.writes = 0
-        read, read_single, write = db.read, db.read_single, db.write
+        read, read_single, read_now, write = db.read, db.read_single, db.read_now, db.write
+
+        def counting_read_now() -> Any:
+            connection = read_now()
+            self.reads += connection is not None
+            return connection
 
         def counting_read() -> Any:
             self.reads += 1
@@ -42,4 +48,5 @@ class Sessions:
 
         db.read = counting_read  # type: ignore[method-assign]
         db.read_single = counting_read_single  # type: ignore[method-assign]
+        db.read_now = counting_read_now  # type: ignore[method-assign]
         db.write = counting_write  # type: ignore[method-assign]
