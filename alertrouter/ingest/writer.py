@@ -174,8 +174,8 @@ class Ingestor:
 
     async def _confirmed(self, batch: IngestBatch) -> IngestResult | None:
         """The result of a payload that only confirms what is stored, found with a plain read outside the
-        writer queue (on SQLite in a file, on the event loop itself: `Database.read_now`); None when it
-        changes something and must go through a transaction.
+        writer queue (`store.read_states`: on SQLite on the event loop itself, on PostgreSQL on the driver's
+        connection); None when it changes something and must go through a transaction.
 
         Prometheus re-sends every firing alert each evaluation interval, and such a push changes at most
         `last_seen` and `endsAt` (batched by the touch buffer). Reading without the queue lets those
@@ -183,11 +183,7 @@ class Ingestor:
         a state a concurrent commit is about to change is the same as having arrived just before it.
         """
         now = self._clock()
-        keys = list({a.fingerprint for a in batch.alerts})
-        states = store.load_states_now(self._db, keys)
-        if states is None:
-            async with self._db.read_single() as session:
-                states = await store.load_states(session, keys, lock=False)
+        states = await store.read_states(self._db, list({a.fingerprint for a in batch.alerts}))
         plan = Plan()
         plan_alerts(plan, states, batch.alerts, now)
         if any(kind.writes for kind in plan.transitions):

@@ -24,6 +24,7 @@ __all__ = [
     "load_states",
     "load_states_now",
     "prune_raw_events",
+    "read_states",
     "reopen_episodes",
     "touch_alerts",
     "update_alerts",
@@ -66,6 +67,21 @@ async def load_states(
     reads the state of all its alerts, and a re-sent one does nothing else."""
     keys = sorted(fingerprints)
     return _states(await bulk.select_in(session, alerts_t, _STATE_COLUMNS, key="fingerprint", values=keys, lock=lock))
+
+
+async def read_states(db: Database, fingerprints: Sequence[str]) -> dict[str, AlertState]:
+    """`load_states` without a lock or a transaction, the cheapest way the store allows: on SQLite in a
+    file on the event loop's own connection (`load_states_now`), on PostgreSQL on the driver's
+    connection (`Database.read_driver`), else (SQLite in memory, or busy) through a session."""
+    if (states := load_states_now(db, fingerprints)) is not None:
+        return states
+    if db.is_sqlite:
+        async with db.read_single() as session:
+            return await load_states(session, fingerprints, lock=False)
+    keys = sorted(fingerprints)
+    async with db.read_driver() as connection:
+        rows = await bulk.select_in_driver(connection, alerts_t, _STATE_COLUMNS, key="fingerprint", values=keys)
+    return _states(rows)
 
 
 def load_states_now(db: Database, fingerprints: Sequence[str]) -> dict[str, AlertState] | None:

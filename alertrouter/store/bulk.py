@@ -47,6 +47,8 @@ __all__ = [
     "insert_returning",
     "insert_together",
     "select_in",
+    "select_in_driver",
+    "select_in_now",
     "slices",
     "sqlite_rows",
     "update",
@@ -481,6 +483,16 @@ def select_in_now(
         return []
     read = _read("sqlite", table, tuple(columns), key, False)
     return _converted(read, connection.execute(read.sql, (json_dumps(list(values)),)).fetchall())
+
+
+async def select_in_driver(
+    connection: Any, table: Table, columns: Sequence[str], *, key: str, values: Sequence[Any]
+) -> list[tuple[Any, ...]]:
+    """`select_in` on PostgreSQL, on the driver's own connection (`Database.read_driver`), without a lock."""
+    if not values:
+        return []
+    read = _read("postgresql", table, tuple(columns), key, False)
+    return _converted(read, await connection.fetch(read.sql, list(values)))
 
 
 def _converted(read: _Read, found: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:

@@ -17,6 +17,7 @@ from sqlalchemy import event, exc, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.util import greenlet_spawn
 
 __all__ = [
     "STORE_ERRORS",
@@ -167,6 +168,24 @@ class Database:
         ping 8.2 -> 7.6). SQLite's driver opens no transaction for a read anyway."""
         async with self._single_reads() as session:
             yield session
+
+    @contextlib.asynccontextmanager
+    async def read_driver(self) -> AsyncIterator[Any]:
+        """PostgreSQL: the driver's own connection (asyncpg's) from the pool, for one statement outside a
+        transaction (a re-sent push's stored states), without SQLAlchemy's session and execution around
+        it: 700 -> 470 us of the event loop per read of 100 alerts' states in-process. The pool's checks
+        on checkout apply as for any session. A failure raises as SQLAlchemy would raise a store's
+        failure (`OperationalError`, with the driver's error as `orig`, so `is_outage` reads its
+        SQLSTATE), and the connection is dropped from the pool, not given back in an unknown state."""
+        proxied = await self.engine.raw_connection()
+        try:
+            yield proxied.driver_connection
+        except BaseException as error:
+            await greenlet_spawn(proxied.invalidate, error)
+            if isinstance(error, Exception) and not isinstance(error, exc.SQLAlchemyError):
+                raise exc.OperationalError(None, None, error) from error
+            raise
+        await greenlet_spawn(proxied.close)
 
     def read_now(self) -> sqlite3.Connection | None:
         """SQLite in a file: a connection of the event loop's own, for a read that is one short statement

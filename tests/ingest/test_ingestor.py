@@ -455,26 +455,33 @@ async def test_a_confirming_push_is_read_without_a_transaction(db: Database, mon
     assert [q for q in sent if q.strip(" ;").upper() in ("BEGIN", "ROLLBACK", "COMMIT")] == []
 
 
-async def test_a_confirming_push_on_sqlite_is_read_on_the_event_loop_else_through_the_pool(
+async def test_a_confirming_push_is_read_without_a_session_where_the_store_allows(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # SQLite in a file: the event loop's own connection (`Database.read_now`), no trip to aiosqlite's
-    # thread; PostgreSQL, or SQLite when that connection cannot serve (busy, failing): the pool, as before.
+    # thread, and through a session when that connection cannot serve (busy, failing). PostgreSQL: the
+    # driver's connection from the pool (`Database.read_driver`).
     ingestor = Ingestor(db, TouchBuffer(), clock=Clock())
     await ingestor.ingest(push(range(2)))
-    pool_reads: list[None] = []
-    read_single = db.read_single
+    sessions: list[None] = []
+    drivers: list[None] = []
+    read_single, read_driver = db.read_single, db.read_driver
 
-    def counted() -> Any:
-        pool_reads.append(None)
+    def session() -> Any:
+        sessions.append(None)
         return read_single()
 
-    monkeypatch.setattr(db, "read_single", counted)
+    def driver() -> Any:
+        drivers.append(None)
+        return read_driver()
+
+    monkeypatch.setattr(db, "read_single", session)
+    monkeypatch.setattr(db, "read_driver", driver)
     assert (await ingestor.ingest(push(range(2)))).transitions == {Transition.UNCHANGED: 2}
-    assert len(pool_reads) == (0 if db.is_sqlite else 1)
+    assert (len(sessions), len(drivers)) == ((0, 0) if db.is_sqlite else (0, 1))
     monkeypatch.setattr(db, "read_now", lambda: None)
     assert (await ingestor.ingest(push(range(2)))).transitions == {Transition.UNCHANGED: 2}
-    assert len(pool_reads) == (1 if db.is_sqlite else 2)
+    assert (len(sessions), len(drivers)) == ((1, 0) if db.is_sqlite else (0, 2))
 
 
 async def test_a_replica_that_never_saw_the_alerts_still_finds_them_stored(db: Database) -> None:

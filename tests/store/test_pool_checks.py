@@ -1,5 +1,6 @@
 """PostgreSQL connections taken from the pool are alive: closed ones are replaced without a round trip,
-idle ones are pinged, busy ones are not (`store.db._check_on_checkout`)."""
+idle ones are pinged, busy ones are not (`store.db._check_on_checkout`); the same for the driver's
+connection a re-sent push's states are read on (`Database.read_driver`), which a failure drops."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 import pytest
-from sqlalchemy import text
+from sqlalchemy import exc, text
 from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
 
-from alertrouter.store import Database
+from alertrouter.store import Database, bulk, is_outage
 from alertrouter.store import db as store_db
+from alertrouter.store.alerts import load_states, read_states
+from alertrouter.store.handles import alerts_t
+from alertrouter.store.tables import Base
 from support import pg
+from support.rows import alert
 
 pytestmark = pytest.mark.postgres
 
@@ -101,3 +106,50 @@ async def test_an_idle_connection_that_does_not_answer_its_ping_is_replaced(
         after = await backend_pids(db)  # the read itself succeeds, on a new connection
         assert pings == [False]
         assert after != before
+
+
+async def stored(db: Database, count: int) -> list[str]:
+    fps = [f"{i:016x}" for i in range(count)]
+    async with db.write() as s:
+        await bulk.insert(s, alerts_t, [alert(fp) for fp in fps])
+        await s.commit()
+    return fps
+
+
+@pytest.fixture
+def empty(pg_database: str) -> str:
+    pg.truncate(pg_database, [t.name for t in Base.metadata.sorted_tables])
+    return pg.url_for(pg_database)
+
+
+async def test_the_driver_read_gives_the_sessions_states_on_a_checked_connection(
+    empty: str, pings: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with opened(empty, monkeypatch, ping_idle=0.0) as db:
+        fps = await stored(db, 3)
+        async with db.read_single() as session:
+            expected = await load_states(session, [*fps, "f" * 16], lock=False)
+        pings.clear()
+        assert await read_states(db, [*fps, "f" * 16]) == expected
+        assert pings == [True]  # the pool's check on checkout ran for it (idle: pinged)
+
+
+async def test_a_failing_driver_read_is_an_outage_and_its_connection_is_dropped(
+    empty: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with opened(empty, monkeypatch, ping_idle=store_db.PING_IDLE) as db:
+        fps = await stored(db, 2)
+        fetch = asyncpg.Connection.fetch
+        used: list[asyncpg.Connection] = []
+
+        async def failing(self: asyncpg.Connection, *args: object, **kwargs: object) -> object:
+            used.append(self)
+            raise asyncpg.exceptions.AdminShutdownError("terminating connection due to administrator command")
+
+        monkeypatch.setattr(asyncpg.Connection, "fetch", failing)
+        with pytest.raises(exc.OperationalError, match="administrator command") as raised:
+            await read_states(db, fps)
+        assert is_outage(raised.value)  # a push is answered 503, and retried
+        assert used[0].is_closed()  # dropped, not handed to the next reader
+        monkeypatch.setattr(asyncpg.Connection, "fetch", fetch)
+        assert sorted(await read_states(db, fps)) == fps

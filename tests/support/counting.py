@@ -27,7 +27,11 @@ class Sessions:
 
     def __init__(self, db: Database) -> None:
         self.reads = self.writes = 0
-        read, read_single, read_now, write = db.read, db.read_single, db.read_now, db.write
+        read, read_single, read_now, read_driver, write = db.read, db.read_single, db.read_now, db.read_driver, db.write
+
+        def counting_read_driver() -> Any:
+            self.reads += 1
+            return read_driver()
 
         def counting_read_now() -> Any:
             connection = read_now()
@@ -49,4 +53,5 @@ class Sessions:
         db.read = counting_read  # type: ignore[method-assign]
         db.read_single = counting_read_single  # type: ignore[method-assign]
         db.read_now = counting_read_now  # type: ignore[method-assign]
+        db.read_driver = counting_read_driver  # type: ignore[method-assign]
         db.write = counting_write  # type: ignore[method-assign]
