@@ -3,15 +3,16 @@ outbox of intended messages, alert decisions and quarantine."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, Select, or_, select, text, update
+from sqlalchemy import ColumnElement, Select, Text, cast, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.labelset import LabelSet
@@ -21,7 +22,7 @@ from alertrouter.pipeline.throttle import NotifyState
 from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
 from alertrouter.store import bulk
 from alertrouter.store.db import is_outage
-from alertrouter.store.handles import alerts_t, change_counter_t, incidents_t, notify_t, outbox_t
+from alertrouter.store.handles import alerts_t, change_counter_t, events_t, incidents_t, notify_t, outbox_t
 from alertrouter.store.tables import IncidentRow, NotifyStateRow, SilenceRow
 
 __all__ = [
@@ -172,14 +173,43 @@ async def unreadable_alerts(session: AsyncSession, *, resolved_since: datetime) 
 
 async def quarantine_alerts(session: AsyncSession, errors: Mapping[str, str], now: datetime) -> None:
     """Mark alerts as quarantined with their error: every later pass leaves them out, and the API and
-    console show why."""
-    for fp, error in sorted(errors.items()):
-        detail = {"error": error, "quarantined_at": now.isoformat()}
+    console show why; and a decision event each, so that the decision trail (the incident's page, the
+    history) says when and why as it does for every other decision."""
+    details = {fp: {"error": error, "quarantined_at": now.isoformat()} for fp, error in sorted(errors.items())}
+    for fp, detail in details.items():
         await session.execute(
             update(alerts_t)
             .where(alerts_t.c.fingerprint == fp)
             .values(decision=QUARANTINED, decision_detail=detail, decided_at=now)
         )
+    began = await _episode_starts(session, list(details))
+    events = [
+        {
+            "fingerprint": fp,
+            "kind": "decision",
+            "at": now,
+            "episode_starts_at": began.get(fp, now),
+            "raw_event_id": None,
+            "detail": {"decision": QUARANTINED, **detail},
+        }
+        for fp, detail in details.items()
+    ]
+    await bulk.insert(session, events_t, events)
+
+
+async def _episode_starts(session: AsyncSession, fingerprints: Sequence[str]) -> dict[str, datetime]:
+    """The `starts_at` of each alert that has a readable one. Read as text: an alert is quarantined
+    because its row may not be readable (a start in the year 10000, which the driver cannot return as
+    a datetime); such a start is left out, and its event takes the time of the quarantine instead."""
+    out: dict[str, datetime] = {}
+    for chunk in bulk.slices(fingerprints):
+        rows = await session.execute(
+            select(alerts_t.c.fingerprint, cast(alerts_t.c.starts_at, Text)).where(alerts_t.c.fingerprint.in_(chunk))
+        )
+        for fp, began in rows:
+            with contextlib.suppress(TypeError, ValueError):  # the column holds naive UTC on both stores
+                out[fp] = datetime.fromisoformat(began).replace(tzinfo=UTC)
+    return out
 
 
 async def load_incidents(

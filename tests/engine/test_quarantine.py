@@ -21,7 +21,7 @@ from alertrouter.metrics import Metrics
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.pipeline.types import Decision
 from alertrouter.store import Database, queries
-from alertrouter.store.tables import AlertRow, OutboxRow
+from alertrouter.store.tables import AlertEventRow, AlertRow, OutboxRow
 from support.scenario import shipped_pipeline
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
@@ -78,6 +78,20 @@ async def decisions(db: Database) -> dict[str, tuple[str | None, Any]]:
     return {f"{r.labels['Hostname']}/{r.labels['gpu']}": (r.decision, r.decision_detail) for r in rows}
 
 
+async def quarantine_trail(db: Database, fp: str) -> list[tuple[datetime, datetime, dict[str, Any]]]:
+    """The alert's trail events of its quarantine: (at, episode_starts_at, detail); read by column, so an
+    alert row that cannot be read back does not stop the reading of its events."""
+    async with db.read() as s:
+        rows = (
+            await s.execute(
+                select(AlertEventRow.at, AlertEventRow.episode_starts_at, AlertEventRow.detail).where(
+                    AlertEventRow.fingerprint == fp, AlertEventRow.kind == "decision"
+                )
+            )
+        ).all()
+    return [(at, began, detail) for at, began, detail in rows if detail.get("decision") == Decision.QUARANTINED]
+
+
 async def headlines(db: Database) -> list[str]:
     async with db.read() as s:
         return [o.message["headline"] for o in (await s.scalars(select(OutboxRow).order_by(OutboxRow.id))).all()]
@@ -95,6 +109,11 @@ async def test_an_alert_whose_evaluation_fails_is_quarantined_and_the_next_criti
     stored = await decisions(db)
     assert stored["gpu-node-07/²"][0] == Decision.QUARANTINED
     assert "ValueError" in stored["gpu-node-07/²"][1]["error"]
+    # The decision trail says so too (the incident page's trail, the history), with the alert's episode.
+    fragile = parse_webhook(webhook(dcgm(7, "²"))).batch.alerts[0]
+    ((at, began, detail),) = await quarantine_trail(db, fragile.fingerprint)
+    assert (at, began) == (T0, fragile.starts_at)
+    assert detail["error"] == stored["gpu-node-07/²"][1]["error"]
     async with db.read() as s:
         assert await queries.count_quarantined_alerts(s) == 1  # alertrouter_quarantined{kind="alert"}
     assert stored["gpu-node-07/3"][0] is not None
@@ -131,6 +150,10 @@ async def test_a_row_the_driver_cannot_read_back_is_quarantined(db: Database) ->
     stored = await decisions(db)
     assert stored["gpu-node-07/1"][0] == Decision.QUARANTINED
     assert stored["gpu-node-07/1"][1]["error"]
+    # Its trail event cannot take the unreadable start: it takes the time of the quarantine (readable).
+    ((at, began, detail),) = await quarantine_trail(db, bad)
+    assert (at, began) == (T0, T0)
+    assert detail["error"] == stored["gpu-node-07/1"][1]["error"]
     assert stored["gpu-node-07/2"][0] not in (None, Decision.QUARANTINED)
     # Later passes leave it out and keep working.
     clock.now += timedelta(seconds=5)
