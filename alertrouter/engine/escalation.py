@@ -1,5 +1,6 @@
 """The engine's escalation work, done in each pass's transaction under the lease: start a chain with an
-incident's first message, stop it on acknowledgement or resolve, take each step when it is due.
+incident's first message, stop it on acknowledgement or resolve, take each step when it is due, and
+tell the receivers a chain paged when the incident resolves.
 
 A step is an outbox intent per receiver of the step (through the same delivery, rate limits and
 failover as every message), a trail event on each alert of the incident, and the stored chain moved
@@ -120,7 +121,26 @@ class Escalator:
                 await self._stop(session, chain, Stop.ACKNOWLEDGED, acked[chain.incident] or None, now, done, alerts_of)
                 continue
             await self._step(session, chain, records, now, done, alerts_of)
+        await self._tell_resolved(session, result, done)
         return done
+
+    async def _tell_resolved(self, session: AsyncSession, result: EvalResult, done: EscalationWork) -> None:
+        """The resolved message of an incident, to every receiver its chain paged as well: whoever was
+        woken for it hears that it is over, with the message the route's receivers get (so only when
+        the route tells its own: `send_resolved`), once per receiver (one of the route's own gets the
+        route's). A voice channel calls nobody about a resolve; the receiver's other channels tell it."""
+        resolved = {i.incident: i.message for i in result.intents if i.reason is NotifyReason.RESOLVED}
+        if not resolved:
+            return
+        # The chain of this occurrence: started at or after it opened (without that time, the last chain).
+        since = {key: message.opened_at or _AT_ONCE for key, message in resolved.items()}
+        paged = await store.paged(session, since)
+        told = {(i.incident, i.receiver) for i in result.intents}
+        for key, receivers in sorted(paged.items()):
+            for receiver in receivers:
+                if (key, receiver) not in told:
+                    done.intents.append(Intent(key, receiver, NotifyReason.RESOLVED, resolved[key]))
+                    told.add((key, receiver))
 
     def committed(self, done: EscalationWork) -> None:
         if self._metrics is None:

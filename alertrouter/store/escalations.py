@@ -22,6 +22,7 @@ __all__ = [
     "count_active",
     "load_active",
     "load_escalation",
+    "paged",
     "running",
     "save_step",
     "start_chains",
@@ -115,6 +116,24 @@ async def stop_chain(session: AsyncSession, key: str, reason: str, by: str | Non
         .where(escalations_t.c.incident_key == key, escalations_t.c.stopped.is_(None))
         .values(next_at=None, stopped=reason, stopped_at=now, stopped_by=by, history=history, updated_at=now)
     )
+
+
+async def paged(session: AsyncSession, since: Mapping[str, datetime]) -> dict[str, list[str]]:
+    """Incident key -> the receivers its chain's steps paged, in the order of the steps (each once), for
+    the chain started at or after `since[key]` (the incident's current occurrence; the last such chain)."""
+    out: dict[str, list[str]] = {}
+    for chunk in bulk.slices(sorted(since)):
+        rows = await session.execute(
+            select(escalations_t.c.incident_key, escalations_t.c.started_at, escalations_t.c.history)
+            .where(escalations_t.c.incident_key.in_(chunk))
+            .order_by(escalations_t.c.id)
+        )
+        for key, started_at, history in rows:
+            if started_at < since[key]:
+                continue
+            steps = [e for e in history or [] if isinstance(e, dict) and e.get("event") == "step"]
+            out[key] = list(dict.fromkeys(str(r) for e in steps for r in e.get("receivers") or []))
+    return out
 
 
 async def acknowledgers(session: AsyncSession, keys: Sequence[str]) -> dict[str, str]:

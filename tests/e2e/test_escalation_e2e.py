@@ -1,6 +1,7 @@
 """Escalation end to end through a real `alertrouter serve` and a fake DingTalk robot: a critical alert's
 first message pings the primary on call; not acknowledged, the first step pings the secondary on call;
-acknowledged through the message's signed link, the chain stops and the second step never goes."""
+acknowledged through the message's signed link, the chain stops and the second step never goes; resolved,
+both the primary (the route's receiver) and the secondary (paged by the step) are told."""
 
 from __future__ import annotations
 
@@ -127,4 +128,12 @@ def test_escalation_steps_until_acknowledged_through_the_link(
     # past the second step's time (polled, bounded), nothing more was sent: no lead, no repeat
     wait_for(lambda: time.monotonic() > first_seen + STEP_2 + 3, what="the second step's time", timeout=STEP_2 + 30)
     assert len(texts(dingtalk)) == 2
+    assert not any(LEAD in p.mobiles for p in dingtalk.pings)
+
+    # The incident resolves: the route's receiver and the receiver the step paged each get the resolve.
+    ended = webhook_alert(labels, starts_at=start_at, ends_at=datetime.now(UTC).replace(microsecond=0))
+    assert router.post_webhook(webhook([ended])).status_code == 200
+    told = wait_for(lambda: texts(dingtalk)[2:] if len(texts(dingtalk)) >= 4 else None, what="the resolves")
+    assert all("resolved" in text.lower() for text in told), told
+    assert sorted(p.mobiles for p in dingtalk.pings[-2:]) == [(PRIMARY,), (SECONDARY,)]
     assert not any(LEAD in p.mobiles for p in dingtalk.pings)

@@ -201,6 +201,65 @@ async def test_the_resolve_stops_the_chain(db: Database, pipeline: CompiledRules
     assert (await chain(db)).stopped == "resolved"
 
 
+async def resolve(db: Database, clock: Clock) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    await ingestor.ingest(parse_webhook(webhook(node_down_labels("gpu-node-07"), "resolved")).batch)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2])
+async def test_the_receivers_a_chain_paged_are_told_the_resolve(
+    db: Database, pipeline: CompiledRules, steps: int
+) -> None:
+    # Whoever was woken for the incident hears that it is over, with the route's resolved message; the
+    # steps not taken page no one, and so tell no one.
+    clock = Clock()
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await fire(db, clock)
+    await run_for(runner, clock, 1 * M)
+    started = (await chain(db)).started_at
+    clock.now = started + steps * 10 * M + 30 * S
+    await run_for(runner, clock, 5 * S)
+    paged = ["secondary", "lead"][:steps]
+    assert await escalated(db) == paged
+    await resolve(db, clock)
+    await run_for(runner, clock, 1 * timedelta(hours=1), every=30 * S)
+    told = [receiver for receiver, reason in await sent(db) if reason == "resolved"]
+    assert told == ["first", *paged]
+    resolved = [r for r in await rows(db, OutboxRow) if r.reason == "resolved"]
+    assert len({json.dumps(r.message, sort_keys=True) for r in resolved}) == 1  # the one message, to each
+    assert resolved[0].message["status"] == "resolved"
+    assert (await chain(db)).stopped == "resolved"
+
+
+async def test_an_acknowledged_chain_still_tells_its_receivers_the_resolve_and_an_old_one_does_not(
+    db: Database, pipeline: CompiledRules
+) -> None:
+    clock = Clock()
+    runner = EngineRunner(db, pipeline, clock=clock)
+    await fire(db, clock)
+    await run_for(runner, clock, 12 * M)
+    assert await escalated(db) == ["secondary"]
+    await acknowledge(db, clock, by="bo")
+    await run_for(runner, clock, 5 * M, every=30 * S)
+    await resolve(db, clock)
+    await run_for(runner, clock, 10 * M, every=30 * S)
+    assert [r for r, reason in await sent(db) if reason == "resolved"] == ["first", "secondary"]
+    # The incident fires again (a new episode), as a warning this time: no chain (the policy covers
+    # critical incidents); its resolve is the route's alone, the earlier chain paged no one for it.
+    clock.now += timedelta(hours=1)
+    again = {**node_down_labels("gpu-node-07"), "severity": "warning"}
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    for status in ("firing", "resolved"):
+        body = json.loads(webhook(again, status))
+        body["alerts"][0]["startsAt"] = (clock.now - M).isoformat()
+        if status == "resolved":
+            body["alerts"][0]["endsAt"] = clock.now.isoformat()
+        await ingestor.ingest(parse_webhook(json.dumps(body).encode()).batch)
+        await run_for(runner, clock, 10 * M, every=30 * S)  # past the group interval
+    assert [r for r, reason in await sent(db) if reason == "first"] == ["first", "first"]
+    assert [r for r, reason in await sent(db) if reason == "resolved"] == ["first", "secondary", "first"]
+
+
 async def test_a_warning_or_a_route_without_policy_never_escalates(db: Database, pipeline: CompiledRules) -> None:
     clock = Clock()
     runner = EngineRunner(db, pipeline, clock=clock)
