@@ -93,6 +93,11 @@ async def fire(db: Database, clock: Clock, labels: dict[str, str] | None = None)
     await ingestor.ingest(parse_webhook(webhook(labels or node_down_labels("gpu-node-07"))).batch)
 
 
+async def resolve(db: Database, clock: Clock) -> None:
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    await ingestor.ingest(parse_webhook(webhook(node_down_labels("gpu-node-07"), "resolved")).batch)
+
+
 async def acknowledge(db: Database, clock: Clock, by: str) -> None:
     async with db.write() as session:
         (incident,) = (await session.scalars(select(IncidentRow))).all()
@@ -150,20 +155,25 @@ async def test_unacknowledged_critical_incident_escalates_step_by_step(db: Datab
     assert samples == {"1": 1.0, "2": 1.0, "3": 1.0}
 
 
-@pytest.mark.parametrize("steps_before_ack", [0, 1, 2])
-async def test_an_acknowledgement_stops_the_chain_at_each_step(
-    db: Database, pipeline: CompiledRules, steps_before_ack: int
-) -> None:
+async def escalated_through(db: Database, pipeline: CompiledRules, steps: int) -> tuple[EngineRunner, Clock, list[str]]:
+    """An engine whose incident's chain has just taken `steps` steps; the receivers they paged."""
     clock = Clock()
     runner = EngineRunner(db, pipeline, clock=clock)
     await fire(db, clock)
     await run_for(runner, clock, 1 * M)
     started = (await chain(db)).started_at
-    # just after the step before the acknowledgement was due
-    clock.now = started + steps_before_ack * 10 * M + 30 * S
+    clock.now = started + steps * 10 * M + 30 * S  # just after the last of those steps was due
     await run_for(runner, clock, 5 * S)
-    expected = ["secondary", "lead", "voice"][:steps_before_ack]
-    assert await escalated(db) == expected
+    paged = ["secondary", "lead", "voice"][:steps]
+    assert await escalated(db) == paged
+    return runner, clock, paged
+
+
+@pytest.mark.parametrize("steps_before_ack", [0, 1, 2])
+async def test_an_acknowledgement_stops_the_chain_at_each_step(
+    db: Database, pipeline: CompiledRules, steps_before_ack: int
+) -> None:
+    runner, clock, expected = await escalated_through(db, pipeline, steps_before_ack)
     await acknowledge(db, clock, by="ana")
     await run_for(runner, clock, 2 * timedelta(hours=1), every=30 * S)
     assert await escalated(db) == expected
@@ -194,16 +204,10 @@ async def test_the_resolve_stops_the_chain(db: Database, pipeline: CompiledRules
     await fire(db, clock)
     await run_for(runner, clock, 12 * M)
     assert await escalated(db) == ["secondary"]
-    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    await ingestor.ingest(parse_webhook(webhook(node_down_labels("gpu-node-07"), "resolved")).batch)
+    await resolve(db, clock)
     await run_for(runner, clock, 1 * timedelta(hours=1), every=30 * S)
     assert await escalated(db) == ["secondary"]
     assert (await chain(db)).stopped == "resolved"
-
-
-async def resolve(db: Database, clock: Clock) -> None:
-    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    await ingestor.ingest(parse_webhook(webhook(node_down_labels("gpu-node-07"), "resolved")).batch)
 
 
 @pytest.mark.parametrize("steps", [0, 1, 2])
@@ -212,15 +216,7 @@ async def test_the_receivers_a_chain_paged_are_told_the_resolve(
 ) -> None:
     # Whoever was woken for the incident hears that it is over, with the route's resolved message; the
     # steps not taken page no one, and so tell no one.
-    clock = Clock()
-    runner = EngineRunner(db, pipeline, clock=clock)
-    await fire(db, clock)
-    await run_for(runner, clock, 1 * M)
-    started = (await chain(db)).started_at
-    clock.now = started + steps * 10 * M + 30 * S
-    await run_for(runner, clock, 5 * S)
-    paged = ["secondary", "lead"][:steps]
-    assert await escalated(db) == paged
+    runner, clock, paged = await escalated_through(db, pipeline, steps)
     await resolve(db, clock)
     await run_for(runner, clock, 1 * timedelta(hours=1), every=30 * S)
     told = [receiver for receiver, reason in await sent(db) if reason == "resolved"]
@@ -234,11 +230,7 @@ async def test_the_receivers_a_chain_paged_are_told_the_resolve(
 async def test_an_acknowledged_chain_still_tells_its_receivers_the_resolve_and_an_old_one_does_not(
     db: Database, pipeline: CompiledRules
 ) -> None:
-    clock = Clock()
-    runner = EngineRunner(db, pipeline, clock=clock)
-    await fire(db, clock)
-    await run_for(runner, clock, 12 * M)
-    assert await escalated(db) == ["secondary"]
+    runner, clock, _ = await escalated_through(db, pipeline, 1)
     await acknowledge(db, clock, by="bo")
     await run_for(runner, clock, 5 * M, every=30 * S)
     await resolve(db, clock)
