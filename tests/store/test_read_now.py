@@ -4,6 +4,7 @@ it cannot serve."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from alertrouter.store import Database, bulk
+from alertrouter.store.alerts import _STATE_COLUMNS as STATE_COLUMNS
 from alertrouter.store.alerts import load_states, load_states_now
 from alertrouter.store.handles import alerts_t
 from alertrouter.store.migrate import upgrade
@@ -150,3 +152,22 @@ async def test_dispose_closes_it(tmp_path: Path) -> None:
     await db.dispose()
     with pytest.raises(sqlite3.ProgrammingError):
         reader.execute("SELECT 1")
+
+
+async def test_the_states_come_back_in_one_step_of_the_statement(tmp_path: Path) -> None:
+    # One row (a JSON document of them all): Python's sqlite3 takes the interpreter back after every step,
+    # and while another thread runs Python each taking back waits for it (a storm's pass: 100-250 ms for a
+    # read of 100, row by row).
+    db, _ = await migrated(tmp_path)
+    fps = await stored_alerts(db, 250)
+    try:
+        reader = db.read_now()
+        assert reader is not None
+        read = bulk._read_now(alerts_t, STATE_COLUMNS, "fingerprint")
+        assert len(reader.execute(read.sql, (json.dumps(fps),)).fetchall()) == 1
+        async with db.read_single() as session:
+            expected = await load_states(session, fps, lock=False)
+        assert load_states_now(db, fps) == expected
+        assert len(expected) == 250
+    finally:
+        await db.dispose()
