@@ -488,7 +488,7 @@ def select_in_now(
         return []
     read = _read_now(table, tuple(columns), key)
     (document,) = connection.execute(read.sql, (json_dumps(list(values)),)).fetchone()
-    return _converted(read, [tuple(row) for row in orjson.loads(document)])
+    return _converted(read, orjson.loads(document))
 
 
 @cache
