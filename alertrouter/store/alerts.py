@@ -91,7 +91,7 @@ def load_states_now(db: Database, fingerprints: Sequence[str]) -> dict[str, Aler
     if connection is None:
         return None
     try:
-        rows = bulk.select_in_now(connection, alerts_t, _STATE_COLUMNS, key="fingerprint", values=sorted(fingerprints))
+        rows = bulk.select_in_now(connection, alerts_t, _STATE_COLUMNS, key="fingerprint", values=fingerprints)
     except sqlite3.Error as error:
         db.read_now_failed(error)
         return None

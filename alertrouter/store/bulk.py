@@ -493,10 +493,11 @@ def select_in_now(
 
 @cache
 def _read_now(table: Table, columns: tuple[str, ...], key: str) -> _Read:
-    read = _read("sqlite", table, columns, key, False)
+    """`_read`'s converters, with a statement of its own: one row, the JSON array of the rows' arrays."""
+    read = _read("sqlite", table, columns, key, False)  # checks the names, too
     names = ", ".join(map(_q, columns))
-    rows = read.sql.removeprefix(f"SELECT {names} ")  # FROM ... WHERE ... ORDER BY ...
-    sql = f"SELECT json_group_array(json_array({names})) FROM (SELECT {names} {rows})"  # noqa: S608 (checked)
+    where = f"{_q(key)} IN (SELECT value FROM json_each(?))"  # noqa: S608 (names checked)
+    sql = f"SELECT json_group_array(json_array({names})) FROM {_q(table.name)} WHERE {where}"  # noqa: S608
     return _Read(sql, read.converters)
 
 
