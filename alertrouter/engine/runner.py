@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.courtesy import Courtesy
 from alertrouter.engine.cadence import INGEST_QUIET, Cadence, after_ingest_burst, firing, hold_back
 from alertrouter.engine.claims import Claims
 from alertrouter.engine.decisions import (
@@ -123,7 +124,8 @@ class EngineRunner:
         self._cadence = Cadence(interval=interval.total_seconds(), min_gap=min_gap.total_seconds(), quiet=INGEST_QUIET)
         self._lease_ttl = lease_ttl
         self.holder = holder or new_holder()
-        self._evaluator = Evaluator(pipeline)
+        # Passes run in a worker thread that lets the event loop in every 2 ms (`alertrouter.courtesy`).
+        self._evaluator = Evaluator(pipeline, courtesy=Courtesy())
         # The live alerts and the incident records as stored, kept in step with what each pass reads and
         # writes (engine/live.py, engine/records.py).
         self._live = LiveAlerts()
@@ -185,7 +187,7 @@ class EngineRunner:
         self._discovered_seen = None
         self._last = None
         self._lease_renewed = None
-        self._evaluator = Evaluator(self.pipeline)
+        self._evaluator = Evaluator(self.pipeline, courtesy=Courtesy())
         self._escalator.forget()
 
     async def run_once(self, *, urgent: bool = False) -> EvalResult | None:

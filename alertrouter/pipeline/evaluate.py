@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
@@ -51,6 +51,10 @@ __all__ = ["Evaluator"]
 _UNSORTED = (Decision.STALE, Decision.RESOLVING)
 
 
+def _nothing() -> None:
+    pass
+
+
 def _earliest(*times: datetime | None) -> datetime | None:
     return min((t for t in times if t is not None), default=None)
 
@@ -72,12 +76,19 @@ class Evaluator:
     oracle the incremental passes are tested against (`tests/pipeline/test_incremental.py`).
     """
 
-    def __init__(self, pipeline: CompiledRules) -> None:
+    def __init__(self, pipeline: CompiledRules, *, courtesy: Callable[[], None] | None = None) -> None:
+        """`courtesy`: called between items of a pass's loops (an alert, an incident, a storm), by a
+        pass run in a worker thread to let the event loop in (`alertrouter.courtesy`)."""
         self.pipeline = pipeline
+        self._courtesy = courtesy or _nothing
         self._inhibitor = Inhibitor(pipeline.inhibit_rules)
         stale = pipeline.stale
         self._views = AlertViews(
-            pipeline.aggregation, pipeline.nodes, self._inhibitor, stale.reading if stale.enabled else None
+            pipeline.aggregation,
+            pipeline.nodes,
+            self._inhibitor,
+            stale.reading if stale.enabled else None,
+            courtesy=self._courtesy,
         )
         self._teller = Teller(pipeline)
         self._storms = Storms()
@@ -214,7 +225,9 @@ class Evaluator:
             storms.update(k for k, s in self._states.items() if s.kind == IncidentKind.CLUSTER)
 
         # inhibition, hold-down, aggregation: the node incidents whose alerts or mutes may have changed
+        courtesy = self._courtesy
         for key in sorted(dirty):
+            courtesy()
             storms |= self._sort(key, silencer, now, woken=key in woken)
         retold -= dirty
         for key in retold:
@@ -225,13 +238,16 @@ class Evaluator:
         # storms: which node incidents they take in (or keep) now; then each incident told
         regrouped: set[str] = set()
         for ckey in sorted(storms):
+            courtesy()
             regrouped |= self._storms.membership(ckey, incidents, self._groups, now)
         for key in sorted(dirty | regrouped | retold):
+            courtesy()
             node = self._groups.get(key)
             if node is not None:
                 node.group.parent = self._storms.parent(key)
                 self._incident(node, incidents.get(key), now, result)
         for ckey in sorted(storms):
+            courtesy()
             self._storm(ckey, incidents, now, result)
 
         # Read-only views of what the evaluator holds, not copies (a copy of 100,000 decisions per pass

@@ -48,11 +48,15 @@ class AlertViews:
         nodes: NodeIdentity,
         inhibitor: Inhibitor,
         read: Callable[[Mapping[str, str]], Reading | None] | None = None,
+        *,
+        courtesy: Callable[[], None],
     ) -> None:
         """`read`: what staleness reads of an alert's enriched labels (`StaleRule.reading`), None for the
         alerts it does not read; those it does (targets and source-down alerts) are the ones `by_node`
-        indexes and `Synced.nodes` reports. None: staleness reads nothing."""
+        indexes and `Synced.nodes` reports. None: staleness reads nothing. `courtesy`: called before each
+        alert `sync` takes (`Evaluator`)."""
         self._read = read
+        self._courtesy = courtesy
         self._aggregation = aggregation
         self.nodes = nodes
         self.inhibitor = inhibitor
@@ -176,7 +180,9 @@ class AlertViews:
         gone = set(removed)
         for fp in gone:
             todo.pop(fp, None)
+        courtesy = self._courtesy
         for fp, a in todo.items():
+            courtesy()
             old = self.views.get(fp)
             relabel = fp in stale
             if old is not None and not relabel and old.firing == a.firing and old.first_seen == a.fired_at:

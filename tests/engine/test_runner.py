@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ from sqlalchemy import func, select
 import alertrouter.engine.cadence as cadence_module
 import alertrouter.engine.decisions as decisions_module
 import alertrouter.engine.runner as runner_module
+from alertrouter.courtesy import Courtesy
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
@@ -188,6 +190,27 @@ async def test_alerts_handed_over_by_ingest_are_decided_as_if_read_back(db: Data
     assert fresh is not None
     assert handed.decisions == fresh.decisions
     assert "inhibited" in {d.decision.value for d in handed.decisions.values()}  # node-01 GPUs, by its NodeDown
+
+
+async def test_a_pass_evaluates_in_a_worker_thread_that_lets_the_event_loop_in(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The evaluation is pure CPU: it runs beside the event loop, pausing to let it in (`courtesy`)."""
+    callers: list[int] = []
+
+    class Recorded(Courtesy):
+        def __call__(self) -> None:
+            callers.append(threading.get_ident())
+            super().__call__()
+
+    monkeypatch.setattr(runner_module, "Courtesy", Recorded)
+    clock = Clock()
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    await ingestor.ingest(parse_webhook(webhook([gpu_labels("gpu-node-07", g) for g in range(8)])).batch)
+    assert await runner.run_once() is not None
+    assert len(callers) >= 8, "called before each alert, at least"
+    assert threading.get_ident() not in callers, "never on the event loop's thread, which must not sleep"
 
 
 @pytest.mark.parametrize(("chunk", "commits_made"), [(3, 1 + 3), (None, 1)])

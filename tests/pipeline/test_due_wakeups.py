@@ -117,3 +117,24 @@ def test_a_full_pass_takes_every_wake_up_whatever_its_limit() -> None:
     result = ev.evaluate_changes([PROBE], [], records, now=T0 + HOLD_DOWN + S, due_max=1, full=True)
     assert not result.deferred
     assert not any(d.decision == Decision.HELD for d in result.decisions.values())
+
+
+def test_a_pass_offers_the_interpreter_before_each_alert_incident_and_storm_it_takes() -> None:
+    """The engine evaluates in a worker thread; between two items of its loops it calls its courtesy,
+    which lets the event loop in (`alertrouter.courtesy`): one alert, one incident, one storm is the
+    longest the loop waits for beyond that."""
+    calls = [0]
+
+    def courtesy() -> None:
+        calls[0] += 1
+
+    ev = Evaluator(shipped_pipeline(), courtesy=courtesy)
+    alerts = hot_nodes(8)  # 16 alerts, 8 node incidents rolled up into one storm
+    result = ev.evaluate_changes(alerts, [], {}, now=T0)
+    nodes = sum(1 for s in result.incidents.values() if s.kind.value == "node")
+    storms = sum(1 for s in result.incidents.values() if s.kind.value == "cluster")
+    assert (nodes, storms) == (8, 1)
+    # each alert taken; each node incident sorted and told; each storm's membership and its telling
+    assert calls[0] == len(alerts) + 2 * nodes + 2 * storms
+    quiet = Evaluator(shipped_pipeline())
+    assert said([quiet.evaluate_changes(alerts, [], {}, now=T0)]) == said([result]), "the same decisions"
