@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import AlertState, AlertStatus, ResolvedBy
-from alertrouter.store import bulk
+from alertrouter.store import bulk, keyed
 from alertrouter.store.db import Database
 from alertrouter.store.handles import alerts_t, episodes_t, events_t, raw_events_t
 
@@ -63,10 +63,10 @@ async def load_states(
     session: AsyncSession, fingerprints: Sequence[str], *, lock: bool = True
 ) -> dict[str, AlertState]:
     """Current state of each fingerprint; with `lock`, row-locked on PostgreSQL in a fixed order (no
-    deadlocks) until the transaction ends. Read at driver speed (`bulk.select_in`): every payload
+    deadlocks) until the transaction ends. Read at driver speed (`keyed.select_in`): every payload
     reads the state of all its alerts, and a re-sent one does nothing else."""
     keys = sorted(fingerprints)
-    return _states(await bulk.select_in(session, alerts_t, _STATE_COLUMNS, key="fingerprint", values=keys, lock=lock))
+    return _states(await keyed.select_in(session, alerts_t, _STATE_COLUMNS, key="fingerprint", values=keys, lock=lock))
 
 
 async def read_states(db: Database, fingerprints: Sequence[str]) -> dict[str, AlertState]:
@@ -80,7 +80,7 @@ async def read_states(db: Database, fingerprints: Sequence[str]) -> dict[str, Al
             return await load_states(session, fingerprints, lock=False)
     keys = sorted(fingerprints)
     async with db.read_driver() as connection:
-        rows = await bulk.select_in_driver(connection, alerts_t, _STATE_COLUMNS, key="fingerprint", values=keys)
+        rows = await keyed.select_in_driver(connection, alerts_t, _STATE_COLUMNS, key="fingerprint", values=keys)
     return _states(rows)
 
 
@@ -91,7 +91,7 @@ def load_states_now(db: Database, fingerprints: Sequence[str]) -> dict[str, Aler
     if connection is None:
         return None
     try:
-        rows = bulk.select_in_now(connection, alerts_t, _STATE_COLUMNS, key="fingerprint", values=fingerprints)
+        rows = keyed.select_in_now(connection, alerts_t, _STATE_COLUMNS, key="fingerprint", values=fingerprints)
     except sqlite3.Error as error:
         db.read_now_failed(error)
         return None

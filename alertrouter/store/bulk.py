@@ -1,5 +1,5 @@
-"""Many-row writes (and keyed reads, and deletes of the oldest rows) at driver speed, for the
-statements ingest and the engine run by the thousand.
+"""Many-row writes (and deletes of the oldest rows) at driver speed, for the statements ingest and
+the engine run by the thousand.
 
 SQLAlchemy's executemany passes every value of every row through its type processors in Python
 (a datetime becomes text for SQLite, a dict becomes JSON): for a webhook of 100 new alerts that is
@@ -16,10 +16,8 @@ Values are stored exactly as SQLAlchemy would store them (naive UTC datetimes in
 SQLite text format, JSON via the engine's serializer, `None` as JSON `null`), so everything else
 reads them through the ORM and Core as before.
 
-`select_in` is the way back for the hottest read (the state of every alert in a payload): its
-values come out as SQLAlchemy would return them (aware UTC datetimes, decoded JSON), converted
-by one plain function per column instead of SQLAlchemy's result processors (on SQLite a DATETIME
-is parsed with a regular expression: four per alert were half the cost of confirming a push).
+The keyed reads that go with them (`select_in`, the way back for the hottest read) are in
+`store/keyed.py`.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache, lru_cache, partial
+from functools import cache, lru_cache
 from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Any, TypeVar
@@ -38,17 +36,19 @@ from sqlalchemy import JSON, Column, Table, delete, exc, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
 __all__ = [
+    "IN_LIST",
+    "NAIVE_EPOCH",
+    "UTC_EPOCH",
+    "check_columns",
     "delete_oldest",
+    "each_distinct_once",
     "insert",
     "insert_returning",
     "insert_together",
-    "select_in",
-    "select_in_driver",
-    "select_in_now",
+    "quote",
     "slices",
     "sqlite_rows",
     "update",
@@ -56,8 +56,8 @@ __all__ = [
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
-_NAIVE_EPOCH = datetime(1970, 1, 1)  # the naive UTC the columns hold
-_UTC_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+NAIVE_EPOCH = datetime(1970, 1, 1)  # the naive UTC the columns hold
+UTC_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 _K = TypeVar("_K")
@@ -83,11 +83,11 @@ def _utc(value: datetime) -> datetime:
 @lru_cache(maxsize=4096)
 def _sqlite_datetime(value: datetime | None) -> str | None:
     """SQLAlchemy's SQLite DATETIME text ("2026-11-21 22:45:00.000000"), of the naive UTC time."""
-    # Naive by arithmetic (see `_as_utc`), and an aware value's isoformat costs twice a naive one's.
-    return None if value is None else (_NAIVE_EPOCH + (_utc(value) - _UTC_EPOCH)).isoformat(" ", "microseconds")
+    # Naive by arithmetic (see `keyed.as_utc`), and an aware value's isoformat costs twice a naive one's.
+    return None if value is None else (NAIVE_EPOCH + (_utc(value) - UTC_EPOCH)).isoformat(" ", "microseconds")
 
 
-def _each_distinct_once(convert: Callable[[Any], Any], values: Iterable[Any]) -> Iterable[Any]:
+def each_distinct_once(convert: Callable[[Any], Any], values: Iterable[Any]) -> Iterable[Any]:
     """`convert` of each value, called once per distinct value: a datetime column repeats a few (the
     commit's `now` in every row, a burst's shared `startsAt`, a Prometheus push's one `endsAt`), and a
     lookup in a dict built in C costs a fifth to a third of a conversion."""
@@ -99,7 +99,7 @@ def _each_distinct_once(convert: Callable[[Any], Any], values: Iterable[Any]) ->
 
 
 def _sqlite_datetimes(values: Iterable[datetime | None]) -> Iterable[str | None]:
-    return _each_distinct_once(_sqlite_datetime, values)
+    return each_distinct_once(_sqlite_datetime, values)
 
 
 def _json_texts(values: Iterable[Any]) -> Iterable[str]:
@@ -110,15 +110,15 @@ def _json_texts(values: Iterable[Any]) -> Iterable[str]:
 _decode = bytes.decode
 
 
-def _check_columns(table: Table, names: Sequence[str]) -> None:
+def check_columns(table: Table, names: Sequence[str]) -> None:
     """Every name is one of `table`'s columns (they go into SQL text as identifiers)."""
     unknown = [c for c in names if c not in table.c]
     if unknown:
         raise ValueError(f"{table.name} has no column(s) {unknown}")
 
 
-def _q(name: str) -> str:
-    """A quoted identifier; every name was checked to be the table's own in `_shape` (no user input)."""
+def quote(name: str) -> str:
+    """A quoted identifier; every name was checked to be the table's own first (`check_columns`: no user input)."""
     return f'"{name}"'
 
 
@@ -142,7 +142,7 @@ def _shape(
 ) -> _Shape:
     """The statement for one table and column list: an insert when `key` is empty (on `conflict`:
     skip, or update the other columns), else an update of the other columns where `key` matches."""
-    _check_columns(table, (*columns, *key, *(conflict or ())))
+    check_columns(table, (*columns, *key, *(conflict or ())))
     # an update binds what it sets, then the key
     binds = (*(c for c in columns if c not in key), *key) if key else columns
     converters: list[Callable[[Iterable[Any]], Iterable[Any]] | None] = []
@@ -167,10 +167,10 @@ def _shape(
 def _on_conflict(binds: tuple[str, ...], conflict: tuple[str, ...] | None, do_update: bool) -> str:
     if conflict is None:
         return ""
-    target = ", ".join(map(_q, conflict))
+    target = ", ".join(map(quote, conflict))
     if not do_update:
         return f" ON CONFLICT ({target}) DO NOTHING"
-    sets = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in binds if c not in conflict)
+    sets = ", ".join(f"{quote(c)} = excluded.{quote(c)}" for c in binds if c not in conflict)
     return f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
 
 
@@ -178,12 +178,12 @@ def _sqlite_sql(
     table: Table, binds: tuple[str, ...], key: tuple[str, ...], conflict: tuple[str, ...] | None, do_update: bool
 ) -> str:
     if key:
-        sets = ", ".join(f"{_q(c)} = ?" for c in binds if c not in key)
-        where = " AND ".join(f"{_q(c)} = ?" for c in key)
-        return f"UPDATE {_q(table.name)} SET {sets} WHERE {where}"  # noqa: S608 (names checked in _shape)
-    names = ", ".join(map(_q, binds))
+        sets = ", ".join(f"{quote(c)} = ?" for c in binds if c not in key)
+        where = " AND ".join(f"{quote(c)} = ?" for c in key)
+        return f"UPDATE {quote(table.name)} SET {sets} WHERE {where}"  # noqa: S608 (names checked in _shape)
+    names = ", ".join(map(quote, binds))
     values = ", ".join("?" for _ in binds)
-    return f"INSERT INTO {_q(table.name)} ({names}) VALUES ({values}){_on_conflict(binds, conflict, do_update)}"  # noqa: S608
+    return f"INSERT INTO {quote(table.name)} ({names}) VALUES ({values}){_on_conflict(binds, conflict, do_update)}"  # noqa: S608
 
 
 @cache
@@ -215,19 +215,19 @@ def _pg_sql(
     def value(c: str) -> str:
         col_type = table.c[c].type
         if isinstance(col_type, UTCDateTime):
-            return f"(v.{_q(c)} AT TIME ZONE 'UTC')"
-        return f"COALESCE(v.{_q(c)}, 'null'::JSONB)" if isinstance(col_type, JSON) else f"v.{_q(c)}"
+            return f"(v.{quote(c)} AT TIME ZONE 'UTC')"
+        return f"COALESCE(v.{quote(c)}, 'null'::JSONB)" if isinstance(col_type, JSON) else f"v.{quote(c)}"
 
-    record = ", ".join(f"{_q(c)} {record_type(c)}" for c in binds)
+    record = ", ".join(f"{quote(c)} {record_type(c)}" for c in binds)
     rows = f"jsonb_to_recordset(${param}::JSONB) AS v({record})"
     if key:
-        sets = ", ".join(f"{_q(c)} = {value(c)}" for c in binds if c not in key)
-        where = " AND ".join(f"{_q(table.name)}.{_q(c)} = {value(c)}" for c in key)
-        return f"UPDATE {_q(table.name)} SET {sets} FROM {rows} WHERE {where}"  # noqa: S608 (names checked)
-    names = ", ".join(map(_q, binds))
+        sets = ", ".join(f"{quote(c)} = {value(c)}" for c in binds if c not in key)
+        where = " AND ".join(f"{quote(table.name)}.{quote(c)} = {value(c)}" for c in key)
+        return f"UPDATE {quote(table.name)} SET {sets} FROM {rows} WHERE {where}"  # noqa: S608 (names checked)
+    names = ", ".join(map(quote, binds))
     selected = ", ".join(map(value, binds))
     return (
-        f"INSERT INTO {_q(table.name)} ({names}) SELECT {selected} FROM {rows}"  # noqa: S608 (names checked)
+        f"INSERT INTO {quote(table.name)} ({names}) SELECT {selected} FROM {rows}"  # noqa: S608 (names checked)
         + _on_conflict(binds, conflict, do_update)
     )
 
@@ -331,11 +331,11 @@ async def insert_returning(
     the event loop per commit on SQLite, against 25 us per row here."""
     if not rows:
         return []
-    _check_columns(table, returning)
+    check_columns(table, returning)
     dialect = session.get_bind().dialect.name
     conflict = tuple(on_conflict_do_nothing)
     shape = _shape(dialect, table, tuple(rows[0]), (), conflict, False)
-    sql = f"{shape.sql} RETURNING {', '.join(map(_q, returning))}"
+    sql = f"{shape.sql} RETURNING {', '.join(map(quote, returning))}"
     if dialect == "postgresql":
         connection = await session.connection()
         return [tuple(r) for r in (await connection.exec_driver_sql(sql, (_pg_rows(shape, rows),))).all()]
@@ -391,131 +391,3 @@ async def delete_oldest(
     table = column.table
     oldest = select(table.c.id).where(column < before).order_by(table.c.id).limit(limit)
     return (await session.scalars(delete(table).where(table.c.id.in_(oldest)).returning(table.c.id))).all()
-
-
-def _as_utc(value: datetime) -> datetime:
-    """`value.replace(tzinfo=UTC)` for a naive UTC `value`, in a tenth of its time (46 ns instead of
-    500 ns on CPython 3.11, whose `replace` parses keywords): exact, since datetime arithmetic is in
-    whole microseconds. Three per alert read, for every alert of every payload."""
-    return _UTC_EPOCH + (value - _NAIVE_EPOCH) if value.tzinfo is None else value.replace(tzinfo=UTC)
-
-
-def _from_sqlite_datetime(value: str | None) -> datetime | None:
-    return None if value is None else _as_utc(datetime.fromisoformat(value))
-
-
-def _from_pg_datetime(value: datetime | None) -> datetime | None:
-    return None if value is None else _as_utc(value)
-
-
-def _from_json_text(value: str | None) -> Any:
-    return None if value is None else orjson.loads(value)
-
-
-@dataclass(frozen=True, slots=True)
-class _Read:
-    sql: str
-    # (position, converter of the whole column) of the columns that need one
-    converters: tuple[tuple[int, Callable[[Iterable[Any]], Iterable[Any]]], ...]
-
-
-@cache
-def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: bool) -> _Read:
-    _check_columns(table, (*columns, key))
-    converters: list[tuple[int, Callable[[Iterable[Any]], Iterable[Any]]]] = []
-    for i, name in enumerate(columns):
-        col_type = table.c[name].type
-        if isinstance(col_type, UTCDateTime) and dialect == "sqlite":  # text, parsed once per distinct value
-            converters.append((i, partial(_each_distinct_once, _from_sqlite_datetime)))
-        elif isinstance(col_type, UTCDateTime):  # a driver datetime: arithmetic cheaper than a lookup
-            converters.append((i, partial(map, _from_pg_datetime)))
-        elif isinstance(col_type, JSON):
-            converters.append((i, partial(map, _from_json_text)))
-    # JSON is read as text on PostgreSQL too, and decoded as on SQLite: the driver's codec would go
-    # through the engine's deserializer, which interns every short value for the engine's long-lived
-    # labels (`db.json_loads`), work wasted on states that are compared and dropped (2.8 us per alert).
-    names = ", ".join(
-        f"{_q(c)}::TEXT" if dialect == "postgresql" and isinstance(table.c[c].type, JSON) else _q(c) for c in columns
-    )
-    if dialect == "sqlite":  # one parameter, a JSON array, however many keys (SQLite has no row locks)
-        where = f"{_q(key)} IN (SELECT value FROM json_each(?))"  # noqa: S608 (names checked above)
-    elif dialect == "postgresql":
-        # One array parameter, not one per key: a prepared `IN ($1, ..., $100)` gets a generic plan that
-        # compares every row with every key, which grew to 20 ms per payload on a fresh, unanalysed table.
-        where = f"{_q(key)} = ANY($1::{table.c[key].type.compile(dialect=_PG)}[])"
-    else:
-        raise RuntimeError(f"unsupported database dialect {dialect!r}")
-    sql = f"SELECT {names} FROM {_q(table.name)} WHERE {where} ORDER BY {_q(key)}"  # noqa: S608 (names checked)
-    if lock and dialect == "postgresql":
-        sql += " FOR UPDATE"
-    return _Read(sql, tuple(converters))
-
-
-async def select_in(
-    session: AsyncSession,
-    table: Table,
-    columns: Sequence[str],
-    *,
-    key: str,
-    values: Sequence[Any],
-    lock: bool = False,
-) -> list[tuple[Any, ...]]:
-    """`columns` of the rows of `table` whose `key` is one of `values`, in `key` order; with `lock`,
-    row-locked on PostgreSQL (in that order) until the transaction ends."""
-    if not values:
-        return []
-    dialect = session.get_bind().dialect.name
-    read = _read(dialect, table, tuple(columns), key, lock)
-    if dialect == "sqlite":
-        found = await _sqlite(session, read.sql, (json_dumps(list(values)),))
-    else:
-        connection = await session.connection()
-        found = (await connection.exec_driver_sql(read.sql, (list(values),))).all()
-    return _converted(read, found)
-
-
-def select_in_now(
-    connection: sqlite3.Connection, table: Table, columns: Sequence[str], *, key: str, values: Sequence[Any]
-) -> list[tuple[Any, ...]]:
-    """`select_in` on SQLite, run on the calling thread with a plain `sqlite3` connection (the event
-    loop's own: `Database.read_now`), in no given order; a driver error is raised as the driver raises it.
-
-    The rows come back as one JSON document, in one step of the statement: Python's `sqlite3` lets the
-    interpreter go around every step and must take it back after each, and while another thread runs
-    Python (the engine's evaluation, during a pass) each taking back waits for that thread's switch
-    interval. Row by row, a read of 100 states took 100-250 ms during a storm's pass."""
-    if not values:
-        return []
-    read = _read_now(table, tuple(columns), key)
-    (document,) = connection.execute(read.sql, (json_dumps(list(values)),)).fetchone()
-    return _converted(read, orjson.loads(document))
-
-
-@cache
-def _read_now(table: Table, columns: tuple[str, ...], key: str) -> _Read:
-    """`_read`'s converters, with a statement of its own: one row, the JSON array of the rows' arrays."""
-    read = _read("sqlite", table, columns, key, False)  # checks the names, too
-    names = ", ".join(map(_q, columns))
-    where = f"{_q(key)} IN (SELECT value FROM json_each(?))"  # noqa: S608 (names checked)
-    sql = f"SELECT json_group_array(json_array({names})) FROM {_q(table.name)} WHERE {where}"  # noqa: S608
-    return _Read(sql, read.converters)
-
-
-async def select_in_driver(
-    connection: Any, table: Table, columns: Sequence[str], *, key: str, values: Sequence[Any]
-) -> list[tuple[Any, ...]]:
-    """`select_in` on PostgreSQL, on the driver's own connection (`Database.read_driver`), without a lock."""
-    if not values:
-        return []
-    read = _read("postgresql", table, tuple(columns), key, False)
-    return _converted(read, await connection.fetch(read.sql, list(values)))
-
-
-def _converted(read: _Read, found: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
-    if not found:
-        return []
-    # Converted column by column: each converter runs over its column in C (map), or once per distinct value.
-    by_column: list[Iterable[Any]] = list(zip(*found, strict=True))
-    for i, convert in read.converters:
-        by_column[i] = convert(by_column[i])
-    return list(zip(*by_column, strict=True))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from alertrouter.store import Database, bulk
+from alertrouter.store import Database, bulk, keyed
 from alertrouter.store.alerts import _STATE_COLUMNS as STATE_COLUMNS
 from alertrouter.store.alerts import load_states, load_states_now
 from alertrouter.store.handles import alerts_t
@@ -163,7 +163,7 @@ async def test_the_states_come_back_in_one_step_of_the_statement(tmp_path: Path)
     try:
         reader = db.read_now()
         assert reader is not None
-        read = bulk._read_now(alerts_t, STATE_COLUMNS, "fingerprint")
+        read = keyed._read_now(alerts_t, STATE_COLUMNS, "fingerprint")
         assert len(reader.execute(read.sql, (json.dumps(fps),)).fetchall()) == 1
         async with db.read_single() as session:
             expected = await load_states(session, fps, lock=False)
