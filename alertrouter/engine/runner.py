@@ -328,6 +328,9 @@ class EngineRunner:
         ):
             return None
         self._escalator.committed(self._escalated)
+        # Stored now: not held until the next pass that writes (a chain started on every incident of a
+        # fleet is a trail event per alert: 8 MiB at 108,000 live alerts, held by an idle engine).
+        self._escalated = EscalationWork()
         self._book.written(rewritten, [state.key for state in written], now)
         if result.intents and self._on_intents is not None:
             self._on_intents()  # committed: the delivery loop can take them now, while decisions are written

@@ -112,6 +112,7 @@ async def test_unacknowledged_critical_incident_escalates_step_by_step(db: Datab
     await fire(db, clock)
     await run_for(runner, clock, 1 * M)
     assert await sent(db) == [("first", "first")]
+    assert runner._escalated.events == [], "a chain's trail events are let go once stored"
     first_at = (await chain(db)).started_at
     await run_for(runner, clock, first_at + 10 * M - 2 * S - clock.now, every=S)
     assert await escalated(db) == []  # not before its time
