@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import ChainMap, Counter, deque
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -156,9 +156,10 @@ async def _save(session: AsyncSession, rows: Sequence[dict[str, Any]], events: S
     await insert_events(session, events)
 
 
-def folds(decided: Collection[str]) -> bool:
+def folds(decided: Sized) -> bool:
     """Whether a pass that decided these alerts may write their changed decisions in its own transaction
-    (`fold_decisions`): else they are worked out after it and wait to be written (`PendingDecisions`)."""
+    (`fold_decisions`): else they are worked out after it and wait to be written (`PendingDecisions`).
+    The same bound for the trail events of its escalations (`PendingDecisions.add_trail`)."""
     return len(decided) <= DECISION_CHUNK
 
 
@@ -202,15 +203,19 @@ class PendingDecisions:
     So `drain` stops between chunks when asked to (a newly firing alert is waiting), and the passes in
     between see these decisions as if written (`previous`). Of an alert's rows only the newest is
     written, and none once a later pass has written its own (`supersede`); every trail event is (the
-    trail is history, read by time)."""
+    trail is history, read by time). Trail events of no decision (an escalation chain's, one per alert
+    of a storm's incident) wait here too when a pass has more than a chunk of them (`add_trail`),
+    written after the decisions, a chunk per transaction; a failure of the store loses them (the chain
+    itself is stored with the pass, its history included)."""
 
     def __init__(self) -> None:
         self._waiting: deque[_Waiting] = deque()
         self._latest: dict[str, _Waiting] = {}  # fingerprint -> its newest row waiting: the one to write
         self._stored: dict[str, Previous] = {}  # fingerprint -> that row's decision
+        self._trail: deque[dict[str, Any]] = deque()  # trail events of no decision, written after them
 
     def __len__(self) -> int:
-        return len(self._waiting)
+        return len(self._waiting) + len(self._trail)
 
     def previous(self, written: dict[str, Previous]) -> Mapping[str, Previous]:
         """Each alert's decision as it will be stored: the one waiting here, else `written`'s."""
@@ -225,6 +230,10 @@ class PendingDecisions:
             self._waiting.append(waiting)
             self._latest[fp] = waiting
             self._stored[fp] = waiting.stored
+
+    def add_trail(self, events: Iterable[dict[str, Any]]) -> None:
+        """Trail events of no decision (an escalation's), to be written after everything waiting."""
+        self._trail.extend(events)
 
     def supersede(self, fingerprints: Iterable[str]) -> None:
         """Alerts whose newer decision a pass has written itself: none of their waiting rows is written."""
@@ -252,8 +261,26 @@ class PendingDecisions:
                             raise
                         bad[waiting.fingerprint] = describe(row_exc)
                         self._written(waiting)
+        while self._trail and not self._waiting and not until():
+            await self._save_trail(db, [self._trail.popleft() for _ in range(min(DECISION_CHUNK, len(self._trail)))])
         if bad:
             raise Poisoned(bad)
+
+    async def _save_trail(self, db: Database, events: Sequence[dict[str, Any]]) -> None:
+        """A chunk of trail events in one transaction. One the store refuses on its values is written event
+        by event, and an event refused alone is dropped with a warning: it decides nothing."""
+        try:
+            async with db.write() as session:
+                await insert_events(session, events)
+                await session.commit()
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            if len(events) == 1:
+                log.warning("trail event of %s dropped: %s", events[0]["fingerprint"], describe(exc))
+                return
+            for event in events:
+                await self._save_trail(db, [event])
 
     async def _save(self, db: Database, chunk: Sequence[_Waiting], remember: Remember) -> None:
         newest = [w for w in chunk if self._latest.get(w.fingerprint) is w]

@@ -328,8 +328,10 @@ class EngineRunner:
         ):
             return None
         self._escalator.committed(self._escalated)
-        # Stored now: not held until the next pass that writes (a chain started on every incident of a
-        # fleet is a trail event per alert: 8 MiB at 108,000 live alerts, held by an idle engine).
+        # A chain started or stepped on a storm's incident is a trail event per alert: in the pass's
+        # transaction they held the SQLite write lock, and the webhooks behind it, as a storm's decisions
+        # did. Not held either until the next pass that writes (8 MiB at 108,000 live alerts).
+        self._pending.add_trail(self._escalated.events)
         self._escalated = EscalationWork()
         self._book.written(rewritten, [state.key for state in written], now)
         if result.intents and self._on_intents is not None:
@@ -457,7 +459,9 @@ class EngineRunner:
         alerts_of = alerts_index(self._evaluator.alerts_of, self._live.alerts)
         self._escalated = await self._escalator.work(session, result, after, now, alerts_of)
         result.intents.extend(self._escalated.intents)
-        await write_events(session, self._escalated)
+        if folds(self._escalated.events):  # else written after the commit, as a storm's decisions are
+            await write_events(session, self._escalated)
+            self._escalated.events = []
         await store.insert_intents(session, result.intents, now)
         self._folded = changes is not None and await fold_decisions(session, changes)
 

@@ -230,6 +230,38 @@ async def test_waiting_decisions_write_each_alerts_newest_row_and_every_trail_ev
     assert pending.previous(written) is written
 
 
+async def test_trail_events_of_no_decision_wait_behind_the_decisions_and_one_refused_is_dropped_alone(
+    db: Database, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An escalation's trail events (`add_trail`) are written after the decisions waiting, a chunk per
+    transaction; an event the store refuses on its values is dropped with a warning, not its chunk."""
+    clock = Clock()
+    batch = parse_webhook(webhook(dcgm(7, 0), dcgm(7, 1), dcgm(7, 2))).batch
+    await Ingestor(db, TouchBuffer(), clock=clock).ingest(batch)
+    a, b, c = (alert.fingerprint for alert in batch.alerts)
+    pending = decisions_module.PendingDecisions()
+    pending.add(_changes({a: Decision.NOTIFY}, clock.now))
+
+    def event(fp: str, kind: str | None = "escalation") -> dict[str, Any]:
+        at = clock.now
+        return {"fingerprint": fp, "kind": kind, "at": at, "episode_starts_at": at, "raw_event_id": None, "detail": {}}
+
+    pending.add_trail([event(a), event(b, kind=None), event(c)])  # kind is NOT NULL: refused
+    assert len(pending) == 4
+    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 3)
+    asked = iter([False, True])
+    await pending.drain(db, {}.update, until=lambda: next(asked))  # the decision, then a new alert waits
+    assert len(pending) == 3, "the trail waits behind a pass that came first"
+    with caplog.at_level("WARNING", logger="alertrouter.engine.decisions"):
+        await pending.drain(db, {}.update)
+    assert len(pending) == 0
+    async with db.read() as s:
+        kinds = (await s.execute(select(AlertEventRow.fingerprint, AlertEventRow.kind))).all()
+    assert sorted(fp for fp, kind in kinds if kind == "escalation") == sorted([a, c])
+    (dropped,) = [r.getMessage() for r in caplog.records if r.name == "alertrouter.engine.decisions"]
+    assert dropped.startswith(f"trail event of {b} dropped: "), dropped
+
+
 async def test_decisions_left_waiting_are_written_at_shutdown(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     """Shut down while a storm's decisions wait behind a newly firing alert's pass: they are written
     before the lease is given up (the new alert is the next leader's)."""

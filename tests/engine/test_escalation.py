@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+import alertrouter.engine.decisions as decisions_module
+import alertrouter.engine.runner as runner_module
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
@@ -22,7 +24,7 @@ from alertrouter.ruleset.build import compile_rules
 from alertrouter.store import Database, actions, escalations
 from alertrouter.store.tables import AlertEventRow, EscalationRow, IncidentRow, OutboxRow
 from support.passes import Clock, rows, run_for
-from support.scenario import node_down_labels
+from support.scenario import gpu_labels, node_down_labels
 
 S = timedelta(seconds=1)
 M = timedelta(minutes=1)
@@ -335,3 +337,55 @@ async def test_a_step_the_store_shows_taken_is_not_taken_again(db: Database, pip
     assert await escalated(db) == []
     await run_for(runner, clock, 11 * M, every=30 * S)
     assert await escalated(db) == ["lead"]
+
+
+GPU_RULES = (
+    RULES
+    + """
+aggregation:
+  - {name: gpu-by-node, matchers: ['gpu!=""'], group_by: [alertname, node], group_wait: 30s}
+"""
+)
+
+
+@pytest.mark.parametrize("chunk", [3, None])
+async def test_a_chains_trail_events_beyond_a_chunk_are_written_after_the_pass(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int | None
+) -> None:
+    """A chain started on an incident of many alerts (a storm's thousands) is a trail event per alert:
+    up to a chunk of them go in the pass's transaction, more are written after it, a chunk per
+    transaction, as a storm's decisions are (they held the SQLite write lock, and every webhook, in it)."""
+    if chunk is not None:
+        monkeypatch.setattr(decisions_module, "DECISION_CHUNK", chunk)
+    in_pass: list[int] = []
+    write_events = runner_module.write_events
+
+    async def recorded(session, done):  # type: ignore[no-untyped-def]
+        in_pass.append(len(done.events))
+        await write_events(session, done)
+
+    monkeypatch.setattr(runner_module, "write_events", recorded)
+    (tmp_path / "rules.yml").write_text(GPU_RULES)
+    clock = Clock()
+    runner = EngineRunner(db, compile_rules(load_ruleset(tmp_path, {})), clock=clock)
+    alerts = [gpu_labels("gpu-node-07", g, severity="critical") for g in range(8)]
+    body = {
+        "version": "4",
+        "status": "firing",
+        "receiver": "ar",
+        "groupKey": "g",
+        "alerts": [
+            {"status": "firing", "labels": labels, "annotations": {}, "startsAt": "2026-11-21T07:59:00Z"}
+            for labels in alerts
+        ],
+    }
+    await Ingestor(db, TouchBuffer(), clock=clock).ingest(parse_webhook(json.dumps(body).encode()).batch)
+    await run_for(runner, clock, 1 * M)
+    assert (await chain(db)).policy == "critical-unacked"
+    trail = [e for e in await rows(db, AlertEventRow) if e.kind == "escalation"]
+    assert sorted(e.fingerprint for e in trail) == sorted({e.fingerprint for e in trail}), "one per alert"
+    assert len(trail) == len(alerts)
+    assert {e.detail["event"] for e in trail} == {"started"}
+    written_with_the_pass = max(in_pass)
+    assert written_with_the_pass == (0 if chunk is not None else len(alerts))
+    assert len(runner._pending) == 0
