@@ -24,7 +24,7 @@ from alertrouter.ruleset.build import compile_rules
 from alertrouter.store import Database, actions, escalations
 from alertrouter.store.tables import AlertEventRow, EscalationRow, IncidentRow, OutboxRow
 from support.passes import Clock, rows, run_for
-from support.scenario import gpu_labels, node_down_labels
+from support.scenario import dcgm_labels, node_down_labels
 
 S = timedelta(seconds=1)
 M = timedelta(minutes=1)
@@ -368,7 +368,8 @@ async def test_a_chains_trail_events_beyond_a_chunk_are_written_after_the_pass(
     (tmp_path / "rules.yml").write_text(GPU_RULES)
     clock = Clock()
     runner = EngineRunner(db, compile_rules(load_ruleset(tmp_path, {})), clock=clock)
-    alerts = [gpu_labels("gpu-node-07", g, severity="critical") for g in range(8)]
+    # bare-metal dcgm-exporter, as Prometheus sends it: scraped by IP, the node only in `Hostname`
+    alerts = [dcgm_labels("10.0.7.7", "gpu-node-07", g, alertname="GPUHighTemp") for g in range(8)]
     body = {
         "version": "4",
         "status": "firing",

@@ -23,7 +23,7 @@ from alertrouter.store import Database
 from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, NotifyStateRow, OutboxRow
 from support.counting import Commits
 from support.passes import Clock, Passes, rows, run_for
-from support.scenario import gpu_labels, node_down_labels, shipped_pipeline
+from support.scenario import dcgm_labels, gpu_labels, node_down_labels, shipped_pipeline
 
 S = timedelta(seconds=1)
 
@@ -207,7 +207,8 @@ async def test_a_pass_evaluates_in_a_worker_thread_that_lets_the_event_loop_in(
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    await ingestor.ingest(parse_webhook(webhook([gpu_labels("gpu-node-07", g) for g in range(8)])).batch)
+    fleet = [dcgm_labels("10.0.7.7", "gpu-node-07", g, alertname="GPUHighTemp") for g in range(8)]
+    await ingestor.ingest(parse_webhook(webhook(fleet)).batch)
     assert await runner.run_once() is not None
     assert len(callers) >= 8, "called before each alert, at least"
     assert threading.get_ident() not in callers, "never on the event loop's thread, which must not sleep"
