@@ -9,17 +9,13 @@ incident and receiver (`telling`).
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
 
-from alertrouter.model import AlertView, IncidentKind
-from alertrouter.pipeline.aggregate import IncidentSummary, common_labels, rollup_key, summarize_incident
+from alertrouter.model import IncidentKind
 from alertrouter.pipeline.incident import (
-    IncidentGroup,
     NodeIncident,
     merge_moved,
     next_incident_state,
@@ -30,7 +26,7 @@ from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence, Silencer
-from alertrouter.pipeline.stale import Reason, staleness
+from alertrouter.pipeline.sorting import earliest, sort_incident
 from alertrouter.pipeline.storms import Storms, ending_state, storm_state
 from alertrouter.pipeline.telling import Teller, with_mutes
 from alertrouter.pipeline.timeinterval import IntervalMute
@@ -43,20 +39,13 @@ from alertrouter.pipeline.types import (
     LiveAlert,
 )
 from alertrouter.pipeline.views import AlertViews
+from alertrouter.pipeline.wakeups import Wakeups
 
 __all__ = ["Evaluator"]
 
 
-# Decisions made before inhibition and silences are looked at (`pipeline.stale`).
-_UNSORTED = (Decision.STALE, Decision.RESOLVING)
-
-
 def _nothing() -> None:
     pass
-
-
-def _earliest(*times: datetime | None) -> datetime | None:
-    return min((t for t in times if t is not None), default=None)
 
 
 class Evaluator:
@@ -99,8 +88,7 @@ class Evaluator:
         self._counts: Counter[str] = Counter()
         self._states: dict[str, IncidentState] = {}
         self._seen: dict[str, IncidentRecord] = {}  # the records the last pass was given
-        self._wakes: dict[str, datetime] = {}  # incident key -> when it asked to be evaluated again
-        self._wake_heap: list[tuple[datetime, str]] = []
+        self._wakeups = Wakeups()  # incident key -> when it asked to be evaluated again
         self._silences_active: frozenset[Silence] = frozenset()
         self._interval_change: datetime | None = None
         self._evaluated_once = False
@@ -210,7 +198,7 @@ class Evaluator:
             self._silences_active = active
         dirty.update(views.placements[fp].key for fp in touched if fp in views.placements)
         storms, retold, new_records = self._records_changed(incidents, records_changed)
-        due, result.deferred = self._due(now, None if full else due_max)
+        due, result.deferred = self._wakeups.due(now, None if full else due_max)
         # An incident sorted again only because its wake-up came (a hold-down ending, a repeat) keeps its
         # alerts' mutes: a change of an inhibition or a silence would have made it dirty above.
         woken = set() if full else {k for k in due if k in self._groups and k not in dirty}
@@ -259,11 +247,8 @@ class Evaluator:
             if wake is not None:
                 result.wake(wake)
         self._interval_change = interval_change
-        heap = self._wake_heap
-        while heap and self._wakes.get(heap[0][1]) != heap[0][0]:
-            heapq.heappop(heap)  # a wake-up asked for before the incident was evaluated again
-        if heap:
-            result.wake(heap[0][0])
+        if (wake := self._wakeups.earliest()) is not None:
+            result.wake(wake)
         self._remember(given, new_records if records_changed is not None else None)
         return result
 
@@ -314,31 +299,6 @@ class Evaluator:
         self._storms.reopened(key, node.ckey)
         return {node.ckey}
 
-    def _due(self, now: datetime, most: int | None = None) -> tuple[set[str], bool]:
-        """The incidents whose wake-up time has come, and False; or, when more than `most` have come,
-        none of them and True: they stay due, all for one later pass (half of a storm's hold-downs
-        ended and half not is a state no pass at any time would see)."""
-        heap = self._wake_heap
-        found: dict[str, datetime] = {}  # an incident's wake-up may be in the heap twice (set, cleared, set again)
-        while heap and heap[0][0] <= now:
-            at, key = heapq.heappop(heap)
-            if self._wakes.get(key) == at:  # else asked for before the incident was evaluated again
-                found[key] = at
-        if most is not None and len(found) > most:
-            for key, at in found.items():
-                heapq.heappush(heap, (at, key))
-            return set(), True
-        for key in found:
-            del self._wakes[key]
-        return set(found), False
-
-    def _set_wake(self, key: str, at: datetime | None) -> None:
-        if at is None:
-            self._wakes.pop(key, None)
-        elif self._wakes.get(key) != at:
-            self._wakes[key] = at
-            heapq.heappush(self._wake_heap, (at, key))
-
     def _set_decision(self, fp: str, decision: AlertDecision, result: EvalResult) -> None:
         old = self._decisions.get(fp)
         if old is not None:
@@ -354,8 +314,9 @@ class Evaluator:
 
     def _sort(self, key: str, silencer: Silencer, now: datetime, *, woken: bool = False) -> set[str]:
         """Sort a node incident's alerts into muted, held and counting (inhibition, silences, hold-down)
-        and describe it; returns the storms this may concern (the one it may roll up into, before and
-        now, and the one its record names as parent). `woken`: only its wake-up is why (`_mutes`)."""
+        and describe it (`pipeline.sorting`); returns the storms this may concern (the one it may roll up
+        into, before and now, and the one its record names as parent). `woken`: only its wake-up is why
+        (its alerts keep their mutes: `sort_incident`'s `kept`)."""
         storms: set[str] = set()
         old = self._groups.get(key)
         if old is not None and old.ckey is not None:
@@ -368,106 +329,17 @@ class Evaluator:
             if old is not None:  # its alerts are gone: so is the incident from what passes evaluate
                 del self._groups[key]
                 self._states.pop(key, None)
-                self._set_wake(key, None)
+                self._wakeups.wake_at(key, None)
                 self._storms.candidate(key, old.ckey, None, old.group.rule)
             return storms
-        rule = views.placements[next(iter(fps))].rule
-        group = IncidentGroup(key, rule)
-        decisions: dict[str, AlertDecision] = {}
-        hold_wake: datetime | None = None
-        stale_rule = self.pipeline.stale
-        for fp in sorted(fps):
-            view = views.views[fp]
-            group.alerts.append(view)
-            if stale_rule.enabled and not view.firing and (node := views.node_of(fp)) is not None:
-                readings = views.readings
-                neighbours = ((views.alerts[o], readings[o]) for o in views.by_node.get(node, ()))
-                stale = staleness(stale_rule, views.alerts[fp], readings.get(fp), neighbours, now)
-                if stale is not None:
-                    group.firing += 1
-                    group.stale.append(view)
-                    resolving = stale.reason == Reason.RESOLVING
-                    if not resolving:
-                        group.no_data += 1
-                        since = group.no_data_since
-                        group.no_data_since = stale.since if since is None else min(since, stale.since)
-                    decisions[fp] = AlertDecision(
-                        Decision.RESOLVING if resolving else Decision.STALE,
-                        key,
-                        stale_reason=stale.reason.value,
-                        stale_since=stale.since,
-                        stale_until=stale.until,
-                        stale_source=stale.source,
-                    )
-                    hold_wake = _earliest(hold_wake, stale.until)
-                    continue
-            muted, silence = self._mutes(view, key, old.decisions.get(fp) if woken and old else None, silencer, now)
-            if muted is not None:
-                group.muted += 1
-                decisions[fp] = muted
-            elif silence is not None:
-                group.muted += 1
-                group.silenced += 1
-                decisions[fp] = silence
-            if not view.firing:
-                if muted is None and silence is None:
-                    decisions[fp] = AlertDecision(Decision.RESOLVED, key)
-                continue
-            group.firing += 1
-            if muted is not None or silence is not None:
-                continue
-            hold = views.placements[fp].hold_down
-            if hold and view.first_seen is not None and now < view.first_seen + hold:
-                until = view.first_seen + hold
-                group.held.append(view)
-                group.held_until = until if group.held_until is None else max(group.held_until, until)
-                decisions[fp] = AlertDecision(Decision.HELD, key, held_until=until)
-                hold_wake = until if hold_wake is None else min(hold_wake, until)
-                continue
-            group.eligible.append(view)
-        # Stale alerts open nothing: a storm they are in stays (its members still fire) but none starts from them.
-        opening_views = group.eligible + group.held
-        summary = self._summary(group)
-        opening: IncidentSummary | None = None
-        ckey: str | None = None
-        if rule.rollup is not None and opening_views:
-            if group.held:
-                p = self.pipeline
-                opening = summarize_incident(
-                    rule, key, opening_views, severity_label=p.severity_label, severities=p.severities
-                )
-            else:  # what opens it is what counts: the summary's alerts, in the same order
-                opening = summary
-            ckey = rollup_key(rule, opening_views[0].labels)
-        first = min((v.first_seen for v in opening_views if v.first_seen), default=None)
-        # The summary describes every alert (in the same order) unless some are muted, held or resolved.
-        all_described = summary.alerts == len(group.alerts)
-        shared = summary.common_labels if all_described else common_labels(a.labels for a in group.alerts)
-        self._groups[key] = NodeIncident(group, summary, opening, ckey, first, hold_wake, decisions, shared)
-        self._storms.candidate(key, old.ckey if old is not None else None, ckey, rule)
+        kept = old.decisions if woken and old is not None else None
+        node = sort_incident(key, fps, views, self.pipeline, self._inhibitor, silencer, now, kept=kept)
+        self._groups[key] = node
+        ckey = node.ckey
+        self._storms.candidate(key, old.ckey if old is not None else None, ckey, node.group.rule)
         if ckey is not None:
             storms.add(ckey)
         return storms
-
-    def _mutes(
-        self, view: AlertView, key: str, kept: AlertDecision | None, silencer: Silencer, now: datetime
-    ) -> tuple[AlertDecision | None, AlertDecision | None]:
-        """An alert's inhibition, else its silence, as decisions (or None). `kept`: its decision of the
-        last sort, when only the incident's wake-up has come since; what muted it then (or nothing)
-        still does, unless it was stale then, when no mute was looked for."""
-        if kept is not None and kept.decision not in _UNSORTED:
-            if kept.decision is Decision.INHIBITED:
-                return kept, None
-            return None, (kept if kept.decision is Decision.SILENCED else None)
-        muted = self._inhibitor.mutes(view)
-        if muted is not None:
-            decision = AlertDecision(
-                Decision.INHIBITED, key, inhibited_by=muted.source_fingerprint, inhibit_rule=muted.rule
-            )
-            return decision, None
-        # After inhibition, as Alertmanager: an inhibited alert is reported as inhibited, not silenced.
-        silence = silencer.mutes(view.labels, now) if silencer else None
-        return None, (None if silence is None else AlertDecision(Decision.SILENCED, key, silenced_by=silence.id))
 
     def _storm(self, ckey: str, incidents: Mapping[str, IncidentRecord], now: datetime, result: EvalResult) -> None:
         """Evaluate storm `ckey` as its membership was left: rolling up, ending, or not (any more) one."""
@@ -482,7 +354,7 @@ class Evaluator:
             result.evaluated.add(ckey)
             routes = self._teller.routes(state.labels, state.severity)
             _, earliest = self._teller.notify(state, rule, routes, firing, None, record, now, result, quiet=False)
-            self._set_wake(ckey, earliest)
+            self._wakeups.wake_at(ckey, earliest)
             mutes = self._teller.mutes(routes, now)
             nodes = tally.member_nodes() if mutes or ckey in self._muting_storms else []
             self._storm_mutes(ckey, nodes, mutes, tuple(r.receiver for r in routes), result)
@@ -500,10 +372,10 @@ class Evaluator:
                 _, earliest = self._teller.notify(
                     state, gone_rule, routes, frozenset(), None, record, now, result, quiet=still
                 )
-            self._set_wake(ckey, earliest)
+            self._wakeups.wake_at(ckey, earliest)
         else:
             self._states.pop(ckey, None)
-            self._set_wake(ckey, None)
+            self._wakeups.wake_at(ckey, None)
             self._storm_mutes(ckey, [], {}, (), result)
 
     def _storm_mutes(
@@ -581,16 +453,4 @@ class Evaluator:
                 node.decisions[view.fingerprint] = decision
         for fp, decision in node.decisions.items():
             self._set_decision(fp, decision, result)
-        self._set_wake(group.key, _earliest(node.hold_wake, next_send))
-
-    def _summary(self, group: IncidentGroup) -> IncidentSummary:
-        """Counts come from the alerts that count (firing, not muted, not held); an incident with none of
-        those (resolved, or all muted) is still described by all of its alerts, but reports nothing firing."""
-        p = self.pipeline
-        described = group.eligible or group.held or group.stale or group.alerts
-        summary = summarize_incident(
-            group.rule, group.key, described, severity_label=p.severity_label, severities=p.severities
-        )
-        if described is not group.eligible:
-            summary = replace(summary, firing=frozenset())
-        return summary
+        self._wakeups.wake_at(group.key, earliest(node.hold_wake, next_send))

@@ -1,0 +1,154 @@
+"""Sorting one node incident's alerts into muted (inhibited, silenced), held (hold-down), stale or
+resolving, and counting, and what the incident then says of them (`NodeIncident`). Pure: the alerts,
+the mutes and the clock are handed in; what the evaluator keeps between passes is its own business."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import replace
+from datetime import datetime
+
+from alertrouter.model import AlertView
+from alertrouter.pipeline.aggregate import IncidentSummary, common_labels, rollup_key, summarize_incident
+from alertrouter.pipeline.incident import IncidentGroup, NodeIncident
+from alertrouter.pipeline.inhibit import Inhibitor
+from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.pipeline.silence import Silencer
+from alertrouter.pipeline.stale import Reason, staleness
+from alertrouter.pipeline.types import AlertDecision, Decision
+from alertrouter.pipeline.views import AlertViews
+
+__all__ = ["earliest", "sort_incident"]
+
+
+# Decisions made before inhibition and silences are looked at (`pipeline.stale`).
+_UNSORTED = (Decision.STALE, Decision.RESOLVING)
+
+
+def earliest(*times: datetime | None) -> datetime | None:
+    return min((t for t in times if t is not None), default=None)
+
+
+def sort_incident(
+    key: str,
+    fps: Collection[str],
+    views: AlertViews,
+    pipeline: CompiledRules,
+    inhibitor: Inhibitor,
+    silencer: Silencer,
+    now: datetime,
+    *,
+    kept: Mapping[str, AlertDecision] | None = None,
+) -> NodeIncident:
+    """Node incident `key` of the alerts `fps` (its members in `views`, at least one): each alert's
+    decision before routing, the incident's summary, and what a storm would count of it. `kept`: the
+    decisions of its last sort, when only the incident's wake-up has come since (what muted an alert
+    then still does: a change of an inhibition or a silence would have made it sorted afresh)."""
+    rule = views.placements[next(iter(fps))].rule
+    group = IncidentGroup(key, rule)
+    decisions: dict[str, AlertDecision] = {}
+    hold_wake: datetime | None = None
+    stale_rule = pipeline.stale
+    for fp in sorted(fps):
+        view = views.views[fp]
+        group.alerts.append(view)
+        if stale_rule.enabled and not view.firing and (node := views.node_of(fp)) is not None:
+            readings = views.readings
+            neighbours = ((views.alerts[o], readings[o]) for o in views.by_node.get(node, ()))
+            stale = staleness(stale_rule, views.alerts[fp], readings.get(fp), neighbours, now)
+            if stale is not None:
+                group.firing += 1
+                group.stale.append(view)
+                resolving = stale.reason == Reason.RESOLVING
+                if not resolving:
+                    group.no_data += 1
+                    since = group.no_data_since
+                    group.no_data_since = stale.since if since is None else min(since, stale.since)
+                decisions[fp] = AlertDecision(
+                    Decision.RESOLVING if resolving else Decision.STALE,
+                    key,
+                    stale_reason=stale.reason.value,
+                    stale_since=stale.since,
+                    stale_until=stale.until,
+                    stale_source=stale.source,
+                )
+                hold_wake = earliest(hold_wake, stale.until)
+                continue
+        muted, silence = _mutes(view, key, kept.get(fp) if kept else None, inhibitor, silencer, now)
+        if muted is not None:
+            group.muted += 1
+            decisions[fp] = muted
+        elif silence is not None:
+            group.muted += 1
+            group.silenced += 1
+            decisions[fp] = silence
+        if not view.firing:
+            if muted is None and silence is None:
+                decisions[fp] = AlertDecision(Decision.RESOLVED, key)
+            continue
+        group.firing += 1
+        if muted is not None or silence is not None:
+            continue
+        hold = views.placements[fp].hold_down
+        if hold and view.first_seen is not None and now < view.first_seen + hold:
+            until = view.first_seen + hold
+            group.held.append(view)
+            group.held_until = until if group.held_until is None else max(group.held_until, until)
+            decisions[fp] = AlertDecision(Decision.HELD, key, held_until=until)
+            hold_wake = until if hold_wake is None else min(hold_wake, until)
+            continue
+        group.eligible.append(view)
+    # Stale alerts open nothing: a storm they are in stays (its members still fire) but none starts from them.
+    opening_views = group.eligible + group.held
+    summary = _summary(group, pipeline)
+    opening: IncidentSummary | None = None
+    ckey: str | None = None
+    if rule.rollup is not None and opening_views:
+        if group.held:
+            opening = summarize_incident(
+                rule, key, opening_views, severity_label=pipeline.severity_label, severities=pipeline.severities
+            )
+        else:  # what opens it is what counts: the summary's alerts, in the same order
+            opening = summary
+        ckey = rollup_key(rule, opening_views[0].labels)
+    first = min((v.first_seen for v in opening_views if v.first_seen), default=None)
+    # The summary describes every alert (in the same order) unless some are muted, held or resolved.
+    all_described = summary.alerts == len(group.alerts)
+    shared = summary.common_labels if all_described else common_labels(a.labels for a in group.alerts)
+    return NodeIncident(group, summary, opening, ckey, first, hold_wake, decisions, shared)
+
+
+def _mutes(
+    view: AlertView,
+    key: str,
+    kept: AlertDecision | None,
+    inhibitor: Inhibitor,
+    silencer: Silencer,
+    now: datetime,
+) -> tuple[AlertDecision | None, AlertDecision | None]:
+    """An alert's inhibition, else its silence, as decisions (or None). `kept`: its decision of the
+    last sort, when only the incident's wake-up has come since; what muted it then (or nothing)
+    still does, unless it was stale then, when no mute was looked for."""
+    if kept is not None and kept.decision not in _UNSORTED:
+        if kept.decision is Decision.INHIBITED:
+            return kept, None
+        return None, (kept if kept.decision is Decision.SILENCED else None)
+    muted = inhibitor.mutes(view)
+    if muted is not None:
+        by, rule = muted.source_fingerprint, muted.rule
+        return AlertDecision(Decision.INHIBITED, key, inhibited_by=by, inhibit_rule=rule), None
+    # After inhibition, as Alertmanager: an inhibited alert is reported as inhibited, not silenced.
+    silence = silencer.mutes(view.labels, now) if silencer else None
+    return None, (None if silence is None else AlertDecision(Decision.SILENCED, key, silenced_by=silence.id))
+
+
+def _summary(group: IncidentGroup, pipeline: CompiledRules) -> IncidentSummary:
+    """Counts come from the alerts that count (firing, not muted, not held); an incident with none of
+    those (resolved, or all muted) is still described by all of its alerts, but reports nothing firing."""
+    described = group.eligible or group.held or group.stale or group.alerts
+    summary = summarize_incident(
+        group.rule, group.key, described, severity_label=pipeline.severity_label, severities=pipeline.severities
+    )
+    if described is not group.eligible:
+        summary = replace(summary, firing=frozenset())
+    return summary
