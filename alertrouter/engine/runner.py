@@ -30,6 +30,7 @@ from alertrouter.engine.decisions import (
     folds,
 )
 from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_index, write_events
+from alertrouter.engine.lease import EngineLease
 from alertrouter.engine.live import RECENT, LiveAlerts
 from alertrouter.engine.records import RecordBook
 from alertrouter.heap import freeze_held
@@ -51,7 +52,7 @@ from alertrouter.pipeline.types import (
     RecordsAfter,
     record_changes,
 )
-from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage, leases
+from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage
 from alertrouter.store import incidents as store
 from alertrouter.store import nodes as node_store
 from alertrouter.store.leases import new_holder
@@ -63,7 +64,6 @@ UNWRITTEN: tuple[type[Exception], ...] = (*STORE_ERRORS, Poisoned)
 
 log = logging.getLogger(__name__)
 
-LEASE = "engine"
 LOOP_NAME = "engine"  # its name in LoopHealth and the loop metrics
 STOP_GRACE = timedelta(seconds=10)
 QUARANTINE_ROUNDS = 5  # a pass is retried after quarantining at most this often, then fails as it may
@@ -122,8 +122,7 @@ class EngineRunner:
         self._clock = clock
         self._interval = interval
         self._cadence = Cadence(interval=interval.total_seconds(), min_gap=min_gap.total_seconds(), quiet=INGEST_QUIET)
-        self._lease_ttl = lease_ttl
-        self.holder = holder or new_holder()
+        self._lease = EngineLease(db, holder=holder or new_holder(), ttl=lease_ttl, metrics=metrics)
         # Passes run in a worker thread that lets the event loop in every 2 ms (`alertrouter.courtesy`).
         self._evaluator = Evaluator(pipeline, courtesy=Courtesy())
         # The live alerts and the incident records as stored, kept in step with what each pass reads and
@@ -140,17 +139,20 @@ class EngineRunner:
         self._folded = False  # the last pass's transaction wrote its changed decisions (`fold_decisions`)
         self._pending = PendingDecisions()  # a storm's changed decisions, written after its pass
         self._evaluated: bool | None = None  # the last `_pass` evaluated: whether it was a full one
-        self._leader = False
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
         self._stopping = False
         self._last: EvalResult | None = None
         self._force = False
-        self._lease_renewed: datetime | None = None
         self._task: asyncio.Task[None] | None = None
         self.wake_at: datetime | None = None
         # Seconds since this process's ingest last stored a payload (0 while it is storing one).
         self.ingest_quiet = ingest_quiet
+
+    @property
+    def holder(self) -> str:
+        """This replica's name in the engine lease."""
+        return self._lease.holder
 
     @property
     def passing(self) -> bool:
@@ -186,7 +188,7 @@ class EngineRunner:
         self._claims = Claims(self.pipeline.nodes.learned_ttl)
         self._discovered_seen = None
         self._last = None
-        self._lease_renewed = None
+        self._lease.doubt()
         self._evaluator = Evaluator(self.pipeline, courtesy=Courtesy())
         self._escalator.forget()
 
@@ -246,8 +248,7 @@ class EngineRunner:
         # Read and evaluate outside any write transaction (on SQLite that would stall ingest for the
         # whole pass); only the short final write takes the lease, and commits only while holding it.
         async with self._db.read() as session:
-            mine = self._lease_fresh(now)
-            if not mine and await leases.lease_held_by_other(session, name=LEASE, holder=self.holder, now=now):
+            if await self._lease.held_by_other(session, now):
                 self._lost()
                 return None
             try:
@@ -352,11 +353,7 @@ class EngineRunner:
                 self._metrics.stale.labels(reason=reason).inc(count)
         self._last = result
         self._force = False
-        if not self._leader:
-            log.info("engine lease taken by %s", self.holder)
-            self._leader = True
-            if self._metrics is not None:
-                self._metrics.engine_leader.set(1)
+        self._lease.taken()
         self.wake_at = result.wake_at
         self._cadence.due = result.deferred
         for due in (self._claims.expiry, self._escalator.wake_at):
@@ -364,13 +361,6 @@ class EngineRunner:
                 self.wake_at = due
         self._evaluated = full
         return result
-
-    def _lease_fresh(self, now: datetime) -> bool:
-        """This runner renewed the lease less than a third of its time ago: no other replica can hold it
-        (it runs out only at the end of that time), so a pass need not read it before its work. The
-        write at the end renews it with the same conditional update as ever, and commits only if held."""
-        renewed = self._lease_renewed
-        return self._leader and renewed is not None and timedelta(0) <= now - renewed < self._lease_ttl / 3
 
     async def _find_unreadable(self, exc: Exception, now: datetime) -> None:
         """After a read of the live alerts failed: raise `Poisoned` with the rows that cannot be read
@@ -392,33 +382,20 @@ class EngineRunner:
     async def _keep_lease(self, now: datetime) -> EvalResult | None:
         """An idle pass: renew the lease when it gets old, decide nothing."""
         assert self._last is not None
-        due = self._lease_renewed is None or now - self._lease_renewed >= self._lease_ttl / 3
-        if due and not await self._under_lease(now, None):
+        if self._lease.renewal_due(now) and not await self._under_lease(now, None):
             return None
         return EvalResult(decisions=self._last.decisions, incidents=self._last.incidents, wake_at=self._last.wake_at)
 
     async def _under_lease(self, now: datetime, work: Callable[[AsyncSession], Awaitable[None]] | None) -> bool:
-        """Take or renew the lease and do `work` in the same transaction; False (nothing written) if
-        another replica holds it."""
-        async with self._db.write() as session:
-            if not await leases.hold_lease(
-                session, name=LEASE, holder=self.holder, now=now, until=now + self._lease_ttl
-            ):
-                await session.rollback()
-                self._lost()
-                return False
-            if work is not None:
-                await work(session)
-            await session.commit()
-        self._lease_renewed = now
-        return True
+        """Take or renew the lease and do `work` in the same transaction; False (nothing written, and
+        everything held forgotten) if another replica holds it."""
+        if await self._lease.under(now, work):
+            return True
+        self._forget()
+        return False
 
     def _lost(self) -> None:
-        if self._leader:
-            log.info("engine lease lost to another replica")
-        self._leader = False
-        if self._metrics is not None:
-            self._metrics.engine_leader.set(0)
+        self._lease.lost()
         self._forget()
 
     def _decision_changes(self, result: EvalResult, now: datetime) -> DecisionChanges:
@@ -544,29 +521,14 @@ class EngineRunner:
             log.warning("engine pass still running at shutdown after %s; abandoned", STOP_GRACE)
         else:
             await self._write_pending()
-        await self._release()
+        await self._lease.release(self._clock())  # another replica takes over at its next pass
 
     async def _write_pending(self) -> None:
         """At shutdown, the decisions a newly firing alert's pass left waiting (else the next leader works
         them out again: they are derived, and only their trail events would be later)."""
-        if not self._pending or not self._leader:
+        if not self._pending or not self._lease.leader:
             return
         try:
             await self._pending.drain(self._db, self._live.written)
         except UNWRITTEN as exc:
             log.warning("decisions left unwritten at shutdown (the next pass writes them): %s", describe_error(exc))
-
-    async def _release(self) -> None:
-        """Give the lease up at shutdown, so that another replica takes over at its next pass (a
-        rolling update), not once the lease has run out; a failure here only means that wait."""
-        if not self._leader:
-            return
-        try:
-            async with self._db.write() as session:
-                await leases.release_lease(session, name=LEASE, holder=self.holder, now=self._clock())
-                await session.commit()
-        except STORE_ERRORS as exc:
-            log.warning("could not release the engine lease: %s", describe_error(exc))
-        self._leader = False
-        if self._metrics is not None:
-            self._metrics.engine_leader.set(0)
