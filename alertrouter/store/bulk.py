@@ -41,6 +41,7 @@ from alertrouter.store.tables import UTCDateTime
 __all__ = [
     "IN_LIST",
     "NAIVE_EPOCH",
+    "PG_DIALECT",
     "UTC_EPOCH",
     "check_columns",
     "delete_oldest",
@@ -54,7 +55,7 @@ __all__ = [
     "update",
 ]
 
-_PG = postgresql.dialect()  # type: ignore[no-untyped-call]
+PG_DIALECT = postgresql.dialect()  # type: ignore[no-untyped-call]  # compiles a column type's PostgreSQL name
 
 NAIVE_EPOCH = datetime(1970, 1, 1)  # the naive UTC the columns hold
 UTC_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -210,7 +211,7 @@ def _pg_sql(
         col_type = table.c[c].type
         if isinstance(col_type, UTCDateTime):
             return "TIMESTAMP WITH TIME ZONE"
-        return "JSONB" if isinstance(col_type, JSON) else col_type.compile(dialect=_PG)
+        return "JSONB" if isinstance(col_type, JSON) else col_type.compile(dialect=PG_DIALECT)
 
     def value(c: str) -> str:
         col_type = table.c[c].type

@@ -20,11 +20,11 @@ from typing import Any
 
 import orjson
 from sqlalchemy import JSON, Table
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.store.bulk import (
     NAIVE_EPOCH,
+    PG_DIALECT,
     UTC_EPOCH,
     check_columns,
     each_distinct_once,
@@ -35,8 +35,6 @@ from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
 __all__ = ["as_utc", "select_in", "select_in_driver", "select_in_now"]
-
-_PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
 
 def as_utc(value: datetime) -> datetime:
@@ -89,7 +87,7 @@ def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: 
     elif dialect == "postgresql":
         # One array parameter, not one per key: a prepared `IN ($1, ..., $100)` gets a generic plan that
         # compares every row with every key, which grew to 20 ms per payload on a fresh, unanalysed table.
-        where = f"{quote(key)} = ANY($1::{table.c[key].type.compile(dialect=_PG)}[])"
+        where = f"{quote(key)} = ANY($1::{table.c[key].type.compile(dialect=PG_DIALECT)}[])"
     else:
         raise RuntimeError(f"unsupported database dialect {dialect!r}")
     sql = f"SELECT {names} FROM {quote(table.name)} WHERE {where} ORDER BY {quote(key)}"  # noqa: S608 (names checked)
