@@ -69,18 +69,22 @@ def decision_changes(
     alerts: Mapping[str, LiveAlert],
     node_of: Callable[[str], str | None],
     rekeyed: Collection[str] = (),
+    courtesy: Callable[[], None] | None = None,
 ) -> DecisionChanges:
     """The decisions of `decided` (the alerts the pass worked out again) that differ from those stored
     (`previous`), as rows and trail events, remembered only once they have committed. The alerts of one
     decision object share its row detail and trail entry (read-only, as every stored detail is).
     `rekeyed`: alerts whose node a learned alias renamed, written even when their decision is the same
-    (the row's `node` and `incident_key` are what the console filters on)."""
+    (the row's `node` and `incident_key` are what the console filters on). `courtesy`: called before each
+    alert, when this runs in a worker thread (`alertrouter.courtesy`)."""
     changes = DecisionChanges()
     shared: dict[bytes, dict[str, Any]] = {}
     # The alerts that count in a node incident share one decision object (`Evaluator._incident`): its
     # stored form is worked out once, by identity (every object is held by `result` meanwhile).
     stored_of: dict[int, tuple[tuple[str, dict[str, Any]], dict[str, Any]]] = {}
     for fp in sorted(decided):
+        if courtesy is not None:
+            courtesy()
         decision = result.decisions.get(fp)
         if decision is None:  # decided, then gone within the pass
             continue

@@ -123,8 +123,10 @@ class EngineRunner:
         self._interval = interval
         self._cadence = Cadence(interval=interval.total_seconds(), min_gap=min_gap.total_seconds(), quiet=INGEST_QUIET)
         self._lease = EngineLease(db, holder=holder or new_holder(), ttl=lease_ttl, metrics=metrics)
-        # Passes run in a worker thread that lets the event loop in every 2 ms (`alertrouter.courtesy`).
-        self._evaluator = Evaluator(pipeline, courtesy=Courtesy())
+        # Passes run in a worker thread that lets the event loop in every 2 ms (`alertrouter.courtesy`), and so
+        # does working out a big pass's decision changes.
+        self._courtesy = Courtesy()
+        self._evaluator = Evaluator(pipeline, courtesy=self._courtesy)
         # The live alerts and the incident records as stored, kept in step with what each pass reads and
         # writes (engine/live.py, engine/records.py).
         self._live = LiveAlerts()
@@ -189,7 +191,7 @@ class EngineRunner:
         self._discovered_seen = None
         self._last = None
         self._lease.doubt()
-        self._evaluator = Evaluator(self.pipeline, courtesy=Courtesy())
+        self._evaluator = Evaluator(self.pipeline, courtesy=self._courtesy)
         self._escalator.forget()
 
     async def run_once(self, *, urgent: bool = False) -> EvalResult | None:
@@ -340,7 +342,10 @@ class EngineRunner:
         self._claims.written(learning, now)
         self._discovered_seen = discovered
         if changes is None:
-            changes = self._decision_changes(result, now)
+            # A full pass decides every live alert again (108,000 of them: 280 ms to compare with what is
+            # stored, which the event loop would wait out): beside it, pausing as the evaluation does.
+            # The pass lock keeps everything it reads as it is meanwhile (the handoff from ingest goes elsewhere).
+            changes = await asyncio.to_thread(self._decision_changes, result, now, self._courtesy)
         if self._folded:
             self._pending.supersede(changes.stored)
             self._live.decisions.update(changes.stored)
@@ -398,7 +403,9 @@ class EngineRunner:
         self._lease.lost()
         self._forget()
 
-    def _decision_changes(self, result: EvalResult, now: datetime) -> DecisionChanges:
+    def _decision_changes(
+        self, result: EvalResult, now: datetime, courtesy: Callable[[], None] | None = None
+    ) -> DecisionChanges:
         return decision_changes(
             result,
             result.decided,
@@ -407,6 +414,7 @@ class EngineRunner:
             alerts=self._live.alerts,
             node_of=self._node_of,
             rekeyed=self._evaluator.rekeyed,
+            courtesy=courtesy,
         )
 
     def _node_of(self, fingerprint: str) -> str | None:

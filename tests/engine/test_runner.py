@@ -214,6 +214,51 @@ async def test_a_pass_evaluates_in_a_worker_thread_that_lets_the_event_loop_in(
     assert threading.get_ident() not in callers, "never on the event loop's thread, which must not sleep"
 
 
+async def test_a_big_passs_decision_changes_are_worked_out_beside_the_event_loop(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More decisions than a chunk (a storm's, every live alert's in a full pass: 280 ms at 108,000) are
+    compared with what is stored after the commit, in a worker thread pausing as the evaluation does; a
+    webhook's few before the commit, on the event loop (they go in the pass's own transaction)."""
+    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 8)
+    calls: list[tuple[bool, int, int]] = []  # (on the loop's thread, alerts decided, pauses offered)
+    real = runner_module.decision_changes
+
+    def recorded(result: Any, decided: Any, now: Any, **kwargs: Any) -> Any:
+        offered = 0
+        if (courtesy := kwargs.get("courtesy")) is not None:
+
+            def counted() -> None:
+                nonlocal offered
+                offered += 1
+                courtesy()
+
+            kwargs["courtesy"] = counted
+        changes = real(result, decided, now, **kwargs)
+        calls.append((threading.get_ident() == loop_thread, len(decided), offered))
+        return changes
+
+    monkeypatch.setattr(runner_module, "decision_changes", recorded)
+    loop_thread = threading.get_ident()
+    clock = Clock()
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    hosts = {"10.0.7.7": "gpu-node-07", "10.0.7.8": "gpu-node-08"}
+    fleet = [dcgm_labels(ip, host, g, alertname="GPUHighTemp") for ip, host in hosts.items() for g in range(8)]
+    await ingestor.ingest(parse_webhook(webhook(fleet)).batch)
+    assert await runner.run_once() is not None
+    assert calls == [(False, 16, 16)]  # a pause offered before each alert
+    for gpu in range(2):  # the first pass after one that wrote both records tells both again: 16 decided
+        clock.now += 5 * S
+        await ingestor.ingest(parse_webhook(webhook(fleet[gpu : gpu + 1], status="resolved")).batch)
+        assert await runner.run_once() is not None
+    assert calls[1:] == [(False, 16, 16), (True, 8, 0)]  # then node 07's incident alone: 8
+    stored = [a.decision for a in await rows(db, AlertRow)]
+    assert stored.count("held") == 14  # written from the worker thread's changes (first pass: all held)
+    assert None not in stored
+    assert "held" not in {a.decision for a in await rows(db, AlertRow) if a.status == "resolved"}
+
+
 @pytest.mark.parametrize(("chunk", "commits_made"), [(3, 1 + 3), (None, 1)])
 async def test_a_passs_decisions_commit_with_it_or_in_short_transactions(
     db: Database, monkeypatch: pytest.MonkeyPatch, chunk: int | None, commits_made: int
