@@ -322,7 +322,10 @@ class EngineRunner:
         # (`PendingDecisions`): they are worked out after it too, so that what the pass intends to send
         # (a new critical alert's message among a storm's ten thousand decisions) goes out first.
         changes = self._decision_changes(result, now) if folds(result.decided) else None
-        rewritten = record_changes(records, result)
+        if folds(result.evaluated):
+            rewritten = record_changes(records, result)
+        else:  # a full pass's 30,000 incidents: 70 ms of building and comparing records, beside the loop
+            rewritten = await asyncio.to_thread(record_changes, records, result, courtesy=self._courtesy)
         after = RecordsAfter(records, rewritten)
         # Only the incidents whose record changed are written: `updated_at` is when one last changed.
         written = [result.incidents[k] for k, r in sorted(rewritten.written.items()) if r is not records.get(k)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -218,21 +218,27 @@ class RecordChanges:
         return set(self.written) | self.moved
 
 
-def record_changes(previous: Mapping[str, IncidentRecord], result: EvalResult) -> RecordChanges:
+def record_changes(
+    previous: Mapping[str, IncidentRecord], result: EvalResult, *, courtesy: Callable[[], None] | None = None
+) -> RecordChanges:
     """The records a store would hold differently after persisting `result`: those of the incidents the
     pass evaluated whose record changed, and those it moved to another key (they resolved quietly).
-    Worked out from what the pass evaluated only: a pass after one webhook does not copy every record."""
+    Worked out from what the pass evaluated only: a pass after one webhook does not copy every record.
+    `courtesy`: called before each incident, when this runs in a worker thread (`alertrouter.courtesy`)."""
     changes = RecordChanges(moved=frozenset(result.moved))
     moved_from = {new: old for old, new in result.moved.items()}
+    told: dict[str, list[tuple[str, NotifyState]]] = {}  # incident -> (receiver, what it was told now)
+    for (incident, receiver), sent in result.notify_states.items():
+        told.setdefault(incident, []).append((receiver, sent))
     for key in result.evaluated:
+        if courtesy is not None:
+            courtesy()
         state = result.incidents.get(key)
         if state is None:  # evaluated and gone (its alerts left): its record stays as it was
             continue
         before = previous.get(key) or previous.get(moved_from.get(key, ""))
         notify = dict(before.notify) if before is not None else {}
-        for (incident, receiver), sent in result.notify_states.items():
-            if incident == key:
-                notify[receiver] = sent
+        notify.update(told.get(key, ()))
         record = IncidentRecord(
             key=key,
             firing=state.firing,

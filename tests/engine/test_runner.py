@@ -259,6 +259,48 @@ async def test_a_big_passs_decision_changes_are_worked_out_beside_the_event_loop
     assert "held" not in {a.decision for a in await rows(db, AlertRow) if a.status == "resolved"}
 
 
+async def test_a_big_passs_incident_records_are_built_beside_the_event_loop(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass that evaluated more incidents than a chunk (a full pass's 30,000: 70 ms of building and
+    comparing records) works out their records in a worker thread pausing as the evaluation does; a
+    webhook's few on the event loop."""
+    monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 1)
+    calls: list[tuple[bool, int, int]] = []  # (on the loop's thread, incidents evaluated, pauses offered)
+    real = runner_module.record_changes
+
+    def recorded(records: Any, result: Any, **kwargs: Any) -> Any:
+        offered = 0
+        if (courtesy := kwargs.get("courtesy")) is not None:
+
+            def counted() -> None:
+                nonlocal offered
+                offered += 1
+                courtesy()
+
+            kwargs["courtesy"] = counted
+        changes = real(records, result, **kwargs)
+        calls.append((threading.get_ident() == loop_thread, len(result.evaluated), offered))
+        return changes
+
+    monkeypatch.setattr(runner_module, "record_changes", recorded)
+    loop_thread = threading.get_ident()
+    clock = Clock()
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    hosts = {"10.0.7.7": "gpu-node-07", "10.0.7.8": "gpu-node-08"}
+    fleet = [dcgm_labels(ip, host, g, alertname="GPUHighTemp") for ip, host in hosts.items() for g in range(8)]
+    await ingestor.ingest(parse_webhook(webhook(fleet)).batch)
+    assert await runner.run_once() is not None
+    for gpu in range(2):  # the first pass after one that wrote both records tells both again
+        clock.now += 5 * S
+        await ingestor.ingest(parse_webhook(webhook(fleet[gpu : gpu + 1], status="resolved")).batch)
+        assert await runner.run_once() is not None
+    assert calls == [(False, 2, 2), (False, 2, 2), (True, 1, 0)]  # a pause offered before each incident
+    async with db.read() as session:
+        assert await session.scalar(select(func.count()).select_from(IncidentRow)) == 2
+
+
 @pytest.mark.parametrize(("chunk", "commits_made"), [(3, 1 + 3), (None, 1)])
 async def test_a_passs_decisions_commit_with_it_or_in_short_transactions(
     db: Database, monkeypatch: pytest.MonkeyPatch, chunk: int | None, commits_made: int
