@@ -123,7 +123,10 @@ class AlertViews:
         was = old.labels.get(label) if old is not None else None
         if was is not None and fp not in self.by_node.get(was, ()):
             was = None
-        reading = self._read(labels) if self._read is not None else None
+        if old is not None and labels is old.labels:  # the same labels read the same (firing or not)
+            reading = self.readings.get(fp)
+        else:
+            reading = self._read(labels) if self._read is not None else None
         if reading is None:
             self.readings.pop(fp, None)
         else:
