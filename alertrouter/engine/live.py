@@ -65,6 +65,9 @@ class LiveAlerts:
         )
         fresh: list[LiveAlert] = []
         placed_before: dict[str, str] = {}
+        # One (decision, detail) pair per distinct one, not one per alert (the read shares equal details:
+        # their ids stand for them while it holds them): 7.8 MiB of pairs at 108,000 live alerts.
+        pairs: dict[tuple[str | None, int], Previous] = {}
         for live, updated_at, decision, detail, key in changed:
             fp = live.fingerprint
             self.handed.pop(fp, None)
@@ -72,7 +75,8 @@ class LiveAlerts:
                 placed_before[fp] = key
             self.alerts[fp] = live
             self.updated[fp] = updated_at
-            self.decisions.setdefault(fp, (decision, detail))
+            if fp not in self.decisions:
+                self.decisions[fp] = pairs.setdefault((decision, id(detail)), (decision, detail))
             if not live.firing:
                 heapq.heappush(self._resolved, (updated_at, updated_at, fp))
             fresh.append(live)
