@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from alertrouter.discovery.parse import RANKS, Claim
 from alertrouter.pipeline.nodes import NOTHING_DISCOVERED, Discovered
@@ -19,9 +20,9 @@ from alertrouter.pipeline.nodes import NOTHING_DISCOVERED, Discovered
 __all__ = ["Book", "Entry", "Resolved"]
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """A claim in force, as shown by the API: the winning claim of its key."""
+class Entry(NamedTuple):
+    """A claim in force, as shown by the API: the winning claim of its key (a tuple: one per address
+    and pod of a big cluster, 300,000 made every refresh)."""
 
     key: str
     node: str
@@ -75,7 +76,13 @@ class Book:
                 by_key.setdefault(claim.key, []).append((last < answered, claim, first, last))
         nodes = {c.node for claims in self._claims.values() for c in claims}
         entries, conflicts = [], []
-        for key, found in sorted(by_key.items()):
+        # In no given order (sorting 300,000 keys held the interpreter, a C call the event loop waits out).
+        for key, found in by_key.items():
+            if len(found) == 1:  # claimed once, by one node: nearly every key of a big cluster
+                _, best, first, last = found[0]
+                if not (best.source == "kube_pod_info/pod" and key in nodes):
+                    entries.append(Entry(key, best.node, best.source, first, last))
+                continue
             # what its series' latest answer still says over what only ages (an address reused), then
             # the lowest rank, then the newest answer (a renamed address), then the smallest name
             found.sort(key=lambda f: (f[0], f[1].rank, -f[3].timestamp(), f[1].node))
@@ -87,6 +94,7 @@ class Book:
             entries.append(entry)
             if any(not aged and c.rank == best.rank and c.node != best.node for aged, c, _, _ in found[1:]):
                 conflicts.append(entry)
+        conflicts.sort(key=lambda e: e.key)  # they are logged: a few, in key order
         names = {e.key: e.node for e in entries}
         topology = {n: labels for n, (labels, _) in sorted(self._topology.items())}
         old = self.resolved.discovered

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import httpx
+import orjson
 
 from alertrouter import __version__
 from alertrouter.discovery.book import Book, Resolved
@@ -148,7 +149,9 @@ class PrometheusLookup:
         if len(response.content) > _BODY_MAX:
             raise _Failed("bad_answer", f"answer of {len(response.content)} bytes is too large")
         try:
-            body = await asyncio.to_thread(json.loads, response.content)
+            # orjson: parsing holds the interpreter throughout (a big cluster's kube_pod_info is tens of
+            # megabytes), and the standard library's parser took it 3-4 times as long.
+            body = await asyncio.to_thread(orjson.loads, response.content)
         except (json.JSONDecodeError, UnicodeDecodeError):
             if response.status_code != 200:
                 raise _Failed("http_status", f"HTTP {response.status_code}") from None

@@ -88,7 +88,7 @@ def test_kube_pod_info_claims_host_ips_pod_ips_and_pod_names_but_not_host_networ
 def test_a_host_network_pod_without_the_label_still_maps_its_ip_as_the_host_ip() -> None:
     """kube-state-metrics before `host_network` existed: a pod IP equal to the host IP is the node's."""
     series = [{"pod": "node-exporter-x", "pod_ip": "10.0.0.7", "host_ip": "10.0.0.7", "node": "gpu-node-07"}]
-    assert claims_of("kube_pod_info", series) == [
+    assert sorted(claims_of("kube_pod_info", series)) == [  # in no given order
         Claim("10.0.0.7", "gpu-node-07", "kube_pod_info/host_ip"),
         Claim("node-exporter-x", "gpu-node-07", "kube_pod_info/pod"),
     ]
@@ -96,7 +96,7 @@ def test_a_host_network_pod_without_the_label_still_maps_its_ip_as_the_host_ip()
 
 def test_kube_node_info_claims_the_internal_ip() -> None:
     claims = claims_of("kube_node_info", labels_of("kube_node_info"))
-    assert [(c.key, c.node) for c in claims] == [("10.0.0.7", "gpu-node-07"), ("10.0.0.8", "gpu-node-08")]
+    assert sorted((c.key, c.node) for c in claims) == [("10.0.0.7", "gpu-node-07"), ("10.0.0.8", "gpu-node-08")]
 
 
 @pytest.mark.parametrize(
@@ -207,3 +207,44 @@ def test_a_pod_named_like_a_node_does_not_rename_the_node() -> None:
     took(book, "kube_pod_info", [("gpu-node-08", "gpu-node-07")], T0, source="kube_pod_info/pod")
     book.resolve(T0)
     assert book.resolved.discovered.names == {"10.0.0.8": "gpu-node-08"}
+
+
+@pytest.mark.parametrize(
+    ("internal_ip", "key"),
+    [
+        ("10.0.0.7", "10.0.0.7"),
+        ("255.255.255.255", "255.255.255.255"),
+        ("2001:DB8:0:0::7", "2001:db8::7"),  # written as Python's ipaddress writes it
+        ("010.0.0.7", None),  # leading zeros: octal to some parsers, refused
+        ("256.0.0.7", None),
+        ("10.0.0", None),
+        ("10.0.0.7.1", None),
+        ("10.0.0.٧", None),  # an Arabic-Indic seven: a digit to a regex's \d, not to an address
+        ("<none>", None),
+    ],
+)
+def test_only_addresses_are_claimed_and_each_as_one_spelling(internal_ip: str, key: str | None) -> None:
+    claims = claims_of("kube_node_info", [{"node": "gpu-node-07", "internal_ip": internal_ip}])
+    assert claims == ([] if key is None else [Claim(key, "gpu-node-07", "kube_node_info")])
+
+
+def test_a_pod_named_like_a_node_never_takes_the_nodes_name() -> None:
+    """A pod on gpu-node-07 named `gpu-node-08` (a node of the cluster): the name stays gpu-node-08's,
+    whether the pod's claim is the only one on that name or not; its addresses are its node's."""
+    pods = [
+        {"pod": "gpu-node-08", "pod_ip": "10.244.7.9", "host_ip": "10.0.0.7", "node": "gpu-node-07"},
+        {"pod": "trainer-0", "pod_ip": "10.244.7.10", "host_ip": "10.0.0.7", "node": "gpu-node-07"},
+    ]
+    nodes = [{"node": "gpu-node-07", "internal_ip": "10.0.0.7"}, {"node": "gpu-node-08", "internal_ip": "10.0.0.8"}]
+    book = Book(timedelta(days=7))
+    book.took("kube_pod_info", claims_of("kube_pod_info", pods), T0)
+    book.took("kube_node_info", claims_of("kube_node_info", nodes), T0)
+    book.resolve(T0)
+    assert book.resolved.discovered.names == {
+        "10.0.0.7": "gpu-node-07",
+        "10.0.0.8": "gpu-node-08",
+        "10.244.7.9": "gpu-node-07",
+        "10.244.7.10": "gpu-node-07",
+        "trainer-0": "gpu-node-07",
+    }
+    assert book.resolved.conflicts == ()
