@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from alertrouter.pipeline.nodes import lookup_key
 
-__all__ = ["RANKS", "BadAnswer", "Claim", "claims_of", "topology_of", "vector"]
+__all__ = ["RANKS", "BadAnswer", "Claim", "claims_of", "query_of", "topology_of", "vector"]
 
 # When two series claim one key for different nodes, the lower rank wins: Kubernetes' own name for a
 # node (which dcgm-exporter's NODE_NAME and kube-state-metrics' alerts use) over the kernel's host
@@ -54,6 +54,26 @@ class Claim(NamedTuple):
     @property
     def rank(self) -> int:
         return RANKS[self.source]
+
+
+# The labels each series is read for; `kube_node_labels` is read for `node` and the configured names.
+_READS = {
+    "node_uname_info": ("instance", "nodename"),
+    "kube_node_info": ("node", "internal_ip"),
+    "kube_pod_info": ("node", "host_ip", "pod_ip", "host_network", "pod"),
+}
+
+
+def query_of(series: str, node_labels: Mapping[str, Sequence[str]]) -> str:
+    """The instant query that reads `series`: its series counted by the labels read of them, so that
+    Prometheus answers with those labels alone, one series per distinct set (a big cluster's
+    `kube_pod_info` carries a dozen more per pod: its answer was three times the size, and parsing it
+    holds the interpreter throughout). The names are fixed here or checked as label names by the config."""
+    if series == "kube_node_labels":
+        names = list(dict.fromkeys(["node", *(n for listed in node_labels.values() for n in listed)]))
+    else:
+        names = list(_READS[series])
+    return f"count by ({', '.join(names)}) ({series})"
 
 
 def vector(body: Any) -> list[dict[str, str]]:

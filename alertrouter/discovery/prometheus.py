@@ -28,7 +28,7 @@ import orjson
 
 from alertrouter import __version__
 from alertrouter.discovery.book import Book, Resolved
-from alertrouter.discovery.parse import RANKS, BadAnswer, claims_of, topology_of, vector
+from alertrouter.discovery.parse import RANKS, BadAnswer, claims_of, query_of, topology_of, vector
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
@@ -112,7 +112,7 @@ class PrometheusLookup:
         for series in self.config.series:
             now = self._clock()
             try:
-                labels = await self._query(series)
+                labels = await self._query(query_of(series, self.config.node_labels))
             except _Failed as failed:
                 self._failed(series, failed, now)
                 failures.setdefault((failed.problem, failed.detail), []).append(series)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from alertrouter.discovery.book import Book
-from alertrouter.discovery.parse import BadAnswer, Claim, claims_of, topology_of, vector
+from alertrouter.discovery.parse import BadAnswer, Claim, claims_of, query_of, topology_of, vector
 from alertrouter.ruleset.schema import DEFAULT_NODE_LABELS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
@@ -248,3 +248,12 @@ def test_a_pod_named_like_a_node_never_takes_the_nodes_name() -> None:
         "trainer-0": "gpu-node-07",
     }
     assert book.resolved.conflicts == ()
+
+
+def test_each_series_is_read_for_its_labels_alone() -> None:
+    """`kube_node_labels` for the node and every configured name, each once, in the order given."""
+    mapping = {"rack": ["label_rack", "label_node_rack"], "pool": ["label_rack", "label_pool"]}
+    assert query_of("kube_node_labels", mapping) == (
+        "count by (node, label_rack, label_node_rack, label_pool) (kube_node_labels)"
+    )
+    assert query_of("kube_pod_info", mapping) == "count by (node, host_ip, pod_ip, host_network, pod) (kube_pod_info)"

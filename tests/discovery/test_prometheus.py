@@ -7,8 +7,6 @@ import json
 import logging
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -18,8 +16,8 @@ from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.metrics import Metrics
 from alertrouter.ruleset.schema import PrometheusLookupConfig
 from support.passes import Clock
+from support.promql import answer, answer_bytes, series_of
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
 SERIES = ("node_uname_info", "kube_node_info", "kube_pod_info", "kube_node_labels")
 Handler = Callable[[httpx.Request], httpx.Response]
 
@@ -30,7 +28,7 @@ def prometheus(requests: list[httpx.Request]) -> Handler:
     def handle(request: httpx.Request) -> httpx.Response:
         requests.append(request)
         assert request.url.path == "/prom/api/v1/query"
-        return httpx.Response(200, content=(FIXTURES / f"{request.url.params['query']}.json").read_bytes())
+        return httpx.Response(200, content=answer_bytes(request.url.params["query"]))
 
     return handle
 
@@ -66,7 +64,15 @@ async def test_it_reads_every_series_with_the_token_and_resolves_them() -> None:
     lookup = lookup_with(Switch(prometheus(requests)), Clock())
     lookup.on_change = lambda: changed.append(True)
     assert await lookup.refresh()
-    assert [r.url.params["query"] for r in requests] == list(SERIES)
+    # each series asked for the labels it is read for alone (a big cluster's kube_pod_info is tens of MB)
+    assert [r.url.params["query"] for r in requests] == [
+        "count by (instance, nodename) (node_uname_info)",
+        "count by (node, internal_ip) (kube_node_info)",
+        "count by (node, host_ip, pod_ip, host_network, pod) (kube_pod_info)",
+        "count by (node, label_topology_kubernetes_io_region, label_failure_domain_beta_kubernetes_io_region, "
+        "label_topology_kubernetes_io_zone, label_failure_domain_beta_kubernetes_io_zone, label_rack) "
+        "(kube_node_labels)",
+    ]
     assert {r.headers["Authorization"] for r in requests} == {"Bearer s3cr3t-t0ken-xyz"}
     found = lookup.snapshot()
     assert found.names["10.0.0.7"] == "gpu-node-07"  # kube_node_info, kube_pod_info host_ip and node_uname_info
@@ -165,10 +171,9 @@ async def test_one_failing_series_keeps_its_claims_while_the_others_refresh() ->
     clock = Clock()
 
     def no_pods(request: httpx.Request) -> httpx.Response:
-        if request.url.params["query"] == "kube_pod_info":
+        if series_of(request.url.params["query"]) == "kube_pod_info":
             return status_500(request)
-        body: dict[str, Any] = json.loads((FIXTURES / f"{request.url.params['query']}.json").read_text())
-        return httpx.Response(200, json=body)
+        return httpx.Response(200, json=answer(request.url.params["query"]))
 
     switch = Switch(prometheus([]))
     lookup = lookup_with(switch, clock)

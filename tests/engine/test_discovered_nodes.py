@@ -4,8 +4,6 @@ that fails changes nothing for the passes."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 
 from alertrouter.discovery.prometheus import PrometheusLookup
@@ -17,11 +15,11 @@ from alertrouter.ruleset.schema import PrometheusLookupConfig
 from alertrouter.store import Database
 from alertrouter.store.tables import AlertRow, IncidentRow
 from support.passes import Clock, rows
+from support.promql import answer_bytes
 from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
 
 from .test_learned_nodes import S, send, with_topology
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
 FOUND = Discovered(names={"10.0.0.7": "gpu-node-07"}, topology={"gpu-node-07": {"region": "north"}})
 
 
@@ -89,7 +87,7 @@ async def test_a_failing_prometheus_leaves_passes_running_on_the_last_answer(db:
     def prometheus(request: httpx.Request) -> httpx.Response:
         if failing:
             return httpx.Response(500, text="internal server error")
-        return httpx.Response(200, content=(FIXTURES / f"{request.url.params['query']}.json").read_bytes())
+        return httpx.Response(200, content=answer_bytes(request.url.params["query"]))
 
     config = PrometheusLookupConfig(url="http://prometheus:9090")
     client = httpx.AsyncClient(transport=httpx.MockTransport(prometheus))

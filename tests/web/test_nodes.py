@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from pathlib import Path
 
 import httpx
 
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.ruleset.schema import PrometheusLookupConfig
 from alertrouter.runtime import Runtime
+from support.promql import answer_bytes
 from support.scenario import dcgm_labels, node_exporter_down_labels
 
 from .conftest import AUTH
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
 
 
 def webhook(alerts: list[dict[str, str]], starts: str) -> str:
@@ -60,7 +58,7 @@ async def test_discovered_addresses_are_listed_next_to_learned_and_configured_on
     await runtime.engine.run_once()
 
     def prometheus(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=(FIXTURES / f"{request.url.params['query']}.json").read_bytes())
+        return httpx.Response(200, content=answer_bytes(request.url.params["query"]))
 
     config = PrometheusLookupConfig(url="http://prometheus:9090")
     async with httpx.AsyncClient(transport=httpx.MockTransport(prometheus)) as http:
