@@ -10,7 +10,7 @@ keeps its claims; a series that answers replaces them, except those it no longer
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -37,6 +37,8 @@ class Resolved:
     discovered: Discovered
     entries: tuple[Entry, ...]
     conflicts: tuple[Entry, ...]  # entries whose key is claimed by other nodes at the same rank
+    # entries by source, every source of RANKS (counted with them, off the event loop: 300,000 in a big cluster)
+    by_source: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(RANKS, 0))
 
 
 class Book:
@@ -54,7 +56,8 @@ class Book:
         for claim, seen in before.items():
             if claim not in fresh:
                 fresh[claim] = seen  # gone from the answer: ages out after keep_for
-        self._claims[series] = fresh
+        # Replaced, not changed in place: this runs in a worker thread while the API may read `sources`.
+        self._claims = {**self._claims, series: fresh}
         self._answered[series] = now
 
     def took_topology(self, topology: Mapping[str, Mapping[str, str]], now: datetime) -> None:
@@ -65,8 +68,10 @@ class Book:
     def resolve(self, now: datetime) -> bool:
         """Drop what was last seen `keep_for` ago and work out the snapshot; True if it changed."""
         cutoff = now - self.keep_for
-        for series, claims in self._claims.items():
-            self._claims[series] = {c: seen for c, seen in claims.items() if seen[1] > cutoff}
+        self._claims = {
+            series: {c: seen for c, seen in claims.items() if seen[1] > cutoff}
+            for series, claims in self._claims.items()
+        }
         self._topology = {n: v for n, v in self._topology.items() if v[1] > cutoff}
 
         by_key: dict[str, list[tuple[bool, Claim, datetime, datetime]]] = {}
@@ -95,13 +100,16 @@ class Book:
             if any(not aged and c.rank == best.rank and c.node != best.node for aged, c, _, _ in found[1:]):
                 conflicts.append(entry)
         conflicts.sort(key=lambda e: e.key)  # they are logged: a few, in key order
+        by_source = dict.fromkeys(RANKS, 0)
+        for entry in entries:
+            by_source[entry.source] += 1
         names = {e.key: e.node for e in entries}
         topology = {n: labels for n, (labels, _) in sorted(self._topology.items())}
         old = self.resolved.discovered
         if names == old.names and topology == old.topology:
-            self.resolved = Resolved(old, tuple(entries), tuple(conflicts))
+            self.resolved = Resolved(old, tuple(entries), tuple(conflicts), by_source)
             return False
-        self.resolved = Resolved(Discovered(names, topology), tuple(entries), tuple(conflicts))
+        self.resolved = Resolved(Discovered(names, topology), tuple(entries), tuple(conflicts), by_source)
         return True
 
     def sources(self) -> dict[str, int]:

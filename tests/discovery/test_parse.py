@@ -3,6 +3,7 @@ return them) into node claims and topology labels, and the book that resolves an
 
 from __future__ import annotations
 
+import gc
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from alertrouter.discovery.book import Book
-from alertrouter.discovery.parse import BadAnswer, Claim, claims_of, query_of, topology_of, vector
+from alertrouter.discovery.parse import BadAnswer, Claim, claims_of, decode_vector, query_of, topology_of, vector
 from alertrouter.ruleset.schema import DEFAULT_NODE_LABELS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
@@ -257,3 +258,27 @@ def test_each_series_is_read_for_its_labels_alone() -> None:
         "count by (node, label_rack, label_node_rack, label_pool) (kube_node_labels)"
     )
     assert query_of("kube_pod_info", mapping) == "count by (node, host_ip, pod_ip, host_network, pod) (kube_pod_info)"
+
+
+@pytest.mark.parametrize("series", ["node_uname_info", "kube_node_info", "kube_pod_info", "kube_node_labels"])
+def test_a_success_answer_decodes_at_once_to_what_vector_reads_of_it(series: str) -> None:
+    content = (FIXTURES / f"{series}.json").read_bytes()
+    decoded = decode_vector(content)
+    assert decoded == vector(json.loads(content))
+    assert decoded  # the fixture has series, or the comparison proves nothing
+    assert not any(gc.is_tracked(labels) for labels in decoded)  # nothing for the collector to walk
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"status": "error", "errorType": "execution", "error": "query processing would load too many samples"}',
+        b'{"status": "success", "data": {"resultType": "matrix", "result": []}}',
+        b'{"status": "success", "data": {"resultType": "vector", "result": [{"metric": {"node": 7}}]}}',
+        b'{"status": "success", "data": {"resultType": "vector", "result": [{"value": [1, "1"]}]}}',
+        b"<html>502 Bad Gateway</html>",
+        b'{"status": "success", "data": {"resultType": "vector", "result": [{"metric": {"node": "\xff"}}]}}',
+    ],
+)
+def test_anything_else_is_left_to_vector_to_name(content: bytes) -> None:
+    assert decode_vector(content) is None

@@ -184,3 +184,20 @@ async def test_one_failing_series_keeps_its_claims_while_the_others_refresh() ->
     assert lookup.snapshot().names["10.244.7.23"] == "gpu-node-07"
     assert set(lookup.problems) == {"kube_pod_info"}
     assert lookup.last_success["node_uname_info"] == clock.now
+
+
+async def test_the_names_in_force_are_counted_by_source() -> None:
+    metrics = Metrics()
+    lookup = lookup_with(Switch(prometheus([])), Clock(), metrics)
+    await lookup.refresh()
+    entries = lookup.resolved.entries
+    assert {e.source for e in entries} >= {"kube_node_info", "kube_pod_info/pod_ip", "node_uname_info"}
+    for source in (
+        "kube_node_info",
+        "kube_pod_info/host_ip",
+        "node_uname_info",
+        "kube_pod_info/pod_ip",
+        "kube_pod_info/pod",
+    ):
+        held = metrics.registry.get_sample_value("alertrouter_node_lookup_names", {"source": source})
+        assert held == sum(1 for e in entries if e.source == source), source
