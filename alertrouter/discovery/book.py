@@ -9,7 +9,7 @@ keeps its claims; a series that answers replaces them, except those it no longer
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -41,6 +41,10 @@ class Resolved:
     by_source: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(RANKS, 0))
 
 
+def _nothing() -> None:
+    pass
+
+
 class Book:
     def __init__(self, keep_for: timedelta) -> None:
         self.keep_for = keep_for
@@ -49,10 +53,16 @@ class Book:
         self._topology: dict[str, tuple[dict[str, str], datetime]] = {}  # node -> labels, last seen
         self.resolved = Resolved(NOTHING_DISCOVERED, (), ())
 
-    def took(self, series: str, claims: Iterable[Claim], now: datetime) -> None:
-        """A successful answer of `series`."""
+    def took(
+        self, series: str, claims: Iterable[Claim], now: datetime, courtesy: Callable[[], None] = _nothing
+    ) -> None:
+        """A successful answer of `series`. `courtesy`: called before each claim, when this runs in a worker
+        thread (`alertrouter.courtesy`), as in `resolve`."""
         before = self._claims.get(series, {})
-        fresh = {c: (before[c][0] if c in before else now, now) for c in claims}
+        fresh = {}
+        for c in claims:
+            courtesy()
+            fresh[c] = (before[c][0] if c in before else now, now)
         for claim, seen in before.items():
             if claim not in fresh:
                 fresh[claim] = seen  # gone from the answer: ages out after keep_for
@@ -65,8 +75,9 @@ class Book:
         for node, labels in topology.items():
             self._topology[node] = (dict(labels), now)
 
-    def resolve(self, now: datetime) -> bool:
-        """Drop what was last seen `keep_for` ago and work out the snapshot; True if it changed."""
+    def resolve(self, now: datetime, courtesy: Callable[[], None] = _nothing) -> bool:
+        """Drop what was last seen `keep_for` ago and work out the snapshot; True if it changed.
+        `courtesy`: called before each claim and each key, when this runs in a worker thread."""
         cutoff = now - self.keep_for
         self._claims = {
             series: {c: seen for c, seen in claims.items() if seen[1] > cutoff}
@@ -78,11 +89,13 @@ class Book:
         for series, claims in self._claims.items():
             answered = self._answered[series]
             for claim, (first, last) in claims.items():
+                courtesy()
                 by_key.setdefault(claim.key, []).append((last < answered, claim, first, last))
         nodes = {c.node for claims in self._claims.values() for c in claims}
         entries, conflicts = [], []
         # In no given order (sorting 300,000 keys held the interpreter, a C call the event loop waits out).
         for key, found in by_key.items():
+            courtesy()
             if len(found) == 1:  # claimed once, by one node: nearly every key of a big cluster
                 _, best, first, last = found[0]
                 if not (best.source == "kube_pod_info/pod" and key in nodes):

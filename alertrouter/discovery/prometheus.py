@@ -27,6 +27,7 @@ import httpx
 import orjson
 
 from alertrouter import __version__
+from alertrouter.courtesy import Courtesy
 from alertrouter.discovery.book import Book, Resolved
 from alertrouter.discovery.parse import BadAnswer, claims_of, decode_vector, query_of, topology_of, vector
 from alertrouter.loops import LoopHealth
@@ -72,6 +73,9 @@ class PrometheusLookup:
     ) -> None:
         self.config = config
         self.book = Book(keep_for)
+        # The claims of a big cluster are 300,000 items of Python in a worker thread: it pauses every 2 ms
+        # (`alertrouter.courtesy`), or the event loop waits out the 5 ms switch interval at every turn.
+        self._courtesy = Courtesy()
         self._metrics = metrics
         self._loops = loops or LoopHealth(metrics)
         self._own_client = client is None
@@ -123,11 +127,11 @@ class PrometheusLookup:
                 topology = await asyncio.to_thread(topology_of, labels, self.config.node_labels)
                 await asyncio.to_thread(self.book.took_topology, topology, now)
             else:
-                claims = await asyncio.to_thread(claims_of, series, labels)
-                await asyncio.to_thread(self.book.took, series, claims, now)
+                claims = await asyncio.to_thread(claims_of, series, labels, self._courtesy)
+                await asyncio.to_thread(self.book.took, series, claims, now, self._courtesy)
             self._succeeded(series, now)
         self._log_problems(failures)
-        changed = await asyncio.to_thread(self.book.resolve, self._clock())
+        changed = await asyncio.to_thread(self.book.resolve, self._clock(), self._courtesy)
         self._observe()
         if changed:
             d = self.book.resolved.discovered

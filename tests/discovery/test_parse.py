@@ -282,3 +282,20 @@ def test_a_success_answer_decodes_at_once_to_what_vector_reads_of_it(series: str
 )
 def test_anything_else_is_left_to_vector_to_name(content: bytes) -> None:
     assert decode_vector(content) is None
+
+
+def test_the_work_of_a_refresh_offers_a_pause_per_item() -> None:
+    """Run in a worker thread, each step offers the event loop a pause (`alertrouter.courtesy`) before
+    each label set, claim and key: a big cluster's are hundreds of thousands."""
+    offered: list[str] = []
+    pods = labels_of("kube_pod_info")
+    claims = claims_of("kube_pod_info", pods, lambda: offered.append("read"))
+    book = Book(timedelta(days=7))
+    book.took("kube_pod_info", claims, T0, lambda: offered.append("took"))
+    book.resolve(T0, lambda: offered.append("resolve"))
+    keys = {c.key for c in claims}
+    assert (offered.count("read"), offered.count("took"), offered.count("resolve")) == (
+        len(pods),
+        len(claims),
+        len(claims) + len(keys),
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -12,6 +13,8 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+import alertrouter.discovery.prometheus as prometheus_module
+from alertrouter.courtesy import Courtesy
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.metrics import Metrics
 from alertrouter.ruleset.schema import PrometheusLookupConfig
@@ -201,3 +204,20 @@ async def test_the_names_in_force_are_counted_by_source() -> None:
     ):
         held = metrics.registry.get_sample_value("alertrouter_node_lookup_names", {"source": source})
         assert held == sum(1 for e in entries if e.source == source), source
+
+
+async def test_a_refresh_reads_and_resolves_in_a_worker_thread_that_lets_the_event_loop_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    callers: list[int] = []
+
+    class Recorded(Courtesy):
+        def __call__(self) -> None:
+            callers.append(threading.get_ident())
+            super().__call__()
+
+    monkeypatch.setattr(prometheus_module, "Courtesy", Recorded)
+    lookup = lookup_with(Switch(prometheus([])), Clock())
+    assert await lookup.refresh()
+    assert len(callers) >= len(lookup.resolved.entries), "offered before each claim and key, at least"
+    assert threading.get_ident() not in callers, "never on the event loop's thread, which must not sleep"
