@@ -14,10 +14,10 @@ import pytest
 from pydantic import SecretStr
 
 import alertrouter.discovery.prometheus as prometheus_module
-from alertrouter.courtesy import Courtesy
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.metrics import Metrics
 from alertrouter.ruleset.schema import PrometheusLookupConfig
+from support.courtesy import record_callers
 from support.passes import Clock
 from support.promql import answer, answer_bytes, series_of
 
@@ -209,14 +209,7 @@ async def test_the_names_in_force_are_counted_by_source() -> None:
 async def test_a_refresh_reads_and_resolves_in_a_worker_thread_that_lets_the_event_loop_in(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    callers: list[int] = []
-
-    class Recorded(Courtesy):
-        def __call__(self) -> None:
-            callers.append(threading.get_ident())
-            super().__call__()
-
-    monkeypatch.setattr(prometheus_module, "Courtesy", Recorded)
+    callers = record_callers(monkeypatch, prometheus_module)
     lookup = lookup_with(Switch(prometheus([])), Clock())
     assert await lookup.refresh()
     assert len(callers) >= len(lookup.resolved.entries), "offered before each claim and key, at least"

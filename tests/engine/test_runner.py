@@ -14,7 +14,6 @@ from sqlalchemy import func, select
 import alertrouter.engine.cadence as cadence_module
 import alertrouter.engine.decisions as decisions_module
 import alertrouter.engine.runner as runner_module
-from alertrouter.courtesy import Courtesy
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
@@ -22,6 +21,7 @@ from alertrouter.ingest.writer import Ingestor
 from alertrouter.store import Database
 from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, NotifyStateRow, OutboxRow
 from support.counting import Commits
+from support.courtesy import record_callers, watch_step
 from support.passes import Clock, Passes, rows, run_for
 from support.scenario import dcgm_labels, gpu_labels, node_down_labels, shipped_pipeline
 
@@ -196,14 +196,7 @@ async def test_a_pass_evaluates_in_a_worker_thread_that_lets_the_event_loop_in(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The evaluation is pure CPU: it runs beside the event loop, pausing to let it in (`courtesy`)."""
-    callers: list[int] = []
-
-    class Recorded(Courtesy):
-        def __call__(self) -> None:
-            callers.append(threading.get_ident())
-            super().__call__()
-
-    monkeypatch.setattr(runner_module, "Courtesy", Recorded)
+    callers = record_callers(monkeypatch, runner_module)
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
@@ -214,6 +207,26 @@ async def test_a_pass_evaluates_in_a_worker_thread_that_lets_the_event_loop_in(
     assert threading.get_ident() not in callers, "never on the event loop's thread, which must not sleep"
 
 
+async def two_hot_nodes(db: Database, clock: Clock) -> tuple[EngineRunner, Ingestor, list[dict[str, str]]]:
+    """A runner that decided GPUHighTemp on the 8 GPUs of two nodes (dcgm-exporter, scraped by IP), its
+    ingest, and the alerts' labels."""
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    hosts = {"10.0.7.7": "gpu-node-07", "10.0.7.8": "gpu-node-08"}
+    fleet = [dcgm_labels(ip, host, g, alertname="GPUHighTemp") for ip, host in hosts.items() for g in range(8)]
+    await ingestor.ingest(parse_webhook(webhook(fleet)).batch)
+    assert await runner.run_once() is not None
+    return runner, ingestor, fleet
+
+
+async def resolve_in_turn(runner: EngineRunner, ingestor: Ingestor, alerts: list[dict[str, str]], clock: Clock) -> None:
+    """Each of `alerts` resolved 5 s after the last, by its own webhook and pass."""
+    for labels in alerts:
+        clock.now += 5 * S
+        await ingestor.ingest(parse_webhook(webhook([labels], status="resolved")).batch)
+        assert await runner.run_once() is not None
+
+
 async def test_a_big_passs_decision_changes_are_worked_out_beside_the_event_loop(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -221,37 +234,12 @@ async def test_a_big_passs_decision_changes_are_worked_out_beside_the_event_loop
     compared with what is stored after the commit, in a worker thread pausing as the evaluation does; a
     webhook's few before the commit, on the event loop (they go in the pass's own transaction)."""
     monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 8)
-    calls: list[tuple[bool, int, int]] = []  # (on the loop's thread, alerts decided, pauses offered)
-    real = runner_module.decision_changes
-
-    def recorded(result: Any, decided: Any, now: Any, **kwargs: Any) -> Any:
-        offered = 0
-        if (courtesy := kwargs.get("courtesy")) is not None:
-
-            def counted() -> None:
-                nonlocal offered
-                offered += 1
-                courtesy()
-
-            kwargs["courtesy"] = counted
-        changes = real(result, decided, now, **kwargs)
-        calls.append((threading.get_ident() == loop_thread, len(decided), offered))
-        return changes
-
-    monkeypatch.setattr(runner_module, "decision_changes", recorded)
-    loop_thread = threading.get_ident()
-    clock = Clock()
-    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
-    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    hosts = {"10.0.7.7": "gpu-node-07", "10.0.7.8": "gpu-node-08"}
-    fleet = [dcgm_labels(ip, host, g, alertname="GPUHighTemp") for ip, host in hosts.items() for g in range(8)]
-    await ingestor.ingest(parse_webhook(webhook(fleet)).batch)
-    assert await runner.run_once() is not None
+    # (on the loop's thread, alerts decided, pauses offered)
+    calls = watch_step(monkeypatch, runner_module, "decision_changes", lambda _result, decided, _now: len(decided))
+    runner, ingestor, fleet = await two_hot_nodes(db, clock := Clock())
     assert calls == [(False, 16, 16)]  # a pause offered before each alert
-    for gpu in range(2):  # the first pass after one that wrote both records tells both again: 16 decided
-        clock.now += 5 * S
-        await ingestor.ingest(parse_webhook(webhook(fleet[gpu : gpu + 1], status="resolved")).batch)
-        assert await runner.run_once() is not None
+    # the first pass after one that wrote both records tells both again: 16 decided
+    await resolve_in_turn(runner, ingestor, fleet[:2], clock)
     assert calls[1:] == [(False, 16, 16), (True, 8, 0)]  # then node 07's incident alone: 8
     stored = [a.decision for a in await rows(db, AlertRow)]
     assert stored.count("held") == 14  # written from the worker thread's changes (first pass: all held)
@@ -266,36 +254,10 @@ async def test_a_big_passs_incident_records_are_built_beside_the_event_loop(
     comparing records) works out their records in a worker thread pausing as the evaluation does; a
     webhook's few on the event loop."""
     monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 1)
-    calls: list[tuple[bool, int, int]] = []  # (on the loop's thread, incidents evaluated, pauses offered)
-    real = runner_module.record_changes
-
-    def recorded(records: Any, result: Any, **kwargs: Any) -> Any:
-        offered = 0
-        if (courtesy := kwargs.get("courtesy")) is not None:
-
-            def counted() -> None:
-                nonlocal offered
-                offered += 1
-                courtesy()
-
-            kwargs["courtesy"] = counted
-        changes = real(records, result, **kwargs)
-        calls.append((threading.get_ident() == loop_thread, len(result.evaluated), offered))
-        return changes
-
-    monkeypatch.setattr(runner_module, "record_changes", recorded)
-    loop_thread = threading.get_ident()
-    clock = Clock()
-    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
-    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    hosts = {"10.0.7.7": "gpu-node-07", "10.0.7.8": "gpu-node-08"}
-    fleet = [dcgm_labels(ip, host, g, alertname="GPUHighTemp") for ip, host in hosts.items() for g in range(8)]
-    await ingestor.ingest(parse_webhook(webhook(fleet)).batch)
-    assert await runner.run_once() is not None
-    for gpu in range(2):  # the first pass after one that wrote both records tells both again
-        clock.now += 5 * S
-        await ingestor.ingest(parse_webhook(webhook(fleet[gpu : gpu + 1], status="resolved")).batch)
-        assert await runner.run_once() is not None
+    # (on the loop's thread, incidents evaluated, pauses offered)
+    calls = watch_step(monkeypatch, runner_module, "record_changes", lambda _records, result: len(result.evaluated))
+    runner, ingestor, fleet = await two_hot_nodes(db, clock := Clock())
+    await resolve_in_turn(runner, ingestor, fleet[:2], clock)  # the first pass tells both records again
     assert calls == [(False, 2, 2), (False, 2, 2), (True, 1, 0)]  # a pause offered before each incident
     async with db.read() as session:
         assert await session.scalar(select(func.count()).select_from(IncidentRow)) == 2
