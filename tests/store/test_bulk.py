@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import exc, select, text
+from sqlalchemy import JSON, Column, Integer, MetaData, Table, exc, select, text
 from sqlalchemy import insert as sa_insert
 
 from alertrouter.store import Database, bulk, is_outage
@@ -113,22 +113,23 @@ async def test_sqlite_rows_run_in_the_sessions_own_transaction(tmp_path: Path) -
         await db.dispose()
 
 
-async def test_insert_returning_gives_the_rows_written_and_stores_what_sqlalchemy_stores(db: Database) -> None:
-    def raw(digest: str) -> dict[str, Any]:
-        return {
-            "digest": digest,
-            "received_at": T0.astimezone(timezone(timedelta(hours=8))),
-            "source": "webhook",
-            "receiver": "oncall",
-            "group_key": None,
-            "status": "firing",
-            "external_url": "http://am:9093",
-            "alert_count": 2,
-            "truncated_alerts": 0,
-            "rejected_alerts": 0,
-            "body": '{"alerts": []}',
-        }
+def raw(digest: str, body: str = '{"alerts": []}') -> dict[str, Any]:
+    return {
+        "digest": digest,
+        "received_at": T0.astimezone(timezone(timedelta(hours=8))),
+        "source": "webhook",
+        "receiver": "oncall",
+        "group_key": None,
+        "status": "firing",
+        "external_url": "http://am:9093",
+        "alert_count": 2,
+        "truncated_alerts": 0,
+        "rejected_alerts": 0,
+        "body": body,
+    }
 
+
+async def test_insert_returning_gives_the_rows_written_and_stores_what_sqlalchemy_stores(db: Database) -> None:
     async with db.write() as s:
         await s.execute(sa_insert(raw_events_t), [raw("a" * 64)])
         written = await bulk.insert_returning(
@@ -190,6 +191,52 @@ async def test_events_keep_their_json_detail_and_null(db: Database) -> None:
     async with db.read() as s:
         details = (await s.scalars(select(events_t.c.detail).order_by(events_t.c.id))).all()
     assert details == [{"decision": "inhibited", "n": [1, 2]}, None]
+
+
+# What a stored payload holds that JSON escapes, or that a server could mangle on the way: quotes and
+# backslashes (a payload is JSON text itself), control characters, line and paragraph separators,
+# Chinese, a character outside the BMP; and one long enough to be compressed by the store.
+AWKWARD = '{"annotations": {"summary": "GPU 3 \\"hot\\"\\n\u2028\u2029 温度过高 \U0001f525", "tab": "\t"}}'
+
+
+async def test_a_payload_travels_apart_from_the_rows_and_is_stored_as_given(db: Database) -> None:
+    # raw_events.body is sent beside the rows' JSON document on PostgreSQL (`info={"bulk": "apart"}`):
+    # each row must get its own payload back, alone, after other parts of one statement, and in an update.
+    bodies = {"a" * 64: AWKWARD, "b" * 64: AWKWARD * 2_000, "c" * 64: ""}
+    async with db.write() as s:
+        written = await bulk.insert_returning(
+            s,
+            raw_events_t,
+            [raw(d, b) for d, b in bodies.items()],
+            on_conflict_do_nothing=["digest"],
+            returning=["digest"],
+        )
+        counts = await bulk.insert_together(
+            s,
+            [
+                (alerts_t, [alert("e" * 16)], ["fingerprint"]),
+                (raw_events_t, [raw("d" * 64, AWKWARD + "d"), raw("a" * 64, "not written")], ["digest"]),
+            ],
+        )
+        await s.commit()
+    assert sorted(written) == [(d,) for d in sorted(bodies)]
+    assert counts == [1, 1]
+    bodies["d" * 64] = AWKWARD + "d"
+    async with db.read() as s:
+        stored = dict((await s.execute(select(raw_events_t.c.digest, raw_events_t.c.body))).all())
+    assert stored == bodies
+    async with db.write() as s:
+        await bulk.update(s, raw_events_t, [{"digest": "c" * 64, "body": AWKWARD, "alert_count": 7}], key=["digest"])
+        await s.commit()
+    async with db.read() as s:
+        row = (await s.execute(select(raw_events_t).where(raw_events_t.c.digest == "c" * 64))).one()
+    assert (row.body, row.alert_count) == (AWKWARD, 7)
+
+
+def test_only_a_plain_column_can_travel_apart() -> None:
+    table = Table("apart_probe", MetaData(), Column("id", Integer), Column("doc", JSON, info={"bulk": "apart"}))
+    with pytest.raises(ValueError, match=r"apart_probe\.doc: only a plain column"):
+        bulk._shape("postgresql", table, ("id", "doc"), (), None, False)
 
 
 async def test_refuses_unknown_columns_and_naive_datetimes(db: Database) -> None:
