@@ -112,7 +112,7 @@ class AlertRow(Base):
     __tablename__ = "alerts"
 
     fingerprint: Mapped[str] = mapped_column(String(32), primary_key=True)
-    alertname: Mapped[str] = mapped_column(String(255), index=True)
+    alertname: Mapped[str] = mapped_column(String(255))  # no index: nothing reads by it (migration 0018)
     status: Mapped[str] = mapped_column(String(16), index=True)
     labels: Mapped[dict[str, str]]
     annotations: Mapped[dict[str, str]]
@@ -127,7 +127,7 @@ class AlertRow(Base):
     # When we first received the current episode firing: hold-downs count from here, not from startsAt.
     fired_at: Mapped[datetime | None]
     # The engine's latest decision about this alert, and why (see alertrouter.engine).
-    node: Mapped[str | None] = mapped_column(String(255), index=True)
+    node: Mapped[str | None] = mapped_column(String(255))  # no index: nothing reads by it (migration 0018)
     incident_key: Mapped[str | None] = mapped_column(String(512), index=True)
     decision: Mapped[str | None] = mapped_column(String(32), index=True)
     decision_detail: Mapped[dict[str, Any] | None]
