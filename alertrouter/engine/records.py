@@ -12,7 +12,9 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.pipeline.types import IncidentRecord, RecordChanges, apply_record_changes
+from alertrouter.store import Database
 from alertrouter.store import incidents as store
+from alertrouter.store.reads_now import acknowledged_now
 
 __all__ = ["RecordBook"]
 
@@ -27,12 +29,18 @@ class RecordBook:
         self._acked: set[str] = set()
 
     async def read(
-        self, session: AsyncSession, now: datetime, keep: timedelta, holds: Callable[[str], bool]
+        self,
+        session: AsyncSession,
+        now: datetime,
+        keep: timedelta,
+        holds: Callable[[str], bool],
+        db: Database | None = None,
     ) -> dict[str, IncidentRecord]:
         """The incident records as stored. Acknowledgements are the one change made elsewhere (the console,
         an acknowledge link, on any replica): read every pass. A resolved record leaves as it does from the
         store's read (`load_incidents`), `keep` after it was last written, unless alerts still describe it
-        (`holds`)."""
+        (`holds`). With `db`, the acknowledgements are read on its event loop's own SQLite connection
+        when it has one (`store.reads_now`)."""
         if self.records is None:
             self.records, saved_at = await store.load_incidents(session, resolved_since=now - keep)
             self._saved_at = dict(sorted(saved_at.items(), key=lambda item: item[1]))
@@ -40,7 +48,9 @@ class RecordBook:
             self._acked = {k for k, r in self.records.items() if r.acknowledged}
         records = self.records
         touched = self.touched if self.touched is not None else set()
-        acked = await store.load_acknowledged(session, resolved_since=now - keep)
+        acked = acknowledged_now(db, resolved_since=now - keep) if db is not None else None
+        if acked is None:
+            acked = await store.load_acknowledged(session, resolved_since=now - keep)
         for key in acked ^ self._acked:
             record = records.get(key)
             if record is not None and record.acknowledged != (key in acked):

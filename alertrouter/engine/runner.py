@@ -56,6 +56,7 @@ from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage
 from alertrouter.store import incidents as store
 from alertrouter.store import nodes as node_store
 from alertrouter.store.leases import new_holder
+from alertrouter.store.reads_now import silences_now
 
 __all__ = ["EngineRunner"]
 
@@ -254,12 +255,14 @@ class EngineRunner:
                 self._lost()
                 return None
             try:
-                fresh, placed_before = await self._live.read(session, now)
+                fresh, placed_before = await self._live.read(session, now, self._db)
             except Exception as exc:
                 if not is_outage(exc):
                     await self._find_unreadable(exc, now)
                 raise
-            silences = await store.load_silences(session, now=now)
+            silences = silences_now(self._db, now=now)
+            if silences is None:
+                silences = await store.load_silences(session, now=now)
             discovered = self._discovered() if self._discovered is not None else None
             if self._idle(fresh, now) and silences == self._silences and discovered is self._discovered_seen:
                 return await self._keep_lease(now)
@@ -273,7 +276,7 @@ class EngineRunner:
             evicted = self._live.evict(now, self._pending.previous(self._live.decisions))
             for fp in evicted:
                 self._claims.claim(fp, None)
-            records = await self._book.read(session, now, RECENT, self._evaluator.holds)
+            records = await self._book.read(session, now, RECENT, self._evaluator.holds, self._db)
         # Learn from the live alerts' claims, and evaluate with what is in force after that: an alert
         # stored before the alias was learned is re-keyed in the very pass that learns it.
         learning = self._claims.learn(now)

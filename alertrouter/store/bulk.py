@@ -52,6 +52,7 @@ __all__ = [
     "insert_together",
     "quote",
     "slices",
+    "sqlite_datetime",
     "sqlite_rows",
     "update",
 ]
@@ -83,7 +84,7 @@ def _utc(value: datetime) -> datetime:
 
 # Cached: a batch repeats the same few instants (its `now`, each alert's `startsAt`) many times over.
 @lru_cache(maxsize=4096)
-def _sqlite_datetime(value: datetime | None) -> str | None:
+def sqlite_datetime(value: datetime | None) -> str | None:
     """SQLAlchemy's SQLite DATETIME text ("2026-11-21 22:45:00.000000"), of the naive UTC time."""
     # Naive by arithmetic (see `keyed.as_utc`), and an aware value's isoformat costs twice a naive one's.
     return None if value is None else (NAIVE_EPOCH + (_utc(value) - UTC_EPOCH)).isoformat(" ", "microseconds")
@@ -101,7 +102,7 @@ def each_distinct_once(convert: Callable[[Any], Any], values: Iterable[Any]) -> 
 
 
 def _sqlite_datetimes(values: Iterable[datetime | None]) -> Iterable[str | None]:
-    return each_distinct_once(_sqlite_datetime, values)
+    return each_distinct_once(sqlite_datetime, values)
 
 
 def _json_texts(values: Iterable[Any]) -> Iterable[str]:

@@ -26,6 +26,7 @@ from alertrouter.store.handles import alerts_t, change_counter_t, events_t, inci
 from alertrouter.store.tables import IncidentRow, NotifyStateRow, SilenceRow
 
 __all__ = [
+    "LIVE_STATE",
     "LoadedAlert",
     "change_cursor",
     "clear_acknowledgements",
@@ -34,11 +35,13 @@ __all__ = [
     "load_incidents",
     "load_live_alerts",
     "load_silences",
+    "loaded",
     "move_incidents",
     "quarantine_alerts",
     "save_decisions",
     "save_incidents",
     "save_notify_states",
+    "unheld",
     "unreadable_alerts",
 ]
 
@@ -86,7 +89,7 @@ async def load_live_alerts(
     """
     cursor = await change_cursor(session)
     c = alerts_t.c
-    state = (c.status, c.starts_at, c.fired_at, c.ends_at, c.updated_at, c.decision, c.decision_detail, c.incident_key)
+    state = [c[name] for name in LIVE_STATE]
     stmt = select(c.fingerprint, c.labels, *state).where(_not_quarantined)
     out: list[LoadedAlert] = []
     rows: list[Sequence[Any]]
@@ -98,28 +101,51 @@ async def load_live_alerts(
         stamps = await session.execute(
             select(c.fingerprint, c.updated_at).where(_not_quarantined, c.change_seq >= since)
         )
-        handed = inserted or {}
-        wanted = []
-        for fp, updated_at in stamps:
-            if known.get(fp) == updated_at:
-                continue
-            mine = handed.get(fp)
-            if mine is not None and mine[1] == updated_at:
-                # Kept for as long as the alert is live: compact, its values shared as a read's are
-                # (the webhook's JSON parser made a new string for each), done here, off ingest's path.
-                out.append((replace(mine[0], labels=LabelSet(mine[0].labels)), updated_at, None, None, None))
-            else:
-                wanted.append(fp)
-        holds = held or {}
-        again = sorted(fp for fp in wanted if fp in holds)
+        out, unread, again = unheld(stamps, known, inserted, held)
         rows = []
-        for chunk in bulk.slices(sorted(fp for fp in wanted if fp not in holds)):
+        for chunk in bulk.slices(unread):
             rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
         # What changes a live alert is its state; its labels (the largest column) are the held ones.
+        holds = held or {}
         for chunk in bulk.slices(again):
             by_state = select(c.fingerprint, *state).where(_not_quarantined, c.fingerprint.in_(chunk))
             rows += [(fp, holds[fp].labels, *rest) for fp, *rest in await session.execute(by_state)]
         rows.sort(key=_first)  # in fingerprint order, as one read gave them
+    return loaded(out, rows), cursor
+
+
+LIVE_STATE = ("status", "starts_at", "fired_at", "ends_at", "updated_at", "decision", "decision_detail", "incident_key")
+"""The columns of a live alert's row `load_live_alerts` reads besides its fingerprint and labels."""
+
+
+def unheld(
+    stamps: Iterable[Sequence[Any]],
+    known: Mapping[str, datetime],
+    inserted: Mapping[str, tuple[LiveAlert, datetime]] | None,
+    held: Mapping[str, LiveAlert] | None,
+) -> tuple[list[LoadedAlert], list[str], list[str]]:
+    """Of the changed rows' (fingerprint, `updated_at`): the alerts taken from ingest's handoff, the
+    fingerprints whose rows must be read whole, and those whose state alone is read (their labels are
+    the held ones); each list in fingerprint order. Rows held unchanged (`known`) are left out."""
+    handed = inserted or {}
+    out: list[LoadedAlert] = []
+    wanted = []
+    for fp, updated_at in stamps:
+        if known.get(fp) == updated_at:
+            continue
+        mine = handed.get(fp)
+        if mine is not None and mine[1] == updated_at:
+            # Kept for as long as the alert is live: compact, its values shared as a read's are
+            # (the webhook's JSON parser made a new string for each), done here, off ingest's path.
+            out.append((replace(mine[0], labels=LabelSet(mine[0].labels)), updated_at, None, None, None))
+        else:
+            wanted.append(fp)
+    holds = held or {}
+    return out, sorted(fp for fp in wanted if fp not in holds), sorted(fp for fp in wanted if fp in holds)
+
+
+def loaded(out: list[LoadedAlert], rows: Iterable[Sequence[Any]]) -> list[LoadedAlert]:
+    """`out`, and the rows read (fingerprint, labels, then `LIVE_STATE`) as live alerts after it."""
     details: dict[bytes, dict[str, Any]] = {}
     for fp, labels, status, starts_at, fired_at, ends_at, updated_at, decision, detail, key in rows:
         firing = status == AlertStatus.FIRING.value
@@ -136,7 +162,7 @@ async def load_live_alerts(
         if key is not None:
             key = sys.intern(key)
         out.append((live, updated_at, decision, detail, key))
-    return out, cursor
+    return out
 
 
 _first = itemgetter(0)

@@ -34,7 +34,7 @@ from alertrouter.store.bulk import (
 from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
-__all__ = ["as_utc", "select_in", "select_in_driver", "select_in_now"]
+__all__ = ["as_utc", "select_in", "select_in_driver", "select_in_now", "select_where_now"]
 
 
 def as_utc(value: datetime) -> datetime:
@@ -63,9 +63,9 @@ class _Read:
     converters: tuple[tuple[int, Callable[[Iterable[Any]], Iterable[Any]]], ...]
 
 
-@cache
-def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: bool) -> _Read:
-    check_columns(table, (*columns, key))
+def _converters(
+    dialect: str, table: Table, columns: tuple[str, ...]
+) -> tuple[tuple[int, Callable[[Iterable[Any]], Iterable[Any]]], ...]:
     converters: list[tuple[int, Callable[[Iterable[Any]], Iterable[Any]]]] = []
     for i, name in enumerate(columns):
         col_type = table.c[name].type
@@ -75,6 +75,13 @@ def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: 
             converters.append((i, partial(map, _from_pg_datetime)))
         elif isinstance(col_type, JSON):
             converters.append((i, partial(map, _from_json_text)))
+    return tuple(converters)
+
+
+@cache
+def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: bool) -> _Read:
+    check_columns(table, (*columns, key))
+    converters = _converters(dialect, table, columns)
     # JSON is read as text on PostgreSQL too, and decoded as on SQLite: the driver's codec would go
     # through the engine's deserializer, which interns every short value for the engine's long-lived
     # labels (`db.json_loads`), work wasted on states that are compared and dropped (2.8 us per alert).
@@ -93,7 +100,7 @@ def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: 
     sql = f"SELECT {names} FROM {quote(table.name)} WHERE {where} ORDER BY {quote(key)}"  # noqa: S608 (names checked)
     if lock and dialect == "postgresql":
         sql += " FOR UPDATE"
-    return _Read(sql, tuple(converters))
+    return _Read(sql, converters)
 
 
 async def select_in(
@@ -139,11 +146,27 @@ def select_in_now(
 @cache
 def _read_now(table: Table, columns: tuple[str, ...], key: str) -> _Read:
     """`_read`'s converters, with a statement of its own: one row, the JSON array of the rows' arrays."""
-    read = _read("sqlite", table, columns, key, False)  # checks the names, too
+    _read("sqlite", table, columns, key, False)  # checks the names
+    return _document(table, columns, f"{quote(key)} IN (SELECT value FROM json_each(?))")  # noqa: S608 (checked)
+
+
+@cache
+def _document(table: Table, columns: tuple[str, ...], where: str) -> _Read:
     names = ", ".join(map(quote, columns))
-    where = f"{quote(key)} IN (SELECT value FROM json_each(?))"  # noqa: S608 (names checked)
     sql = f"SELECT json_group_array(json_array({names})) FROM {quote(table.name)} WHERE {where}"  # noqa: S608
-    return _Read(sql, read.converters)
+    return _Read(sql, _converters("sqlite", table, columns))
+
+
+def select_where_now(
+    connection: sqlite3.Connection, table: Table, columns: Sequence[str], where: str, params: Sequence[Any]
+) -> list[tuple[Any, ...]]:
+    """`columns` of the rows of `table` for which `where` holds (SQL of this module's callers, never of
+    input: values go in `params`, SQLite's `?`), as `select_in_now` reads them: on the calling thread,
+    one JSON document in one step, in no given order, converted as SQLAlchemy would return them."""
+    check_columns(table, columns)
+    read = _document(table, tuple(columns), where)
+    (document,) = connection.execute(read.sql, tuple(params)).fetchone()
+    return _converted(read, orjson.loads(document))
 
 
 async def select_in_driver(

@@ -6,34 +6,13 @@ incident (a quarter of a pass's time with 30,000 of them)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from alertrouter.store import Database, bulk
 from alertrouter.store.handles import incidents_t
 from alertrouter.store.incidents import acknowledged_keys, load_acknowledged
-from support.rows import T0
+from support.rows import T0, incident
 
 SINCE = T0 - timedelta(hours=1)
-
-
-def incident(key: str, status: str, updated_at: datetime, acknowledged: bool) -> dict[str, Any]:
-    return {
-        "key": key,
-        "kind": "node",
-        "rule": "gpu-by-node",
-        "status": status,
-        "severity": "critical",
-        "headline": f"{key}: GPUHighTemp on 1/8 GPUs",
-        "labels": {"alertname": "GPUHighTemp", "node": key},
-        "summary": {},
-        "parent_key": None,
-        "opened_at": updated_at - timedelta(minutes=5),
-        "active_since": None,
-        "updated_at": updated_at,
-        "resolved_at": updated_at if status == "resolved" else None,
-        "acknowledged_at": updated_at if acknowledged else None,
-        "acknowledged_by": "oncall" if acknowledged else None,
-    }
 
 
 async def test_the_acknowledged_among_the_firing_and_the_recently_resolved(db: Database) -> None:

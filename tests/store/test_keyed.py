@@ -66,7 +66,7 @@ def test_datetimes_convert_as_replacing_the_zone_does() -> None:
         # ... and written back as SQLAlchemy's SQLite text of the naive UTC time, from any zone
         zone = timezone(timedelta(minutes=rng.randrange(-1439, 1440)))
         for aware in (expected, expected.astimezone(zone)):
-            bulk._sqlite_datetime.cache_clear()
-            assert bulk._sqlite_datetime(aware) == value.isoformat(" ", "microseconds"), aware
+            bulk.sqlite_datetime.cache_clear()
+            assert bulk.sqlite_datetime(aware) == value.isoformat(" ", "microseconds"), aware
     assert keyed._from_sqlite_datetime(None) is None
     assert keyed._from_pg_datetime(None) is None

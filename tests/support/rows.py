@@ -26,3 +26,23 @@ def alert(fp: str, **overrides: Any) -> dict[str, Any]:
         "fired_at": T0,
     }
     return {**row, **overrides}
+
+
+def incident(key: str, status: str, updated_at: datetime, acknowledged: bool) -> dict[str, Any]:
+    return {
+        "key": key,
+        "kind": "node",
+        "rule": "gpu-by-node",
+        "status": status,
+        "severity": "critical",
+        "headline": f"{key}: GPUHighTemp on 1/8 GPUs",
+        "labels": {"alertname": "GPUHighTemp", "node": key},
+        "summary": {},
+        "parent_key": None,
+        "opened_at": updated_at - timedelta(minutes=5),
+        "active_since": None,
+        "updated_at": updated_at,
+        "resolved_at": updated_at if status == "resolved" else None,
+        "acknowledged_at": updated_at if acknowledged else None,
+        "acknowledged_by": "oncall" if acknowledged else None,
+    }
