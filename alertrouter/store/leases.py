@@ -11,6 +11,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.store.bulk import sqlite_datetime, sqlite_rows
 from alertrouter.store.handles import insert_for, leases_t
 
 __all__ = ["hold_lease", "lease_held_by_other", "new_holder", "release_lease"]
@@ -38,13 +39,20 @@ async def hold_lease(session: AsyncSession, *, name: str, holder: str, now: date
     on that condition, which PostgreSQL checks again on the row as it stands once any other writer's
     lock is gone. Otherwise (no row yet, or held by another) the row is made if missing and read."""
     c = leases_t.c
-    renewed = await session.execute(
-        update(leases_t)
-        .where(c.name == name, or_(c.holder == holder, c.expires_at <= now))
-        .values(holder=holder, expires_at=until)
-    )
-    if int(cast(CursorResult[Any], renewed).rowcount) == 1:
-        return True
+    if session.get_bind().dialect.name == "sqlite":
+        # At driver speed (`bulk.sqlite_rows`): through SQLAlchemy's execution this update was 1.2-1.5 ms of
+        # an engine pass at 100,000 live alerts, in trips to the connection's thread, against 0.3 here.
+        params = (holder, sqlite_datetime(until), name, holder, sqlite_datetime(now))
+        if await sqlite_rows(session, _RENEW, params):
+            return True
+    else:
+        renewed = await session.execute(
+            update(leases_t)
+            .where(c.name == name, or_(c.holder == holder, c.expires_at <= now))
+            .values(holder=holder, expires_at=until)
+        )
+        if int(cast(CursorResult[Any], renewed).rowcount) == 1:
+            return True
     await session.execute(
         insert_for(session, leases_t)
         .values(name=name, holder=holder, expires_at=until)
@@ -59,6 +67,9 @@ async def hold_lease(session: AsyncSession, *, name: str, holder: str, now: date
         return False
     await session.execute(update(leases_t).where(leases_t.c.name == name).values(holder=holder, expires_at=until))
     return True
+
+
+_RENEW = "UPDATE leases SET holder = ?, expires_at = ? WHERE name = ? AND (holder = ? OR expires_at <= ?) RETURNING 1"
 
 
 async def release_lease(session: AsyncSession, *, name: str, holder: str, now: datetime) -> bool:
