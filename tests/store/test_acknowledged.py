@@ -10,26 +10,19 @@ from datetime import datetime, timedelta
 from alertrouter.store import Database, bulk
 from alertrouter.store.handles import incidents_t
 from alertrouter.store.incidents import acknowledged_keys, load_acknowledged
-from support.rows import T0, incident
+from support.rows import T0, acknowledgement_cases, incident
 
 SINCE = T0 - timedelta(hours=1)
 
 
 async def test_the_acknowledged_among_the_firing_and_the_recently_resolved(db: Database) -> None:
-    rows = [
-        incident("firing-acked", "firing", T0 - timedelta(days=3), True),  # however long ago it changed
-        incident("firing-not-acked", "firing", T0, False),
-        incident("resolved-recently-acked", "resolved", SINCE + timedelta(seconds=1), True),
-        incident("resolved-at-the-edge-acked", "resolved", SINCE, True),
-        incident("resolved-long-ago-acked", "resolved", SINCE - timedelta(seconds=1), True),
-        incident("resolved-recently-not-acked", "resolved", T0, False),
-    ]
+    rows, found = acknowledgement_cases(SINCE)
     async with db.write() as s:
         await bulk.insert(s, incidents_t, rows)
         await s.commit()
     async with db.read() as s:
         acked = await load_acknowledged(s, resolved_since=SINCE)
-    assert acked == {"firing-acked", "resolved-recently-acked", "resolved-at-the-edge-acked"}
+    assert acked == found
 
 
 async def test_the_read_uses_the_index_of_acknowledged_incidents_on_sqlite(db: Database) -> None:

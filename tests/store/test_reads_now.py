@@ -27,7 +27,7 @@ from alertrouter.store.incidents import (
     save_decisions,
 )
 from alertrouter.store.reads_now import _ACKNOWLEDGED, acknowledged_now, live_changes_now, silences_now
-from support.rows import T0, alert, incident
+from support.rows import T0, acknowledgement_cases, alert, incident
 
 LATER = T0 + timedelta(seconds=1)
 SINCE = T0 - timedelta(hours=1)  # resolved incidents the engine still holds: those changed since
@@ -127,14 +127,8 @@ async def test_silences_read_here_are_the_sessions(db: Database) -> None:
 
 
 async def test_acknowledgements_read_here_are_the_sessions_and_use_their_index(db: Database) -> None:
-    rows = [
-        incident("firing-acked", "firing", T0 - timedelta(days=3), True),
-        incident("firing-not-acked", "firing", T0, False),
-        incident("resolved-recently-acked", "resolved", SINCE + timedelta(seconds=1), True),
-        incident("resolved-at-the-edge-acked", "resolved", SINCE, True),
-        incident("resolved-long-ago-acked", "resolved", SINCE - timedelta(seconds=1), True),
-        incident("resolved-recently-not-acked", "resolved", T0, False),
-    ] + [incident(f"n{i}", "firing", T0, False) for i in range(200)]
+    rows, found = acknowledgement_cases(SINCE)
+    rows += [incident(f"n{i}", "firing", T0, False) for i in range(200)]
     async with db.write() as s:
         await bulk.insert(s, incidents_t, rows)
         await s.commit()
@@ -144,7 +138,7 @@ async def test_acknowledgements_read_here_are_the_sessions_and_use_their_index(d
     if not db.is_sqlite:
         assert now is None
         return
-    assert now == expected == {"firing-acked", "resolved-recently-acked", "resolved-at-the-edge-acked"}
+    assert now == expected == found
     connection = db.read_now()
     assert connection is not None
     explain = f"EXPLAIN QUERY PLAN SELECT key FROM incidents WHERE {_ACKNOWLEDGED}"  # noqa: S608 (the module's own)

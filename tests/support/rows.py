@@ -46,3 +46,17 @@ def incident(key: str, status: str, updated_at: datetime, acknowledged: bool) ->
         "acknowledged_at": updated_at if acknowledged else None,
         "acknowledged_by": "oncall" if acknowledged else None,
     }
+
+
+def acknowledgement_cases(since: datetime) -> tuple[list[dict[str, Any]], set[str]]:
+    """Incidents acknowledged or not, firing or resolved before, at and after `since` (the engine holds
+    the resolved ones changed since then); and the keys of those the engine's read must find."""
+    rows = [
+        incident("firing-acked", "firing", T0 - timedelta(days=3), True),  # however long ago it changed
+        incident("firing-not-acked", "firing", T0, False),
+        incident("resolved-recently-acked", "resolved", since + timedelta(seconds=1), True),
+        incident("resolved-at-the-edge-acked", "resolved", since, True),
+        incident("resolved-long-ago-acked", "resolved", since - timedelta(seconds=1), True),
+        incident("resolved-recently-not-acked", "resolved", T0, False),
+    ]
+    return rows, {"firing-acked", "resolved-recently-acked", "resolved-at-the-edge-acked"}
