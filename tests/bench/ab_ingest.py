@@ -5,13 +5,14 @@ environment variables), interleaved rounds on the same machine within minutes.
         [--endpoint webhook|api_v2] [--rounds 5] [--arm NAME:VAR=VALUE,VAR=VALUE ...]
 
 This machine's speed drifts by up to 2x within an hour, so only arms measured side by side, round
-after round, can be compared; a change that is not clearly ahead in most rounds is noise. Each
-round starts every arm on a fresh store and sends the load of `bench_ingest.py` (8,000 GPU alerts,
-4 keep-alive connections of its lean client, payloads of 100): phase `new`, `unchanged, busy`
-(re-sent while the engine decides) and, after the engine settles, `unchanged`. For each arm: the
-median round's alerts/s with every round's figure, latency over all requests, and the CPU seconds
-the server process used per phase (against the wall time: a server far from one busy core is
-waiting, on the database or on itself, rather than computing).
+after round, can be compared; a change that is not clearly ahead in most rounds is noise. The arms
+run in turn first and last, round by round. Each round starts every arm on a fresh store and sends
+the load of `bench_ingest.py` (8,000 GPU alerts, 4 keep-alive connections of its lean client,
+payloads of 100): phase `new`, `unchanged, busy` (re-sent while the engine decides) and, after
+the engine settles, `unchanged`. For each arm: the median round's alerts/s with every round's
+figure, latency over all requests, and the CPU seconds the server process used per phase (against
+the wall time: a server far from one busy core is waiting, on the database or on itself, rather
+than computing).
 
 `--base REV` checks REV out in a temporary git worktree and runs the server from it (PYTHONPATH),
 with this tree's venv; the tree under test is the current one (uncommitted changes included).
@@ -127,7 +128,9 @@ def main() -> int:
         load = bench.build_load(args.nodes)
         for round_ in range(args.rounds):
             bench.progress(f"round {round_ + 1} of {args.rounds}")
-            for arm in arms:
+            # In turn first and last: a fixed order would hand one arm whatever the previous one left
+            # behind (a checkpoint, a dropped database's cleanup) every round.
+            for arm in arms if round_ % 2 == 0 else arms[::-1]:
                 run_round(arm, args.store, args.endpoint, load)
     print(f"\n{args.store}, {args.endpoint}, {load.alerts:,} alerts, {args.rounds} rounds\n")
     print(report(arms))
