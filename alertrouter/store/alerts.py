@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -85,17 +84,14 @@ async def read_states(db: Database, fingerprints: Sequence[str]) -> dict[str, Al
 
 
 def load_states_now(db: Database, fingerprints: Sequence[str]) -> dict[str, AlertState] | None:
-    """`load_states` without a lock, read on the event loop itself (`Database.read_now`); None when it
+    """`load_states` without a lock, read on the event loop itself (`Database.run_now`); None when it
     cannot be (PostgreSQL, SQLite in memory, a busy or failing store): read with `load_states` then."""
-    connection = db.read_now()
-    if connection is None:
-        return None
-    try:
-        rows = keyed.select_in_now(connection, alerts_t, _STATE_COLUMNS, key="fingerprint", values=fingerprints)
-    except sqlite3.Error as error:
-        db.read_now_failed(error)
-        return None
-    return _states(rows)
+    rows = db.run_now(
+        lambda connection: keyed.select_in_now(
+            connection, alerts_t, _STATE_COLUMNS, key="fingerprint", values=fingerprints
+        )
+    )
+    return None if rows is None else _states(rows)
 
 
 def _states(rows: Iterable[tuple[Any, ...]]) -> dict[str, AlertState]:

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import event, exc, text
@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 # What "the store is unavailable" looks like from here; ingest answers 503 on these.
 STORE_ERRORS: tuple[type[Exception], ...] = (
@@ -219,6 +220,18 @@ class Database:
                 return None
             self._loop_reader = connection
         return self._loop_reader
+
+    def run_now(self, read: Callable[[sqlite3.Connection], _T]) -> _T | None:
+        """`read` on `read_now()`'s connection; None when there is none, or when the read fails in the
+        driver (`read_now_failed`): the caller reads through the pool then. Any other error is raised."""
+        connection = self.read_now()
+        if connection is None:
+            return None
+        try:
+            return read(connection)
+        except sqlite3.Error as error:
+            self.read_now_failed(error)
+            return None
 
     def read_now_failed(self, error: sqlite3.Error) -> None:
         """A read on `read_now()`'s connection failed: the caller reads through the pool instead (which

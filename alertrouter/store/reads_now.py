@@ -12,8 +12,8 @@ These reads agree with one another no more and no less than the session's did: P
 opens no transaction for a read, so there too each statement was its own snapshot. The cursor is
 read first, so that every change below it is in the reads after it (`incidents.change_cursor`).
 
-Each function returns None when it cannot read here (PostgreSQL, SQLite in memory, a busy or failing
-store): the caller reads through its session, as before, which waits as it may and reports a store
+Each function returns None when it cannot read here (`Database.run_now`: PostgreSQL, SQLite in memory,
+a busy or failing store): the caller reads through its session, as before, which waits as it may and reports a store
 that really fails. A row that cannot be decoded raises as the session's read would.
 """
 
@@ -49,10 +49,8 @@ def live_changes_now(
     held: Mapping[str, LiveAlert],
 ) -> tuple[list[LoadedAlert], int] | None:
     """`incidents.load_live_alerts` from the change cursor `since`, with what the caller holds."""
-    connection = db.read_now()
-    if connection is None:
-        return None
-    try:
+
+    def read(connection: sqlite3.Connection) -> tuple[list[LoadedAlert], int]:
         ((value,),) = keyed.select_where_now(connection, change_counter_t, ("value",), "id = 1", ())
         stamps = keyed.select_where_now(
             connection, alerts_t, ("fingerprint", "updated_at"), _CHANGES, (QUARANTINED, since)
@@ -64,39 +62,32 @@ def live_changes_now(
         states = keyed.select_in_now(
             connection, alerts_t, ("fingerprint", *LIVE_STATE), key="fingerprint", values=again
         )
-    except sqlite3.Error as error:
-        db.read_now_failed(error)
-        return None
-    # What changes a live alert is its state; its labels (the largest column) are the held ones.
-    rows += [(fp, held[fp].labels, *rest) for fp, *rest in states]
-    rows.sort()  # in fingerprint order, as the session's read gives them (fingerprints are unique)
-    return loaded(out, rows), int(value or 0) + 1
+        # What changes a live alert is its state; its labels (the largest column) are the held ones.
+        rows += [(fp, held[fp].labels, *rest) for fp, *rest in states]
+        rows.sort()  # in fingerprint order, as the session's read gives them (fingerprints are unique)
+        return loaded(out, rows), int(value or 0) + 1
+
+    return db.run_now(read)
 
 
 def silences_now(db: Database, *, now: datetime) -> list[Silence] | None:
     """`incidents.load_silences`: the silences in force now or later."""
-    connection = db.read_now()
-    if connection is None:
-        return None
     columns = ("id", "matchers", "starts_at", "ends_at")
-    try:
-        rows = keyed.select_where_now(connection, silences_t, columns, "ends_at > ?", (sqlite_datetime(now),))
-    except sqlite3.Error as error:
-        db.read_now_failed(error)
+    rows = db.run_now(
+        lambda connection: keyed.select_where_now(
+            connection, silences_t, columns, "ends_at > ?", (sqlite_datetime(now),)
+        )
+    )
+    if rows is None:
         return None
     return [Silence.parse(id_, matchers, starts_at, ends_at) for id_, matchers, starts_at, ends_at in sorted(rows)]
 
 
 def acknowledged_now(db: Database, *, resolved_since: datetime) -> set[str] | None:
     """`incidents.load_acknowledged`: the keys of the acknowledged incidents the engine holds."""
-    connection = db.read_now()
-    if connection is None:
-        return None
-    try:
-        rows = keyed.select_where_now(
+    rows = db.run_now(
+        lambda connection: keyed.select_where_now(
             connection, incidents_t, ("key",), _ACKNOWLEDGED, (sqlite_datetime(resolved_since),)
         )
-    except sqlite3.Error as error:
-        db.read_now_failed(error)
-        return None
-    return {key for (key,) in rows}
+    )
+    return None if rows is None else {key for (key,) in rows}
