@@ -24,7 +24,8 @@ fake DingTalk and WeCom robots; SMS and email left unconfigured, as shipped; eve
 4. `serve` restarted on the same store: RSS after its first pass, which reads every live alert back.
 
 `--quick`: 2,000 nodes, 2 webhooks timed per step, a 200-node storm. `--keep DIR` leaves the SQLite
-store there (for `tests/bench/scale_memory.py`). Results: markdown on stdout and tests/bench/results/scale[-quick].md.
+store there, and PostgreSQL's as the database `alertrouter_scale` (for `tests/bench/scale_memory.py`).
+Results: markdown on stdout and tests/bench/results/scale[-quick].md.
 No thresholds: figures are for the README.
 """
 
@@ -65,6 +66,7 @@ PASS_SETTLES = 1.5  # seconds after a timed webhook before /metrics is read for 
 GPU_ALERTS = ("GPUHighTemp", "GPUMemoryNearFull", "GPUHighUtilSustained", "GPUPowerNearLimit")
 BATCH = 100
 CLIENTS = 4
+KEPT_PG = "alertrouter_scale"  # the PostgreSQL database `--keep` leaves
 STARTED = time.monotonic()
 
 
@@ -493,7 +495,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="2,000 nodes and a 200-node storm")
     parser.add_argument("--stores", default="sqlite,postgresql")
-    parser.add_argument("--keep", type=Path, help="leave the SQLite store in this directory")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help=f"leave the SQLite store in this directory, and PostgreSQL's as the database {KEPT_PG}",
+    )
     parser.add_argument(
         "--settle",
         type=float,
@@ -516,11 +522,18 @@ def main() -> None:
             else:
                 if (why := pg.available()) is not None:
                     raise SystemExit(why)
-                name = pg.create_database("alertrouter_bench")
+                if args.keep:
+                    pg.drop_database(KEPT_PG)
+                    name = pg.create_database(KEPT_PG, suffix=False)
+                else:
+                    name = pg.create_database("alertrouter_bench")
                 try:
                     run_store(pg.url_for(name), work, size, result)
                 finally:
-                    pg.drop_database(name)
+                    if not args.keep:
+                        pg.drop_database(name)
+                    else:
+                        progress(f"PostgreSQL store kept: {pg.url_for(name)}")
         results.append(result)
         text = report(results, args.quick, size)  # after each store: a long run keeps what it measured
         RESULTS.mkdir(parents=True, exist_ok=True)

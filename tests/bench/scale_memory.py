@@ -2,6 +2,9 @@
 
     .venv/bin/python tests/bench/bench_scale.py --stores sqlite --keep /tmp/scale   # leaves scale.db
     .venv/bin/python tests/bench/scale_memory.py /tmp/scale/scale.db [--top 25] [--cpu]
+    .venv/bin/python tests/bench/bench_scale.py --stores postgresql --keep /tmp/scale   # database alertrouter_scale
+    .venv/bin/python tests/bench/scale_memory.py \
+        postgresql+asyncpg://alertrouter:alertrouter@127.0.0.1/alertrouter_scale --passes 20
 
 Memory (default): runs what `serve`'s engine holds after its first pass (the runner, its evaluator
 and the last result, on the shipped rules) over every live alert of the store under tracemalloc, and
@@ -40,8 +43,8 @@ from alertrouter.store.handles import alerts_t
 REPO = Path(__file__).resolve().parents[2]
 
 
-async def profile(db_path: Path, top: int, frames: int) -> None:
-    db = Database(f"sqlite+aiosqlite:///{db_path}")
+async def profile(url: str, top: int, frames: int) -> None:
+    db = Database(url)
     runner = EngineRunner(db, compile_rules(load_ruleset(REPO / "rules", {})))
     gc.collect()
     tracemalloc.start(frames)
@@ -62,8 +65,8 @@ async def profile(db_path: Path, top: int, frames: int) -> None:
     await db.dispose()
 
 
-async def time_passes(db_path: Path, passes: int) -> None:
-    db = Database(f"sqlite+aiosqlite:///{db_path}")
+async def time_passes(url: str, passes: int) -> None:
+    db = Database(url)
     runner = EngineRunner(db, compile_rules(load_ruleset(REPO / "rules", {})), freeze_after_full=True)
     await runner.run_once()
     c = alerts_t.c
@@ -90,8 +93,8 @@ async def time_passes(db_path: Path, passes: int) -> None:
     await db.dispose()
 
 
-async def profile_cpu(db_path: Path, top: int) -> None:
-    db = Database(f"sqlite+aiosqlite:///{db_path}")
+async def profile_cpu(url: str, top: int) -> None:
+    db = Database(url)
     runner = EngineRunner(db, compile_rules(load_ruleset(REPO / "rules", {})))
     await runner.run_once()
     c = alerts_t.c
@@ -115,20 +118,27 @@ async def profile_cpu(db_path: Path, top: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("store", type=Path, help="a SQLite store, e.g. the one bench_scale.py --keep left")
+    parser.add_argument(
+        "store",
+        help="a SQLite store's path or a store's URL, e.g. what bench_scale.py --keep left",
+    )
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--frames", type=int, default=1, help="traceback depth per allocation site")
     parser.add_argument("--cpu", action="store_true", help="profile the time of a pass after 100 changes")
     parser.add_argument("--passes", type=int, default=0, help="time this many passes after 100 changes each")
     args = parser.parse_args()
-    if not args.store.exists():
+    if "://" in args.store:
+        url = args.store
+    elif Path(args.store).exists():
+        url = f"sqlite+aiosqlite:///{args.store}"
+    else:
         sys.exit(f"no store at {args.store}")
     if args.passes:
-        asyncio.run(time_passes(args.store, args.passes))
+        asyncio.run(time_passes(url, args.passes))
     elif args.cpu:
-        asyncio.run(profile_cpu(args.store, args.top))
+        asyncio.run(profile_cpu(url, args.top))
     else:
-        asyncio.run(profile(args.store, args.top, args.frames))
+        asyncio.run(profile(url, args.top, args.frames))
 
 
 if __name__ == "__main__":

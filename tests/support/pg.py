@@ -38,8 +38,9 @@ def available() -> str | None:
     return None
 
 
-def create_database(prefix: str = "alertrouter_test") -> str:
-    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+def create_database(prefix: str = "alertrouter_test", *, suffix: bool = True) -> str:
+    """A new database named `prefix` and a random suffix (or `prefix` itself); returns its name."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}" if suffix else prefix
     asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
     return name
 
