@@ -1,4 +1,4 @@
-"""What every section of the rules schema is built from: strict frozen models and durations."""
+"""What every section of the rules schema is built from: strict frozen models, durations, matchers, match maps."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from alertrouter.durations import parse_duration
+from alertrouter.i18n import LANGUAGES
 from alertrouter.labels import Matcher, MatcherError, parse_matchers
 
-__all__ = ["Duration", "Section"]
+__all__ = ["Duration", "LegacyMap", "Section", "known_language", "scalar_text"]
 
 
 def _duration(value: Any) -> Any:
@@ -49,3 +50,26 @@ def _matchers(value: Any) -> Any:
 
 
 Matchers = Annotated[list[Matcher], BeforeValidator(_matchers)]
+
+
+def scalar_text(value: Any) -> Any:
+    """A YAML scalar as the string Alertmanager reads into a `match` map (Go's YAML decoder takes the
+    scalar's text): `{priority: 1}` is `priority="1"`, `{paged: true}` is `paged="true"`, no value is
+    `""`. (PyYAML has already read `yes` and `0x1F` as a bool and an int: they come back as `true`
+    and `31`, not as written.)"""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+LegacyMap = dict[str, Annotated[str, BeforeValidator(scalar_text)]]
+
+
+def known_language(value: str) -> str:
+    if value not in LANGUAGES:
+        raise ValueError(f"unknown language {value!r} (one of {', '.join(LANGUAGES)})")
+    return value

@@ -28,17 +28,10 @@ from alertrouter.pipeline.timeinterval import (
 from alertrouter.ruleset.check_oncall import check_oncall, escalation_policies
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem
 from alertrouter.ruleset.oncall import build_rota
-from alertrouter.ruleset.schema import (
-    ALL_SEVERITIES,
-    UNLIMITED_REPEATS,
-    AggregationConfig,
-    InhibitRuleConfig,
-    RouteConfig,
-    Ruleset,
-    TimeIntervalConfig,
-    TimeIntervalSpecConfig,
-)
+from alertrouter.ruleset.routes import ALL_SEVERITIES, UNLIMITED_REPEATS, RouteConfig
+from alertrouter.ruleset.schema import AggregationConfig, InhibitRuleConfig, Ruleset
 from alertrouter.ruleset.stale import stale_rule
+from alertrouter.ruleset.time_intervals import TimeIntervalConfig, TimeIntervalSpecConfig
 
 __all__ = ["DEFAULT_RECEIVER", "compile_rules", "unconfigured_channels"]
 

@@ -1,9 +1,8 @@
-"""The shape of the rules configuration; every section rejects unknown keys so typos are errors."""
+"""The shape of a rules file and of the merged `Ruleset`, with the sections too small for a module of their own."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -12,16 +11,7 @@ from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_v
 
 from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES, Locale
 from alertrouter.labels import is_valid_label_name
-from alertrouter.pipeline.timeinterval import (
-    parse_clock,
-    parse_days_of_month,
-    parse_location,
-    parse_months,
-    parse_time_range,
-    parse_weekdays,
-    parse_years,
-)
-from alertrouter.ruleset.base import Duration, Matchers, Section
+from alertrouter.ruleset.base import Duration, LegacyMap, Matchers, Section, known_language, scalar_text
 from alertrouter.ruleset.channels import (
     SECRET_FIELDS,
     AliyunSmsConfig,
@@ -38,39 +28,32 @@ from alertrouter.ruleset.channels import (
 )
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.ruleset.oncall import OnCallConfig
-from alertrouter.ruleset.schedule import parse_schedule, zone
+from alertrouter.ruleset.receivers import ReceiverConfig
+from alertrouter.ruleset.routes import RouteConfig
+from alertrouter.ruleset.schedule import zone
 from alertrouter.ruleset.stale import StaleConfig
+from alertrouter.ruleset.time_intervals import TimeIntervalConfig
 
 __all__ = [
-    "ALL_SEVERITIES",
     "SECRET_FIELDS",
-    "UNLIMITED_REPEATS",
     "AggregationConfig",
     "AliyunSmsConfig",
     "ChannelConfig",
     "CountConfig",
-    "DigestConfig",
     "DingTalkChannelConfig",
     "EmailChannelConfig",
     "FeishuChannelConfig",
     "GenericSmsConfig",
     "GlobalConfig",
     "InhibitRuleConfig",
-    "MentionsConfig",
     "PrometheusLookupConfig",
     "RateLimitConfig",
-    "ReceiverChannelConfig",
-    "ReceiverConfig",
     "RetryConfig",
     "RollupConfig",
-    "RouteConfig",
     "RuleFile",
     "Ruleset",
     "SmsChannelConfig",
     "TencentSmsConfig",
-    "TimeIntervalConfig",
-    "TimeIntervalSpecConfig",
-    "TimeRangeConfig",
     "TopologyConfig",
     "WeComChannelConfig",
 ]
@@ -78,47 +61,8 @@ __all__ = [
 _DEFAULT_NODE_LABELS = ["node", "hostname", "Hostname", "nodename", "kubernetes_node", "instance"]
 
 
-def _scalar_text(value: Any) -> Any:
-    """A YAML scalar as the string Alertmanager reads into a `match` map (Go's YAML decoder takes the
-    scalar's text): `{priority: 1}` is `priority="1"`, `{paged: true}` is `paged="true"`, no value is
-    `""`. (PyYAML has already read `yes` and `0x1F` as a bool and an int: they come back as `true`
-    and `31`, not as written.)"""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return value
-
-
-LegacyMap = dict[str, Annotated[str, BeforeValidator(_scalar_text)]]
-
-
-def _intervals(value: Any) -> Any:
-    """`repeat_interval: 1h` means 1h for every severity, as an Alertmanager user expects (`*` is
-    expanded to each of `global.severities` and `default` when the pipeline is built)."""
-    return value if isinstance(value, dict) or value is None else {ALL_SEVERITIES: value}
-
-
-ALL_SEVERITIES = "*"
-
-
 def _off_is_none(value: Any) -> Any:
     return None if value is False or value == "off" else value
-
-
-def _unlimited(value: Any) -> Any:
-    return UNLIMITED_REPEATS if value == "unlimited" else value
-
-
-def _known_language(value: str) -> str:
-    if value not in LANGUAGES:
-        raise ValueError(f"unknown language {value!r} (one of {', '.join(LANGUAGES)})")
-    return value
-
-
-UNLIMITED_REPEATS = -1  # `max_repeats: unlimited`, to lift a cap set higher up the route tree
 
 
 class GlobalConfig(Section):
@@ -146,7 +90,7 @@ class GlobalConfig(Section):
     @field_validator("language")
     @classmethod
     def _language(cls, value: str) -> str:
-        return _known_language(value)
+        return known_language(value)
 
     @field_validator("timezone")
     @classmethod
@@ -292,7 +236,7 @@ class InhibitRuleConfig(Section):
     source_match_re: LegacyMap = Field(default_factory=dict)
     target_match: LegacyMap = Field(default_factory=dict)
     target_match_re: LegacyMap = Field(default_factory=dict)
-    equal: list[Annotated[str, BeforeValidator(_scalar_text)]] = Field(default_factory=list)
+    equal: list[Annotated[str, BeforeValidator(scalar_text)]] = Field(default_factory=list)
     hold_down: Duration = timedelta(seconds=30)
 
     @field_validator("equal")
@@ -325,163 +269,6 @@ class AggregationConfig(Section):
     group_wait: Duration | None = None
     group_interval: Duration | None = None
     rollup: Annotated[RollupConfig | None, BeforeValidator(_off_is_none)] = None
-
-
-def _range_text(parse: Callable[[object], object]) -> Callable[[Any], Any]:
-    """An entry of a time interval's list, checked by `parse` and kept as the text written (YAML reads
-    `2026` or `-1` as numbers; Alertmanager reads them as text)."""
-
-    def check(value: Any) -> Any:
-        parse(value)
-        return str(value)
-
-    return check
-
-
-WeekdayRange = Annotated[str, BeforeValidator(_range_text(parse_weekdays))]
-DayOfMonthRange = Annotated[str, BeforeValidator(_range_text(parse_days_of_month))]
-MonthRange = Annotated[str, BeforeValidator(_range_text(parse_months))]
-YearRange = Annotated[str, BeforeValidator(_range_text(parse_years))]
-
-
-class TimeRangeConfig(Section):
-    """`start_time` included, `end_time` excluded, both HH:MM (00:00 to 24:00), start before end."""
-
-    start_time: str
-    end_time: str
-
-    @field_validator("start_time", "end_time")
-    @classmethod
-    def _clock(cls, value: str) -> str:
-        parse_clock(value)
-        return value
-
-    @model_validator(mode="after")
-    def _ordered(self) -> TimeRangeConfig:
-        parse_time_range(self.start_time, self.end_time)
-        return self
-
-
-class TimeIntervalSpecConfig(Section):
-    """Alertmanager's `time_interval_spec`: every list given must match (an absent one matches anything)."""
-
-    times: list[TimeRangeConfig] | None = None
-    weekdays: list[WeekdayRange] | None = None
-    days_of_month: list[DayOfMonthRange] | None = None
-    months: list[MonthRange] | None = None
-    years: list[YearRange] | None = None
-    location: str | None = Field(None, description="IANA time zone the spec is read in; default UTC")
-
-    @field_validator("location")
-    @classmethod
-    def _location(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_location(value)
-        return value
-
-
-class TimeIntervalConfig(Section):
-    """A named time interval, referenced by routes' `mute_time_intervals` and `active_time_intervals`."""
-
-    name: str = Field(min_length=1)
-    time_intervals: list[TimeIntervalSpecConfig] = Field(default_factory=list)
-
-
-class RouteConfig(Section):
-    receiver: str | None = None
-    matchers: Matchers = Field(default_factory=list)
-    match: LegacyMap = Field(default_factory=dict)
-    match_re: LegacyMap = Field(default_factory=dict)
-    continue_: bool = Field(False, alias="continue")
-    routes: list[RouteConfig] = Field(default_factory=list)
-    repeat_interval: Annotated[dict[str, Duration] | None, BeforeValidator(_intervals)] = None
-    group_wait: Duration | None = None
-    group_interval: Duration | None = None
-    send_resolved: bool | None = None
-    max_repeats: Annotated[int | None, BeforeValidator(_unlimited), Field(ge=-1)] = None
-    mute_time_intervals: list[str] = Field(
-        default_factory=list, description="Names of time intervals during which this route sends nothing"
-    )
-    active_time_intervals: list[str] = Field(
-        default_factory=list, description="Names of time intervals outside which this route sends nothing"
-    )
-    escalation: str | None = Field(
-        None, description="An escalation policy of `oncall.escalations` (inherited by child routes; `none`: off)"
-    )
-
-
-class MentionsConfig(Section):
-    mobiles: list[str] = Field(default_factory=list)
-    user_ids: list[str] = Field(default_factory=list)
-    all: bool = False
-    oncall: list[str] = Field(
-        default_factory=list, description="Schedules whose person on call is pinged (their mobile and user id)"
-    )
-
-
-def _channel_ref(value: Any) -> Any:
-    return {"channel": value} if isinstance(value, str) else value
-
-
-class ReceiverChannelConfig(Section):
-    """One channel of a receiver, with who to ping there (chat) or who receives it (SMS, email)."""
-
-    channel: str
-    mentions: MentionsConfig = Field(default_factory=lambda: MentionsConfig())
-    to: list[str] = Field(default_factory=list, description="Phone numbers (SMS) or addresses (email)")
-    oncall: list[str] = Field(
-        default_factory=list,
-        description="Schedules whose person on call is added to `to` (their mobile, or email for email)",
-    )
-
-
-class DigestConfig(Section):
-    """The receiver's weekly digest email: which email channel, to whom, when, in which time zone (its
-    language is the receiver's messages' language)."""
-
-    channel: str = Field(description="An email channel")
-    to: list[str] = Field(default_factory=list, description="Recipients; default: the channel's `to`")
-    schedule: str = Field("mon 09:00", description="Day and local time the previous week's digest is sent")
-    timezone: str | None = Field(
-        None,
-        description="IANA time zone of the schedule, of the week's bounds and of the times shown; "
-        "default: the receiver's `timezone`, else `global.timezone`",
-    )
-
-    @field_validator("schedule")
-    @classmethod
-    def _schedule(cls, value: str) -> str:
-        return str(parse_schedule(value))
-
-    @field_validator("timezone")
-    @classmethod
-    def _timezone(cls, value: str | None) -> str | None:
-        if value is not None:
-            zone(value)
-        return value
-
-
-class ReceiverConfig(Section):
-    """A named destination, fanning out to channels (and optionally a weekly digest email)."""
-
-    name: str
-    description: str = ""
-    channels: list[Annotated[ReceiverChannelConfig, BeforeValidator(_channel_ref)]] = Field(default_factory=list)
-    digest: DigestConfig | None = None
-    language: str | None = Field(None, description="Overrides `global.language` for this receiver's messages")
-    timezone: str | None = Field(None, description="Overrides `global.timezone` for this receiver's messages")
-
-    @field_validator("language")
-    @classmethod
-    def _language(cls, value: str | None) -> str | None:
-        return None if value is None else _known_language(value)
-
-    @field_validator("timezone")
-    @classmethod
-    def _timezone(cls, value: str | None) -> str | None:
-        if value is not None:
-            zone(value)
-        return value
 
 
 class RuleFile(Section):
