@@ -1,2 +1,2 @@
-"""The command line: `alertrouter serve | check-config | simulate | db | digest | hash-password | ...`
-(`main.py`), with the subcommands that need more than a few lines in modules of their own."""
+"""The command line: `alertrouter serve | check-config | db` and the parser (`main.py`), with every other subcommand
+(simulate, routes, render, send-test, digest, oncall, hash-password) in a module of its own."""

@@ -1,14 +1,12 @@
-"""The `alertrouter` command: serve, check-config, db, simulate, routes, render, send-test, digest, oncall."""
+"""The `alertrouter` command: its parser, and serve, check-config and db (every other subcommand has its module)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import uvicorn
@@ -19,21 +17,15 @@ from alertrouter.app import create_app
 from alertrouter.cli.digest import add_digest_parser
 from alertrouter.cli.oncall import add_oncall_parser
 from alertrouter.cli.passwords import add_hash_password_parser
-from alertrouter.delivery.sendtest import send_test
-from alertrouter.durations import parse_duration
-from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES
-from alertrouter.labels import format_label_set
+from alertrouter.cli.render import add_render_parser
+from alertrouter.cli.routes import add_routes_parser
+from alertrouter.cli.rules import load_rules
+from alertrouter.cli.sendtest import add_send_test_parser
+from alertrouter.cli.simulate import add_simulate_parser
 from alertrouter.logs import configure_logging
-from alertrouter.model import parse_time, utcnow
-from alertrouter.pipeline.route import RouteMatch, match_routes, render_tree
-from alertrouter.pipeline.rules import CompiledRules
-from alertrouter.pipeline.timeinterval import route_mute
-from alertrouter.render.samples import render_sample
-from alertrouter.render.templates import Templates
-from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset, matcher_notes
-from alertrouter.ruleset.build import compile_rules, unconfigured_channels
+from alertrouter.ruleset import matcher_notes
+from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.settings import Settings, get_settings
-from alertrouter.simulate import SimulationError, Step, simulate
 from alertrouter.store.db import probe
 from alertrouter.store.migrate import head_revision, upgrade
 from alertrouter.store.urls import masked
@@ -82,19 +74,9 @@ def store_answers(settings: Settings) -> bool:
     return problem is None
 
 
-def _load_rules(path: Path) -> Ruleset | None:
-    try:
-        return load_ruleset(path)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) in {path}", file=sys.stderr)
-        return None
-
-
 def cmd_check_config(args: argparse.Namespace) -> int:
     path = args.path or get_settings().config
-    ruleset = _load_rules(path)
+    ruleset = load_rules(path)
     if ruleset is None:
         return 1
     for note in matcher_notes(path):
@@ -108,54 +90,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rules_locale() -> tuple[str, str]:
-    """The rules' `global.language` and `global.timezone` (ALERTROUTER_CONFIG), or the code's defaults
-    when the rules cannot be read (render previews templates; it needs no valid rules)."""
-    try:
-        rules = load_ruleset(get_settings().config)
-    except (ConfigError, ValidationError, OSError):
-        return DEFAULT_LANGUAGE, DEFAULT_TIMEZONE
-    return rules.global_.language, rules.global_.timezone
-
-
-def cmd_render(args: argparse.Namespace) -> int:
-    language, timezone = args.language, args.timezone
-    if language is None or timezone is None:
-        rules_language, rules_timezone = _rules_locale()
-        language, timezone = language or rules_language, timezone or rules_timezone
-    try:
-        templates = Templates(args.templates_dir or get_settings().templates_dir, language=language, timezone=timezone)
-        print(render_sample(templates, args.template))
-    except ValueError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    return 0
-
-
-def cmd_send_test(args: argparse.Namespace) -> int:
-    settings = get_settings()
-    configure_logging(settings.log_level, settings.log_format)
-    ruleset = _load_rules(args.config or settings.config)
-    if ruleset is None:
-        return 1
-    try:
-        results = asyncio.run(send_test(ruleset, args.receiver, templates=Templates(settings.templates_dir)))
-    except KeyError:
-        known = ", ".join(r.name for r in ruleset.receivers) or "none"
-        print(f"no receiver {args.receiver!r} (known: {known})", file=sys.stderr)
-        return 1
-    if not results:
-        print(f"receiver {args.receiver} has no channels", file=sys.stderr)
-        return 1
-    for r in results:
-        print(f"{r.channel} ({r.type}): {'ok' if r.error is None else 'FAILED: ' + r.error}")
-    return 0 if all(r.error is None for r in results) else 1
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     configure_logging(settings.log_level, settings.log_format)
-    ruleset = _load_rules(settings.config)
+    ruleset = load_rules(settings.config)
     if ruleset is None:
         log.error("refusing to start: the rules in %s are invalid (see above)", settings.config)
         return 1
@@ -187,125 +125,6 @@ def cmd_db(args: argparse.Namespace) -> int:
         upgrade(settings.database_url, args.revision)
         print(f"database at {args.revision} ({head_revision()})")
     return 0
-
-
-def _pipeline(path: Path | None) -> CompiledRules | None:
-    ruleset = _load_rules(path or get_settings().config)
-    return None if ruleset is None else compile_rules(ruleset)
-
-
-def cmd_simulate(args: argparse.Namespace) -> int:
-    pipeline = _pipeline(args.config)
-    if pipeline is None:
-        return 1
-    if args.at and len(args.at) not in (1, len(args.payloads)):
-        print("simulate: give --at once (for the first payload) or once per payload", file=sys.stderr)
-        return 2
-    steps = []
-    for i, path in enumerate(args.payloads):
-        at = args.at[i] if args.at and i < len(args.at) else None
-        steps.append(Step(str(path), path.read_bytes(), at))
-    try:
-        outcome = asyncio.run(simulate(pipeline, steps, run_for=args.run_for))
-    except SimulationError as exc:
-        print(f"simulate: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps(outcome.as_json(), indent=2, ensure_ascii=False))
-        return 0
-    print(f"alerts ({len(outcome.alerts)}):")
-    for a in outcome.alerts:
-        labels = a["labels"]
-        what = " ".join(f"{k}={labels[k]}" for k in ("alertname", "node", "Hostname", "instance", "gpu") if k in labels)
-        if "alertname" not in labels:
-            what = format_label_set(labels)
-        keys = ("inhibited_by", "inhibit_rule", "held_until", "next_send_at", "muted_by_interval", "mute_ends_at")
-        why = ", ".join(f"{k}={a[k]}" for k in keys if k in a)
-        print(f"  {a['fingerprint']}  {a['status']:<8} {a['decision']:<10} {what}" + (f"  ({why})" if why else ""))
-    print(f"incidents ({len(outcome.incidents)}):")
-    for inc in outcome.incidents:
-        parent = f"  -> {inc['parent']}" if inc["parent"] else ""
-        print(f"  {inc['status']:<8} {inc['severity']:<8} {inc['headline']}{parent}")
-    print(f"notifications ({len(outcome.notifications)}):")
-    for n in outcome.notifications:
-        print(f"  {n['at']}  {n['receiver']}  {n['reason']}")
-        print("    " + n["text"].replace("\n", "\n    "))
-    return 0
-
-
-def cmd_routes_test(args: argparse.Namespace) -> int:
-    pipeline = _pipeline(args.config)
-    if pipeline is None:
-        return 1
-    labels: dict[str, str] = {}
-    for item in args.labels:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            print(f"routes test: expected label=value, got {item!r}", file=sys.stderr)
-            return 2
-        labels[name] = value.strip('"')
-    enriched = pipeline.nodes.enrich(labels)
-    matches = match_routes(pipeline.route, enriched)
-    receivers = [m.receiver for m in matches]
-    if args.verbose:
-        for match in matches:
-            print(f"{match.receiver}  via {match.path}")
-    else:
-        print(",".join(receivers))
-    at = args.at or utcnow()
-    for match in matches:  # only routes with time intervals have a line: the list above stays amtool's
-        if (line := _interval_line(pipeline, match, at)) is not None:
-            print(line)
-    if args.expect is not None and args.expect.split(",") != receivers:
-        print(f"expected {args.expect}, got {','.join(receivers)}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _interval_line(pipeline: CompiledRules, match: RouteMatch, at: datetime) -> str | None:
-    """Whether the route's time intervals let it send at `at`, and until when."""
-    if not match.mute_time_intervals and not match.active_time_intervals:
-        return None
-    mute, change = route_mute(
-        pipeline.time_intervals, mute=match.mute_time_intervals, active=match.active_time_intervals, at=at
-    )
-    if mute is None:
-        state = "sends"
-    elif mute.outside_active:
-        state = f"muted: outside active_time_intervals [{', '.join(mute.intervals)}]"
-    else:
-        state = f"muted by mute_time_intervals [{', '.join(mute.intervals)}]"
-    configured = [
-        f"{key} [{', '.join(names)}]"
-        for key, names in (
-            ("mute_time_intervals", match.mute_time_intervals),
-            ("active_time_intervals", match.active_time_intervals),
-        )
-        if names
-    ]
-    until = f" until {change.isoformat()}" if change is not None else ""
-    return f"{match.receiver} via {match.path} at {at.isoformat()}: {state}{until} ({'; '.join(configured)})"
-
-
-def cmd_routes_show(args: argparse.Namespace) -> int:
-    pipeline = _pipeline(args.config)
-    if pipeline is None:
-        return 1
-    print(render_tree(pipeline.route))
-    return 0
-
-
-def _time(value: str) -> datetime:
-    if (t := parse_time(value)) is None:
-        raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {value!r}")
-    return t
-
-
-def _duration(value: str) -> timedelta:
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -343,82 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--database-url", help="sqlite:///path.db or postgresql://... (env ALERTROUTER_DATABASE_URL)")
     db.set_defaults(func=cmd_db)
 
-    sim = sub.add_parser(
-        "simulate",
-        help="run payload files through the whole engine and print decisions and messages",
-        description="Apply Alertmanager webhook bodies (or API v2 alert arrays) in order, each at the time given "
-        "by --at or read off its alerts' timestamps, against an empty throwaway store, then let the clock run "
-        "on (--for). Prints every alert's decision and every message that would be sent. --json prints "
-        '{"alerts": [...], "incidents": [...], "notifications": [...]} (see README).',
-    )
-    sim.add_argument("payloads", nargs="+", type=Path, metavar="PAYLOAD.json")
-    sim.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
-    sim.add_argument("--at", type=_time, action="append", help="RFC 3339 time of a payload (repeat per payload)")
-    sim.add_argument(
-        "--for",
-        dest="run_for",
-        type=_duration,
-        default=timedelta(minutes=10),
-        help="how long the clock runs on after the last payload (default 10m)",
-    )
-    sim.add_argument("--json", action="store_true", help="print a stable JSON object instead of text")
-    sim.set_defaults(func=cmd_simulate)
-
-    routes = sub.add_parser("routes", help="inspect the route tree (like amtool config routes)")
-    routes_sub = routes.add_subparsers(dest="routes_command", required=True, metavar="ROUTES_COMMAND")
-    test = routes_sub.add_parser(
-        "test",
-        help="print the receivers a label set reaches",
-        description="Print the receivers the given labels reach, comma-separated, like `amtool config routes test`. "
-        "The node key and topology labels are added first, as the engine does. A route with "
-        "mute_time_intervals or active_time_intervals adds a line saying whether it sends now (or --at).",
-    )
-    test.add_argument("labels", nargs="+", metavar="label=value")
-    test.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
-    test.add_argument("--expect", help="comma-separated receivers; exit 1 if the result differs")
-    test.add_argument("-v", "--verbose", action="store_true", help="print each receiver with the route that chose it")
-    test.add_argument(
-        "--at",
-        type=_time,
-        help="RFC 3339 time at which to say whether each route's time intervals let it send (default: now)",
-    )
-    test.set_defaults(func=cmd_routes_test)
-    show = routes_sub.add_parser("show", help="print the route tree")
-    show.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
-    show.set_defaults(func=cmd_routes_show)
-
-    render = sub.add_parser(
-        "render",
-        help="preview a message template with a sample incident",
-        description="Render TEMPLATE (e.g. dingtalk/firing.md, email/cluster.html) with a built-in sample "
-        "notification and print it. User templates in --templates-dir (or ALERTROUTER_TEMPLATES_DIR) "
-        "override the shipped ones file by file.",
-    )
-    render.add_argument("template", metavar="TEMPLATE", help="CHANNEL/KIND.FORMAT, e.g. wecom/resolved.md")
-    render.add_argument("--sample", action="store_true", help="use the built-in sample (the only source today)")
-    render.add_argument("--templates-dir", type=Path, help="user templates directory")
-    render.add_argument(
-        "--language",
-        choices=LANGUAGES,
-        help=f"default: the rules' global.language (zh-CN in the shipped rules), else {DEFAULT_LANGUAGE}",
-    )
-    render.add_argument(
-        "--timezone",
-        help=f"IANA time zone of the times shown (default: the rules' global.timezone, else {DEFAULT_TIMEZONE})",
-    )
-    render.set_defaults(func=cmd_render)
-
-    send = sub.add_parser(
-        "send-test",
-        help="send one test message through each channel of RECEIVER and print the vendor's answer",
-        description="Send a test message now through every channel of RECEIVER (bypassing the outbox, "
-        "rate budget and retries) and print ok or the error per channel; exit 1 if any failed. Secrets "
-        "come from the environment as for `serve`.",
-    )
-    send.add_argument("receiver", metavar="RECEIVER")
-    send.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")
-    send.set_defaults(func=cmd_send_test)
-
+    add_simulate_parser(sub)
+    add_routes_parser(sub)
+    add_render_parser(sub)
+    add_send_test_parser(sub)
     add_digest_parser(sub)
     add_oncall_parser(sub)
     add_hash_password_parser(sub)
