@@ -1,3 +1,4 @@
-"""Messages as people read them: the template context of a notification (`context`), the sandboxed
-Jinja2 environments that render `templates/<channel>/<kind>.<fmt>.j2` within a vendor's size
-(`templates`), and one sample notification per message kind (`samples`)."""
+"""Messages as people read them: the template context of a notification (`context`), what a value
+becomes in each output format (`escape`), the sandboxed Jinja2 environments (`environment`) in which
+`templates/<channel>/<kind>.<fmt>.j2` render within a vendor's size (`templates`), and one sample
+notification per message kind (`samples`)."""

@@ -2,7 +2,7 @@
 
 Snapshots are data from the engine (and, through labels and annotations, from whoever fires alerts):
 every key may be missing or of the wrong type, and every value is cleaned and capped here, before any
-template sees it. Escaping for the output format is `alertrouter.render.templates`'s business.
+template sees it. Escaping for the output format is `alertrouter.render.escape`'s business.
 """
 
 from __future__ import annotations

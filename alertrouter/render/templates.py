@@ -1,12 +1,8 @@
-"""Renders notifications with the Jinja2 templates in `templates/<channel>/<kind>.<fmt>.j2`.
+"""Renders notifications with the Jinja2 templates in `templates/<channel>/<kind>.<fmt>.j2`, within a vendor's size.
 
-Label and annotation values are data: they reach templates only as context values, are cleaned and
-capped in Python first (`alertrouter.render.context`), and every `{{ }}` output is escaped for where
-it is shown (see `_style_for`): HTML escaping for `.html.j2`, a markdown escaper for `.md.j2`, mention
-syntax neutralised in chat robots' `.txt.j2`; and in every format a URL in a value is made one no client
-links (`neutralise_links`). So a label cannot add a link, a heading, a table, a `<font>` tag or a
-mention. The links the product writes (incident, acknowledge, silence) are checked and percent-encoded
-here and reach templates already safe. All environments are sandboxed with `StrictUndefined`.
+Label and annotation values are data, escaped for where each is shown (`alertrouter.render.escape`) by
+sandboxed environments with `StrictUndefined` (`alertrouter.render.environment`). The links the product
+writes (incident, acknowledge, silence) are checked and percent-encoded here and reach templates already safe.
 """
 
 from __future__ import annotations
@@ -22,18 +18,11 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from jinja2 import BaseLoader, ChoiceLoader, FileSystemLoader, StrictUndefined, Template
+from jinja2 import ChoiceLoader, FileSystemLoader, Template
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
-from alertrouter.channels.base import (
-    Mentions,
-    MessageKind,
-    Notification,
-    neutralise_links,
-    truncate_utf8,
-    utf8_len,
-)
+from alertrouter.channels.base import Mentions, MessageKind, Notification, truncate_utf8, utf8_len
 from alertrouter.durations import format_duration
 from alertrouter.i18n import (
     DEFAULT_LANGUAGE,
@@ -56,146 +45,19 @@ from alertrouter.render.context import (
     clean,
     severity_style,
 )
+from alertrouter.render.environment import environment, style_for
+from alertrouter.render.escape import plain_title
 
-__all__ = [
-    "TITLE_LIMIT",
-    "Templates",
-    "escape_chat_text",
-    "escape_markdown",
-    "escape_sms_text",
-    "escape_text",
-    "plain_title",
-]
+__all__ = ["TITLE_LIMIT", "Templates"]
 
 TITLE_LIMIT = 128  # bytes
 # What a notification without items (none is made so; a template must still render) is about.
 _NOTHING = MessageSnapshot("", IncidentKind.NODE, "", AlertStatus.FIRING, "", "")
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
-_SWAP = str.maketrans({"<": "＜", ">": "＞", "@": "＠", "[": "［", "]": "］"})
-_CHAT_SWAP = str.maketrans({"<": "＜", ">": "＞", "@": "＠"})
-_MD_INLINE = re.compile(r"([\\`*_~|&])")
-_MD_BLOCK = re.compile(r"^(\s*)([#+=-])(?=[\s#=-]|$)")
-_MD_LIST = re.compile(r"^(\s*\d+)([.)])(?=\s|$)")
 _MOBILE = re.compile(r"^\+?[0-9][0-9-]{4,19}$")
 _USER_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 _BLANK_LINES = re.compile(r"\n\s*\n(?:\s*\n)+")
-_TEXT_CHANNELS = {"sms": "sms", "email": "text"}  # plain text without mention syntax to neutralise
-
-
-def escape_markdown(text: str) -> str:
-    """Neutralises markdown in `text` whatever the renderer (DingTalk and WeCom markdown).
-
-    What a label could use to mislead or ping is replaced by look-alikes, because DingTalk and WeCom do
-    not document backslash escapes: `<` `>` (HTML, `<font>`, `<@all>`, autolinks), `@` (`@mobile`),
-    `[` `]` (links, images), and URLs (`neutralise_links`: `http∶//evil․example`, `www․x`, `x․com/y`,
-    which renderers and clients would otherwise link by themselves). What can only change the look is
-    backslash-escaped as CommonMark says: `*` `_` (emphasis), `` ` `` (code), `~` (strikethrough `~~`),
-    `|` (tables), `&` (an entity such as `&#46;` is decoded after escaping ran, and would give back a
-    `.` or `:`), and line-start headings, quotes and lists.
-    """
-    text = neutralise_links(CONTROL_CHARS.sub(" ", text).translate(_SWAP))
-    text = _MD_INLINE.sub(r"\\\1", text)
-    return _MD_LIST.sub(r"\1\\\2", _MD_BLOCK.sub(r"\1\\\2", text))
-
-
-def escape_chat_text(text: str) -> str:
-    """Plain text for chat robots (WeCom and Feishu text, which their clients scan for links and Feishu for
-    `[x](y)`): no `<at ...>` (Feishu), `<@id>` or `@mobile` mention syntax, no URL or markdown link."""
-    return neutralise_links(CONTROL_CHARS.sub(" ", text).translate(_CHAT_SWAP))
-
-
-def escape_text(text: str) -> str:
-    """Plain text nobody scans for mentions (the email's text part): shown as written, `<` and `@`
-    included, but with no URL a mail reader would link (`neutralise_links`)."""
-    return neutralise_links(CONTROL_CHARS.sub(" ", text))
-
-
-def escape_sms_text(text: str) -> str:
-    """SMS text: no URL a phone would make tappable, in the ASCII defanged form (`http[:]//x[.]y`), as a
-    look-alike character would switch the whole message to UCS-2 and double its cost."""
-    return neutralise_links(CONTROL_CHARS.sub(" ", text), ascii_only=True)
-
-
-def plain_title(text: str) -> str:
-    """Label-derived text of a title: DingTalk's `title` (the chat list and the notification preview)
-    and the email `Subject`. Neither renders markdown, so backslash escapes would show; both are read by
-    a person who may take `@13800000000` for a ping or `<img ...>` for markup, and tap what a client
-    linked. So: one line without control characters, the look-alikes of `escape_markdown` for
-    `<` `>` `@` `[` `]`, and URLs neutralised."""
-    return neutralise_links(CONTROL_CHARS.sub(" ", text).translate(_SWAP))
-
-
-def _finalizer(escape: Callable[[str], str]) -> Callable[[Any], Any]:
-    """Applied to every `{{ }}` value: escaped text is returned as Markup, so autoescape keeps it."""
-
-    def finalize(value: Any) -> Any:
-        if hasattr(value, "__html__"):  # macro output, caller(), |safe: already escaped
-            return value
-        return Markup(escape(str(value)))  # noqa: S704 - escaped on this line
-
-    return finalize
-
-
-def _html_finalize(value: Any) -> Any:
-    """HTML: markupsafe escapes what this returns; mail readers link URLs in text, so those are neutralised."""
-    return value if hasattr(value, "__html__") else escape_text(str(value))
-
-
-_ESCAPES: dict[str, Callable[[str], str]] = {
-    "markdown": escape_markdown,
-    "chat-text": escape_chat_text,
-    "text": escape_text,
-    "sms": escape_sms_text,
-}
-
-
-def _gettext_callables(tr: NullTranslations, escape: Callable[[Any], Any]) -> dict[str, Callable[..., Markup]]:
-    """`_`, `gettext` and `ngettext` of templates: the catalogue's text is trusted like template source,
-    and each `%(name)s` value is escaped for the output format the way `{{ }}` values are (`escape`),
-    so a label value passed to a translated sentence is neutralised as it would be outside one. (Jinja2's
-    own newstyle gettext would HTML-escape it, which is right for HTML only.)"""
-
-    def fill(text: str, values: Mapping[str, Any]) -> Markup:
-        if not values:
-            return Markup(text)  # noqa: S704 - catalogue text, no values
-        return Markup(text) % {k: Markup(escape(v)) for k, v in values.items()}  # noqa: S704 - values escaped
-
-    def gettext(message: str, **values: Any) -> Markup:
-        return fill(tr.gettext(message), values)
-
-    def ngettext(singular: str, plural: str, num: int, **values: Any) -> Markup:
-        return fill(tr.ngettext(singular, plural, num), {"num": num, **values})
-
-    return {"_": gettext, "gettext": gettext, "ngettext": ngettext}
-
-
-def _environment(loader: BaseLoader, style: str, tr: NullTranslations) -> ImmutableSandboxedEnvironment:
-    """Every environment autoescapes (so macros return Markup and are not escaped twice); markdown and
-    text escape through `finalize`, HTML through markupsafe. The i18n extension is loaded so that
-    Babel's extractor reads the templates as the renderer does; the gettext callables are ours."""
-    escape = _ESCAPES[style] if style != "html" else None
-    finalize = _html_finalize if escape is None else _finalizer(escape)
-    env = ImmutableSandboxedEnvironment(
-        loader=loader,
-        undefined=StrictUndefined,
-        autoescape=True,
-        finalize=finalize,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        extensions=["jinja2.ext.i18n"],
-    )
-    if escape is not None:
-        env.filters["e"] = env.filters["escape"] = _finalizer(escape)
-        env.globals.update(_gettext_callables(tr, _finalizer(escape)))
-    else:
-        env.globals.update(_gettext_callables(tr, lambda v: Markup.escape(_html_finalize(v))))
-    return env
-
-
-def _style_for(channel: str, fmt: str) -> str:
-    """Which escaping a template gets: html, markdown, chat-text (mentions neutralised), text or sms."""
-    return {"html": "html", "md": "markdown"}.get(fmt) or _TEXT_CHANNELS.get(channel, "chat-text")
 
 
 def _safe_link(value: object) -> str:
@@ -346,11 +208,11 @@ class Templates:
     def template(self, channel: str, fmt: str, kind: str, *, language: str | None = None) -> Template:
         if not (_NAME.match(channel) and _NAME.match(fmt) and _NAME.match(kind)):
             raise ValueError(f"bad template name {channel!r}/{kind!r}.{fmt!r}")
-        style = _style_for(channel, fmt)
+        style = style_for(channel, fmt)
         language = language or self.default.language
         env = self._envs.get((style, language))
         if env is None:
-            env = self._envs[style, language] = _environment(self._loader, style, translations(language))
+            env = self._envs[style, language] = environment(self._loader, style, translations(language))
         return env.get_template(f"{channel}/{kind}.{fmt}.j2")
 
     def locale(self, notification: Notification) -> Locale:
@@ -402,7 +264,7 @@ class Templates:
         items = self._items(n)
         locale = self.locale(n)
         tr = translations(locale.language)
-        style = _style_for(channel, fmt)
+        style = style_for(channel, fmt)
         counts = _severity_counts(items)
         resolved = n.kind is MessageKind.RESOLVED or all(i.resolved for i in items)
         emoji, color, html_color = severity_style(n.severity, resolved)

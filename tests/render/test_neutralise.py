@@ -14,7 +14,8 @@ import pytest
 
 from alertrouter.channels.base import MessageKind, Notification
 from alertrouter.channels.sms import gsm7_compatible, sms_text
-from alertrouter.render.templates import Templates, escape_chat_text, escape_markdown
+from alertrouter.render.escape import escape_chat_text, escape_markdown
+from alertrouter.render.templates import Templates
 
 LINK = "https://alerts.example.org/incidents/77"
 NodeFactory = Callable[..., dict[str, Any]]

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from alertrouter.channels import dingtalk, feishu, sms, wecom
 from alertrouter.channels.base import MessageKind, Notification, utf8_len
-from alertrouter.render.templates import TITLE_LIMIT, Templates, escape_chat_text, escape_markdown
+from alertrouter.render.escape import escape_chat_text, escape_markdown
+from alertrouter.render.templates import TITLE_LIMIT, Templates
 from support.hostile import HIDDEN, LINKISH, WECOM_TAGS, found_links, html_tags, notifications, product_links, without
 from support.hostile import values as label_values
 
