@@ -8,7 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from engine.test_runner import webhook
 
 import alertrouter.engine.cadence as cadence_module
 from alertrouter.engine.cadence import INGEST_QUIET, Cadence, firing
@@ -21,6 +20,7 @@ from alertrouter.store import Database
 from alertrouter.store.tables import AlertRow
 from support.passes import Clock, Passes, rows
 from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
+from support.webhooks import webhook
 
 HOUR = timedelta(hours=1)
 

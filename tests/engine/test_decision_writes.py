@@ -24,21 +24,7 @@ from alertrouter.store import Database
 from alertrouter.store.tables import AlertEventRow, AlertRow, OutboxRow
 from support.passes import Clock
 from support.scenario import dcgm_labels, shipped_pipeline
-
-
-def webhook(*labels: dict[str, str]) -> bytes:
-    """An Alertmanager webhook (version 4) of these firing alerts."""
-    alerts = [
-        {
-            "status": "firing",
-            "labels": lb,
-            "annotations": {},
-            "startsAt": "2026-11-21T07:59:00Z",
-            "endsAt": "0001-01-01T00:00:00Z",
-        }
-        for lb in labels
-    ]
-    return json.dumps({"version": "4", "status": "firing", "receiver": "alertrouter", "alerts": alerts}).encode()
+from support.webhooks import webhook
 
 
 def dcgm(node: int, gpu: int) -> dict[str, str]:
@@ -72,7 +58,7 @@ async def test_a_row_refused_in_the_pass_loses_nothing_else_and_writes_nothing_t
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    batch = parse_webhook(webhook(dcgm(7, 1), dcgm(7, 2), dcgm(8, 0))).batch
+    batch = parse_webhook(webhook([dcgm(7, 1), dcgm(7, 2), dcgm(8, 0)])).batch
     bad = batch.alerts[0].fingerprint  # gpu-node-07/1
     await ingestor.ingest(batch)
     real = decisions_module.insert_events
@@ -110,7 +96,7 @@ async def test_a_row_refused_in_the_pass_loses_nothing_else_and_writes_nothing_t
 
 def mixed_webhook(*, firing: Sequence[dict[str, str]], resolved: Sequence[Mapping[str, str]]) -> bytes:
     """One webhook of firing and resolved alerts (a group's notification can carry both)."""
-    body = json.loads(webhook(*firing, *(dict(labels) for labels in resolved)))
+    body = json.loads(webhook([*firing, *resolved]))
     for alert in body["alerts"][len(firing) :]:
         alert["status"], alert["endsAt"] = "resolved", "2026-11-21T08:00:30Z"
     return json.dumps(body).encode()
@@ -144,7 +130,7 @@ async def test_a_newly_firing_alerts_pass_goes_before_a_storms_waiting_decisions
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     ingestor = Ingestor(db, TouchBuffer(), clock=clock, on_committed=runner.committed)
-    storm = parse_webhook(webhook(*(dcgm(n, g) for n in (7, 8, 9) for g in (0, 1)))).batch
+    storm = parse_webhook(webhook([dcgm(n, g) for n in (7, 8, 9) for g in (0, 1)])).batch
     await ingestor.ingest(storm)
     # the storm's alert whose decision is written last (rows go in fingerprint order): still waiting
     last = max(storm.alerts, key=lambda a: a.fingerprint).labels
@@ -201,7 +187,7 @@ async def test_waiting_decisions_write_each_alerts_newest_row_and_every_trail_ev
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = Clock()
-    batch = parse_webhook(webhook(dcgm(7, 0), dcgm(7, 1), dcgm(7, 2))).batch
+    batch = parse_webhook(webhook([dcgm(7, 0), dcgm(7, 1), dcgm(7, 2)])).batch
     await Ingestor(db, TouchBuffer(), clock=clock).ingest(batch)
     a, b, c = (alert.fingerprint for alert in batch.alerts)
     pending = decisions_module.PendingDecisions()
@@ -236,7 +222,7 @@ async def test_trail_events_of_no_decision_wait_behind_the_decisions_and_one_ref
     """An escalation's trail events (`add_trail`) are written after the decisions waiting, a chunk per
     transaction; an event the store refuses on its values is dropped with a warning, not its chunk."""
     clock = Clock()
-    batch = parse_webhook(webhook(dcgm(7, 0), dcgm(7, 1), dcgm(7, 2))).batch
+    batch = parse_webhook(webhook([dcgm(7, 0), dcgm(7, 1), dcgm(7, 2)])).batch
     await Ingestor(db, TouchBuffer(), clock=clock).ingest(batch)
     a, b, c = (alert.fingerprint for alert in batch.alerts)
     pending = decisions_module.PendingDecisions()
@@ -273,13 +259,13 @@ async def test_decisions_left_waiting_are_written_at_shutdown(db: Database, monk
 
     async def save(self: decisions_module.PendingDecisions, *args: Any) -> None:
         if not stopping:  # while the first chunk is written: a new alert fires, and the process is stopped
-            await ingestor.ingest(parse_webhook(webhook(dcgm(10, 0))).batch)
+            await ingestor.ingest(parse_webhook(webhook([dcgm(10, 0)])).batch)
             stopping.append(asyncio.create_task(runner.stop()))
         await real_save(self, *args)
 
     monkeypatch.setattr(decisions_module.PendingDecisions, "_save", save)
     runner.start()
-    await ingestor.ingest(parse_webhook(webhook(*(dcgm(n, g) for n in (7, 8, 9) for g in (0, 1)))).batch)
+    await ingestor.ingest(parse_webhook(webhook([dcgm(n, g) for n in (7, 8, 9) for g in (0, 1)])).batch)
     for _ in range(500):
         if stopping:
             break
@@ -297,7 +283,7 @@ async def test_a_waiting_decision_of_an_alert_let_go_meanwhile_is_not_held_again
     to be written: once written, it is not remembered again (nothing would ever let it go twice)."""
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
-    batch = parse_webhook(webhook(dcgm(7, 0))).batch
+    batch = parse_webhook(webhook([dcgm(7, 0)])).batch
     await Ingestor(db, TouchBuffer(), clock=clock).ingest(batch)
     await runner.run_once()
     live = batch.alerts[0].fingerprint

@@ -25,6 +25,7 @@ from alertrouter.store import Database, actions, escalations
 from alertrouter.store.tables import AlertEventRow, EscalationRow, IncidentRow, OutboxRow
 from support.passes import Clock, rows, run_for
 from support.scenario import dcgm_labels, node_down_labels
+from support.webhooks import webhook
 
 S = timedelta(seconds=1)
 M = timedelta(minutes=1)
@@ -64,18 +65,6 @@ def pipeline(tmp_path: Path) -> CompiledRules:
     return compile_rules(load_ruleset(tmp_path, {}))
 
 
-def webhook(labels: dict[str, str], status: str = "firing") -> bytes:
-    alert = {
-        "status": status,
-        "labels": labels,
-        "annotations": {"summary": "node unreachable"},
-        "startsAt": "2026-11-21T07:59:00Z",
-        "endsAt": "2026-11-21T09:30:00Z" if status == "resolved" else "0001-01-01T00:00:00Z",
-    }
-    body = {"version": "4", "status": status, "receiver": "ar", "groupKey": "g", "alerts": [alert]}
-    return json.dumps(body).encode()
-
-
 async def sent(db: Database) -> list[tuple[str, str]]:
     """(receiver, reason) of every outbox row, in order."""
     return [(r.receiver, r.reason) for r in sorted(await rows(db, OutboxRow), key=lambda r: r.id)]
@@ -92,12 +81,13 @@ async def chain(db: Database) -> EscalationRow:
 
 async def fire(db: Database, clock: Clock, labels: dict[str, str] | None = None) -> None:
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    await ingestor.ingest(parse_webhook(webhook(labels or node_down_labels("gpu-node-07"))).batch)
+    await ingestor.ingest(parse_webhook(webhook([labels or node_down_labels("gpu-node-07")])).batch)
 
 
 async def resolve(db: Database, clock: Clock) -> None:
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    await ingestor.ingest(parse_webhook(webhook(node_down_labels("gpu-node-07"), "resolved")).batch)
+    resolved = webhook([node_down_labels("gpu-node-07")], status="resolved", ends_at="2026-11-21T09:30:00Z")
+    await ingestor.ingest(parse_webhook(resolved).batch)
 
 
 async def acknowledge(db: Database, clock: Clock, by: str) -> None:
@@ -245,11 +235,9 @@ async def test_an_acknowledged_chain_still_tells_its_receivers_the_resolve_and_a
     again = {**node_down_labels("gpu-node-07"), "severity": "warning"}
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
     for status in ("firing", "resolved"):
-        body = json.loads(webhook(again, status))
-        body["alerts"][0]["startsAt"] = (clock.now - M).isoformat()
-        if status == "resolved":
-            body["alerts"][0]["endsAt"] = clock.now.isoformat()
-        await ingestor.ingest(parse_webhook(json.dumps(body).encode()).batch)
+        ends_at = clock.now if status == "resolved" else None
+        body = webhook([again], status=status, starts_at=clock.now - M, ends_at=ends_at)
+        await ingestor.ingest(parse_webhook(body).batch)
         await run_for(runner, clock, 10 * M, every=30 * S)  # past the group interval
     assert [r for r, reason in await sent(db) if reason == "first"] == ["first", "first"]
     assert [r for r, reason in await sent(db) if reason == "resolved"] == ["first", "secondary", "first"]
@@ -370,17 +358,7 @@ async def test_a_chains_trail_events_beyond_a_chunk_are_written_after_the_pass(
     runner = EngineRunner(db, compile_rules(load_ruleset(tmp_path, {})), clock=clock)
     # bare-metal dcgm-exporter, as Prometheus sends it: scraped by IP, the node only in `Hostname`
     alerts = [dcgm_labels("10.0.7.7", "gpu-node-07", g, alertname="GPUHighTemp") for g in range(8)]
-    body = {
-        "version": "4",
-        "status": "firing",
-        "receiver": "ar",
-        "groupKey": "g",
-        "alerts": [
-            {"status": "firing", "labels": labels, "annotations": {}, "startsAt": "2026-11-21T07:59:00Z"}
-            for labels in alerts
-        ],
-    }
-    await Ingestor(db, TouchBuffer(), clock=clock).ingest(parse_webhook(json.dumps(body).encode()).batch)
+    await Ingestor(db, TouchBuffer(), clock=clock).ingest(parse_webhook(webhook(alerts)).batch)
     await run_for(runner, clock, 1 * M)
     assert (await chain(db)).policy == "critical-unacked"
     trail = [e for e in await rows(db, AlertEventRow) if e.kind == "escalation"]

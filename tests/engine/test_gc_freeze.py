@@ -10,11 +10,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from engine.test_runner import webhook
 
 from alertrouter.ingest.payloads import parse_webhook
 from support.passes import on_sqlite
 from support.scenario import gpu_labels
+from support.webhooks import webhook
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine.test_runner import webhook
 from sqlalchemy import select
 
 from alertrouter.engine.runner import EngineRunner
@@ -30,6 +29,7 @@ from support import pg
 from support.need import need
 from support.passes import Clock, on_sqlite
 from support.scenario import dcgm_labels, gpu_labels, node_exporter_down_labels, shipped_pipeline
+from support.webhooks import webhook
 
 S = timedelta(seconds=1)
 NODES = 8
@@ -170,7 +170,7 @@ async def test_incremental_runner_stores_what_full_passes_store(stores: tuple[Da
             labels = rng.sample(POOL, rng.randint(1, 8))
             status = "firing" if rng.random() < 0.7 else "resolved"
             for ingestor in ingest:
-                await ingestor.ingest(parse_webhook(webhook(labels, status)).batch)
+                await ingestor.ingest(parse_webhook(webhook(labels, status=status)).batch)
         elif roll < 0.45:  # a storm in the north: GPUHighTemp on every node there
             labels = [x for x in POOL if x.get("region") == "north" and x["alertname"] == "GPUHighTemp"]
             for ingestor in ingest:
@@ -238,7 +238,7 @@ async def test_a_record_the_engine_forgets_is_forgotten_by_its_evaluator_too(tmp
         key = 'gpu-by-node{alertname="GPUHighTemp",node="gpu-node-03"}'
         assert key in (runner._book.records or {})
         clock.now += 30 * S
-        resolved = webhook([alert], status="resolved", ends_at=clock.now.isoformat())
+        resolved = webhook([alert], status="resolved", ends_at=clock.now)
         await ingestor.ingest(parse_webhook(resolved).batch)
         for _ in range(3):  # the resolve, told once the stale hold has passed
             clock.now += timedelta(minutes=3)

@@ -4,8 +4,7 @@ engine, persistence across a restart and between replicas, expiry, configured al
 from __future__ import annotations
 
 import dataclasses
-import json
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,8 +17,9 @@ from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.store import Database
 from alertrouter.store.nodes import prune_node_aliases
 from alertrouter.store.tables import AlertRow, IncidentRow, NodeAliasRow, NotifyStateRow, OutboxRow
-from support.passes import T0, Clock, rows, run_for
+from support.passes import Clock, rows, run_for
 from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
+from support.webhooks import webhook
 
 S = timedelta(seconds=1)
 MIN = timedelta(minutes=1)
@@ -27,15 +27,9 @@ BY_IP, BY_NAME = 'node{alertname="NodeDown",node="10.0.0.7"}', 'node{alertname="
 RACK = [(f"10.0.0.{n}", f"gpu-node-{n}") for n in range(100, 140)]
 
 
-def webhook(alerts: list[dict[str, str]], at: datetime, status: str = "firing") -> bytes:
-    starts = (T0 - MIN).strftime("%Y-%m-%dT%H:%M:%SZ")
-    ends = at.strftime("%Y-%m-%dT%H:%M:%SZ") if status == "resolved" else "0001-01-01T00:00:00Z"
-    items = [{"status": status, "labels": lb, "annotations": {}, "startsAt": starts, "endsAt": ends} for lb in alerts]
-    return json.dumps({"version": "4", "status": status, "receiver": "alertrouter", "alerts": items}).encode()
-
-
 async def send(ingestor: Ingestor, clock: Clock, alerts: list[dict[str, str]], status: str = "firing") -> None:
-    await ingestor.ingest(parse_webhook(webhook(alerts, clock.now, status)).batch)
+    ends_at = clock.now if status == "resolved" else None
+    await ingestor.ingest(parse_webhook(webhook(alerts, status=status, ends_at=ends_at)).batch)
 
 
 async def node_of(db: Database, alertname: str) -> set[str | None]:

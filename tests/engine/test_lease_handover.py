@@ -4,7 +4,6 @@ when a leader reads it before a pass."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 from sqlalchemy import event
@@ -17,13 +16,9 @@ from alertrouter.metrics import Metrics
 from alertrouter.store import Database
 from support.passes import Clock
 from support.scenario import dcgm_labels, shipped_pipeline
+from support.webhooks import webhook
 
 S = timedelta(seconds=1)
-
-
-def webhook(labels: dict[str, str]) -> bytes:
-    item = {"status": "firing", "labels": labels, "annotations": {}, "startsAt": "2026-01-01T00:00:00Z"}
-    return json.dumps({"version": "4", "status": "firing", "receiver": "alertrouter", "alerts": [item]}).encode()
 
 
 def leader(metrics: Metrics) -> float | None:
@@ -33,9 +28,7 @@ def leader(metrics: Metrics) -> float | None:
 async def test_a_stopped_leader_hands_the_lease_over_at_once(db: Database) -> None:
     clock = Clock()
     alert = dcgm_labels("10.0.0.7", "gpu-node-07", 3, xid="79")
-    item = {"status": "firing", "labels": alert, "annotations": {}, "startsAt": "2026-01-01T00:00:00Z"}
-    body = json.dumps({"version": "4", "status": "firing", "receiver": "alertrouter", "alerts": [item]})
-    await Ingestor(db, TouchBuffer(), clock=clock).ingest(parse_webhook(body.encode()).batch)
+    await Ingestor(db, TouchBuffer(), clock=clock).ingest(parse_webhook(webhook([alert])).batch)
     metrics_a, metrics_b = Metrics(), Metrics()
     a = EngineRunner(db, shipped_pipeline(), metrics_a, clock=clock, holder="replica-a")
     b = EngineRunner(db, shipped_pipeline(), metrics_b, clock=clock, holder="replica-b")
@@ -72,11 +65,11 @@ async def test_a_leader_reads_the_lease_before_a_pass_only_once_its_renewal_is_a
         for gpu in range(3):  # passes within 5 s (a third of the 15 s lease) of the last renewal
             clock.now += 1 * S
             labels = dcgm_labels("10.0.0.7", "gpu-node-07", gpu, xid="79")
-            await ingestor.ingest(parse_webhook(webhook(labels)).batch)
+            await ingestor.ingest(parse_webhook(webhook([labels])).batch)
             assert await runner.run_once() is not None
         assert reads == []
         clock.now += 6 * S  # the lease renewed by the last pass is now more than a third old
-        await ingestor.ingest(parse_webhook(webhook(dcgm_labels("10.0.0.8", "gpu-node-08", 0))).batch)
+        await ingestor.ingest(parse_webhook(webhook([dcgm_labels("10.0.0.8", "gpu-node-08", 0)])).batch)
         assert await runner.run_once() is not None
         assert len(reads) == 1
         # Another replica that took the lease once it ran out is seen by a stale leader before any work.

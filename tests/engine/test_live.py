@@ -14,14 +14,7 @@ from alertrouter.store import Database
 from alertrouter.store.tables import AlertRow
 from support.passes import Clock, rows
 from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
-
-
-def webhook(alerts: list[dict[str, str]]) -> bytes:
-    items = [
-        {"status": "firing", "labels": labels, "annotations": {}, "startsAt": "2026-11-21T07:59:00Z"}
-        for labels in alerts
-    ]
-    return json.dumps({"version": "4", "status": "firing", "receiver": "alertrouter", "alerts": items}).encode()
+from support.webhooks import webhook
 
 
 async def test_a_restarted_engine_holds_one_pair_per_distinct_stored_decision(db: Database) -> None:

@@ -10,7 +10,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from engine.test_runner import webhook
 
 import alertrouter.store.incidents as incidents_module
 from alertrouter.engine.runner import EngineRunner
@@ -22,6 +21,7 @@ from alertrouter.store.migrate import upgrade
 from alertrouter.store.tables import AlertRow, IncidentRow
 from support.passes import Clock, rows, run_for
 from support.scenario import gpu_labels, shipped_pipeline
+from support.webhooks import webhook
 
 SESSION_READS = ("load_live_alerts", "load_silences", "load_acknowledged")
 

@@ -5,7 +5,6 @@ within one pass. On both stores."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +22,7 @@ from alertrouter.pipeline.types import Decision
 from alertrouter.store import Database, queries
 from alertrouter.store.tables import AlertEventRow, AlertRow, OutboxRow
 from support.scenario import shipped_pipeline
+from support.webhooks import webhook
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 
@@ -50,16 +50,6 @@ def dcgm(node: int, gpu: str, alertname: str = "GPUXidError", severity: str = "c
         "severity": severity,
         "region": "north",
     }
-
-
-def webhook(*labels: dict[str, str]) -> bytes:
-    alerts = [
-        {"status": "firing", "labels": lb, "annotations": {}, "startsAt": "2026-11-21T07:59:00Z", "endsAt": ""}
-        for lb in labels
-    ]
-    for a in alerts:
-        a["endsAt"] = "0001-01-01T00:00:00Z"
-    return json.dumps({"version": "4", "status": "firing", "receiver": "alertrouter", "alerts": alerts}).encode()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -104,13 +94,13 @@ async def test_an_alert_whose_evaluation_fails_is_quarantined_and_the_next_criti
     pipeline = dataclasses.replace(shipped_pipeline(), nodes=FragileNodes(**_fields(shipped_pipeline().nodes)))
     runner = EngineRunner(db, pipeline, metrics, clock=clock, loops=LoopHealth(metrics))
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    await ingestor.ingest(parse_webhook(webhook(dcgm(7, "²"), dcgm(7, "3"))).batch)
+    await ingestor.ingest(parse_webhook(webhook([dcgm(7, "²"), dcgm(7, "3")])).batch)
     await runner.run_once()
     stored = await decisions(db)
     assert stored["gpu-node-07/²"][0] == Decision.QUARANTINED
     assert "ValueError" in stored["gpu-node-07/²"][1]["error"]
     # The decision trail says so too (the incident page's trail, the history), with the alert's episode.
-    fragile = parse_webhook(webhook(dcgm(7, "²"))).batch.alerts[0]
+    fragile = parse_webhook(webhook([dcgm(7, "²")])).batch.alerts[0]
     ((at, began, detail),) = await quarantine_trail(db, fragile.fingerprint)
     assert (at, began) == (T0, fragile.starts_at)
     assert detail["error"] == stored["gpu-node-07/²"][1]["error"]
@@ -120,7 +110,7 @@ async def test_an_alert_whose_evaluation_fails_is_quarantined_and_the_next_criti
     assert stored["gpu-node-07/3"][0] != Decision.QUARANTINED
     # A critical alert sent afterwards is decided in the very next pass.
     clock.now += timedelta(seconds=1)
-    await ingestor.ingest(parse_webhook(webhook(dcgm(9, "0"))).batch)
+    await ingestor.ingest(parse_webhook(webhook([dcgm(9, "0")])).batch)
     await runner.run_once()
     assert (await decisions(db))["gpu-node-09/0"][0] in (Decision.HELD, Decision.NOTIFY)
     clock.now += timedelta(minutes=1)  # past the shipped group wait
@@ -139,8 +129,8 @@ async def test_a_row_the_driver_cannot_read_back_is_quarantined(db: Database) ->
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
-    await ingestor.ingest(parse_webhook(webhook(dcgm(7, "1"), dcgm(7, "2"))).batch)
-    bad = parse_webhook(webhook(dcgm(7, "1"))).batch.alerts[0].fingerprint
+    await ingestor.ingest(parse_webhook(webhook([dcgm(7, "1"), dcgm(7, "2")])).batch)
+    bad = parse_webhook(webhook([dcgm(7, "1")])).batch.alerts[0].fingerprint
     async with db.write() as s:
         await s.execute(
             text("UPDATE alerts SET starts_at = '10000-12-31 23:59:59' WHERE fingerprint = :fp"), {"fp": bad}
@@ -157,7 +147,7 @@ async def test_a_row_the_driver_cannot_read_back_is_quarantined(db: Database) ->
     assert stored["gpu-node-07/2"][0] not in (None, Decision.QUARANTINED)
     # Later passes leave it out and keep working.
     clock.now += timedelta(seconds=5)
-    await ingestor.ingest(parse_webhook(webhook(dcgm(8, "0"))).batch)
+    await ingestor.ingest(parse_webhook(webhook([dcgm(8, "0")])).batch)
     await runner.run_once()
     assert (await decisions(db))["gpu-node-08/0"][0] in (Decision.HELD, Decision.NOTIFY)
 
@@ -170,7 +160,7 @@ async def test_names_and_keys_from_long_label_values_fit_their_columns(db: Datab
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
     long_host = "gpu-node-" + "x" * 4000
     labels = [dcgm(7, "0") | {"Hostname": long_host}, dcgm(7, "1") | {"Hostname": long_host + "y"}]
-    await ingestor.ingest(parse_webhook(webhook(*labels)).batch)
+    await ingestor.ingest(parse_webhook(webhook(labels)).batch)
     await runner.run_once()
     async with db.read() as s:
         rows = (await s.execute(select(AlertRow.node, AlertRow.incident_key, AlertRow.decision))).all()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from datetime import timedelta
 from typing import Any
@@ -24,28 +23,9 @@ from support.counting import Commits
 from support.courtesy import record_callers, watch_step
 from support.passes import Clock, Passes, rows, run_for
 from support.scenario import dcgm_labels, gpu_labels, node_down_labels, shipped_pipeline
+from support.webhooks import webhook
 
 S = timedelta(seconds=1)
-
-
-def webhook(alerts: list[dict[str, str]], status: str = "firing", ends_at: str = "2026-11-21T08:30:00Z") -> bytes:
-    body = {
-        "version": "4",
-        "status": status,
-        "receiver": "alertrouter",
-        "groupKey": "g",
-        "alerts": [
-            {
-                "status": status,
-                "labels": labels,
-                "annotations": {"summary": "test"},
-                "startsAt": "2026-11-21T07:59:00Z",
-                "endsAt": ends_at if status == "resolved" else "0001-01-01T00:00:00Z",
-            }
-            for labels in alerts
-        ],
-    }
-    return json.dumps(body).encode()
 
 
 async def test_node_incident_decisions_and_outbox_are_stored(db: Database) -> None:
@@ -159,7 +139,7 @@ async def test_resolve_is_notified_and_incident_closed(db: Database) -> None:
     await ingestor.ingest(parse_webhook(webhook(labels)).batch)
     await run_for(runner, clock, timedelta(minutes=1))
     # Alertmanager's resolved alert: endsAt is when it resolved.
-    await ingestor.ingest(parse_webhook(webhook(labels, status="resolved", ends_at=clock.now.isoformat())).batch)
+    await ingestor.ingest(parse_webhook(webhook(labels, status="resolved", ends_at=clock.now)).batch)
     # Two GPUs of one exporter resolving together: held as stale for the shipped `stale.hold` (20m).
     await run_for(runner, clock, timedelta(minutes=21))
     assert [o.reason for o in await rows(db, OutboxRow)] == ["first", "resolved"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from engine.test_runner import S, webhook
+from engine.test_runner import S
 from sqlalchemy import select, update
 
 from alertrouter.engine.runner import EngineRunner
@@ -18,6 +18,7 @@ from alertrouter.store import Database, actions
 from alertrouter.store.tables import AlertEventRow, AlertRow, IncidentRow, OutboxRow
 from support.passes import T0, Clock, rows, run_for
 from support.scenario import gpu_labels, shipped_pipeline
+from support.webhooks import webhook
 
 H = timedelta(hours=1)
 
@@ -150,7 +151,7 @@ async def test_acknowledgement_stops_repeats_and_ends_when_the_incident_fires_ag
     await run_for(runner, clock, timedelta(minutes=6))
     assert [o.reason for o in await rows(db, OutboxRow)] == ["first", "resolved"]  # the resolve still goes
     # It fires again (a new episode): a new occurrence, not acknowledged, repeats again.
-    again = webhook(labels).replace(b"2026-11-21T07:59:00Z", b"2026-11-21T09:00:00Z")
+    again = webhook(labels, starts_at="2026-11-21T09:00:00Z")
     await ingestor.ingest(parse_webhook(again).batch)
     await run_for(runner, clock, timedelta(minutes=15))
     (incident,) = await rows(db, IncidentRow)

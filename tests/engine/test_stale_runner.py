@@ -5,8 +5,7 @@ tells their resolve only when the node is back."""
 
 from __future__ import annotations
 
-import json
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
@@ -17,33 +16,12 @@ from alertrouter.store import Database
 from alertrouter.store.tables import AlertRow, IncidentRow, OutboxRow
 from support.passes import Clock, rows, run_for
 from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
+from support.webhooks import webhook
 
 S = timedelta(seconds=1)
 MIN = timedelta(minutes=1)
 HOT = [dcgm_labels("10.0.0.7", "gpu-node-07", g, alertname="GPUHighTemp", severity="warning") for g in (2, 5)]
 DOWN = node_exporter_down_labels("10.0.0.7")
-
-
-def webhook(alerts: list[dict[str, str]], starts: datetime, ends: datetime | None = None) -> bytes:
-    """Alertmanager's webhook: a resolved alert's endsAt is when it resolved; a firing one's is zero."""
-    status = "firing" if ends is None else "resolved"
-    body = {
-        "version": "4",
-        "status": status,
-        "receiver": "alertrouter",
-        "groupKey": "g",
-        "alerts": [
-            {
-                "status": status,
-                "labels": labels,
-                "annotations": {},
-                "startsAt": starts.isoformat(),
-                "endsAt": "0001-01-01T00:00:00Z" if ends is None else ends.isoformat(),
-            }
-            for labels in alerts
-        ],
-    }
-    return json.dumps(body).encode()
 
 
 async def told(db: Database, alertname: str) -> list[str]:
@@ -59,14 +37,14 @@ async def test_a_restart_keeps_dead_gpus_stale_until_their_node_is_back(db: Data
 
     engine = runner()
     hot_since = clock.now
-    await ingestor.ingest(parse_webhook(webhook(HOT, hot_since)).batch)
+    await ingestor.ingest(parse_webhook(webhook(HOT, starts_at=hot_since)).batch)
     await run_for(engine, clock, MIN)
     assert await told(db, "GPUHighTemp") == ["first"]
 
     dark = clock.now
-    await ingestor.ingest(parse_webhook(webhook(HOT, hot_since, dark)).batch)
+    await ingestor.ingest(parse_webhook(webhook(HOT, status="resolved", starts_at=hot_since, ends_at=dark)).batch)
     await run_for(engine, clock, MIN)
-    await ingestor.ingest(parse_webhook(webhook([DOWN], dark + 30 * S)).batch)
+    await ingestor.ingest(parse_webhook(webhook([DOWN], starts_at=dark + 30 * S)).batch)
     await run_for(engine, clock, MIN)
     assert await told(db, "NodeDown") == ["first"]
     gpus = [a for a in await rows(db, AlertRow) if a.labels["alertname"] == "GPUHighTemp"]
@@ -84,7 +62,8 @@ async def test_a_restart_keeps_dead_gpus_stale_until_their_node_is_back(db: Data
     assert incident.summary["no_data_since"] == dark.isoformat()
 
     back = clock.now
-    await ingestor.ingest(parse_webhook(webhook([DOWN], dark + 30 * S, back)).batch)
+    resolved = webhook([DOWN], status="resolved", starts_at=dark + 30 * S, ends_at=back)
+    await ingestor.ingest(parse_webhook(resolved).batch)
     await run_for(engine, clock, MIN)
     assert await told(db, "NodeDown") == ["first", "resolved"]
     assert await told(db, "GPUHighTemp") == ["first"]  # `settle`: the GPUs may fire again
@@ -103,17 +82,17 @@ async def test_a_node_dark_for_hours_keeps_its_gpus_stale_past_the_hour_resolved
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
     engine = EngineRunner(db, shipped_pipeline(), clock=clock)
     hot_since = clock.now
-    await ingestor.ingest(parse_webhook(webhook(HOT, hot_since)).batch)
+    await ingestor.ingest(parse_webhook(webhook(HOT, starts_at=hot_since)).batch)
     await run_for(engine, clock, MIN)
     dark = clock.now
-    await ingestor.ingest(parse_webhook(webhook(HOT, hot_since, dark)).batch)
-    await ingestor.ingest(parse_webhook(webhook([DOWN], dark + 30 * S)).batch)
+    await ingestor.ingest(parse_webhook(webhook(HOT, status="resolved", starts_at=hot_since, ends_at=dark)).batch)
+    await ingestor.ingest(parse_webhook(webhook([DOWN], starts_at=dark + 30 * S)).batch)
     await run_for(engine, clock, 2 * MIN)
     await run_for(engine, clock, timedelta(hours=2), every=5 * MIN)
     assert len([a for a in engine.live_alerts().values() if a.labels["alertname"] == "GPUHighTemp"]) == 2
     # another node's alert, stored now: what a new process reads after its first pass is what changed since
     other = dcgm_labels("10.0.0.1", "gpu-node-01", 0, alertname="GPUXidError")
-    await ingestor.ingest(parse_webhook(webhook([other], clock.now)).batch)
+    await ingestor.ingest(parse_webhook(webhook([other], starts_at=clock.now)).batch)
     engine = EngineRunner(db, shipped_pipeline(), clock=clock)  # a new process reads them back
     await run_for(engine, clock, MIN)
     assert len([a for a in engine.live_alerts().values() if a.labels["alertname"] == "GPUHighTemp"]) == 2
@@ -121,7 +100,8 @@ async def test_a_node_dark_for_hours_keeps_its_gpus_stale_past_the_hour_resolved
     (incident,) = [i for i in await rows(db, IncidentRow) if i.labels.get("alertname") == "GPUHighTemp"]
     assert incident.status == "firing"
     back = clock.now
-    await ingestor.ingest(parse_webhook(webhook([DOWN], dark + 30 * S, back)).batch)
+    resolved = webhook([DOWN], status="resolved", starts_at=dark + 30 * S, ends_at=back)
+    await ingestor.ingest(parse_webhook(resolved).batch)
     await run_for(engine, clock, 3 * MIN)
     assert await told(db, "GPUHighTemp") == ["first", "resolved"]
     await run_for(engine, clock, timedelta(hours=1, minutes=5), every=5 * MIN)

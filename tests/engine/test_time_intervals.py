@@ -4,7 +4,6 @@ resolve during the mute is never told."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from alertrouter.store import Database
 from alertrouter.store.tables import AlertEventRow, AlertRow, NotifyStateRow, OutboxRow
 from support.passes import T0, Clock, rows, run_for
 from support.scenario import gpu_labels
+from support.webhooks import webhook
 
 S = timedelta(seconds=1)
 M = timedelta(minutes=1)
@@ -51,16 +51,6 @@ def pipeline(tmp_path: Path, start: str, end: str) -> CompiledRules:
     return compile_rules(load_ruleset(tmp_path, {}))
 
 
-def webhook(
-    labels: list[dict[str, str]], *, resolved_at: datetime | None = None, starts_at: datetime = T0 - M
-) -> bytes:
-    status = "firing" if resolved_at is None else "resolved"
-    ends = "0001-01-01T00:00:00Z" if resolved_at is None else resolved_at.isoformat()
-    starts = starts_at.isoformat()
-    alerts = [{"status": status, "labels": x, "annotations": {}, "startsAt": starts, "endsAt": ends} for x in labels]
-    return json.dumps({"version": "4", "status": status, "receiver": "alertrouter", "alerts": alerts}).encode()
-
-
 async def test_muted_route_sends_nothing_then_what_still_fires_when_the_interval_ends(
     db: Database, tmp_path: Path
 ) -> None:
@@ -82,7 +72,7 @@ async def test_muted_route_sends_nothing_then_what_still_fires_when_the_interval
 
     # One GPU cools down during the mute; the other two still fire when it ends.
     clock.now = T0 + 30 * M
-    await ingestor.ingest(parse_webhook(webhook(gpus[:1], resolved_at=clock.now)).batch)
+    await ingestor.ingest(parse_webhook(webhook(gpus[:1], status="resolved", ends_at=clock.now)).batch)
     await run_for(runner, clock, 29 * M + 50 * S)
     assert clock.now < runner.wake_at
     assert await rows(db, OutboxRow) == []
@@ -110,7 +100,7 @@ async def test_a_resolve_during_the_mute_is_never_told(db: Database, tmp_path: P
     assert [o.reason for o in await rows(db, OutboxRow)] == ["first"]  # before the interval
 
     clock.now = T0 + 12 * M
-    await ingestor.ingest(parse_webhook(webhook(gpu, resolved_at=clock.now)).batch)
+    await ingestor.ingest(parse_webhook(webhook(gpu, status="resolved", ends_at=clock.now)).batch)
     await run_for(runner, clock, 20 * M)  # through the mute and 12 minutes past its end
     assert [o.reason for o in await rows(db, OutboxRow)] == ["first"]
     (state,) = await rows(db, NotifyStateRow)

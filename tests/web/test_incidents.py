@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-import json
-
 import httpx
 
 from alertrouter.runtime import Runtime
 from support.scenario import gpu_labels, node_down_labels
+from support.webhooks import webhook
 
 from .conftest import AUTH
-
-
-def webhook(alerts: list[dict[str, str]]) -> str:
-    return json.dumps(
-        {
-            "version": "4",
-            "status": "firing",
-            "alerts": [{"status": "firing", "labels": labels, "startsAt": "2026-01-01T00:00:00Z"} for labels in alerts],
-        }
-    )
 
 
 async def test_alert_decisions_and_incidents_are_exposed(app_client: tuple[httpx.AsyncClient, Runtime]) -> None:
     client, runtime = app_client
     gpus = [gpu_labels("gpu-node-07", g, region="north") for g in range(3)]
-    r = await client.post(
-        "/webhook/alertmanager", content=webhook([*gpus, node_down_labels("gpu-node-07")]), headers=AUTH
-    )
+    payload = webhook([*gpus, node_down_labels("gpu-node-07")], starts_at="2026-01-01T00:00:00Z")
+    r = await client.post("/webhook/alertmanager", content=payload, headers=AUTH)
     assert r.status_code == 200
     await runtime.engine.run_once()
     alerts = (await client.get("/api/v1/alerts", headers=AUTH)).json()["alerts"]

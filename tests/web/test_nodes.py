@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 import httpx
@@ -12,25 +11,23 @@ from alertrouter.ruleset.schema import PrometheusLookupConfig
 from alertrouter.runtime import Runtime
 from support.promql import answer_bytes
 from support.scenario import dcgm_labels, node_exporter_down_labels
+from support.webhooks import webhook
 
 from .conftest import AUTH
-
-
-def webhook(alerts: list[dict[str, str]], starts: str) -> str:
-    items = [{"status": "firing", "labels": labels, "startsAt": starts} for labels in alerts]
-    return json.dumps({"version": "4", "status": "firing", "alerts": items})
 
 
 async def test_learned_addresses_and_a_conflict_are_listed(app_client: tuple[httpx.AsyncClient, Runtime]) -> None:
     client, runtime = app_client
     assert (await client.get("/api/v1/nodes")).status_code == 401  # read access, like the other reads
     first = [dcgm_labels("10.0.0.7", "gpu-node-07", 0), dcgm_labels("10.0.0.8", "gpu-node-08", 0)]
-    r = await client.post("/webhook/alertmanager", content=webhook(first, "2026-01-01T00:00:00Z"), headers=AUTH)
+    payload = webhook(first, starts_at="2026-01-01T00:00:00Z")
+    r = await client.post("/webhook/alertmanager", content=payload, headers=AUTH)
     assert r.status_code == 200
     await runtime.engine.run_once()
     # 10.0.0.7 is re-used by another machine; its alerts started later, so its claim wins
     later = [dcgm_labels("10.0.0.7", "gpu-node-70", 1), node_exporter_down_labels("10.0.0.7")]
-    r = await client.post("/webhook/alertmanager", content=webhook(later, "2026-01-01T01:00:00Z"), headers=AUTH)
+    payload = webhook(later, starts_at="2026-01-01T01:00:00Z")
+    r = await client.post("/webhook/alertmanager", content=payload, headers=AUTH)
     assert r.status_code == 200
     await runtime.engine.run_once()
     body = (await client.get("/api/v1/nodes", headers=AUTH)).json()
@@ -53,7 +50,8 @@ async def test_discovered_addresses_are_listed_next_to_learned_and_configured_on
     """A learned address that the Prometheus lookup also maps is shown as overridden by it."""
     client, runtime = app_client
     taught = [dcgm_labels("10.0.0.7", "gpu-node-07-old", 0)]
-    r = await client.post("/webhook/alertmanager", content=webhook(taught, "2026-01-01T00:00:00Z"), headers=AUTH)
+    payload = webhook(taught, starts_at="2026-01-01T00:00:00Z")
+    r = await client.post("/webhook/alertmanager", content=payload, headers=AUTH)
     assert r.status_code == 200
     await runtime.engine.run_once()
 
