@@ -1,4 +1,4 @@
-"""Tests for alertrouter.labels: fingerprints and Alertmanager matchers.
+"""Tests for alertrouter.fingerprints and alertrouter.labels: fingerprints and Alertmanager matchers.
 
 Expected values come from Alertmanager's documented behaviour and its own test tables
 (prometheus/alertmanager pkg/labels/parse_test.go, prometheus/common model/*_test.go), and from
@@ -16,13 +16,12 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-import alertrouter.labels as labels_module
+import alertrouter.fingerprints as fingerprints_module
+from alertrouter.fingerprints import fingerprint, fingerprints
 from alertrouter.labels import (
     Matcher,
     MatcherError,
     MatchType,
-    fingerprint,
-    fingerprints,
     matchers_from_legacy,
     matches_all,
     parse_matcher,
@@ -138,8 +137,8 @@ def test_remembered_fingerprints_never_mix_up_names_and_values_or_orders() -> No
 
 
 def test_fingerprints_survive_forgetting_in_the_middle_of_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(labels_module, "_KNOWN", {})
-    monkeypatch.setattr(labels_module, "_KNOWN_MAX", 4)
+    monkeypatch.setattr(fingerprints_module, "_KNOWN", {})
+    monkeypatch.setattr(fingerprints_module, "_KNOWN_MAX", 4)
     known = [{"alertname": f"known-{i}"} for i in range(4)]
     fingerprints(known)
     # The new sets push every known one out while this batch, which also holds them, is answered.

@@ -9,7 +9,8 @@ import orjson
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from alertrouter.labels import fingerprint, matches_all, parse_matchers
+from alertrouter.fingerprints import fingerprint
+from alertrouter.labels import matches_all, parse_matchers
 from alertrouter.labelset import LabelSet
 from alertrouter.pipeline.aggregate import common_labels
 

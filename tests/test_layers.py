@@ -17,11 +17,19 @@ import alertrouter
 PACKAGE = Path(alertrouter.__file__).resolve().parent
 
 ENTRY_POINTS = {"cli": set(), "app": {"cli"}, "web": {"app"}, "runtime": {"app", "web"}}
-PURE = {"model", "labels", "labelset", "utf8_matchers", "durations"}  # the pure types and helpers every layer may use
+PURE = {  # the pure types and helpers every layer may use
+    "model",
+    "transitions",
+    "labels",
+    "fingerprints",
+    "labelset",
+    "utf8_matchers",
+    "durations",
+}
 ONLY_FROM = {  # a unit -> the only units it may import
     "pipeline": PURE,
     "model": set(),
-    "labels": {"utf8_matchers"},  # the matcher grammar: text in, (name, op, value) out
+    "labels": {"utf8_matchers", "fingerprints"},  # the matcher grammar: text in, (name, op, value) out; UTF-8 bytes
     "utf8_matchers": set(),
     "durations": set(),
     "labelset": set(),

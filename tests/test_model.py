@@ -6,14 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from alertrouter.model import (
-    AlertState,
-    AlertStatus,
-    IncomingAlert,
-    ResolvedBy,
-    Transition,
-    decide_transition,
-)
+from alertrouter.model import AlertStatus
+from alertrouter.transitions import AlertState, IncomingAlert, ResolvedBy, Transition, decide_transition
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 FIRING, RESOLVED = AlertStatus.FIRING, AlertStatus.RESOLVED

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from alertrouter.model import IncomingAlert, Transition
+from alertrouter.transitions import IncomingAlert, Transition
 
 __all__ = ["IngestBatch", "IngestResult", "body_digest", "payload_digest"]
 

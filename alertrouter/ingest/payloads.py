@@ -15,6 +15,8 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from alertrouter.fingerprints import fingerprint as label_fingerprint
+from alertrouter.fingerprints import fingerprints as label_fingerprints
 from alertrouter.ingest import decode
 from alertrouter.ingest.batch import IngestBatch, body_digest, payload_digest
 from alertrouter.ingest.decode import Checked, Fields, non_empty
@@ -30,10 +32,9 @@ from alertrouter.ingest.limits import (
     check_instant,
     check_mapping,
 )
-from alertrouter.labels import fingerprint as label_fingerprint
-from alertrouter.labels import fingerprints as label_fingerprints
-from alertrouter.model import AlertStatus, IncomingAlert
+from alertrouter.model import AlertStatus
 from alertrouter.ruleset.errors import format_loc
+from alertrouter.transitions import IncomingAlert
 
 __all__ = ["API_V2_DEFAULT_TTL", "Parsed", "PayloadError", "parse_api_v2", "parse_webhook"]
 

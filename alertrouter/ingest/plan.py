@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from alertrouter.model import AlertState, AlertStatus, IncomingAlert, ResolvedBy, Transition, decide_transition
+from alertrouter.model import AlertStatus
+from alertrouter.transitions import AlertState, IncomingAlert, ResolvedBy, Transition, decide_transition
 
 __all__ = ["Plan", "plan_alerts"]
 

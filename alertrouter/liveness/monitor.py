@@ -21,11 +21,12 @@ from alertrouter.liveness import watch
 from alertrouter.liveness.watch import Step
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
-from alertrouter.model import IncomingAlert, utcnow
+from alertrouter.model import utcnow
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.store import STORE_ERRORS, Database, describe_error, leases
 from alertrouter.store import heartbeats as store
 from alertrouter.store.heartbeats import HeartbeatRecord
+from alertrouter.transitions import IncomingAlert
 
 __all__ = ["HeartbeatMonitor", "HeartbeatStatus"]
 

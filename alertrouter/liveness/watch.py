@@ -20,12 +20,14 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from alertrouter import i18n
+from alertrouter.fingerprints import fingerprint
 from alertrouter.i18n import Locale
 from alertrouter.ingest.batch import IngestBatch
-from alertrouter.labels import MatchType, fingerprint
-from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertStatus, IncomingAlert
+from alertrouter.labels import MatchType
+from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertStatus
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.store.heartbeats import HeartbeatRecord
+from alertrouter.transitions import IncomingAlert
 
 __all__ = [
     "SOURCE",

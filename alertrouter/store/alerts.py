@@ -9,10 +9,11 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.model import AlertState, AlertStatus, ResolvedBy
+from alertrouter.model import AlertStatus
 from alertrouter.store import bulk, keyed
 from alertrouter.store.db import Database
 from alertrouter.store.handles import alerts_t, episodes_t, events_t, raw_events_t
+from alertrouter.transitions import AlertState, ResolvedBy
 
 __all__ = [
     "close_episodes",

@@ -1,4 +1,4 @@
-"""SQLAlchemy 2 typed tables: alerts, their episodes and history, and the raw webhook log."""
+"""The schema: every table as a typed SQLAlchemy 2 class on one `Base`, whose metadata the migrations must match."""
 
 from __future__ import annotations
 

@@ -29,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
-from alertrouter.labels import fingerprint, parse_matchers  # noqa: E402
+from alertrouter.fingerprints import fingerprint  # noqa: E402
+from alertrouter.labels import parse_matchers  # noqa: E402
 from alertrouter.pipeline.evaluate import Evaluator  # noqa: E402
 from alertrouter.pipeline.inhibit import InhibitRule  # noqa: E402
 from alertrouter.pipeline.rules import CompiledRules  # noqa: E402

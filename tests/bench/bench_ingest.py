@@ -56,7 +56,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared support code
 from alertrouter import __version__
-from alertrouter.labels import fingerprint
+from alertrouter.fingerprints import fingerprint
 from support import pg, procs
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -626,7 +626,7 @@ AREAS = (
     ("alertrouter/ingest/payloads.py", "validation (ingest/payloads, limits)"),
     ("alertrouter/ingest/limits.py", "validation (ingest/payloads, limits)"),
     ("pydantic", "validation (ingest/payloads, limits)"),
-    ("alertrouter/labels.py", "fingerprints (labels.py)"),
+    ("alertrouter/fingerprints.py", "fingerprints (fingerprints.py)"),
     ("alertrouter/ingest/plan.py", "state comparison (ingest/plan)"),
     ("alertrouter/ingest/", "writer (ingest/writer, touches)"),
     ("alertrouter/store/", "store statements (store/bulk, alerts)"),

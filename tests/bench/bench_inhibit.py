@@ -18,7 +18,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from alertrouter.labels import fingerprint, parse_matchers
+from alertrouter.fingerprints import fingerprint
+from alertrouter.labels import parse_matchers
 from alertrouter.model import AlertView
 from alertrouter.pipeline.inhibit import Inhibitor, InhibitRule
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from alertrouter.labels import fingerprint
+from alertrouter.fingerprints import fingerprint
 from support.procs import Proc, start_alertrouter
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from alertrouter.labels import fingerprint
+from alertrouter.fingerprints import fingerprint
 from e2e.harness import (
     AUTH,
     TOKEN,

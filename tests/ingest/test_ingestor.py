@@ -21,9 +21,9 @@ from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.payloads import parse_api_v2, parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.model import Transition
 from alertrouter.store import Database, is_outage, queries, retention
 from alertrouter.store.tables import AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
+from alertrouter.transitions import Transition
 from support.counting import Commits, Sessions
 from support.integrity import dangling_history
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from alertrouter.fingerprints import fingerprint
 from alertrouter.ingest.payloads import PayloadError, parse_api_v2, parse_webhook
-from alertrouter.labels import fingerprint
 from alertrouter.model import AlertStatus
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -7,10 +7,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from alertrouter.labels import fingerprint
+from alertrouter.fingerprints import fingerprint
 from alertrouter.liveness.watch import heard
-from alertrouter.model import AlertStatus, IncomingAlert
+from alertrouter.model import AlertStatus
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
+from alertrouter.transitions import IncomingAlert
 from support.scenario import T0
 
 MATCHERS = [

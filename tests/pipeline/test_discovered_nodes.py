@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from alertrouter.labels import fingerprint
+from alertrouter.fingerprints import fingerprint
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.nodes import Discovered, NodeIdentity
 from alertrouter.pipeline.types import LiveAlert, next_records

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from alertrouter.labels import fingerprint
+from alertrouter.fingerprints import fingerprint
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.types import Decision, EvalResult, IncidentRecord, LiveAlert, next_records
 from support.scenario import T0, dcgm_labels, shipped_pipeline

@@ -16,7 +16,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alertrouter.labels import fingerprint, parse_matchers
+from alertrouter.fingerprints import fingerprint
+from alertrouter.labels import parse_matchers
 from alertrouter.pipeline import aliases
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.rules import CompiledRules

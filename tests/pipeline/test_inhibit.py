@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from alertrouter.labels import Matcher, MatchType, fingerprint, matchers_from_legacy, matches_all, parse_matchers
+from alertrouter.fingerprints import fingerprint
+from alertrouter.labels import Matcher, MatchType, matchers_from_legacy, matches_all, parse_matchers
 from alertrouter.model import AlertView
 from alertrouter.pipeline.inhibit import Inhibition, Inhibitor, InhibitRule
 from support import procs

@@ -8,7 +8,7 @@ import json
 from dataclasses import replace
 from datetime import timedelta
 
-from alertrouter.labels import fingerprint
+from alertrouter.fingerprints import fingerprint
 from alertrouter.labelset import LabelSet
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.types import IncidentRecord, LiveAlert, next_records

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from alertrouter.labels import fingerprint
+from alertrouter.fingerprints import fingerprint
 from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.silence import Silence, Silencer
 from alertrouter.pipeline.sorting import sort_incident
