@@ -14,9 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.engine.decisions import Previous
 from alertrouter.model import AlertStatus
 from alertrouter.pipeline.types import Decision, LiveAlert
-from alertrouter.store import Database
 from alertrouter.store import incidents as store
-from alertrouter.store.reads_now import live_changes_now
+from alertrouter.store.reads_now import QuickReads
 
 __all__ = ["INSERTED_MAX", "RECENT", "LiveAlerts"]
 
@@ -53,16 +52,18 @@ class LiveAlerts:
             self.handed[live.fingerprint] = (live, row["updated_at"])
 
     async def read(
-        self, session: AsyncSession, now: datetime, db: Database | None = None
+        self, session: AsyncSession, now: datetime, quick: QuickReads | None = None
     ) -> tuple[list[LiveAlert], dict[str, str]]:
         """The alerts that changed since the last read (every live one at the first), now held; and the node
         incident each was last decided under as stored, for the alerts this process has not placed yet: a
         NodeDown told under its address before a restart, and named by an alias learned since, moves as it
-        does within a process. A rolled-up alert's stored key is its storm's, so it is left out. With `db`,
-        the changes are read on its event loop's own SQLite connection when it has one (`store.reads_now`)."""
+        does within a process. A rolled-up alert's stored key is its storm's, so it is left out. With
+        `quick`, the changes since the first read are read outside the session when it can (`store.reads_now`)."""
         read = None
-        if self._cursor is not None and db is not None:  # SQLite: on the event loop's own connection
-            read = live_changes_now(db, since=self._cursor, known=self.updated, inserted=self.handed, held=self.alerts)
+        if self._cursor is not None and quick is not None:
+            read = await quick.live_changes(
+                since=self._cursor, known=self.updated, inserted=self.handed, held=self.alerts
+            )
         if read is None:
             read = await store.load_live_alerts(
                 session,

@@ -12,9 +12,8 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.pipeline.types import IncidentRecord, RecordChanges, apply_record_changes
-from alertrouter.store import Database
 from alertrouter.store import incidents as store
-from alertrouter.store.reads_now import acknowledged_now
+from alertrouter.store.reads_now import QuickReads
 
 __all__ = ["RecordBook"]
 
@@ -34,13 +33,13 @@ class RecordBook:
         now: datetime,
         keep: timedelta,
         holds: Callable[[str], bool],
-        db: Database | None = None,
+        quick: QuickReads | None = None,
     ) -> dict[str, IncidentRecord]:
         """The incident records as stored. Acknowledgements are the one change made elsewhere (the console,
         an acknowledge link, on any replica): read every pass. A resolved record leaves as it does from the
         store's read (`load_incidents`), `keep` after it was last written, unless alerts still describe it
-        (`holds`). With `db`, the acknowledgements are read on its event loop's own SQLite connection
-        when it has one (`store.reads_now`)."""
+        (`holds`). With `quick`, the acknowledgements are read outside the session when it can
+        (`store.reads_now`)."""
         if self.records is None:
             self.records, saved_at = await store.load_incidents(session, resolved_since=now - keep)
             self._saved_at = dict(sorted(saved_at.items(), key=lambda item: item[1]))
@@ -48,7 +47,7 @@ class RecordBook:
             self._acked = {k for k, r in self.records.items() if r.acknowledged}
         records = self.records
         touched = self.touched if self.touched is not None else set()
-        acked = acknowledged_now(db, resolved_since=now - keep) if db is not None else None
+        acked = await quick.acknowledged(resolved_since=now - keep) if quick is not None else None
         if acked is None:
             acked = await store.load_acknowledged(session, resolved_since=now - keep)
         for key in acked ^ self._acked:

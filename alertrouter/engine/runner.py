@@ -56,7 +56,7 @@ from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage
 from alertrouter.store import incidents as store
 from alertrouter.store import nodes as node_store
 from alertrouter.store.leases import new_holder
-from alertrouter.store.reads_now import silences_now
+from alertrouter.store.reads_now import quick_reads
 
 __all__ = ["EngineRunner"]
 
@@ -250,17 +250,19 @@ class EngineRunner:
         now = self._clock()
         # Read and evaluate outside any write transaction (on SQLite that would stall ingest for the
         # whole pass); only the short final write takes the lease, and commits only while holding it.
-        async with self._db.read() as session:
+        # An incremental pass's reads go outside the session (`store.reads_now`): on PostgreSQL the
+        # session then opens no transaction at all, unless the lease must be read.
+        async with self._db.read() as session, quick_reads(self._db) as quick:
             if await self._lease.held_by_other(session, now):
                 self._lost()
                 return None
             try:
-                fresh, placed_before = await self._live.read(session, now, self._db)
+                fresh, placed_before = await self._live.read(session, now, quick)
             except Exception as exc:
                 if not is_outage(exc):
                     await self._find_unreadable(exc, now)
                 raise
-            silences = silences_now(self._db, now=now)
+            silences = await quick.silences(now=now)
             if silences is None:
                 silences = await store.load_silences(session, now=now)
             discovered = self._discovered() if self._discovered is not None else None
@@ -276,7 +278,7 @@ class EngineRunner:
             evicted = self._live.evict(now, self._pending.previous(self._live.decisions))
             for fp in evicted:
                 self._claims.claim(fp, None)
-            records = await self._book.read(session, now, RECENT, self._evaluator.holds, self._db)
+            records = await self._book.read(session, now, RECENT, self._evaluator.holds, quick)
         # Learn from the live alerts' claims, and evaluate with what is in force after that: an alert
         # stored before the alias was learned is re-keyed in the very pass that learns it.
         learning = self._claims.learn(now)

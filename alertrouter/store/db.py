@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+import asyncpg
 import orjson
 from sqlalchemy import event, exc, text
 from sqlalchemy.engine import make_url
@@ -175,15 +176,17 @@ class Database:
         """PostgreSQL: the driver's own connection (asyncpg's) from the pool, for one statement outside a
         transaction (a re-sent push's stored states), without SQLAlchemy's session and execution around
         it: 700 -> 470 us of the event loop per read of 100 alerts' states in-process. The pool's checks
-        on checkout apply as for any session. A failure raises as SQLAlchemy would raise a store's
-        failure (`OperationalError`, with the driver's error as `orig`, so `is_outage` reads its
-        SQLSTATE), and the connection is dropped from the pool, not given back in an unknown state."""
+        on checkout apply as for any session. The driver's failure raises as SQLAlchemy would raise a
+        store's failure (`OperationalError`, with the driver's error as `orig`, so `is_outage` reads its
+        SQLSTATE); any other error raised in the block (a row the caller could not decode) as it is,
+        not made an outage. Either way the connection is dropped from the pool, not given back in an
+        unknown state."""
         proxied = await self.engine.raw_connection()
         try:
             yield proxied.driver_connection
         except BaseException as error:
             await greenlet_spawn(proxied.invalidate, error)
-            if isinstance(error, Exception) and not isinstance(error, exc.SQLAlchemyError):
+            if isinstance(error, _DRIVER_ERRORS):
                 raise exc.OperationalError(None, None, error) from error
             raise
         await greenlet_spawn(proxied.close)
@@ -252,6 +255,15 @@ class Database:
         self._close_loop_reader()
         await self.engine.dispose()
 
+
+# What asyncpg raises for a store that failed (a connection lost, a server's error, a timeout).
+_DRIVER_ERRORS = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    OSError,
+    TimeoutError,
+)
 
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 

@@ -27,6 +27,7 @@ from alertrouter.store.tables import IncidentRow, NotifyStateRow, SilenceRow
 
 __all__ = [
     "LIVE_STATE",
+    "PG_CURSOR",
     "LoadedAlert",
     "change_cursor",
     "clear_acknowledgements",
@@ -50,6 +51,9 @@ QUARANTINED = Decision.QUARANTINED.value
 LoadedAlert = tuple[LiveAlert, datetime, str | None, dict[str, Any] | None, str | None]
 
 
+PG_CURSOR = "SELECT txid_snapshot_xmin(txid_current_snapshot())"  # `change_cursor` on PostgreSQL
+
+
 async def change_cursor(session: AsyncSession) -> int:
     """Where a read of alert changes made now can take the next read up: every change whose
     `alerts.change_seq` is below the value is visible to a read that starts after this call.
@@ -59,7 +63,7 @@ async def change_cursor(session: AsyncSession) -> int:
     draw from (one writer at a time, so values are committed in order). See migration 0015.
     """
     if session.get_bind().dialect.name == "postgresql":
-        return int(await session.scalar(text("SELECT txid_snapshot_xmin(txid_current_snapshot())")) or 0)
+        return int(await session.scalar(text(PG_CURSOR)) or 0)
     counter = change_counter_t.c
     return int(await session.scalar(select(counter.value).where(counter.id == 1)) or 0) + 1
 

@@ -6,7 +6,8 @@ one plain function per column instead of SQLAlchemy's result processors (on SQLi
 parsed with a regular expression: four per alert were half the cost of confirming a push). Three
 ways to run the same read: through a session (`select_in`, row-locked on PostgreSQL if asked), on the
 event loop's own SQLite connection (`select_in_now`), on PostgreSQL's driver connection
-(`select_in_driver`); see `Database.read_now` and `Database.read_driver` for when each is used.
+(`select_in_driver`); see `Database.read_now` and `Database.read_driver` for when each is used. The
+engine's reads by a condition go the last two ways (`select_where_now`, `select_where_driver`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from alertrouter.store.bulk import (
 from alertrouter.store.db import json_dumps
 from alertrouter.store.tables import UTCDateTime
 
-__all__ = ["as_utc", "select_in", "select_in_driver", "select_in_now", "select_where_now"]
+__all__ = ["as_utc", "select_in", "select_in_driver", "select_in_now", "select_where_driver", "select_where_now"]
 
 
 def as_utc(value: datetime) -> datetime:
@@ -78,17 +79,21 @@ def _converters(
     return tuple(converters)
 
 
+def _names(dialect: str, table: Table, columns: tuple[str, ...]) -> str:
+    # JSON is read as text on PostgreSQL too, and decoded as on SQLite: the driver's codec would go
+    # through the engine's deserializer, which interns every short value for the engine's long-lived
+    # labels (`db.json_loads`), work wasted on states that are compared and dropped (2.8 us per alert).
+    return ", ".join(
+        f"{quote(c)}::TEXT" if dialect == "postgresql" and isinstance(table.c[c].type, JSON) else quote(c)
+        for c in columns
+    )
+
+
 @cache
 def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: bool) -> _Read:
     check_columns(table, (*columns, key))
     converters = _converters(dialect, table, columns)
-    # JSON is read as text on PostgreSQL too, and decoded as on SQLite: the driver's codec would go
-    # through the engine's deserializer, which interns every short value for the engine's long-lived
-    # labels (`db.json_loads`), work wasted on states that are compared and dropped (2.8 us per alert).
-    names = ", ".join(
-        f"{quote(c)}::TEXT" if dialect == "postgresql" and isinstance(table.c[c].type, JSON) else quote(c)
-        for c in columns
-    )
+    names = _names(dialect, table, columns)
     if dialect == "sqlite":  # one parameter, a JSON array, however many keys (SQLite has no row locks)
         where = f"{quote(key)} IN (SELECT value FROM json_each(?))"  # noqa: S608 (names checked above)
     elif dialect == "postgresql":
@@ -177,6 +182,25 @@ async def select_in_driver(
         return []
     read = _read("postgresql", table, tuple(columns), key, False)
     return _converted(read, await connection.fetch(read.sql, list(values)))
+
+
+async def select_where_driver(
+    connection: Any, table: Table, columns: Sequence[str], where: str, params: Sequence[Any]
+) -> list[tuple[Any, ...]]:
+    """`select_where_now` on PostgreSQL, on the driver's own connection (`Database.read_driver`): `where`
+    is written as for SQLite, a `?` for each value (numbered `$1`, `$2`, ... here), in no given order."""
+    check_columns(table, columns)
+    read = _where_driver(table, tuple(columns), where)
+    return _converted(read, await connection.fetch(read.sql, *params))
+
+
+@cache
+def _where_driver(table: Table, columns: tuple[str, ...], where: str) -> _Read:
+    pieces = where.split("?")
+    numbered = "".join(f"{piece}${i}" for i, piece in enumerate(pieces[:-1], start=1)) + pieces[-1]
+    names = _names("postgresql", table, columns)
+    sql = f"SELECT {names} FROM {quote(table.name)} WHERE {numbered}"  # noqa: S608 (names checked, where is ours)
+    return _Read(sql, _converters("postgresql", table, columns))
 
 
 def _converted(read: _Read, found: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select, text
 
 from alertrouter.engine.runner import EngineRunner
@@ -123,17 +124,28 @@ def _fields(nodes: NodeIdentity) -> dict[str, Any]:
     return {f.name: getattr(nodes, f.name) for f in dataclasses.fields(nodes)}
 
 
-async def test_a_row_the_driver_cannot_read_back_is_quarantined(db: Database) -> None:
+@pytest.mark.parametrize("read", ["first pass", "incremental pass"])
+async def test_a_row_the_driver_cannot_read_back_is_quarantined(db: Database, read: str) -> None:
     # Stored before the ingest boundary existed (year 10000, which asyncpg cannot read into Python), or
     # written by hand: every read of the live alerts failed, and the engine task died without a log line.
+    # Met by the first pass's read through a session, or by a later pass's outside it (`store.reads_now`).
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
     await ingestor.ingest(parse_webhook(webhook([dcgm(7, "1"), dcgm(7, "2")])).batch)
     bad = parse_webhook(webhook([dcgm(7, "1")])).batch.alerts[0].fingerprint
+    if read == "incremental pass":
+        await ingestor.ingest(parse_webhook(webhook([dcgm(9, "0")])).batch)
+        await runner.run_once()
+        assert (await decisions(db))["gpu-node-07/1"][0] != Decision.QUARANTINED
     async with db.write() as s:
+        # A change as any write makes one: `updated_at` moves too (a pass re-reads only rows whose did).
         await s.execute(
-            text("UPDATE alerts SET starts_at = '10000-12-31 23:59:59' WHERE fingerprint = :fp"), {"fp": bad}
+            text(
+                "UPDATE alerts SET starts_at = '10000-12-31 23:59:59', updated_at = '2026-11-21 08:00:01' "
+                "WHERE fingerprint = :fp"
+            ),
+            {"fp": bad},
         )
         await s.commit()
     await runner.run_once()

@@ -153,3 +153,22 @@ async def test_a_failing_driver_read_is_an_outage_and_its_connection_is_dropped(
         assert used[0].is_closed()  # dropped, not handed to the next reader
         monkeypatch.setattr(asyncpg.Connection, "fetch", fetch)
         assert sorted(await read_states(db, fps)) == fps
+
+
+async def test_an_error_of_the_readers_own_in_a_driver_read_is_raised_as_it_is_not_as_an_outage(
+    empty: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row the reader cannot decode is the row's fault, not the store's: the engine finds the row and
+    sets it aside (`Poisoned`) rather than waiting for a store that answers."""
+    async with opened(empty, monkeypatch, ping_idle=store_db.PING_IDLE) as db:
+        fps = await stored(db, 2)
+
+        async def read_and_fail() -> None:
+            async with db.read_driver() as connection:
+                assert len(await connection.fetch("SELECT fingerprint FROM alerts")) == 2
+                raise ValueError("cannot decode this row")
+
+        with pytest.raises(ValueError, match="cannot decode") as raised:
+            await read_and_fail()
+        assert not is_outage(raised.value)
+        assert sorted(await read_states(db, fps)) == fps  # and the pool still gives a working connection
