@@ -10,7 +10,7 @@ loop: about 0.4 ms for a statement that SQLite runs in 5 us on an idle two-core 
 whose rows come back as one JSON document in one step (`keyed.select_where_now`). On PostgreSQL a
 session adds a BEGIN and a ROLLBACK round trip and SQLAlchemy's execution around every statement;
 here each read is one round trip of asyncpg's, all of a pass's on one connection taken from the pool
-once (a connection idle for a second is pinged when taken: `db._check_on_checkout`).
+once (a connection idle for a second is pinged when taken: `connections.check_on_checkout`).
 
 These reads agree with one another no more and no less than the session's did: Python's `sqlite3`
 opens no transaction for a read, and a PostgreSQL session reads in READ COMMITTED, so there too each

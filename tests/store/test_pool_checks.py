@@ -1,5 +1,5 @@
 """PostgreSQL connections taken from the pool are alive: closed ones are replaced without a round trip,
-idle ones are pinged, busy ones are not (`store.db._check_on_checkout`); the same for the driver's
+idle ones are pinged, busy ones are not (`store.connections.check_on_checkout`); the same for the driver's
 connection a re-sent push's states are read on (`Database.read_driver`), which a failure drops."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import pytest
 from sqlalchemy import exc, text
 from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
 
-from alertrouter.store import Database, bulk, is_outage
-from alertrouter.store import db as store_db
+from alertrouter.store import Database, bulk, connections, is_outage
 from alertrouter.store.alerts import load_states, read_states
 from alertrouter.store.handles import alerts_t
 from alertrouter.store.tables import Base
@@ -58,7 +57,7 @@ async def backend_pids(db: Database) -> set[int]:
 @asynccontextmanager
 async def opened(url: str, monkeypatch: pytest.MonkeyPatch, ping_idle: float) -> AsyncIterator[Database]:
     """A store whose pool pings connections idle for more than `ping_idle` seconds, disposed after."""
-    monkeypatch.setattr(store_db, "PING_IDLE", ping_idle)
+    monkeypatch.setattr(connections, "PING_IDLE", ping_idle)
     db = Database(url)
     try:
         yield db
@@ -69,7 +68,7 @@ async def opened(url: str, monkeypatch: pytest.MonkeyPatch, ping_idle: float) ->
 async def test_a_connection_the_server_closed_is_replaced_without_a_ping(
     url: str, pings: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with opened(url, monkeypatch, ping_idle=store_db.PING_IDLE) as db:
+    async with opened(url, monkeypatch, ping_idle=connections.PING_IDLE) as db:
         (pid,) = await backend_pids(db)
         admin = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
         try:
@@ -137,7 +136,7 @@ async def test_the_driver_read_gives_the_sessions_states_on_a_checked_connection
 async def test_a_failing_driver_read_is_an_outage_and_its_connection_is_dropped(
     empty: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with opened(empty, monkeypatch, ping_idle=store_db.PING_IDLE) as db:
+    async with opened(empty, monkeypatch, ping_idle=connections.PING_IDLE) as db:
         fps = await stored(db, 2)
         fetch = asyncpg.Connection.fetch
         used: list[asyncpg.Connection] = []
@@ -160,7 +159,7 @@ async def test_an_error_of_the_readers_own_in_a_driver_read_is_raised_as_it_is_n
 ) -> None:
     """A row the reader cannot decode is the row's fault, not the store's: the engine finds the row and
     sets it aside (`Poisoned`) rather than waiting for a store that answers."""
-    async with opened(empty, monkeypatch, ping_idle=store_db.PING_IDLE) as db:
+    async with opened(empty, monkeypatch, ping_idle=connections.PING_IDLE) as db:
         fps = await stored(db, 2)
 
         async def read_and_fail() -> None:

@@ -1,5 +1,5 @@
 """SQLite: a rollback is sent to aiosqlite's thread only when the connection has a transaction open
-(`db._skip_idle_rollbacks`); every transaction left open is still rolled back as before."""
+(`connections.skip_idle_rollbacks`); every transaction left open is still rolled back as before."""
 
 from __future__ import annotations
 
