@@ -15,7 +15,7 @@ and the driver gets the rows in its own types:
 
 Values are stored exactly as SQLAlchemy would store them (naive UTC datetimes in SQLAlchemy's
 SQLite text format, JSON via the engine's serializer, `None` as JSON `null`), so everything else
-reads them through the ORM and Core as before.
+reads them through the ORM and Core as before (each value's conversion: `store/sqlvalues.py`).
 
 The keyed reads that go with them (`select_in`, the way back for the hottest read) are in
 `store/keyed.py`.
@@ -26,42 +26,35 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from functools import cache, lru_cache
+from datetime import datetime
+from functools import cache
 from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import JSON, Column, Table, delete, exc, select
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.store.sqlvalues import (
+    PG_DIALECT,
+    check_columns,
+    json_texts,
+    quote,
+    sqlite_datetimes,
+)
 from alertrouter.store.tables import UTCDateTime
 
 __all__ = [
     "IN_LIST",
-    "NAIVE_EPOCH",
-    "PG_DIALECT",
-    "UTC_EPOCH",
-    "check_columns",
     "delete_oldest",
-    "each_distinct_once",
     "insert",
     "insert_returning",
     "insert_together",
-    "quote",
     "slices",
-    "sqlite_datetime",
     "sqlite_rows",
     "update",
 ]
-
-PG_DIALECT = postgresql.dialect()  # type: ignore[no-untyped-call]  # compiles a column type's PostgreSQL name
-
-NAIVE_EPOCH = datetime(1970, 1, 1)  # the naive UTC the columns hold
-UTC_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
 
 _K = TypeVar("_K")
 
@@ -72,57 +65,6 @@ IN_LIST = 500
 def slices(keys: Sequence[_K], size: int = IN_LIST) -> Iterator[Sequence[_K]]:
     """`keys` in slices of `size`: the `IN` list of one statement each."""
     return (keys[i : i + size] for i in range(0, len(keys), size))
-
-
-def _utc(value: datetime) -> datetime:
-    if value.tzinfo is UTC:
-        return value
-    if value.tzinfo is None:
-        raise ValueError("naive datetime passed to the store")
-    return value.astimezone(UTC)
-
-
-# Cached: a batch repeats the same few instants (its `now`, each alert's `startsAt`) many times over.
-@lru_cache(maxsize=4096)
-def sqlite_datetime(value: datetime | None) -> str | None:
-    """SQLAlchemy's SQLite DATETIME text ("2026-11-21 22:45:00.000000"), of the naive UTC time."""
-    # Naive by arithmetic (see `keyed.as_utc`), and an aware value's isoformat costs twice a naive one's.
-    return None if value is None else (NAIVE_EPOCH + (_utc(value) - UTC_EPOCH)).isoformat(" ", "microseconds")
-
-
-def each_distinct_once(convert: Callable[[Any], Any], values: Iterable[Any]) -> Iterable[Any]:
-    """`convert` of each value, called once per distinct value: a datetime column repeats a few (the
-    commit's `now` in every row, a burst's shared `startsAt`, a Prometheus push's one `endsAt`), and a
-    lookup in a dict built in C costs a fifth to a third of a conversion."""
-    column = list(values)
-    done = dict.fromkeys(column)
-    for value in done:
-        done[value] = convert(value)
-    return map(done.__getitem__, column)
-
-
-def _sqlite_datetimes(values: Iterable[datetime | None]) -> Iterable[str | None]:
-    return each_distinct_once(sqlite_datetime, values)
-
-
-def _json_texts(values: Iterable[Any]) -> Iterable[str]:
-    """`json_dumps` of each value, by two maps of C functions: no Python call per value (three per alert)."""
-    return map(_decode, map(orjson.dumps, values))
-
-
-_decode = bytes.decode
-
-
-def check_columns(table: Table, names: Sequence[str]) -> None:
-    """Every name is one of `table`'s columns (they go into SQL text as identifiers)."""
-    unknown = [c for c in names if c not in table.c]
-    if unknown:
-        raise ValueError(f"{table.name} has no column(s) {unknown}")
-
-
-def quote(name: str) -> str:
-    """A quoted identifier; every name was checked to be the table's own first (`check_columns`: no user input)."""
-    return f'"{name}"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +95,9 @@ def _shape(
     for name in binds:
         col_type = table.c[name].type
         if isinstance(col_type, UTCDateTime):
-            converters.append(_sqlite_datetimes)
+            converters.append(sqlite_datetimes)
         elif isinstance(col_type, JSON):
-            converters.append(_json_texts)
+            converters.append(json_texts)
         else:
             converters.append(None)
     if dialect == "sqlite":

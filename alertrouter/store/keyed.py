@@ -23,16 +23,9 @@ import orjson
 from sqlalchemy import JSON, Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.store.bulk import (
-    NAIVE_EPOCH,
-    PG_DIALECT,
-    UTC_EPOCH,
-    check_columns,
-    each_distinct_once,
-    quote,
-    sqlite_rows,
-)
+from alertrouter.store.bulk import sqlite_rows
 from alertrouter.store.db import json_dumps
+from alertrouter.store.sqlvalues import NAIVE_EPOCH, PG_DIALECT, UTC_EPOCH, check_columns, each_distinct_once, quote
 from alertrouter.store.tables import UTCDateTime
 
 __all__ = ["as_utc", "select_in", "select_in_driver", "select_in_now", "select_where_driver", "select_where_now"]

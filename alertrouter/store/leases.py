@@ -11,8 +11,9 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.store.bulk import sqlite_datetime, sqlite_rows
+from alertrouter.store.bulk import sqlite_rows
 from alertrouter.store.handles import insert_for, leases_t
+from alertrouter.store.sqlvalues import sqlite_datetime
 
 __all__ = ["hold_lease", "lease_held_by_other", "new_holder", "release_lease"]
 

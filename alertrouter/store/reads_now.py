@@ -34,10 +34,10 @@ from typing import Any
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.types import LiveAlert
 from alertrouter.store import keyed
-from alertrouter.store.bulk import NAIVE_EPOCH, UTC_EPOCH, sqlite_datetime
 from alertrouter.store.db import Database
 from alertrouter.store.handles import alerts_t, change_counter_t, incidents_t, silences_t
 from alertrouter.store.incidents import LIVE_STATE, PG_CURSOR, QUARANTINED, LoadedAlert, loaded, unheld
+from alertrouter.store.sqlvalues import NAIVE_EPOCH, UTC_EPOCH, sqlite_datetime
 
 __all__ = ["QuickReads", "acknowledged_now", "live_changes_now", "quick_reads", "silences_now"]
 

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select
 
-from alertrouter.store import Database, bulk, keyed
+from alertrouter.store import Database, keyed, sqlvalues
 from alertrouter.store.handles import alerts_t
 from support.rows import T0, alert
 
@@ -66,7 +66,7 @@ def test_datetimes_convert_as_replacing_the_zone_does() -> None:
         # ... and written back as SQLAlchemy's SQLite text of the naive UTC time, from any zone
         zone = timezone(timedelta(minutes=rng.randrange(-1439, 1440)))
         for aware in (expected, expected.astimezone(zone)):
-            bulk.sqlite_datetime.cache_clear()
-            assert bulk.sqlite_datetime(aware) == value.isoformat(" ", "microseconds"), aware
+            sqlvalues.sqlite_datetime.cache_clear()
+            assert sqlvalues.sqlite_datetime(aware) == value.isoformat(" ", "microseconds"), aware
     assert keyed._from_sqlite_datetime(None) is None
     assert keyed._from_pg_datetime(None) is None
