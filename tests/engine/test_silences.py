@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from engine.test_runner import S
 from sqlalchemy import select, update
 
 from alertrouter.engine.runner import EngineRunner
@@ -20,6 +19,7 @@ from support.passes import T0, Clock, rows, run_for
 from support.scenario import gpu_labels, shipped_pipeline
 from support.webhooks import webhook
 
+S = timedelta(seconds=1)
 H = timedelta(hours=1)
 
 
