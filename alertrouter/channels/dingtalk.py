@@ -18,7 +18,7 @@ from alertrouter.channels.base import ChannelError, Mentions, Notification, Rend
 from alertrouter.channels.http import deliver, encode_json, fit_body, protect_logs, redact, vendor_code
 from alertrouter.durations import format_duration
 from alertrouter.i18n import Locale, translations
-from alertrouter.ruleset.schema import DingTalkChannelConfig
+from alertrouter.ruleset.channels import DingTalkChannelConfig
 
 __all__ = [
     "ACK_TITLE",

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import aiosmtplib
 
 from alertrouter.channels.base import ChannelError, Notification, Renderer
-from alertrouter.ruleset.schema import EmailChannelConfig
+from alertrouter.ruleset.channels import EmailChannelConfig
 
 __all__ = ["SUBJECT_LIMIT_BYTES", "EmailChannel", "InlineImage", "build_email", "smtp_error", "smtp_send"]
 

@@ -15,7 +15,7 @@ import httpx
 
 from alertrouter.channels.base import ChannelError, Mentions, Notification, Renderer, truncate_utf8
 from alertrouter.channels.http import deliver, encode_json, fit_body, protect_logs, redact, vendor_code
-from alertrouter.ruleset.schema import FeishuChannelConfig
+from alertrouter.ruleset.channels import FeishuChannelConfig
 
 __all__ = ["MAX_BODY_BYTES", "TEXT_LIMIT_BYTES", "FeishuChannel", "feishu_error", "feishu_sign"]
 

@@ -16,13 +16,13 @@ from alertrouter.channels.voice import VoiceChannel
 from alertrouter.channels.wecom import WeComChannel
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
-from alertrouter.ruleset.channels import VoiceChannelConfig
-from alertrouter.ruleset.schema import (
+from alertrouter.ruleset.channels import (
     ChannelConfig,
     DingTalkChannelConfig,
     EmailChannelConfig,
     FeishuChannelConfig,
     SmsChannelConfig,
+    VoiceChannelConfig,
     WeComChannelConfig,
 )
 

@@ -31,7 +31,7 @@ from alertrouter.channels.http import protect_logs, redact
 from alertrouter.channels.sms_aliyun import AliyunSms
 from alertrouter.channels.sms_generic import GenericSms
 from alertrouter.channels.sms_tencent import TencentSms
-from alertrouter.ruleset.schema import SmsChannelConfig
+from alertrouter.ruleset.channels import SmsChannelConfig
 
 __all__ = [
     "CUT_MARKER",

@@ -28,7 +28,7 @@ import httpx
 
 from alertrouter.channels.base import ChannelError
 from alertrouter.channels.http import answer_json
-from alertrouter.ruleset.schema import AliyunSmsConfig
+from alertrouter.ruleset.channels import AliyunSmsConfig
 
 __all__ = [
     "MAX_NUMBERS",

@@ -16,7 +16,7 @@ from email.utils import parsedate_to_datetime
 import httpx
 
 from alertrouter.channels.base import ChannelError
-from alertrouter.ruleset.schema import GenericSmsConfig
+from alertrouter.ruleset.channels import GenericSmsConfig
 
 __all__ = ["GenericSms", "generic_status_error", "retry_after_seconds"]
 

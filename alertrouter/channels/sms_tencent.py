@@ -26,7 +26,7 @@ import httpx
 
 from alertrouter.channels.base import ChannelError
 from alertrouter.channels.http import answer_json
-from alertrouter.ruleset.schema import TencentSmsConfig
+from alertrouter.ruleset.channels import TencentSmsConfig
 
 __all__ = [
     "CONTENT_TYPE",

@@ -11,7 +11,7 @@ import httpx
 
 from alertrouter.channels.base import ChannelError, Notification, Renderer, truncate_utf8, utf8_len
 from alertrouter.channels.http import deliver, encode_json, fit_body, protect_logs, redact, vendor_code
-from alertrouter.ruleset.schema import WeComChannelConfig
+from alertrouter.ruleset.channels import WeComChannelConfig
 
 __all__ = ["MARKDOWN_MAX_BYTES", "TEXT_MAX_BYTES", "WeComChannel", "wecom_error"]
 

@@ -16,8 +16,8 @@ from alertrouter.i18n import Locale
 from alertrouter.model import DeliveryStatus, MessageSnapshot
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.pipeline.oncall import Rota
+from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.ruleset.receivers import ReceiverConfig
-from alertrouter.ruleset.schema import ChannelConfig
 from alertrouter.store.tables import DeliveryRow, OutboxRow
 
 __all__ = [

@@ -12,8 +12,8 @@ from alertrouter.delivery.expand import delivery_rows
 from alertrouter.delivery.policy import Unexpected
 from alertrouter.model import MessageSnapshot, OutboxStatus
 from alertrouter.pipeline.oncall import Rota
+from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.ruleset.receivers import ReceiverConfig
-from alertrouter.ruleset.schema import ChannelConfig
 from alertrouter.store import Database
 from alertrouter.store import delivery as store
 

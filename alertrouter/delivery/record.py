@@ -15,7 +15,7 @@ from alertrouter.channels.base import ChannelError, MessageKind
 from alertrouter.delivery.policy import ChannelEffect, Outcome, Unexpected, after_attempt
 from alertrouter.metrics import Metrics
 from alertrouter.model import DeliveryStatus
-from alertrouter.ruleset.schema import ChannelConfig
+from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.store import Database
 from alertrouter.store import delivery as store
 from alertrouter.store.tables import DeliveryRow

@@ -31,8 +31,8 @@ from alertrouter.metrics import Metrics
 from alertrouter.model import DeliveryStatus, utcnow
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
+from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.ruleset.oncall import build_rota
-from alertrouter.ruleset.schema import ChannelConfig
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store import delivery as store
 from alertrouter.store.leases import new_holder

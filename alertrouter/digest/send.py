@@ -37,9 +37,9 @@ from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
+from alertrouter.ruleset.channels import EmailChannelConfig
 from alertrouter.ruleset.receivers import DigestConfig
 from alertrouter.ruleset.schedule import Schedule, parse_schedule, zone
-from alertrouter.ruleset.schema import EmailChannelConfig
 from alertrouter.store import Database
 from alertrouter.store.nodes import load_node_aliases
 from alertrouter.store.runs import claim_run, finish_run, get_run

@@ -34,7 +34,7 @@ from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.pipeline.nodes import Discovered
-from alertrouter.ruleset.schema import PrometheusLookupConfig
+from alertrouter.ruleset.topology import PrometheusLookupConfig
 
 __all__ = ["LOOP_NAME", "LookupProblem", "PrometheusLookup"]
 

@@ -14,9 +14,10 @@ from pydantic import ValidationError
 
 from alertrouter.labels import fallback_note
 from alertrouter.ruleset.build import compile_rules
+from alertrouter.ruleset.channels import SECRET_FIELDS
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem, format_loc
 from alertrouter.ruleset.interpolate import interpolate
-from alertrouter.ruleset.schema import SECRET_FIELDS, RuleFile, Ruleset
+from alertrouter.ruleset.schema import RuleFile, Ruleset
 
 __all__ = ["load_ruleset", "matcher_notes", "rule_files"]
 

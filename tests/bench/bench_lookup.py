@@ -39,7 +39,7 @@ import httpx
 
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.heap import settle_heap
-from alertrouter.ruleset.schema import PrometheusLookupConfig
+from alertrouter.ruleset.topology import PrometheusLookupConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCRAPED_AT = 1764400000.123

@@ -23,7 +23,7 @@ from alertrouter.channels.feishu import FeishuChannel
 from alertrouter.channels.wecom import MARKDOWN_MAX_BYTES, TEXT_MAX_BYTES, WeComChannel
 from alertrouter.model import MessageSnapshot
 from alertrouter.render.templates import Templates
-from alertrouter.ruleset.schema import (
+from alertrouter.ruleset.channels import (
     DingTalkChannelConfig,
     EmailChannelConfig,
     FeishuChannelConfig,

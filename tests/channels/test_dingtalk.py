@@ -16,7 +16,7 @@ import pytest
 
 from alertrouter.channels.base import Channel, ChannelError, Mentions, Notification, truncate_utf8
 from alertrouter.channels.dingtalk import BUTTON_TITLE, MAX_BODY_BYTES, DingTalkChannel, dingtalk_sign
-from alertrouter.ruleset.schema import DingTalkChannelConfig
+from alertrouter.ruleset.channels import DingTalkChannelConfig
 from support.channels import ManualClock, notification
 from support.contract import HTTP_FAULTS, ChannelContract, Fault, assert_no_secret_leaks, assert_transient
 from support.fakes.dingtalk import BAD_REQUEST, FakeDingTalk

@@ -15,7 +15,7 @@ import pytest
 
 from alertrouter.channels.base import Channel, ChannelError, Mentions, Notification, truncate_utf8
 from alertrouter.channels.feishu import MAX_BODY_BYTES, FeishuChannel, feishu_sign
-from alertrouter.ruleset.schema import FeishuChannelConfig
+from alertrouter.ruleset.channels import FeishuChannelConfig
 from support.channels import ManualClock, notification
 from support.contract import HTTP_FAULTS, ChannelContract, Fault, assert_no_secret_leaks, assert_transient
 from support.fakes.feishu import HOOK_PATH, TOO_LARGE, FakeFeishu

@@ -26,7 +26,7 @@ from alertrouter.channels.sms_aliyun import (
     aliyun_string_to_sign,
     percent_encode,
 )
-from alertrouter.ruleset.schema import SmsChannelConfig
+from alertrouter.ruleset.channels import SmsChannelConfig
 from support.channels import notification
 from support.contract import (
     HTTP_FAULTS,

@@ -13,7 +13,7 @@ import pytest
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.channels.sms import TEXT_LIMIT_BYTES, SmsChannel
 from alertrouter.channels.sms_generic import generic_status_error, retry_after_seconds
-from alertrouter.ruleset.schema import SmsChannelConfig
+from alertrouter.ruleset.channels import SmsChannelConfig
 from support.channels import notification
 from support.contract import (
     HTTP_FAULTS,

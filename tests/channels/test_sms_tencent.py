@@ -24,7 +24,7 @@ from alertrouter.channels.sms_tencent import (
     tc3_string_to_sign,
     tencent_error,
 )
-from alertrouter.ruleset.schema import SmsChannelConfig
+from alertrouter.ruleset.channels import SmsChannelConfig
 from support.channels import notification
 from support.contract import (
     HTTP_FAULTS,

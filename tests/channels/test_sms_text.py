@@ -24,7 +24,7 @@ from alertrouter.channels.sms import (
 from alertrouter.i18n import Locale
 from alertrouter.model import AlertItem, MessageSnapshot
 from alertrouter.render.templates import Templates
-from alertrouter.ruleset.schema import SmsChannelConfig
+from alertrouter.ruleset.channels import SmsChannelConfig
 from support.channels import ITEM, notification
 
 SAMPLE = notification(recipients=("+8613800000000",))

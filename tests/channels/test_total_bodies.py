@@ -21,8 +21,9 @@ from alertrouter.channels import dingtalk, feishu, sms, voice, wecom
 from alertrouter.channels.base import Channel, Notification, utf8_len
 from alertrouter.channels.email import SUBJECT_LIMIT_BYTES, EmailChannel
 from alertrouter.render.templates import Templates
-from alertrouter.ruleset.channels import SMS_FIELDS, VOICE_FIELDS
-from alertrouter.ruleset.schema import (
+from alertrouter.ruleset.channels import (
+    SMS_FIELDS,
+    VOICE_FIELDS,
     DingTalkChannelConfig,
     EmailChannelConfig,
     FeishuChannelConfig,

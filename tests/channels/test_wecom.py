@@ -10,7 +10,7 @@ import pytest
 
 from alertrouter.channels.base import Channel, ChannelError, Mentions, Notification, truncate_utf8
 from alertrouter.channels.wecom import MARKDOWN_MAX_BYTES, TEXT_MAX_BYTES, WeComChannel
-from alertrouter.ruleset.schema import WeComChannelConfig
+from alertrouter.ruleset.channels import WeComChannelConfig
 from support.channels import ManualClock, notification
 from support.contract import HTTP_FAULTS, ChannelContract, Fault, assert_no_secret_leaks, assert_transient
 from support.fakes.wecom import FakeWeCom

@@ -13,7 +13,7 @@ import pytest
 
 from alertrouter.discovery.book import Book
 from alertrouter.discovery.parse import BadAnswer, Claim, claims_of, decode_vector, query_of, topology_of, vector
-from alertrouter.ruleset.schema import DEFAULT_NODE_LABELS
+from alertrouter.ruleset.topology import DEFAULT_NODE_LABELS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
 T0 = datetime(2026, 11, 25, 1, 0, tzinfo=UTC)

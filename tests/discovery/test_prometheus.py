@@ -16,7 +16,7 @@ from pydantic import SecretStr
 import alertrouter.discovery.prometheus as prometheus_module
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.metrics import Metrics
-from alertrouter.ruleset.schema import PrometheusLookupConfig
+from alertrouter.ruleset.topology import PrometheusLookupConfig
 from support.courtesy import record_callers
 from support.passes import Clock
 from support.promql import answer, answer_bytes, series_of

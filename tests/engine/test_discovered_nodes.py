@@ -11,7 +11,7 @@ from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.pipeline.nodes import NOTHING_DISCOVERED, Discovered
-from alertrouter.ruleset.schema import PrometheusLookupConfig
+from alertrouter.ruleset.topology import PrometheusLookupConfig
 from alertrouter.store import Database
 from alertrouter.store.tables import AlertRow, IncidentRow
 from support.passes import Clock, rows

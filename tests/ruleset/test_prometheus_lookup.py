@@ -11,7 +11,7 @@ import pytest
 from alertrouter.channels.registry import secret_values
 from alertrouter.cli.main import main
 from alertrouter.ruleset import ConfigError, load_ruleset
-from alertrouter.ruleset.schema import DEFAULT_NODE_LABELS, LOOKUP_SERIES
+from alertrouter.ruleset.topology import DEFAULT_NODE_LABELS, LOOKUP_SERIES
 
 
 def rules(tmp_path: Path, lookup: str, extra: str = "") -> Path:

@@ -7,7 +7,7 @@ from datetime import timedelta
 import httpx
 
 from alertrouter.discovery.prometheus import PrometheusLookup
-from alertrouter.ruleset.schema import PrometheusLookupConfig
+from alertrouter.ruleset.topology import PrometheusLookupConfig
 from alertrouter.runtime import Runtime
 from support.promql import answer_bytes
 from support.scenario import dcgm_labels, node_exporter_down_labels
