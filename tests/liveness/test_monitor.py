@@ -4,7 +4,6 @@ alert, routed by the shipped rules; its return resolves it; restarts and two rep
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import replace
 from datetime import timedelta
 from zoneinfo import ZoneInfo
@@ -25,6 +24,7 @@ from alertrouter.store.tables import AlertEpisodeRow, AlertRow, IncidentRow, Out
 from alertrouter.web.console.views import incident_headline
 from support.passes import T0, Clock, rows, run_for
 from support.scenario import shipped_pipeline
+from support.webhooks import Status, webhook
 
 M = timedelta(minutes=1)
 S = timedelta(seconds=1)
@@ -59,25 +59,18 @@ def monitor(
     )
 
 
-def watchdog(prometheus: str, status: str = "firing") -> bytes:
+def watchdog(prometheus: str, status: Status = "firing") -> bytes:
     """What Alertmanager sends for kube-prometheus' Watchdog (its `prometheus` external label included)."""
-    alert = {
-        "status": status,
-        "labels": {"alertname": "Watchdog", "severity": "none", "prometheus": prometheus},
-        "annotations": {
+    return webhook(
+        [{"alertname": "Watchdog", "severity": "none", "prometheus": prometheus}],
+        status=status,
+        starts_at="2026-11-21T07:00:00Z",
+        ends_at="2026-11-21T08:00:00Z" if status == "resolved" else None,
+        annotations={
             "summary": "An alert that should always be firing to certify that Alertmanager is working properly."
         },
-        "startsAt": "2026-11-21T07:00:00Z",
-        "endsAt": "0001-01-01T00:00:00Z" if status == "firing" else "2026-11-21T08:00:00Z",
-    }
-    body = {
-        "version": "4",
-        "status": status,
-        "receiver": "alertrouter",
-        "groupKey": '{}:{alertname="Watchdog"}',
-        "alerts": [alert],
-    }
-    return json.dumps(body).encode()
+        group_by=["alertname"],
+    )
 
 
 async def blind_alerts(db: Database) -> list[AlertRow]:

@@ -12,7 +12,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
@@ -20,12 +19,18 @@ from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.store import Database
+from support.webhooks import OwnFields, Status, webhook
 
 __all__ = ["ManualClock", "WeekDriver", "iso"]
 
 
 def iso(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _summary(labels: Mapping[str, str]) -> dict[str, str]:
+    """An alert's annotations when the week gives none: its alertname as its summary."""
+    return {"summary": labels.get("alertname", "")}
 
 
 @dataclass
@@ -49,47 +54,25 @@ class WeekDriver:
     def _key(self, labels: Mapping[str, str]) -> str:
         return json.dumps(sorted(labels.items()))
 
-    async def _send(self, alerts: list[dict[str, Any]], status: str) -> None:
-        for i in range(0, len(alerts), 500):
-            body = {
-                "version": "4",
-                "receiver": "alertrouter",
-                "status": status,
-                "groupKey": "{}:{}",
-                "alerts": alerts[i : i + 500],
-            }
-            parsed = parse_webhook(json.dumps(body).encode())
+    async def _send(
+        self, labels: Sequence[Mapping[str, str]], own: Sequence[OwnFields], status: Status, ends: str | None = None
+    ) -> None:
+        for i in range(0, len(labels), 500):
+            body = webhook(labels[i : i + 500], status=status, ends_at=ends, own=own[i : i + 500])
+            parsed = parse_webhook(body)
             assert not parsed.problems, parsed.problems
             await self.ingestor.ingest(parsed.batch)
 
     async def fire(self, labels: Sequence[Mapping[str, str]], annotations: Mapping[str, str] | None = None) -> None:
-        alerts = []
+        start = iso(self.clock.now)
         for lab in labels:
-            start = iso(self.clock.now)
             self._starts[self._key(lab)] = start
-            alerts.append(
-                {
-                    "status": "firing",
-                    "labels": dict(lab),
-                    "annotations": dict(annotations or {"summary": lab.get("alertname", "")}),
-                    "startsAt": start,
-                    "endsAt": "0001-01-01T00:00:00Z",
-                }
-            )
-        await self._send(alerts, "firing")
+        own = [OwnFields(starts_at=start, annotations=annotations or _summary(lab)) for lab in labels]
+        await self._send(labels, own, "firing")
 
     async def resolve(self, labels: Sequence[Mapping[str, str]]) -> None:
-        alerts = [
-            {
-                "status": "resolved",
-                "labels": dict(lab),
-                "annotations": {"summary": lab.get("alertname", "")},
-                "startsAt": self._starts[self._key(lab)],
-                "endsAt": iso(self.clock.now),
-            }
-            for lab in labels
-        ]
-        await self._send(alerts, "resolved")
+        own = [OwnFields(starts_at=self._starts[self._key(lab)], annotations=_summary(lab)) for lab in labels]
+        await self._send(labels, own, "resolved", iso(self.clock.now))
 
     async def settle(self, duration: timedelta = timedelta(seconds=70)) -> None:
         """Engine passes now and every `step` for `duration` (past hold-down and group wait)."""

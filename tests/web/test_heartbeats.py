@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 
 import httpx
 from sqlalchemy import select
@@ -13,25 +12,14 @@ from alertrouter.ruleset import load_ruleset
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
 from alertrouter.store.tables import AlertRow, RawEventRow
+from support.webhooks import webhook
 
 from .conftest import AUTH, REPO
 
-
-def watchdog(*others: dict[str, str]) -> str:
-    """Alertmanager's webhook for the shipped Watchdog (and other alerts of the same group, if any)."""
-    alerts = [
-        {
-            "status": "firing",
-            "labels": labels,
-            "annotations": {"summary": "An alert that should always be firing"},
-            "startsAt": "2026-11-21T07:00:00Z",
-            "endsAt": "0001-01-01T00:00:00Z",
-        }
-        for labels in [{"alertname": "Watchdog", "severity": "none"}, *others]
-    ]
-    return json.dumps(
-        {"version": "4", "status": "firing", "receiver": "alertrouter", "groupKey": "{}", "alerts": alerts}
-    )
+# The shipped Watchdog as Alertmanager sends it: its labels, annotation and start.
+WATCHDOG = {"alertname": "Watchdog", "severity": "none"}
+SUMMARY = {"summary": "An alert that should always be firing"}
+STARTED = "2026-11-21T07:00:00Z"
 
 
 async def test_a_post_needs_the_webhook_credentials_and_a_configured_name(
@@ -73,14 +61,16 @@ async def test_the_watchdog_refreshes_its_heartbeat_and_is_not_stored_as_an_aler
     app_client: tuple[httpx.AsyncClient, Runtime],
 ) -> None:
     client, runtime = app_client
+    watchdog = webhook([WATCHDOG], starts_at=STARTED, annotations=SUMMARY)
     for _ in range(2):  # the same bytes again, as Alertmanager re-sends it: refreshed each time
-        r = await client.post("/webhook/alertmanager", content=watchdog(), headers=AUTH)
+        r = await client.post("/webhook/alertmanager", content=watchdog, headers=AUTH)
         assert r.status_code == 200
         assert r.json() == {"status": "ok", "alerts": 0, "heartbeats": ["prometheus"]}
     (beat,) = (await client.get("/api/v1/heartbeats", headers=AUTH)).json()["heartbeats"]
     assert beat["seen_via"] == "alert"
     gpu = {"alertname": "GPUHighTemp", "gpu": "0", "Hostname": "gpu-node-07", "severity": "warning"}
-    r = await client.post("/webhook/alertmanager", content=watchdog(gpu), headers=AUTH)
+    both = webhook([WATCHDOG, gpu], starts_at=STARTED, annotations=SUMMARY)  # the Watchdog's group
+    r = await client.post("/webhook/alertmanager", content=both, headers=AUTH)
     assert r.json() == {"status": "ok", "alerts": 1, "heartbeats": ["prometheus"]}
     async with runtime.db.read() as session:
         stored = (await session.scalars(select(AlertRow.alertname))).all()
@@ -106,10 +96,10 @@ async def test_a_resolved_watchdog_refreshes_nothing_and_is_not_stored(
 ) -> None:
     """Alertmanager resolves the Watchdog once Prometheus stops sending it: that says nothing is alive."""
     client, runtime = app_client
-    body = json.loads(watchdog())
-    body["status"] = body["alerts"][0]["status"] = "resolved"
-    body["alerts"][0]["endsAt"] = "2026-11-21T08:00:00Z"
-    r = await client.post("/webhook/alertmanager", content=json.dumps(body), headers=AUTH)
+    body = webhook(
+        [WATCHDOG], status="resolved", starts_at=STARTED, ends_at="2026-11-21T08:00:00Z", annotations=SUMMARY
+    )
+    r = await client.post("/webhook/alertmanager", content=body, headers=AUTH)
     assert r.json() == {"status": "ok", "alerts": 0, "heartbeats": []}
     (beat,) = (await client.get("/api/v1/heartbeats", headers=AUTH)).json()["heartbeats"]
     assert beat["last_seen"] is None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from alertrouter.auth.passwords import hash_password
 from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
+from support.webhooks import Status, webhook
 
 REPO = Path(__file__).resolve().parents[3]
 WEBHOOK_TOKEN = "hook-token-5d1f-0123"
@@ -38,18 +38,11 @@ class App:
     asgi: FastAPI
 
     async def seed(
-        self, alerts: Sequence[Mapping[str, str]], *, status: str = "firing", starts: str = "2026-01-01T00:00:00Z"
+        self, alerts: Sequence[Mapping[str, str]], *, status: Status = "firing", starts: str = "2026-01-01T00:00:00Z"
     ) -> None:
-        body = {
-            "version": "4",
-            "status": status,
-            "alerts": [
-                {"status": status, "labels": dict(labels), "startsAt": starts}
-                | ({"endsAt": "2026-01-01T01:00:00Z"} if status == "resolved" else {})
-                for labels in alerts
-            ],
-        }
-        r = await self.client.post("/webhook/alertmanager", content=json.dumps(body), headers=HOOK)
+        ends = "2026-01-01T01:00:00Z" if status == "resolved" else None
+        body = webhook(alerts, status=status, starts_at=starts, ends_at=ends)
+        r = await self.client.post("/webhook/alertmanager", content=body, headers=HOOK)
         assert r.status_code == 200, r.text
         await self.runtime.engine.run_once()
 

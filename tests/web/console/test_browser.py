@@ -5,7 +5,6 @@ language switch."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -21,6 +20,7 @@ from alertrouter.model import utcnow
 from support.need import need
 from support.procs import Proc, start_alertrouter
 from support.scenario import gpu_labels
+from support.webhooks import webhook
 
 from .conftest import HOOK, PASSWORD, SECRET, TOKEN, USERS, WEBHOOK_TOKEN
 
@@ -79,15 +79,8 @@ def wait_for(check: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
 
 
 def post_alerts(url: str, alerts: list[dict[str, str]], annotations: dict[str, str] | None = None) -> None:
-    body = {
-        "version": "4",
-        "status": "firing",
-        "alerts": [
-            {"status": "firing", "labels": a, "annotations": annotations or {}, "startsAt": "2026-01-01T00:00:00Z"}
-            for a in alerts
-        ],
-    }
-    r = httpx.post(f"{url}/webhook/alertmanager", content=json.dumps(body), headers=HOOK, timeout=10)
+    body = webhook(alerts, starts_at="2026-01-01T00:00:00Z", annotations=annotations)
+    r = httpx.post(f"{url}/webhook/alertmanager", content=body, headers=HOOK, timeout=10)
     assert r.status_code == 200, r.text
 
 

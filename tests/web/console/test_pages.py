@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 from alertrouter.model import utcnow
@@ -11,6 +10,7 @@ from alertrouter.store.incidents import quarantine_alerts
 from alertrouter.store.tables import OutboxRow
 from alertrouter.web.console.language import LANGUAGE_COOKIE
 from support.scenario import gpu_labels, node_down_labels
+from support.webhooks import webhook
 
 from .conftest import REPO, TOKEN, App, running
 from .deliveries import add_delivery
@@ -194,15 +194,8 @@ async def test_rules_page_masks_secrets_and_simulates(database_url: str) -> None
         assert secret not in html
         assert "dingtalk-core" in html
         assert "********" in html
-        payload = {
-            "version": "4",
-            "status": "firing",
-            "alerts": [
-                {"status": "firing", "labels": gpu_labels("gpu-node-07", g), "startsAt": "2026-01-01T00:00:00Z"}
-                for g in (0, 1)
-            ],
-        }
-        r = await app.client.post("/rules/simulate", data={"csrf": csrf, "payload": json.dumps(payload)})
+        payload = webhook([gpu_labels("gpu-node-07", g) for g in (0, 1)], starts_at="2026-01-01T00:00:00Z").decode()
+        r = await app.client.post("/rules/simulate", data={"csrf": csrf, "payload": payload})
         assert r.status_code == 200, r.text
         outcome = r.text.split('id="outcome"')[1]
         assert "Alerts (2)" in outcome

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import timedelta
 
 from alertrouter.model import utcnow
 from support.scenario import gpu_labels, node_down_labels
+from support.webhooks import webhook
 
 from .conftest import HOOK, App
 
@@ -15,16 +15,8 @@ HOT = [gpu_labels("gpu-node-07", g) for g in (0, 3)]
 
 
 async def post(app: App, alerts: list[dict[str, str]], starts: str, ends: str | None = None) -> None:
-    status = "firing" if ends is None else "resolved"
-    body = {
-        "version": "4",
-        "status": status,
-        "alerts": [
-            {"status": status, "labels": labels, "startsAt": starts} | ({"endsAt": ends} if ends else {})
-            for labels in alerts
-        ],
-    }
-    r = await app.client.post("/webhook/alertmanager", content=json.dumps(body), headers=HOOK)
+    body = webhook(alerts, status="firing" if ends is None else "resolved", starts_at=starts, ends_at=ends)
+    r = await app.client.post("/webhook/alertmanager", content=body, headers=HOOK)
     assert r.status_code == 200, r.text
     await app.runtime.engine.run_once()
 
