@@ -22,6 +22,13 @@ class MentionsConfig(Section):
     )
 
 
+def _known_zone(value: str | None) -> str | None:
+    """An IANA time zone `zoneinfo` knows, or None (the default's); raises one that it does not."""
+    if value is not None:
+        zone(value)
+    return value
+
+
 def _channel_ref(value: Any) -> Any:
     return {"channel": value} if isinstance(value, str) else value
 
@@ -56,12 +63,7 @@ class DigestConfig(Section):
     def _schedule(cls, value: str) -> str:
         return str(parse_schedule(value))
 
-    @field_validator("timezone")
-    @classmethod
-    def _timezone(cls, value: str | None) -> str | None:
-        if value is not None:
-            zone(value)
-        return value
+    _timezone = field_validator("timezone")(_known_zone)
 
 
 class ReceiverConfig(Section):
@@ -79,9 +81,4 @@ class ReceiverConfig(Section):
     def _language(cls, value: str | None) -> str | None:
         return None if value is None else known_language(value)
 
-    @field_validator("timezone")
-    @classmethod
-    def _timezone(cls, value: str | None) -> str | None:
-        if value is not None:
-            zone(value)
-        return value
+    _timezone = field_validator("timezone")(_known_zone)
