@@ -144,7 +144,7 @@ def select_in_now(
 @cache
 def _read_now(table: Table, columns: tuple[str, ...], key: str) -> _Read:
     """`_read`'s converters, with a statement of its own: one row, the JSON array of the rows' arrays."""
-    _read("sqlite", table, columns, key, False)  # checks the names
+    check_columns(table, (*columns, key))
     return _document(table, columns, f"{quote(key)} IN (SELECT value FROM json_each(?))")  # noqa: S608 (checked)
 
 

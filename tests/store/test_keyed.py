@@ -1,6 +1,6 @@
 """Keyed reads at driver speed (alertrouter.store.keyed) against SQLite and PostgreSQL: what they read
 must be exactly what SQLAlchemy itself reads (the other two ways of running the same read are held to
-the session's in tests/store/test_read_now.py and tests/store/test_pool_checks.py)."""
+the session's in tests/store/test_reads_now.py and tests/store/test_pool_checks.py)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,22 @@ async def test_select_in_refuses_unknown_columns(db: Database) -> None:
     async with db.read() as s:
         with pytest.raises(ValueError, match="no column"):
             await keyed.select_in(s, alerts_t, ["fingerprint", "nonsense"], key="fingerprint", values=["a"])
+    # The other ways of running a read refuse them too, a key as a column: names go into the SQL text.
+    if db.is_sqlite:
+        connection = db.read_now()
+        assert connection is not None
+        for key, columns in (("fingerprint", ["nonsense"]), ("nonsense", ["fingerprint"])):
+            with pytest.raises(ValueError, match="no column"):
+                keyed.select_in_now(connection, alerts_t, columns, key=key, values=["a"])
+        with pytest.raises(ValueError, match="no column"):
+            keyed.select_where_now(connection, alerts_t, ["nonsense"], "1 = 1", ())
+        return
+    async with db.read_driver() as driver:
+        for key, columns in (("fingerprint", ["nonsense"]), ("nonsense", ["fingerprint"])):
+            with pytest.raises(ValueError, match="no column"):
+                await keyed.select_in_driver(driver, alerts_t, columns, key=key, values=["a"])
+        with pytest.raises(ValueError, match="no column"):
+            await keyed.select_where_driver(driver, alerts_t, ["nonsense"], "1 = 1", ())
 
 
 def test_datetimes_convert_as_replacing_the_zone_does() -> None:
