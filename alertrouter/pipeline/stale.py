@@ -67,7 +67,13 @@ class StaleRule:
         down = self.is_source_down(labels)
         if not down and not matches_all(self.targets, labels):
             return None
-        return Reading(down, source_of(labels))
+        job, port = source_of(labels)
+        key = (down, job, port)
+        if (found := _READINGS.get(key)) is None:
+            if len(_READINGS) >= _READINGS_MAX:
+                _READINGS.clear()  # a new start, refilled within a pass
+            found = _READINGS[key] = Reading(down, (job, port))
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,12 @@ class Reading:
 
 
 DISABLED = StaleRule()
+
+# One `Reading` per distinct value: the engine keeps one per live alert (`AlertViews`), and a fleet's are
+# a handful (an exporter's job and port, whether it is a source-down alert). A reading each, with its
+# own tuple and port string, was 15 MiB at 108,000 live alerts. Bounded: a job is a label's value.
+_READINGS: dict[tuple[bool, str, str], Reading] = {}
+_READINGS_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)

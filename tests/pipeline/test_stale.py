@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from alertrouter.labels import parse_matchers
+from alertrouter.pipeline import stale
 from alertrouter.pipeline.stale import Reason, StaleRule, source_of, staleness
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Decision, LiveAlert
@@ -270,6 +271,27 @@ def test_the_rule(others: list[tuple[LiveAlert, dict[str, str]]], now: datetime,
 )
 def test_an_alerts_source_is_its_job_and_port(labels: dict[str, str], source: tuple[str, str]) -> None:
     assert source_of(labels) == source
+
+
+def test_alerts_of_one_exporter_share_one_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine keeps a reading per live alert: equal ones are one object, whatever GPU or node."""
+    gpus = [dcgm_labels(f"10.0.0.{n}", f"gpu-node-{n:02d}", g) for n in (7, 8) for g in (0, 5)]
+    readings = [RULE.reading(labels) for labels in gpus]
+    assert readings[0] is not None
+    assert readings[0].source == (gpus[0]["job"], "9400")
+    assert all(r is readings[0] for r in readings)
+    down = RULE.reading(node_exporter_down_labels("10.0.0.7"))
+    assert down is not None
+    assert down.source_down
+    assert down is not readings[0]
+    assert down is RULE.reading(node_exporter_down_labels("10.0.0.8"))
+    # Bounded: past the limit it starts again, and reads the same values.
+    monkeypatch.setattr(stale, "_READINGS_MAX", 2)
+    other = RULE.reading({**gpus[0], "job": "gpu-metrics"})
+    assert other is not None
+    assert other.source == ("gpu-metrics", "9400")
+    assert len(stale._READINGS) <= 2
+    assert RULE.reading(gpus[1]) == readings[0]
 
 
 def test_a_rack_that_dies_under_a_gpu_storm_tells_one_node_down_storm_and_no_resolve() -> None:
