@@ -37,7 +37,7 @@ from alertrouter.store import keyed
 from alertrouter.store.db import Database
 from alertrouter.store.handles import alerts_t, change_counter_t, incidents_t, silences_t
 from alertrouter.store.incidents import LIVE_STATE, PG_CURSOR, QUARANTINED, LoadedAlert, loaded, unheld
-from alertrouter.store.sqlvalues import NAIVE_EPOCH, UTC_EPOCH, sqlite_datetime
+from alertrouter.store.sqlvalues import naive_utc, sqlite_datetime
 
 __all__ = ["QuickReads", "acknowledged_now", "live_changes_now", "quick_reads", "silences_now"]
 
@@ -145,7 +145,7 @@ class QuickReads:
         """`incidents.load_silences`: the silences in force now or later."""
         if self._driver is None:
             return silences_now(self._db, now=now)
-        rows = await keyed.select_where_driver(self._driver, silences_t, _SILENCE, "ends_at > ?", (_naive(now),))
+        rows = await keyed.select_where_driver(self._driver, silences_t, _SILENCE, "ends_at > ?", (naive_utc(now),))
         return _silences(rows)
 
     async def acknowledged(self, *, resolved_since: datetime) -> set[str] | None:
@@ -153,14 +153,9 @@ class QuickReads:
         if self._driver is None:
             return acknowledged_now(self._db, resolved_since=resolved_since)
         rows = await keyed.select_where_driver(
-            self._driver, incidents_t, ("key",), _ACKNOWLEDGED, (_naive(resolved_since),)
+            self._driver, incidents_t, ("key",), _ACKNOWLEDGED, (naive_utc(resolved_since),)
         )
         return {key for (key,) in rows}
-
-
-def _naive(value: datetime) -> datetime:
-    """The naive UTC time a column holds (`tables.UTCDateTime`), for a parameter of asyncpg's."""
-    return NAIVE_EPOCH + (value - UTC_EPOCH)
 
 
 @contextlib.asynccontextmanager

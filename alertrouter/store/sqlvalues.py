@@ -20,6 +20,7 @@ __all__ = [
     "check_columns",
     "each_distinct_once",
     "json_texts",
+    "naive_utc",
     "quote",
     "sqlite_datetime",
     "sqlite_datetimes",
@@ -39,12 +40,18 @@ def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+def naive_utc(value: datetime) -> datetime:
+    """The naive UTC time a column holds (`tables.UTCDateTime`), as a driver's parameter (asyncpg's) or
+    before its SQLite text; by arithmetic (see `keyed.as_utc`). A naive `value` is refused."""
+    return NAIVE_EPOCH + (_utc(value) - UTC_EPOCH)
+
+
 # Cached: a batch repeats the same few instants (its `now`, each alert's `startsAt`) many times over.
 @lru_cache(maxsize=4096)
 def sqlite_datetime(value: datetime | None) -> str | None:
     """SQLAlchemy's SQLite DATETIME text ("2026-11-21 22:45:00.000000"), of the naive UTC time."""
-    # Naive by arithmetic (see `keyed.as_utc`), and an aware value's isoformat costs twice a naive one's.
-    return None if value is None else (NAIVE_EPOCH + (_utc(value) - UTC_EPOCH)).isoformat(" ", "microseconds")
+    # An aware value's isoformat costs twice a naive one's.
+    return None if value is None else naive_utc(value).isoformat(" ", "microseconds")
 
 
 def each_distinct_once(convert: Callable[[Any], Any], values: Iterable[Any]) -> Iterable[Any]:
