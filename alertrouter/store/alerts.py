@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,6 +20,7 @@ __all__ = [
     "close_episodes",
     "expire_alerts",
     "insert_events",
+    "insert_fresh",
     "insert_new",
     "insert_raw_events",
     "load_states",
@@ -131,6 +133,69 @@ async def insert_new(
         ],
     )
     return written[0]
+
+
+# The division fails (SQLSTATE 22012, a data error) when the alerts inserted are fewer than those given:
+# another transaction inserted one of them since the statement's snapshot, and everything is undone.
+_FRESH_SQL = """WITH stored AS (SELECT 1 FROM alerts WHERE fingerprint = ANY($1::TEXT[]) LIMIT 1),
+a AS ({alerts} RETURNING 1),
+r AS ({raws} RETURNING digest, id),
+e AS ({episodes} RETURNING 1),
+h AS ({events} RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM stored),
+    (SELECT CASE WHEN EXISTS (SELECT 1 FROM stored) THEN 0 ELSE 1 / ((SELECT count(*) FROM a) = $2)::INT END),
+    (SELECT array_agg(digest) FROM r), (SELECT array_agg(id) FROM r)"""
+_NONE_STORED = "NOT EXISTS (SELECT 1 FROM stored)"
+
+
+async def insert_fresh(
+    db: Database,
+    raws: Sequence[Mapping[str, Any]],
+    alerts: Sequence[Mapping[str, Any]],
+    episodes: Sequence[Mapping[str, Any]],
+    events: Sequence[Mapping[str, Any]],
+) -> dict[str, int] | None:
+    """PostgreSQL: alerts none of which is stored yet, with their episodes, history events and the
+    payloads that carried them (`raws`, one per digest), in one statement outside a transaction: it
+    commits on its own, one round trip where ingest's transaction takes five (BEGIN, the states read
+    with their locks, the raw log, the rows, COMMIT). Each event row names its payload by the extra
+    field `raw_digest`, which becomes its `raw_event_id`.
+
+    All or nothing: if any of the alerts is stored (or is inserted by another transaction meanwhile),
+    nothing is written and None is returned, for the caller to go the transaction's way. Otherwise
+    digest -> id of the payloads logged (a digest already in the log is absent, as `insert_raw_events`)."""
+    if not (alerts and raws and episodes and events):
+        raise ValueError("insert_fresh: every new alert has a payload, an episode and an event")
+    params: list[Any] = [[row["fingerprint"] for row in alerts], len(alerts)]
+    parts: dict[str, str] = {}
+    for name, table, rows, conflict, more in (
+        ("alerts", alerts_t, alerts, ["fingerprint"], {}),
+        ("raws", raw_events_t, raws, ["digest"], {}),
+        ("episodes", episodes_t, episodes, ["fingerprint", "starts_at"], {}),
+        (
+            "events",
+            events_t,
+            events,
+            None,
+            {
+                "extra": [("raw_digest", "TEXT")],
+                "computed": [("raw_event_id", "(SELECT r.id FROM r WHERE r.digest = v.raw_digest)")],
+            },
+        ),
+    ):
+        sql, values = bulk.pg_insert(
+            table, rows, param=len(params) + 1, on_conflict_do_nothing=conflict, where=_NONE_STORED, **more
+        )
+        parts[name] = sql
+        params += values
+    async with db.autocommit() as connection:
+        try:
+            stored, _, digests, ids = await connection.fetchrow(_FRESH_SQL.format(**parts), *params)
+        except asyncpg.DivisionByZeroError:  # raced: see _FRESH_SQL (the statement is undone, the connection idle)
+            return None
+    if stored:
+        return None
+    return dict(zip(digests or (), ids or (), strict=True))
 
 
 async def update_alerts(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:

@@ -51,6 +51,7 @@ __all__ = [
     "insert",
     "insert_returning",
     "insert_together",
+    "pg_insert",
     "slices",
     "sqlite_rows",
     "update",
@@ -149,6 +150,10 @@ def _pg_sql(
     conflict: tuple[str, ...] | None,
     do_update: bool,
     param: int = 1,
+    *,
+    extra: tuple[tuple[str, str], ...] = (),
+    computed: tuple[tuple[str, str], ...] = (),
+    where: str = "",
 ) -> str:
     """The rows arrive as one JSON array of objects, parameter `$param`, read by `jsonb_to_recordset`.
 
@@ -165,7 +170,11 @@ def _pg_sql(
     alerts) is not in the document but one array parameter of its own after it (`$param + 1`, ...),
     zipped with the recordset by `ROWS FROM`: inside the document it was a JSON string, escaped by
     orjson on the event loop (45 us per webhook) and lexed back character by character by PostgreSQL
-    (200 us per webhook, about 2 us of its CPU per new alert)."""
+    (200 us per webhook, about 2 us of its CPU per new alert).
+
+    An insert may also read `extra` fields of the document that are not columns (name, SQL type),
+    set `computed` columns from SQL expressions over them (column, expression), and keep only the
+    rows `where` holds (an SQL condition over `v`)."""
 
     def record_type(c: str) -> str:
         col_type = table.c[c].type
@@ -181,22 +190,25 @@ def _pg_sql(
 
     apart = _apart(table, binds)
     inside = [c for c in binds if c not in apart]
-    record = ", ".join(f"{quote(c)} {record_type(c)}" for c in inside)
+    fields = [*inside, *(name for name, _ in extra)]
+    record = ", ".join([*(f"{quote(c)} {record_type(c)}" for c in inside), *(f"{quote(n)} {t}" for n, t in extra)])
     rows = f"jsonb_to_recordset(${param}::JSONB) AS v({record})"
     if apart:
         arrays = "".join(
             f", unnest(${param + 1 + i}::{table.c[c].type.compile(dialect=PG_DIALECT)}[])" for i, c in enumerate(apart)
         )
-        aliases = ", ".join(map(quote, (*inside, *apart)))
+        aliases = ", ".join(map(quote, (*fields, *apart)))
         rows = f"ROWS FROM (jsonb_to_recordset(${param}::JSONB) AS ({record}){arrays}) AS v({aliases})"
     if key:
         sets = ", ".join(f"{quote(c)} = {value(c)}" for c in binds if c not in key)
-        where = " AND ".join(f"{quote(table.name)}.{quote(c)} = {value(c)}" for c in key)
-        return f"UPDATE {quote(table.name)} SET {sets} FROM {rows} WHERE {where}"  # noqa: S608 (names checked)
-    names = ", ".join(map(quote, binds))
-    selected = ", ".join(map(value, binds))
+        match = " AND ".join(f"{quote(table.name)}.{quote(c)} = {value(c)}" for c in key)
+        return f"UPDATE {quote(table.name)} SET {sets} FROM {rows} WHERE {match}"  # noqa: S608 (names checked)
+    check_columns(table, tuple(c for c, _ in computed))
+    names = ", ".join(map(quote, (*binds, *(c for c, _ in computed))))
+    selected = ", ".join([*map(value, binds), *(expression for _, expression in computed)])
+    kept = f" WHERE {where}" if where else ""
     return (
-        f"INSERT INTO {quote(table.name)} ({names}) SELECT {selected} FROM {rows}"  # noqa: S608 (names checked)
+        f"INSERT INTO {quote(table.name)} ({names}) SELECT {selected} FROM {rows}{kept}"  # noqa: S608 (names checked)
         + _on_conflict(binds, conflict, do_update)
     )
 
@@ -349,6 +361,29 @@ async def insert_together(
     result = await connection.exec_driver_sql(f"WITH {', '.join(ctes)} SELECT {counts}", tuple(params))
     got = iter(result.one())
     return [int(next(got)) if w is None else w for w in written]
+
+
+def pg_insert(
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    param: int,
+    on_conflict_do_nothing: Sequence[str] | None = None,
+    extra: Sequence[tuple[str, str]] = (),
+    computed: Sequence[tuple[str, str]] = (),
+    where: str = "",
+) -> tuple[str, tuple[Any, ...]]:
+    """PostgreSQL: `insert`'s statement for `rows` (not empty), its parameters numbered from `param`,
+    and those parameters, for a caller that joins several into one statement of its own (a CTE each).
+    The rows may hold `extra` fields besides the columns (name, SQL type), which `computed` columns'
+    expressions and the `where` condition may read as `v.name` (see `_pg_sql`)."""
+    conflict = tuple(on_conflict_do_nothing) if on_conflict_do_nothing is not None else None
+    extras = {name for name, _ in extra}
+    shape = _shape("postgresql", table, tuple(c for c in rows[0] if c not in extras), (), conflict, False)
+    sql = _pg_sql(
+        table, shape.binds, (), conflict, False, param, extra=tuple(extra), computed=tuple(computed), where=where
+    )
+    return sql, _pg_params(shape, rows)
 
 
 async def update(session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]], *, key: Sequence[str]) -> None:

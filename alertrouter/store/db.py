@@ -171,16 +171,24 @@ class Database:
         async with self._single_reads() as session:
             yield session
 
+    def read_driver(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """PostgreSQL: the driver's own connection (asyncpg's) from the pool, for reads outside a
+        transaction, each statement its own snapshot (a re-sent push's stored states, the engine's
+        quick reads), without SQLAlchemy's session and execution around it: 700 -> 470 us of the event
+        loop per read of 100 alerts' states in-process. The pool's checks on checkout apply as for any
+        session. The driver's failure raises as SQLAlchemy would raise a store's failure
+        (`OperationalError`, with the driver's error as `orig`, so `is_outage` reads its SQLSTATE); any
+        other error raised in the block (a row the caller could not decode) as it is, not made an
+        outage. Either way the connection is dropped from the pool, not given back in an unknown state."""
+        return self._driver()
+
+    def autocommit(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """`read_driver`'s connection for a write that is one statement and commits on its own (ingest's
+        insert of alerts none of which is stored: `store.alerts.insert_fresh`)."""
+        return self._driver()
+
     @contextlib.asynccontextmanager
-    async def read_driver(self) -> AsyncIterator[Any]:
-        """PostgreSQL: the driver's own connection (asyncpg's) from the pool, for one statement outside a
-        transaction (a re-sent push's stored states), without SQLAlchemy's session and execution around
-        it: 700 -> 470 us of the event loop per read of 100 alerts' states in-process. The pool's checks
-        on checkout apply as for any session. The driver's failure raises as SQLAlchemy would raise a
-        store's failure (`OperationalError`, with the driver's error as `orig`, so `is_outage` reads its
-        SQLSTATE); any other error raised in the block (a row the caller could not decode) as it is,
-        not made an outage. Either way the connection is dropped from the pool, not given back in an
-        unknown state."""
+    async def _driver(self) -> AsyncIterator[Any]:
         proxied = await self.engine.raw_connection()
         try:
             yield proxied.driver_connection
