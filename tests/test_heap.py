@@ -50,7 +50,7 @@ def test_cycles_made_after_settling_are_still_collected() -> None:
 
 def test_each_collection_is_timed_under_its_generation() -> None:
     seen: list[tuple[int, float]] = []
-    observe = [lambda s, g=g: seen.append((g, s)) for g in range(3)]  # type: ignore[misc]
+    observe = [lambda s, g=g: seen.append((g, s)) for g in range(3)]
     callback = time_collections(observe)
     try:
         gc.collect(0)

@@ -36,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_ingest as bench
 
+from support import pg
+
 REPO = Path(__file__).resolve().parents[2]
 PHASES = bench.PHASES
 
@@ -117,7 +119,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.base is None and not args.arm:
         parser.error("nothing to compare: give --base REV and/or --arm")
-    if args.store == "postgresql" and (problem := bench.pg.available()):
+    if args.store == "postgresql" and (problem := pg.available()):
         parser.error(f"PostgreSQL is not usable here: {problem}")
     with ExitStack() as stack:
         arms = [Arm("this tree", {})]

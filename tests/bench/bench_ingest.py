@@ -109,7 +109,7 @@ def gpu_labels(node: int, gpu: int) -> dict[str, str]:
     }
 
 
-def annotations(labels: dict[str, str], celsius: int) -> dict[str, str]:
+def alert_annotations(labels: dict[str, str], celsius: int) -> dict[str, str]:
     return {
         "summary": f"GPU {labels['gpu']} on {labels['Hostname']} is running hot",
         "description": f"GPU {labels['gpu']} ({labels['pci_bus_id']}) on {labels['Hostname']} has been at "
@@ -136,7 +136,7 @@ def build_load(nodes: int) -> Load:
         for gpu in range(GPUS_PER_NODE):
             labels = gpu_labels(node, gpu)
             starts = rfc3339(now - timedelta(minutes=10, seconds=(node * GPUS_PER_NODE + gpu) % 600))
-            alerts.append((labels, annotations(labels, 86 + (node + gpu) % 9), starts))
+            alerts.append((labels, alert_annotations(labels, 86 + (node + gpu) % 9), starts))
     webhooks, pushes = [], []
     for i in range(0, len(alerts), BATCH):
         chunk = alerts[i : i + BATCH]
@@ -332,6 +332,8 @@ def wrk(url: str, bodies: list[bytes], headers: dict[str, str], workdir: Path, s
     script, lines = workdir / "bodies.lua", workdir / "bodies.jsonl"
     script.write_text(WRK_SCRIPT)
     lines.write_bytes(b"\n".join(bodies) + b"\n")  # json.dumps puts no raw newline in a body
+    if WRK is None:
+        raise RuntimeError("wrk is not installed (apt-get install -y wrk)")
     command = [WRK, f"-t{CLIENTS}", f"-c{CLIENTS}", f"-d{round(seconds)}s", "--timeout", "30s", "-s", str(script), url]
     command += ["--", str(lines), headers.get("Authorization", "")]
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 60).stdout

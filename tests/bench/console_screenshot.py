@@ -44,7 +44,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
 
 
 def labels(node: int, gpu: int, region: str, rack: str, **kw: str) -> dict[str, str]:
-    return {**gpu_labels(node, gpu, **kw), "region": region, "rack": rack}  # type: ignore[arg-type]
+    return {**gpu_labels(node, gpu, **kw), "region": region, "rack": rack}
 
 
 def send(url: str, alerts: Iterable[Mapping[str, str]], at: datetime, notes: Mapping[str, str] | None = None) -> None:

@@ -220,5 +220,6 @@ def test_an_sms_cut_to_its_limit_keeps_the_incident_link_whole(language: str) ->
     templates = Templates()
     text = sms_text(templates, n)
     assert len(text.encode()) <= TEXT_LIMIT_BYTES
+    assert n.link is not None
     assert text.endswith(" " + n.link)
     assert "backup" in text  # cut, not dropped: the alert is still named

@@ -419,7 +419,12 @@ class ClusterBox:
             replica.mkdir()
             router = launch_router(self.store, replica, env)
             self.routers.append(router)
-        stack.callback(lambda: [r.close() for r in reversed(self.routers)])  # the replicas of the moment
+
+        def close_routers() -> None:  # the replicas of the moment
+            for r in reversed(self.routers):
+                r.close()
+
+        stack.callback(close_routers)
 
         # Alertmanager HA pair
         token_file = work / "alertrouter_token"

@@ -252,7 +252,8 @@ async def test_the_channel_is_unhealthy_while_a_message_fails_unexpectedly(
     w = worker(db, rules(robot), client, clock, GridRenderer())
 
     async def core() -> ChannelStateRow:
-        return {s.name: s for s in await rows(db, ChannelStateRow)}["core"]
+        states: dict[str, ChannelStateRow] = {s.name: s for s in await rows(db, ChannelStateRow)}
+        return states["core"]
 
     await add(db, [intent(1, receiver="core-only")])
     await w.run_once()

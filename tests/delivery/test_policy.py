@@ -55,6 +55,7 @@ def test_unexpected_failures_back_off_alone_then_end_in_a_dead_letter_saying_why
         outcome = decide(BOOM, n)
         assert outcome.status == "pending"
         assert outcome.until is None  # the channel is not held back
+        assert outcome.next_attempt_at is not None
         waits.append(outcome.next_attempt_at - NOW)
     assert waits == sorted(waits)
     assert waits[0] > timedelta(0)

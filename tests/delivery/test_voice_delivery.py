@@ -8,6 +8,7 @@ import random
 from collections import deque
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import select
 
@@ -77,7 +78,7 @@ def rules(cap: int = 10) -> Ruleset:
 
 
 def intent(n: int, reason: str = "first") -> Intent:
-    snapshot = {
+    snapshot: dict[str, Any] = {
         "incident": f"rule/XID79/gpu-node-{n:02d}",
         "kind": "node",
         "reason": reason,

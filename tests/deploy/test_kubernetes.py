@@ -15,9 +15,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # types-jsonschema is not a dependency
 import pytest
 import yaml
 
@@ -73,7 +73,7 @@ BOOLEAN = {"type": "boolean"}
 STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 
 
-def closed(required: list[str] | None = None, **properties: Any) -> dict[str, Any]:
+def closed(required: list[str] | None = None, /, **properties: Any) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required or [], "additionalProperties": False}
 
 
@@ -246,11 +246,11 @@ def kubernetes_problems(obj: dict[str, Any]) -> list[str]:
 
 def _kubernetes_validate() -> ModuleType:
     try:
-        import kubernetes_validate  # a dev dependency: `need` reports it missing
+        import kubernetes_validate  # type: ignore[import-untyped]  # untyped dev dependency: `need` reports it missing
     except ImportError:
         need(False, "kubernetes-validate not installed (pip install -e '.[dev]')")
         raise
-    return kubernetes_validate
+    return cast(ModuleType, kubernetes_validate)
 
 
 # --- every object is valid ----------------------------------------------------------------------------

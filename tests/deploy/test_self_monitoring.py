@@ -109,7 +109,7 @@ async def scraped(tmp_path: Path) -> str:
 @pytest.fixture
 def exposed(scraped: str) -> set[str]:
     """The series names /metrics exposes, samples or not (a family without samples still has its TYPE)."""
-    names = set()
+    names: set[str] = set()
     for family in text_string_to_metric_families(scraped):
         names.update(family.name + suffix for suffix in SUFFIXES[family.type])
         names.update(sample.name for sample in family.samples)
@@ -133,7 +133,7 @@ TARGET_LABELS = {"job", "namespace", "instance", "pod", "le"}
 
 def grouping_labels(queries: list[str]) -> set[tuple[str, str]]:
     """(metric, label) for each label a query groups a metric by, target labels left out."""
-    pairs = set()
+    pairs: set[tuple[str, str]] = set()
     for query in queries:
         for found in GROUPING.finditer(query):
             labels = {label.strip() for label in found[1].split(",")} - TARGET_LABELS - {""}

@@ -258,4 +258,5 @@ async def test_housekeeping_prunes_a_large_event_backlog_in_chunks(
         left = (await session.scalars(select(AlertEventRow.at))).all()
         (run,) = (await session.scalars(select(ScheduledRunRow))).all()
     assert left == [recent]  # five old ones, two at a time
+    assert run.detail is not None
     assert run.detail["alert_events"] == 5

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
 from pathlib import Path
+from typing import cast
 
 import pytest
 from sqlalchemy import select
@@ -62,11 +64,11 @@ async def test_email_is_text_plus_html_with_inline_charts(db: Database, sink: Fa
     assert message["Subject"].startswith("Weekly alert digest 2026-W47: 0 alerts")
     assert message["Message-ID"] == "<alertrouter-digest.2026-W47.digest@example.com>"
     assert message.get_content_type() == "multipart/alternative"
-    text, related = message.get_payload()
+    text, related = cast(list[EmailMessage], message.get_payload())
     assert text.get_content_type() == "text/plain"
     assert "Weekly alert digest 2026-W47" in text.get_content()
     assert related.get_content_type() == "multipart/related"
-    html, *images = related.get_payload()
+    html, *images = cast(list[EmailMessage], related.get_payload())
     assert html.get_content_type() == "text/html"
     body = html.get_content()
     assert "<script" not in body.lower()

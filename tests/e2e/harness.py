@@ -166,7 +166,7 @@ def postable_alert(
     return alert
 
 
-def wait_for(check: Callable[[], T], *, what: str, timeout: float = 30.0) -> T:
+def wait_for(check: Callable[[], T | None], *, what: str, timeout: float = 30.0) -> T:
     """Poll `check` until it returns something truthy; a bounded wait, not a timing assertion."""
     deadline = time.monotonic() + timeout
     while True:

@@ -66,13 +66,13 @@ channels:
 @pytest.fixture
 def dingtalk() -> Iterator[FakeDingTalk]:
     with FakeDingTalk({DT_TOKEN: DT_SECRET}, block=4.0) as fake:
-        yield fake  # type: ignore[misc]
+        yield fake
 
 
 @pytest.fixture
 def wecom() -> Iterator[FakeWeCom]:
     with FakeWeCom([WECOM_KEY], block=4.0) as fake:
-        yield fake  # type: ignore[misc]
+        yield fake
 
 
 def start(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -61,7 +61,7 @@ def test_kill9_after_2xx_loses_nothing(store: Store, start_router: Callable[...,
     expected: dict[str, dict[str, Any]] = {}  # fingerprint -> what must be stored
     ended, refire = BASE + timedelta(hours=1), BASE + timedelta(hours=2)
     # One webhook per node: (node, startsAt, endsAt or None while firing, episodes afterwards).
-    rounds = [
+    rounds: list[Sequence[tuple[int, datetime, datetime | None, int]]] = [
         [(n, BASE + timedelta(minutes=n), None, 1) for n in range(20)],  # new alerts only
         [(n, BASE + timedelta(minutes=n), ended, 1) for n in range(10)]  # resolves of earlier alerts,
         + [(n, BASE, None, 1) for n in range(20, 30)],  # mixed with new ones

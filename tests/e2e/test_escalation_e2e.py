@@ -67,7 +67,7 @@ channels:
 @pytest.fixture
 def dingtalk() -> Iterator[FakeDingTalk]:
     with FakeDingTalk({DT_TOKEN: DT_SECRET}) as fake:
-        yield fake  # type: ignore[misc]
+        yield fake
 
 
 def texts(fake: FakeDingTalk) -> list[str]:

@@ -47,7 +47,7 @@ channels:
 @pytest.fixture
 def dingtalk() -> Iterator[FakeDingTalk]:
     with FakeDingTalk({DT_TOKEN: DT_SECRET}) as fake:
-        yield fake  # type: ignore[misc]
+        yield fake
 
 
 class Beating:

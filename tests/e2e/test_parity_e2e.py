@@ -60,7 +60,7 @@ channels:
 @pytest.fixture
 def dingtalk() -> Iterator[FakeDingTalk]:
     with FakeDingTalk({DT_TOKEN: DT_SECRET}) as fake:
-        yield fake  # type: ignore[misc]
+        yield fake
 
 
 def start(start_router: Callable[..., Router], store: Store, tmp_path: Path, robot: str) -> Router:

@@ -49,7 +49,7 @@ channels:
 @pytest.fixture
 def dingtalk() -> Iterator[FakeDingTalk]:
     with FakeDingTalk({DT_TOKEN: DT_SECRET}) as fake:
-        yield fake  # type: ignore[misc]
+        yield fake
 
 
 def xid_alert(gpu: int, code: str, pod: str) -> dict[str, str]:

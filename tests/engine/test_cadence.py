@@ -3,7 +3,7 @@ pause in a burst. The rule on a clock the test sets; the loop by counting its pa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -20,7 +20,7 @@ from alertrouter.store import Database
 from alertrouter.store.tables import AlertRow
 from support.passes import Clock, Passes, rows
 from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
-from support.webhooks import webhook
+from support.webhooks import Status, webhook
 
 HOUR = timedelta(hours=1)
 
@@ -133,7 +133,7 @@ def test_only_firing_rows_are_urgent() -> None:
 # -- the loop --------------------------------------------------------------------------------------
 
 
-def gpu_webhook(host: str, status: str = "firing") -> bytes:
+def gpu_webhook(host: str, status: Status = "firing") -> bytes:
     return webhook([dcgm_labels("10.0.3.17", host, 0, alertname="GPUXidError")], status=status)
 
 
@@ -171,10 +171,10 @@ async def test_a_lone_new_alert_does_not_wait_for_ingest_to_stay_quiet(
         await runner.stop()
 
 
-async def two_commits(db: Database, interval: timedelta) -> tuple[EngineRunner, list[list[dict[str, Any]]]]:
+async def two_commits(db: Database, interval: timedelta) -> tuple[EngineRunner, list[Sequence[Mapping[str, Any]]]]:
     """An engine, and the rows of two commits of newly firing GPU alerts, stored but not handed to it."""
     runner = EngineRunner(db, shipped_pipeline(), interval=interval)
-    stored: list[list[dict[str, Any]]] = []
+    stored: list[Sequence[Mapping[str, Any]]] = []
     ingestor = Ingestor(db, TouchBuffer(), on_committed=stored.append)
     await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-01")).batch)
     await ingestor.ingest(parse_webhook(gpu_webhook("gpu-node-02")).batch)

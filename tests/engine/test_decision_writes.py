@@ -21,6 +21,7 @@ from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.pipeline.types import Decision
 from alertrouter.store import Database
+from alertrouter.store import alerts as alerts_store
 from alertrouter.store.tables import AlertEventRow, AlertRow, OutboxRow
 from support.passes import Clock
 from support.scenario import dcgm_labels, shipped_pipeline
@@ -61,7 +62,7 @@ async def test_a_row_refused_in_the_pass_loses_nothing_else_and_writes_nothing_t
     batch = parse_webhook(webhook([dcgm(7, 1), dcgm(7, 2), dcgm(8, 0)])).batch
     bad = batch.alerts[0].fingerprint  # gpu-node-07/1
     await ingestor.ingest(batch)
-    real = decisions_module.insert_events
+    real = alerts_store.insert_events
 
     async def insert_events(session: Any, rows: Sequence[Mapping[str, Any]]) -> None:
         """The trail rows are written, then the driver refuses one row's values (as it would a value
@@ -236,10 +237,11 @@ async def test_trail_events_of_no_decision_wait_behind_the_decisions_and_one_ref
     assert len(pending) == 4
     monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 3)
     asked = iter([False, True])
-    await pending.drain(db, {}.update, until=lambda: next(asked))  # the decision, then a new alert waits
+    remembered: dict[str, Any] = {}
+    await pending.drain(db, remembered.update, until=lambda: next(asked))  # the decision, then a new alert waits
     assert len(pending) == 3, "the trail waits behind a pass that came first"
     with caplog.at_level("WARNING", logger="alertrouter.engine.decisions"):
-        await pending.drain(db, {}.update)
+        await pending.drain(db, remembered.update)
     assert len(pending) == 0
     async with db.read() as s:
         kinds = (await s.execute(select(AlertEventRow.fingerprint, AlertEventRow.kind))).all()

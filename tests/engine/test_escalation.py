@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select
 
 import alertrouter.engine.decisions as decisions_module
+import alertrouter.engine.escalation as escalation_module
 import alertrouter.engine.runner as runner_module
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
@@ -75,6 +76,7 @@ async def escalated(db: Database) -> list[str]:
 
 
 async def chain(db: Database) -> EscalationRow:
+    row: EscalationRow
     (row,) = await rows(db, EscalationRow)
     return row
 
@@ -346,7 +348,7 @@ async def test_a_chains_trail_events_beyond_a_chunk_are_written_after_the_pass(
     if chunk is not None:
         monkeypatch.setattr(decisions_module, "DECISION_CHUNK", chunk)
     in_pass: list[int] = []
-    write_events = runner_module.write_events
+    write_events = escalation_module.write_events
 
     async def recorded(session, done):  # type: ignore[no-untyped-def]
         in_pass.append(len(done.events))

@@ -29,7 +29,7 @@ from support import pg
 from support.need import need
 from support.passes import Clock, on_sqlite
 from support.scenario import dcgm_labels, gpu_labels, node_exporter_down_labels, shipped_pipeline
-from support.webhooks import webhook
+from support.webhooks import Status, webhook
 
 S = timedelta(seconds=1)
 NODES = 8
@@ -168,7 +168,7 @@ async def test_incremental_runner_stores_what_full_passes_store(stores: tuple[Da
         clock.now += timedelta(milliseconds=1)
         if roll < 0.35:
             labels = rng.sample(POOL, rng.randint(1, 8))
-            status = "firing" if rng.random() < 0.7 else "resolved"
+            status: Status = "firing" if rng.random() < 0.7 else "resolved"
             for ingestor in ingest:
                 await ingestor.ingest(parse_webhook(webhook(labels, status=status)).batch)
         elif roll < 0.45:  # a storm in the north: GPUHighTemp on every node there

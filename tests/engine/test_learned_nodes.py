@@ -19,7 +19,7 @@ from alertrouter.store.nodes import prune_node_aliases
 from alertrouter.store.tables import AlertRow, IncidentRow, NodeAliasRow, NotifyStateRow, OutboxRow
 from support.passes import Clock, rows, run_for
 from support.scenario import dcgm_labels, node_exporter_down_labels, shipped_pipeline
-from support.webhooks import webhook
+from support.webhooks import Status, webhook
 
 S = timedelta(seconds=1)
 MIN = timedelta(minutes=1)
@@ -27,7 +27,7 @@ BY_IP, BY_NAME = 'node{alertname="NodeDown",node="10.0.0.7"}', 'node{alertname="
 RACK = [(f"10.0.0.{n}", f"gpu-node-{n}") for n in range(100, 140)]
 
 
-async def send(ingestor: Ingestor, clock: Clock, alerts: list[dict[str, str]], status: str = "firing") -> None:
+async def send(ingestor: Ingestor, clock: Clock, alerts: list[dict[str, str]], status: Status = "firing") -> None:
     ends_at = clock.now if status == "resolved" else None
     await ingestor.ingest(parse_webhook(webhook(alerts, status=status, ends_at=ends_at)).batch)
 

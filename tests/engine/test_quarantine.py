@@ -16,6 +16,7 @@ from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
+from alertrouter.labelset import LabelSet
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.pipeline.nodes import NodeIdentity
@@ -57,7 +58,7 @@ def dcgm(node: int, gpu: str, alertname: str = "GPUXidError", severity: str = "c
 class FragileNodes(NodeIdentity):
     """A fake stage with a bug on one label value, as the issue's `gpu="²"` was in the GPU grid."""
 
-    def enrich(self, labels: Mapping[str, str]) -> dict[str, str]:
+    def enrich(self, labels: Mapping[str, str]) -> LabelSet:
         if labels.get("gpu") == "²":
             int(labels["gpu"])  # raises ValueError, as str.isdigit() let it through
         return NodeIdentity.enrich(self, labels)

@@ -283,7 +283,7 @@ async def test_a_storms_decisions_are_worked_out_after_its_messages_are_handed_t
     if chunk is not None:
         monkeypatch.setattr(decisions_module, "DECISION_CHUNK", chunk)
     seen: list[str] = []
-    working_out = runner_module.decision_changes
+    working_out = decisions_module.decision_changes
 
     def noted(*args: Any, **kwargs: Any) -> decisions_module.DecisionChanges:
         seen.append("decisions")

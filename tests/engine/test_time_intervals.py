@@ -188,5 +188,6 @@ def test_a_storm_on_a_muted_route_is_muted_by_interval_not_rolled_up(tmp_path: P
     decisions = {d.decision for d in result.decisions.values()}
     assert decisions == {Decision.MUTED_BY_INTERVAL}
     (cluster,) = {d.incident for d in result.decisions.values()}
+    assert cluster is not None
     assert result.incidents[cluster].kind == "cluster"
     assert result.decisions["fp0"].detail()["muted_by_interval"] == {"ops": ["always"]}

@@ -8,6 +8,7 @@ and the same digest; and the real senders' payloads must be taken at once (else 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,9 @@ _VALUES = st.one_of(
 )
 # `st.builds(dict)`, not `st.just({})`: a new empty object each time, since `alerts` adds labels to the
 # labels it drew (one shared `{}` came to hold itself, and a payload no JSON encoder could write)
-_NOT_TEXT = st.one_of(st.none(), st.booleans(), st.integers(), st.lists(st.integers(), max_size=2), st.builds(dict))
+_NOT_TEXT: st.SearchStrategy[bool | int | list[int] | dict[str, Any] | None] = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.lists(st.integers(), max_size=2), st.builds(dict)
+)
 LABELS = st.one_of(
     st.dictionaries(_NAMES, _VALUES, max_size=6).map(lambda d: {"alertname": "GPUHighTemp", **d}),
     st.dictionaries(_NAMES, _VALUES, max_size=4),
@@ -121,7 +124,7 @@ def alerts(draw: st.DrawFn, *, webhook: bool) -> Any:
     return alert
 
 
-def encoded(draw: st.DrawFn, payload: Any) -> bytes:
+def encoded(draw: Callable[[st.SearchStrategy[bool]], bool], payload: Any) -> bytes:
     return json.dumps(payload, ensure_ascii=draw(st.booleans())).encode()
 
 

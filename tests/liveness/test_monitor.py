@@ -142,7 +142,7 @@ async def test_the_watchdog_of_the_configured_prometheus_refreshes_it_and_only_w
     clock = Clock()
     hb = monitor(db, clock)
     north = hb.heard(parse_webhook(watchdog("monitoring/north")).batch.alerts)
-    assert (north.names, north.others, north.beats) == ({"prometheus-north"}, [], 1)
+    assert (north.names, north.others, north.beats) == (frozenset({"prometheus-north"}), [], 1)
     south = parse_webhook(watchdog("monitoring/south")).batch.alerts
     assert hb.heard(south) == Heard(frozenset(), south, 0)  # another Prometheus' Watchdog: an ordinary alert
     # resolved (Alertmanager lets go of a Watchdog Prometheus stopped sending): refreshes nothing, stored neither
@@ -237,10 +237,10 @@ async def test_a_stop_during_a_check_ends_the_loop_without_waiting_out_the_inter
     checking, release = asyncio.Event(), asyncio.Event()
     check_once = watch.check_once
 
-    async def slow_check() -> None:
+    async def slow_check() -> dict[str, Step]:
         checking.set()
         await release.wait()
-        await check_once()
+        return await check_once()
 
     watch.check_once = slow_check  # type: ignore[method-assign]
     watch.start()

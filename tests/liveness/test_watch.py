@@ -65,4 +65,4 @@ def test_the_shipped_watchdog_is_told_apart_from_a_gpu_alert() -> None:
     watchdog = _alert({"alertname": "Watchdog", "severity": "none"}, True)
     gpu = _alert({"alertname": "GPUHighTemp", "instance": "10.0.0.7:9400", "Hostname": "gpu-node-07"}, True)
     out = heard([config], [gpu, watchdog])
-    assert (out.names, out.others, out.beats) == ({"prometheus"}, [gpu], 1)
+    assert (out.names, out.others, out.beats) == (frozenset({"prometheus"}), [gpu], 1)

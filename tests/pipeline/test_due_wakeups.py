@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from alertrouter.fingerprints import fingerprint
+from alertrouter.model import IncidentKind
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.types import Decision, EvalResult, IncidentRecord, LiveAlert, next_records
 from support.scenario import T0, dcgm_labels, shipped_pipeline
@@ -131,8 +132,8 @@ def test_a_pass_offers_the_interpreter_before_each_alert_incident_and_storm_it_t
     ev = Evaluator(shipped_pipeline(), courtesy=courtesy)
     alerts = hot_nodes(8)  # 16 alerts, 8 node incidents rolled up into one storm
     result = ev.evaluate_changes(alerts, [], {}, now=T0)
-    nodes = sum(1 for s in result.incidents.values() if s.kind.value == "node")
-    storms = sum(1 for s in result.incidents.values() if s.kind.value == "cluster")
+    nodes = sum(1 for s in result.incidents.values() if s.kind == IncidentKind.NODE)
+    storms = sum(1 for s in result.incidents.values() if s.kind == IncidentKind.CLUSTER)
     assert (nodes, storms) == (8, 1)
     # each alert taken; each node incident sorted and told; each storm's membership and its telling
     assert calls[0] == len(alerts) + 2 * nodes + 2 * storms

@@ -138,7 +138,7 @@ class _World:
         fp = fingerprint(labels)
         old = self.alerts.get(fp)
         still = old is not None and old.firing
-        fired_at = old.fired_at if still else self.now
+        fired_at = old.fired_at if old is not None and still else self.now
         starts_at = old.starts_at if old is not None and still else self.now  # as Prometheus' startsAt
         self.alerts[fp] = LiveAlert(fp, labels, True, starts_at, fired_at)
 

@@ -5,7 +5,7 @@ rules/aggregation.yml) on nodes that stop being candidates before the others com
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -84,13 +84,13 @@ def test_nodes_that_stopped_overheating_do_not_start_a_storm_with_later_ones(fir
     assert len(_storms(sc)) == (0 if first_resolve else 1)
 
 
-def _storm(opened: dict[str, object], now_minutes: float) -> bool:
+def _storm(opened: dict[str, datetime], now_minutes: float) -> bool:
     """Whether candidates opened at these times start a storm of the shipped GPU rule at T0 + now."""
     rollup = next(r.rollup for r in shipped_pipeline().aggregation if r.name == "gpu-by-node")
     assert rollup is not None
     openings = Openings()
     for key, at in opened.items():
-        openings.set(key, at)  # type: ignore[arg-type]
+        openings.set(key, at)
     now = T0 + timedelta(minutes=now_minutes)
     return rolls_up(rollup, openings.since(now - rollup.window))
 

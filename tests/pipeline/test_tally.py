@@ -3,6 +3,7 @@ the members themselves, after every step of random sequences of members joining,
 
 from __future__ import annotations
 
+from collections.abc import Set
 from datetime import timedelta
 
 from hypothesis import given, settings
@@ -81,7 +82,8 @@ def test_the_sums_kept_between_passes_equal_those_worked_out_from_the_members(st
         assert tally.members == len(members)
         assert tally.nodes == len(parts)
         assert tally.units == sum(len(p.units) for p in parts)
-        assert tally.firing == frozenset().union(*(p.firing for p in parts))
+        firing: Set[str] = frozenset().union(*(p.firing for p in parts))
+        assert tally.firing == firing
         assert tally.any_firing == any(m.group.firing for m in members)
         assert tally.activated == min((m.first for m in members if m.first is not None), default=None)
         shared = common_labels(p.common_labels for p in parts)

@@ -93,10 +93,11 @@ def test_the_catalogue_has_no_stale_entries_and_its_placeholders_match() -> None
     for message in catalog:
         if not message.id:
             continue
-        ids = message.id if isinstance(message.id, tuple) else (message.id,)
-        strings = message.string if isinstance(message.string, tuple) else (message.string,)
+        ids = message.id if isinstance(message.id, (tuple, list)) else (message.id,)
+        strings = message.string if isinstance(message.string, (tuple, list)) else (message.string,)
         wanted = set(re.findall(r"%\((\w+)\)s", ids[-1]))
         for s in strings:
+            assert s is not None
             assert set(re.findall(r"%\((\w+)\)s", s)) == wanted, message.id
 
 

@@ -4,7 +4,7 @@ connection a re-sent push's states are read on (`Database.read_driver`), which a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import asyncpg
@@ -31,7 +31,7 @@ def url(pg_database: str) -> str:
 def pings(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Every ping the pool's check sends, True for one that answered; `fail` makes the next ones fail."""
     sent: list[bool] = []
-    ping = AsyncAdapt_asyncpg_connection.ping
+    ping: Callable[[AsyncAdapt_asyncpg_connection], None] = AsyncAdapt_asyncpg_connection.ping
 
     def counting_ping(self: AsyncAdapt_asyncpg_connection) -> None:
         if getattr(counting_ping, "fail", False):

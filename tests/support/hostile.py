@@ -180,7 +180,7 @@ def notifications(draw: st.DrawFn) -> Notification:
     """What a channel is given for one delivery: one incident (with acknowledge/silence links when it is
     firing), or several coalesced into one message."""
     drawn = [draw(snapshots(i)) for i in range(draw(st.sampled_from([1, 1, 1, 2, 5])))]
-    rows = []
+    rows: list[Any] = []
     for i, (snapshot, details) in enumerate(drawn):
         item = enrich(MessageSnapshot.from_json(snapshot), details)  # as the delivery loop reads the outbox row
         severity = item.severity
@@ -198,7 +198,7 @@ def notifications(draw: st.DrawFn) -> Notification:
                 created_at=NOW,
             )
         )
-    row = rows[0] if len(rows) == 1 else SimpleNamespace(**coalesced_row(rows, NOW) | {"id": 99})
+    row: Any = rows[0] if len(rows) == 1 else SimpleNamespace(**coalesced_row(rows, NOW) | {"id": 99})
     n = notification_of(row, ["+8613800000000"], base_url=BASE_URL, now=NOW, actions=ACTIONS)
     if n.ack_link and n.silence_link:  # which messages get them is the product's decision; the nonces in
         n = replace(n, ack_link=ACK, silence_link=SILENCE)  # them are random, so fixed ones make runs repeatable

@@ -130,7 +130,11 @@ class KubectlLoader(yaml.SafeLoader):
     """kustomize writes `matchType: =` unquoted, which YAML 1.1 reads as its `value` type: a plain string here."""
 
 
-KubectlLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+def _plain_string(loader: KubectlLoader, node: yaml.ScalarNode) -> str:
+    return loader.construct_scalar(node)
+
+
+KubectlLoader.add_constructor("tag:yaml.org,2002:value", _plain_string)
 
 
 def the(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:

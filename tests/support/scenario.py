@@ -86,7 +86,7 @@ class Scenario:
         fp = fingerprint(labels)
         old = self.alerts.get(fp)
         still = old is not None and old.firing
-        fired_at = old.fired_at if still else self.now
+        fired_at = old.fired_at if old is not None and still else self.now
         # As Prometheus: a firing alert keeps its startsAt; a new episode starts now.
         starts_at = old.starts_at if old is not None and still else self.now
         self.alerts[fp] = LiveAlert(fp, dict(labels), True, starts_at, fired_at)

@@ -23,6 +23,7 @@ if _DIR:
     from types import FrameType
 
     _profile: list[cProfile.Profile] = []
+    _TARGET = Path(_DIR) / "profile.prof"
 
     def _start(_sig: int, _frame: FrameType | None) -> None:
         profile = cProfile.Profile(time.thread_time)
@@ -34,7 +35,7 @@ if _DIR:
             return
         profile = _profile.pop()
         profile.disable()
-        target = Path(_DIR) / "profile.prof"
+        target = _TARGET
         profile.dump_stats(str(target) + ".part")
         os.replace(str(target) + ".part", target)
 

@@ -16,7 +16,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
 
 __all__ = ["FakeVendor", "RateWindow", "Received", "Reply"]
@@ -128,7 +128,7 @@ class FakeVendor:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def start(self) -> FakeVendor:
+    def start(self) -> Self:
         vendor = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -205,7 +205,7 @@ class FakeVendor:
         if self._thread is not None:
             self._thread.join(5)
 
-    def __enter__(self) -> FakeVendor:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

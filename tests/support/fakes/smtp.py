@@ -25,7 +25,7 @@ from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
@@ -109,7 +109,7 @@ class _Handler:
             assert server.transport is not None
             sock = server.transport.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            server.transport.abort()
+            cast(asyncio.Transport, server.transport).abort()
             return "421 4.4.2 connection reset"  # written to nobody: the transport is gone
         if scripted == "timeout":
             await asyncio.sleep(self.sink.hang)

@@ -63,7 +63,7 @@ SAYS: dict[str, dict[str, str]] = {
 SILENCED_NODE = {"en": "gpu-node-09", "zh-CN": "gpu-node-11"}  # one node per language: each run its own silence
 
 try:
-    from playwright.sync_api import Browser, Page, sync_playwright
+    from playwright.sync_api import Browser, Dialog, Page, sync_playwright
 except ImportError:  # pragma: no cover - reported by the fixture below
     sync_playwright = None  # type: ignore[assignment]
 
@@ -144,7 +144,12 @@ def page(browser: Browser, language: str) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=language)
     dialogs: list[str] = []
     pg = context.new_page()
-    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def dismiss(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    pg.on("dialog", dismiss)
     pg.dialogs = dialogs  # type: ignore[attr-defined]
     try:
         yield pg
