@@ -6,12 +6,9 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
-from operator import itemgetter
 from typing import Any
 
-import orjson
 from sqlalchemy import ColumnElement, Select, Text, cast, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,12 +20,11 @@ from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, 
 from alertrouter.store import bulk
 from alertrouter.store.db import is_outage
 from alertrouter.store.handles import alerts_t, change_counter_t, events_t, incidents_t, notify_t, outbox_t
+from alertrouter.store.live_rows import LIVE_STATE, LoadedAlert, loaded, merged, unheld
 from alertrouter.store.tables import IncidentRow, NotifyStateRow, SilenceRow
 
 __all__ = [
-    "LIVE_STATE",
     "PG_CURSOR",
-    "LoadedAlert",
     "change_cursor",
     "clear_acknowledgements",
     "insert_intents",
@@ -36,19 +32,15 @@ __all__ = [
     "load_incidents",
     "load_live_alerts",
     "load_silences",
-    "loaded",
     "move_incidents",
     "quarantine_alerts",
     "save_decisions",
     "save_incidents",
     "save_notify_states",
-    "unheld",
     "unreadable_alerts",
 ]
 
 QUARANTINED = Decision.QUARANTINED.value
-# A live alert as stored: its `updated_at`, and its last decision, decision detail and incident key.
-LoadedAlert = tuple[LiveAlert, datetime, str | None, dict[str, Any] | None, str | None]
 
 
 PG_CURSOR = "SELECT txid_snapshot_xmin(txid_current_snapshot())"  # `change_cursor` on PostgreSQL
@@ -106,70 +98,16 @@ async def load_live_alerts(
             select(c.fingerprint, c.updated_at).where(_not_quarantined, c.change_seq >= since)
         )
         out, unread, again = unheld(stamps, known, inserted, held)
-        rows = []
+        whole: list[Sequence[Any]] = []
         for chunk in bulk.slices(unread):
-            rows += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
-        # What changes a live alert is its state; its labels (the largest column) are the held ones.
-        holds = held or {}
+            whole += await session.execute(stmt.where(c.fingerprint.in_(chunk)))
+        states: list[Sequence[Any]] = []
         for chunk in bulk.slices(again):
-            by_state = select(c.fingerprint, *state).where(_not_quarantined, c.fingerprint.in_(chunk))
-            rows += [(fp, holds[fp].labels, *rest) for fp, *rest in await session.execute(by_state)]
-        rows.sort(key=_first)  # in fingerprint order, as one read gave them
+            states += await session.execute(
+                select(c.fingerprint, *state).where(_not_quarantined, c.fingerprint.in_(chunk))
+            )
+        return merged(out, whole, states, held), cursor
     return loaded(out, rows), cursor
-
-
-LIVE_STATE = ("status", "starts_at", "fired_at", "ends_at", "updated_at", "decision", "decision_detail", "incident_key")
-"""The columns of a live alert's row `load_live_alerts` reads besides its fingerprint and labels."""
-
-
-def unheld(
-    stamps: Iterable[Sequence[Any]],
-    known: Mapping[str, datetime],
-    inserted: Mapping[str, tuple[LiveAlert, datetime]] | None,
-    held: Mapping[str, LiveAlert] | None,
-) -> tuple[list[LoadedAlert], list[str], list[str]]:
-    """Of the changed rows' (fingerprint, `updated_at`): the alerts taken from ingest's handoff, the
-    fingerprints whose rows must be read whole, and those whose state alone is read (their labels are
-    the held ones); each list in fingerprint order. Rows held unchanged (`known`) are left out."""
-    handed = inserted or {}
-    out: list[LoadedAlert] = []
-    wanted = []
-    for fp, updated_at in stamps:
-        if known.get(fp) == updated_at:
-            continue
-        mine = handed.get(fp)
-        if mine is not None and mine[1] == updated_at:
-            # Kept for as long as the alert is live: compact, its values shared as a read's are
-            # (the webhook's JSON parser made a new string for each), done here, off ingest's path.
-            out.append((replace(mine[0], labels=LabelSet(mine[0].labels)), updated_at, None, None, None))
-        else:
-            wanted.append(fp)
-    holds = held or {}
-    return out, sorted(fp for fp in wanted if fp not in holds), sorted(fp for fp in wanted if fp in holds)
-
-
-def loaded(out: list[LoadedAlert], rows: Iterable[Sequence[Any]]) -> list[LoadedAlert]:
-    """`out`, and the rows read (fingerprint, labels, then `LIVE_STATE`) as live alerts after it."""
-    details: dict[bytes, dict[str, Any]] = {}
-    for fp, labels, status, starts_at, fired_at, ends_at, updated_at, decision, detail, key in rows:
-        firing = status == AlertStatus.FIRING.value
-        # Kept for as long as the alert is live: compact (see `LabelSet`).
-        compact = labels if type(labels) is LabelSet else LabelSet(labels)
-        live = LiveAlert(fp, compact, firing, starts_at, fired_at, None if firing else ends_at)
-        if detail is not None:
-            # The engine keeps every live alert's stored decision and detail (to compare the next one
-            # with), and most alerts share them (100,000 live alerts held some 2,000 distinct details):
-            # one object per value, not one per row. Incident keys likewise (a node's alerts share one).
-            detail = details.setdefault(orjson.dumps(detail), detail)
-        if decision is not None:
-            decision = sys.intern(decision)
-        if key is not None:
-            key = sys.intern(key)
-        out.append((live, updated_at, decision, detail, key))
-    return out
-
-
-_first = itemgetter(0)
 
 
 # Resolved alerts whose resolve is not told yet (`pipeline.stale`): live however long ago they resolved.

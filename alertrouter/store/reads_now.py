@@ -36,7 +36,8 @@ from alertrouter.pipeline.types import LiveAlert
 from alertrouter.store import keyed
 from alertrouter.store.db import Database
 from alertrouter.store.handles import alerts_t, change_counter_t, incidents_t, silences_t
-from alertrouter.store.incidents import LIVE_STATE, PG_CURSOR, QUARANTINED, LoadedAlert, loaded, unheld
+from alertrouter.store.incidents import PG_CURSOR, QUARANTINED
+from alertrouter.store.live_rows import LIVE_STATE, LoadedAlert, merged, unheld
 from alertrouter.store.sqlvalues import naive_utc, sqlite_datetime
 
 __all__ = ["QuickReads", "acknowledged_now", "live_changes_now", "quick_reads", "silences_now"]
@@ -71,10 +72,7 @@ def live_changes_now(
         states = keyed.select_in_now(
             connection, alerts_t, ("fingerprint", *LIVE_STATE), key="fingerprint", values=again
         )
-        # What changes a live alert is its state; its labels (the largest column) are the held ones.
-        rows += [(fp, held[fp].labels, *rest) for fp, *rest in states]
-        rows.sort()  # in fingerprint order, as the session's read gives them (fingerprints are unique)
-        return loaded(out, rows), int(value or 0) + 1
+        return merged(out, rows, states, held), int(value or 0) + 1
 
     return db.run_now(read)
 
@@ -137,9 +135,7 @@ class QuickReads:
         states = await keyed.select_in_driver(
             driver, alerts_t, ("fingerprint", *LIVE_STATE), key="fingerprint", values=again
         )
-        rows += [(fp, held[fp].labels, *rest) for fp, *rest in states]
-        rows.sort()
-        return loaded(out, rows), int(cursor or 0)
+        return merged(out, rows, states, held), int(cursor or 0)
 
     async def silences(self, *, now: datetime) -> list[Silence] | None:
         """`incidents.load_silences`: the silences in force now or later."""
