@@ -137,15 +137,19 @@ async def insert_new(
 
 # The division fails (SQLSTATE 22012, a data error) when the alerts inserted are fewer than those given:
 # another transaction inserted one of them since the statement's snapshot, and everything is undone.
+# The payloads go in before the alerts (the alerts' condition reads `r`, which runs it first), the order
+# of the transaction's way (`insert_raw_events`, then `insert_new`): HA twins of one webhook, one each
+# way at once, wait for each other's payload and never hold an alert the other waits for (a deadlock).
 _FRESH_SQL = """WITH stored AS (SELECT 1 FROM alerts WHERE fingerprint = ANY($1::TEXT[]) LIMIT 1),
-a AS ({alerts} RETURNING 1),
 r AS ({raws} RETURNING digest, id),
+a AS ({alerts} RETURNING 1),
 e AS ({episodes} RETURNING 1),
 h AS ({events} RETURNING 1)
 SELECT EXISTS (SELECT 1 FROM stored),
     (SELECT CASE WHEN EXISTS (SELECT 1 FROM stored) THEN 0 ELSE 1 / ((SELECT count(*) FROM a) = $2)::INT END),
     (SELECT array_agg(digest) FROM r), (SELECT array_agg(id) FROM r)"""
 _NONE_STORED = "NOT EXISTS (SELECT 1 FROM stored)"
+_AFTER_RAWS = "NOT EXISTS (SELECT 1 FROM stored) AND (SELECT count(*) FROM r) >= 0"
 
 
 async def insert_fresh(
@@ -168,23 +172,21 @@ async def insert_fresh(
         raise ValueError("insert_fresh: every new alert has a payload, an episode and an event")
     params: list[Any] = [[row["fingerprint"] for row in alerts], len(alerts)]
     parts: dict[str, str] = {}
-    for name, table, rows, conflict, more in (
-        ("alerts", alerts_t, alerts, ["fingerprint"], {}),
-        ("raws", raw_events_t, raws, ["digest"], {}),
-        ("episodes", episodes_t, episodes, ["fingerprint", "starts_at"], {}),
-        (
-            "events",
-            events_t,
-            events,
-            None,
-            {
-                "extra": [("raw_digest", "TEXT")],
-                "computed": [("raw_event_id", "(SELECT r.id FROM r WHERE r.digest = v.raw_digest)")],
-            },
-        ),
+    events_raw = "(SELECT r.id FROM r WHERE r.digest = v.raw_digest)"
+    for name, table, rows, conflict, where, extra, computed in (
+        ("raws", raw_events_t, raws, ["digest"], _NONE_STORED, [], []),
+        ("alerts", alerts_t, alerts, ["fingerprint"], _AFTER_RAWS, [], []),
+        ("episodes", episodes_t, episodes, ["fingerprint", "starts_at"], _NONE_STORED, [], []),
+        ("events", events_t, events, None, _NONE_STORED, [("raw_digest", "TEXT")], [("raw_event_id", events_raw)]),
     ):
         sql, values = bulk.pg_insert(
-            table, rows, param=len(params) + 1, on_conflict_do_nothing=conflict, where=_NONE_STORED, **more
+            table,
+            rows,
+            param=len(params) + 1,
+            on_conflict_do_nothing=conflict,
+            extra=extra,
+            computed=computed,
+            where=where,
         )
         parts[name] = sql
         params += values

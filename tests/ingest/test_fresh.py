@@ -168,16 +168,17 @@ async def test_one_stored_alert_sends_the_group_the_transaction_way_and_nothing_
         assert len((await s.scalars(select(RawEventRow))).all()) == 2
 
 
+def rows(batch: IngestBatch) -> tuple[Plan, list[dict[str, Any]]]:
+    """What the writer plans for `batch`'s alerts as new: the plan, and its alert rows in order."""
+    plan = Plan()
+    plan_alerts(plan, {}, batch.alerts, NOW)
+    for event in plan.events:
+        event["raw_digest"] = batch.digest
+    return plan, [plan.new_alerts[fp] for fp in sorted(plan.new_alerts)]
+
+
 async def test_an_alert_inserted_by_another_transaction_meanwhile_undoes_the_whole_statement(db: Database) -> None:
     ours, theirs = hook(5, range(2)), hook(5, range(1, 2))
-
-    def rows(batch: IngestBatch) -> tuple[Plan, list[dict[str, Any]]]:
-        plan = Plan()
-        plan_alerts(plan, {}, batch.alerts, NOW)
-        for event in plan.events:
-            event["raw_digest"] = batch.digest
-        return plan, [plan.new_alerts[fp] for fp in sorted(plan.new_alerts)]
-
     their_plan, their_alerts = rows(theirs)
     our_plan, our_alerts = rows(ours)
     raw = writer_module._raw_row(ours, NOW)
@@ -193,6 +194,26 @@ async def test_an_alert_inserted_by_another_transaction_meanwhile_undoes_the_who
         assert [r.fingerprint for r in (await s.scalars(select(AlertRow))).all()] == [theirs.alerts[0].fingerprint]
         assert (await s.scalars(select(RawEventRow))).all() == []  # our payload's log undone with the rest
         assert (await s.scalars(select(AlertEventRow))).all() == []
+
+
+async def test_an_ha_twin_going_the_transaction_way_at_once_is_waited_for_without_a_deadlock(db: Database) -> None:
+    # Both Alertmanagers of an HA pair send the same webhook; here one replica stores it the transaction's
+    # way (its payload logged first, then its alerts) while another tries the one statement.
+    twin = hook(6, range(2))
+    plan, alerts = rows(twin)
+    raw = writer_module._raw_row(twin, NOW)
+    async with db.write() as session:
+        assert set(await store.insert_raw_events(session, [raw])) == {twin.digest}
+        attempt = asyncio.create_task(store.insert_fresh(db, [raw], alerts, plan.new_episodes, plan.events))
+        await asyncio.sleep(0.3)
+        assert not attempt.done()  # waiting for the twin's payload, holding none of its alerts ...
+        theirs, their_alerts = rows(twin)
+        assert await store.insert_new(session, their_alerts, theirs.new_episodes, []) == 2  # ... so this goes on
+        await session.commit()
+    assert await attempt is None
+    async with db.read() as s:
+        assert len((await s.scalars(select(AlertRow))).all()) == 2
+        assert len((await s.scalars(select(RawEventRow))).all()) == 1
 
 
 async def test_after_finding_stored_alerts_the_fresh_try_pauses(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
