@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,18 +61,10 @@ TABLES = ", ".join(t.name for t in Base.metadata.sorted_tables)
 
 
 @pytest.fixture
-def url(pg_database: str) -> str:
+def database_url(pg_database: str) -> str:
+    """PostgreSQL only (the conftest's `db` on it): SQLite's one writer always takes the transaction's way."""
     pg.truncate(pg_database, [t.name for t in Base.metadata.sorted_tables])
     return pg.url_for(pg_database)
-
-
-@pytest.fixture
-async def db(url: str) -> AsyncIterator[Database]:
-    database = Database(url)
-    try:
-        yield database
-    finally:
-        await database.dispose()
 
 
 class Spy:
