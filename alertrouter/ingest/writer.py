@@ -19,7 +19,7 @@ from alertrouter.ingest.batch import IngestBatch, IngestResult, body_digest
 from alertrouter.ingest.plan import Plan, plan_alerts
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.model import utcnow
-from alertrouter.store import Database, is_outage
+from alertrouter.store import Database, describe_error, is_outage
 from alertrouter.store import alerts as store
 
 __all__ = ["Ingestor"]
@@ -318,7 +318,13 @@ class Ingestor:
         except Exception as exc:
             if is_outage(exc):
                 raise
-            log.debug("new alerts not inserted on their own (%s): in a transaction instead", exc)
+            # Not a race (insert_fresh answers None for one): a value the store refuses, which the
+            # transaction's way meets again and pins on its payload, or a fault of this statement.
+            log.warning(
+                "%d new alerts not inserted in one statement (%s): in a transaction instead",
+                len(new_alerts),
+                describe_error(exc),
+            )
             return None
         if ids is None:
             self._fresh_paused_until = time.monotonic() + FRESH_PAUSE

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -223,7 +224,7 @@ async def test_after_finding_stored_alerts_the_fresh_try_pauses(db: Database, mo
 
 
 async def test_a_refused_statement_falls_back_and_an_outage_is_answered_as_one(
-    db: Database, monkeypatch: pytest.MonkeyPatch
+    db: Database, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     refusal = exc.OperationalError(None, None, asyncpg.exceptions.NumericValueOutOfRangeError("out of range"))
     outage = exc.OperationalError(None, None, ConnectionRefusedError("connection refused"))
@@ -234,7 +235,14 @@ async def test_a_refused_statement_falls_back_and_an_outage_is_answered_as_one(
 
     monkeypatch.setattr(store, "insert_fresh", failing)
     ingestor = Ingestor(db, TouchBuffer(), clock=lambda: NOW)
-    assert (await ingestor.ingest(hook(1, range(2)))).transitions == {Transition.NEW_FIRING: 2}  # stored all the same
+    with caplog.at_level(logging.WARNING, logger="alertrouter.ingest.writer"):
+        assert (await ingestor.ingest(hook(1, range(2)))).transitions == {
+            Transition.NEW_FIRING: 2
+        }  # stored all the same
+    assert [r.getMessage() for r in caplog.records if r.name == "alertrouter.ingest.writer"] == [
+        "2 new alerts not inserted in one statement ((asyncpg.exceptions.NumericValueOutOfRangeError) out of range): "
+        "in a transaction instead"
+    ]
     raised[0] = outage
     with pytest.raises(exc.OperationalError) as info:
         await ingestor.ingest(hook(2, range(2)))
