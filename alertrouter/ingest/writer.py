@@ -89,6 +89,7 @@ class Ingestor:
         self._recent_groups: deque[tuple[float, int]] = deque(maxlen=RECENT_GROUPS)  # (when, payloads)
         self._arrived = asyncio.Event()
         self._fresh_paused_until = 0.0  # time.monotonic(); see _may_be_fresh
+        self._inserting: set[str] = set()  # the fingerprints of the one-statement inserts under way here
         # Only for a single writer: PostgreSQL's concurrent writers already overlap their commits.
         self.group_wait = group_wait if group_wait is not None else (GROUP_WAIT if self._max_writers == 1 else 0.0)
 
@@ -280,7 +281,9 @@ class Ingestor:
     def _may_be_fresh(self, batches: Sequence[IngestBatch]) -> bool:
         """PostgreSQL: whether the group's alerts may all be new to the store: none of them is one this
         process stored or found, and no fingerprint comes twice (a second copy is planned against the
-        first, which only the transaction's way does). Not for `FRESH_PAUSE` seconds after a group
+        first, which only the transaction's way does), nor one an insert under way here holds (an HA
+        twin of the webhook: racing it, the statement would wait for it and be undone; the transaction's
+        way waits without an error in PostgreSQL's log). Not for `FRESH_PAUSE` seconds after a group
         found stored alerts: after a restart, or past `known_fingerprints` live alerts, the alerts this
         process does not know are mostly stored ones, and each such try is a round trip more."""
         if self._db.is_sqlite or time.monotonic() < self._fresh_paused_until:
@@ -289,7 +292,7 @@ class Ingestor:
         seen: set[str] = set()
         for batch in batches:
             for alert in batch.alerts:
-                if alert.fingerprint in known or alert.fingerprint in seen:
+                if alert.fingerprint in known or alert.fingerprint in seen or alert.fingerprint in self._inserting:
                     return False
                 seen.add(alert.fingerprint)
         return bool(seen)
@@ -311,6 +314,7 @@ class Ingestor:
                 event["raw_digest"] = batch.digest
         raws = {batch.digest: _raw_row(batch, now) for batch in reversed(batches)}  # the first of equal payloads
         new_alerts = [plan.new_alerts[fp] for fp in sorted(plan.new_alerts)]
+        self._inserting.update(plan.new_alerts)
         try:
             ids = await store.insert_fresh(
                 self._db, [raws[d] for d in sorted(raws)], new_alerts, plan.new_episodes, plan.events
@@ -326,6 +330,8 @@ class Ingestor:
                 describe_error(exc),
             )
             return None
+        finally:
+            self._inserting.difference_update(plan.new_alerts)
         if ids is None:
             self._fresh_paused_until = time.monotonic() + FRESH_PAUSE
             return None

@@ -209,6 +209,43 @@ async def test_an_ha_twin_going_the_transaction_way_at_once_is_waited_for_withou
         assert len((await s.scalars(select(RawEventRow))).all()) == 1
 
 
+async def test_an_ha_twin_arriving_while_its_pair_is_inserted_here_takes_the_transactions_way(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second Alertmanager of an HA pair sends the same notification while the first one's statement
+    # is under way: racing it, the second statement would wait for it and be undone by an error that
+    # PostgreSQL logs; the transaction's way waits without one.
+    labels = [gpu(7, g) for g in range(2)]
+    twins = [parse_webhook(webhook(labels, external_url=f"http://alertmanager-{i}:9093")).batch for i in (0, 1)]
+    assert twins[0].digest == twins[1].digest
+    calls: list[dict[str, int] | None] = []
+    started, release = asyncio.Event(), asyncio.Event()
+    real = store.insert_fresh
+
+    async def held_first(*args: Any) -> dict[str, int] | None:
+        if not calls and not started.is_set():
+            started.set()
+            await release.wait()  # the first statement is under way until the second is answered
+        calls.append(result := await real(*args))
+        return result
+
+    monkeypatch.setattr(store, "insert_fresh", held_first)
+    ingestor = Ingestor(db, TouchBuffer(), clock=lambda: NOW)
+    first = asyncio.create_task(ingestor.ingest(twins[0]))
+    await started.wait()
+    second = await ingestor.ingest(twins[1])
+    release.set()
+    results = [await first, second]
+    assert calls == [None]  # one statement only: the first's, which then found the second's rows
+    assert sorted((kind, n) for r in results for kind, n in r.transitions.items()) == [
+        (Transition.NEW_FIRING, 2),
+        (Transition.UNCHANGED, 2),
+    ]
+    async with db.read() as s:
+        assert len((await s.scalars(select(AlertRow))).all()) == 2
+        assert len((await s.scalars(select(RawEventRow))).all()) == 1
+
+
 async def test_after_finding_stored_alerts_the_fresh_try_pauses(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(writer_module, "FRESH_PAUSE", 0.5)
     await Ingestor(db, TouchBuffer(), clock=lambda: NOW).ingest(hook(1, range(8)))
