@@ -1,7 +1,8 @@
 """What an ingest commit writes, decided alert by alert from the stored states: pure, no I/O.
 
-`Ingestor` (ingest/writer.py) reads the states, plans every payload of a group here, and writes the
-plan in one transaction.
+`Ingestor` (ingest/writer.py) reads the states, plans every payload of a group here (`plan_group`),
+and writes the plan and the payloads' raw log rows (`raw_row`) in one transaction, or, on PostgreSQL,
+a group none of whose alerts is stored in one statement.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from alertrouter.ingest.batch import IngestBatch, IngestResult
 from alertrouter.model import AlertStatus
 from alertrouter.transitions import AlertState, IncomingAlert, ResolvedBy, Transition, decide_transition
 
-__all__ = ["Plan", "plan_alerts"]
+__all__ = ["Plan", "plan_alerts", "plan_group", "raw_row"]
 
 _EVENT_KIND = {
     Transition.NEW_FIRING: "firing",
@@ -157,4 +159,37 @@ def _episode(
         "resolved_by": resolved_by,
         "opened_at": opened,
         "closed_at": closed,
+    }
+
+
+def plan_group(
+    batches: Sequence[IngestBatch], states: dict[str, AlertState], now: datetime
+) -> tuple[Plan, list[IngestResult], list[tuple[int, int]]]:
+    """Every batch planned in order against `states` (which follows the plan): the plan, each batch's
+    result (its transitions), and where its history events are in the plan's."""
+    plan = Plan()
+    results: list[IngestResult] = []
+    event_slices: list[tuple[int, int]] = []
+    for batch in batches:
+        before, first_event = Counter(plan.transitions), len(plan.events)
+        plan_alerts(plan, states, batch.alerts, now)
+        results.append(IngestResult(transitions=plan.transitions - before))
+        event_slices.append((first_event, len(plan.events)))
+    return plan, results, event_slices
+
+
+def raw_row(batch: IngestBatch, now: datetime) -> dict[str, Any]:
+    """The raw log's row for `batch`, received `now`."""
+    return {
+        "digest": batch.digest,
+        "received_at": now,
+        "source": batch.source,
+        "receiver": batch.receiver,
+        "group_key": batch.group_key,
+        "status": batch.status,
+        "external_url": batch.external_url,
+        "alert_count": len(batch.alerts),
+        "truncated_alerts": batch.truncated_alerts,
+        "rejected_alerts": batch.rejected_alerts,
+        "body": batch.body,
     }

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import Counter, OrderedDict, deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.ingest.activity import IngestActivity
 from alertrouter.ingest.batch import IngestBatch, IngestResult, body_digest
-from alertrouter.ingest.plan import Plan, plan_alerts
+from alertrouter.ingest.plan import Plan, plan_alerts, plan_group, raw_row
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.model import utcnow
 from alertrouter.store import Database, describe_error, is_outage
@@ -304,15 +304,11 @@ class Ingestor:
         written, and the group goes the transaction's way, which reads the states and isolates a payload
         at fault. A new alert's first webhook waits for one round trip to PostgreSQL instead of five
         (A/B through `serve`: README, Ingest)."""
-        plan = Plan()
-        results: list[IngestResult] = []
-        for batch in batches:
-            before, first_event = Counter(plan.transitions), len(plan.events)
-            plan_alerts(plan, {}, batch.alerts, now)
-            results.append(IngestResult(transitions=plan.transitions - before))
-            for event in plan.events[first_event:]:
+        plan, results, event_slices = plan_group(batches, {}, now)
+        for batch, (start, end) in zip(batches, event_slices, strict=True):
+            for event in plan.events[start:end]:
                 event["raw_digest"] = batch.digest
-        raws = {batch.digest: _raw_row(batch, now) for batch in reversed(batches)}  # the first of equal payloads
+        raws = {batch.digest: raw_row(batch, now) for batch in reversed(batches)}  # the first of equal payloads
         new_alerts = [plan.new_alerts[fp] for fp in sorted(plan.new_alerts)]
         self._inserting.update(plan.new_alerts)
         try:
@@ -344,19 +340,12 @@ class Ingestor:
     ) -> tuple[list[IngestResult], Plan]:
         """Plan every batch in order against one view of the state, then write it all at once."""
         states = await store.load_states(session, list({a.fingerprint for b in batches for a in b.alerts}))
-        plan = Plan()
-        results: list[IngestResult] = []
-        event_slices: list[tuple[int, int]] = []
-        for batch in batches:
-            before, first_event = Counter(plan.transitions), len(plan.events)
-            plan_alerts(plan, states, batch.alerts, now)
-            results.append(IngestResult(transitions=plan.transitions - before))
-            event_slices.append((first_event, len(plan.events)))
+        plan, results, event_slices = plan_group(batches, states, now)
         logged: dict[str, int] = {}  # digest -> the first batch (by position) that logs it
         for i, (batch, result) in enumerate(zip(batches, results, strict=True)):
             if batch.always_logged or result.written:
                 logged.setdefault(batch.digest, i)
-        ids = await store.insert_raw_events(session, [_raw_row(batches[i], now) for i in logged.values()])
+        ids = await store.insert_raw_events(session, [raw_row(batches[i], now) for i in logged.values()])
         first = {i: digest for digest, i in logged.items()}  # of identical payloads in one group, the first is logged
         for i, (result, (start, end)) in enumerate(zip(results, event_slices, strict=True)):
             if i in first:
@@ -390,19 +379,3 @@ def _settle(
             future.set_exception(outcome)
         else:
             future.set_result(outcome[i])
-
-
-def _raw_row(batch: IngestBatch, now: datetime) -> dict[str, Any]:
-    return {
-        "digest": batch.digest,
-        "received_at": now,
-        "source": batch.source,
-        "receiver": batch.receiver,
-        "group_key": batch.group_key,
-        "status": batch.status,
-        "external_url": batch.external_url,
-        "alert_count": len(batch.alerts),
-        "truncated_alerts": batch.truncated_alerts,
-        "rejected_alerts": batch.rejected_alerts,
-        "body": batch.body,
-    }

@@ -18,7 +18,7 @@ from sqlalchemy import exc, select, text
 import alertrouter.ingest.writer as writer_module
 from alertrouter.ingest.batch import IngestBatch
 from alertrouter.ingest.payloads import parse_api_v2, parse_webhook
-from alertrouter.ingest.plan import Plan, plan_alerts
+from alertrouter.ingest.plan import Plan, plan_alerts, raw_row
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.store import Database, is_outage
@@ -174,7 +174,7 @@ async def test_an_alert_inserted_by_another_transaction_meanwhile_undoes_the_who
     ours, theirs = hook(5, range(2)), hook(5, range(1, 2))
     their_plan, their_alerts = rows(theirs)
     our_plan, our_alerts = rows(ours)
-    raw = writer_module._raw_row(ours, NOW)
+    raw = raw_row(ours, NOW)
     async with db.write() as session:
         assert await store.insert_new(session, their_alerts, their_plan.new_episodes, []) == 1
         # Not committed yet: our statement sees no stored alert, then waits on the other's insert of GPU 1.
@@ -194,7 +194,7 @@ async def test_an_ha_twin_going_the_transaction_way_at_once_is_waited_for_withou
     # way (its payload logged first, then its alerts) while another tries the one statement.
     twin = hook(6, range(2))
     plan, alerts = rows(twin)
-    raw = writer_module._raw_row(twin, NOW)
+    raw = raw_row(twin, NOW)
     async with db.write() as session:
         assert set(await store.insert_raw_events(session, [raw])) == {twin.digest}
         attempt = asyncio.create_task(store.insert_fresh(db, [raw], alerts, plan.new_episodes, plan.events))
