@@ -378,11 +378,8 @@ def pg_insert(
     The rows may hold `extra` fields besides the columns (name, SQL type), which `computed` columns'
     expressions and the `where` condition may read as `v.name` (see `_pg_sql`)."""
     conflict = tuple(on_conflict_do_nothing) if on_conflict_do_nothing is not None else None
-    extras = {name for name, _ in extra}
-    shape = _shape("postgresql", table, tuple(c for c in rows[0] if c not in extras), (), conflict, False)
-    sql = _pg_sql(
-        table, shape.binds, (), conflict, False, param, extra=tuple(extra), computed=tuple(computed), where=where
-    )
+    shape = _shape("postgresql", table, tuple(c for c in rows[0] if c not in dict(extra)), (), conflict, False)
+    sql = _pg_sql(table, shape.binds, (), conflict, False, param, extra=(*extra,), computed=(*computed,), where=where)
     return sql, _pg_params(shape, rows)
 
 
