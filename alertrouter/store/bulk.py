@@ -348,11 +348,9 @@ async def insert_together(
         if not rows:
             written.append(0)
             continue
-        conflict_key = tuple(conflict) if conflict is not None else None
-        shape = _shape(dialect, table, tuple(rows[0]), (), conflict_key, False)
-        sql = _pg_sql(table, shape.binds, (), conflict_key, False, param=len(params) + 1)
+        sql, values = pg_insert(table, rows, param=len(params) + 1, on_conflict_do_nothing=conflict)
         ctes.append(f"p{len(ctes)} AS ({sql} RETURNING 1)")
-        params += _pg_params(shape, rows)
+        params += values
         written.append(None)
     if not ctes:
         return [0] * len(parts)
