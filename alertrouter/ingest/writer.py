@@ -10,6 +10,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -308,13 +309,12 @@ class Ingestor:
         for batch, (start, end) in zip(batches, event_slices, strict=True):
             for event in plan.events[start:end]:
                 event["raw_digest"] = batch.digest
-        raws = {batch.digest: raw_row(batch, now) for batch in reversed(batches)}  # the first of equal payloads
+        # One payload per digest: equal payloads hold the same fingerprints, which _may_be_fresh refused.
+        raws = sorted((raw_row(batch, now) for batch in batches), key=itemgetter("digest"))
         new_alerts = [plan.new_alerts[fp] for fp in sorted(plan.new_alerts)]
         self._inserting.update(plan.new_alerts)
         try:
-            ids = await store.insert_fresh(
-                self._db, [raws[d] for d in sorted(raws)], new_alerts, plan.new_episodes, plan.events
-            )
+            ids = await store.insert_fresh(self._db, raws, new_alerts, plan.new_episodes, plan.events)
         except Exception as exc:
             if is_outage(exc):
                 raise
