@@ -28,8 +28,13 @@ __all__ = [
 ]
 
 
+# The two widths of every store column that holds a name or key, whatever wrote it: the store's tables
+# are declared with them, ingest refuses a longer alertname or receiver, the rules a longer name
+# (`ruleset.base.Name`), and a name or key derived from label values is cut to them (`bounded`). A
+# column that holds a label value as it is (a severity) is text. `tests/store/test_column_widths.py`
+# walks the tables to keep it so.
 KEY_MAX = 512  # characters of an incident key (the incidents, outbox and delivery key columns)
-NAME_MAX = 255  # characters of a name derived from a label value (the alerts.node column)
+NAME_MAX = 255  # characters of a name: a node, an alertname, a receiver, a channel, an address
 _HASHED = 18  # "…#" and 16 hex digits
 
 

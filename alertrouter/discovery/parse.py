@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from alertrouter.model import NAME_MAX
 from alertrouter.pipeline.nodes import lookup_key
 
 __all__ = ["RANKS", "BadAnswer", "Claim", "claims_of", "decode_vector", "query_of", "topology_of", "vector"]
@@ -36,7 +37,6 @@ RANKS = {
     "kube_pod_info/pod_ip": 3,
     "kube_pod_info/pod": 4,
 }
-_NAME_MAX = 255  # longer values are not node names (the store's column)
 
 
 class BadAnswer(ValueError):
@@ -158,7 +158,7 @@ def _ip(value: str) -> str | None:
 
 
 def _usable(node: str | None) -> bool:
-    return bool(node) and len(node or "") <= _NAME_MAX
+    return bool(node) and len(node or "") <= NAME_MAX
 
 
 def _nothing() -> None:
@@ -175,7 +175,7 @@ def claims_of(
     out: set[Claim] = set()
 
     def add(key: str | None, node: str, source: str) -> None:
-        if key and key != node and len(key) <= _NAME_MAX:
+        if key and key != node and len(key) <= NAME_MAX:
             out.add(Claim(key, node, source))
 
     for labels in label_sets:

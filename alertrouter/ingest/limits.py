@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from alertrouter.model import NAME_MAX
+
 __all__ = [
     "MAX_ALERTNAME",
     "MAX_ANNOTATIONS",
@@ -32,11 +34,11 @@ __all__ = [
 MAX_LABELS = 256  # labels per alert (kube-state-metrics alerts carry 30-60)
 MAX_NAME = 256  # characters in a label or annotation name
 MAX_LABEL_VALUE = 4096  # characters in a label value
-MAX_ALERTNAME = 255  # characters: the alerts.alertname column
+MAX_ALERTNAME = NAME_MAX  # characters: the alerts.alertname column
 MAX_ANNOTATIONS = 256
 MAX_ANNOTATION_VALUE = 65536  # characters: descriptions and runbooks, not documents
 MAX_GENERATOR_URL = 65536  # Prometheus puts the URL-encoded expression here
-MAX_RECEIVER = 255  # characters: the raw log's receiver column
+MAX_RECEIVER = NAME_MAX  # characters: the raw log's receiver column
 MAX_TRUNCATED = 2**31 - 1  # an INTEGER column on both stores
 # Timestamps are normalised to UTC and must fall in [TIME_MIN, TIME_MAX): before the Unix epoch
 # nothing real happened, and the ceiling leaves the engine's time arithmetic (hold-downs, repeat

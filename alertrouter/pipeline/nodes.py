@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from alertrouter.labelset import LabelSet
+from alertrouter.model import NAME_MAX
 
 __all__ = [
     "NAME_LABELS",
@@ -106,13 +107,14 @@ def node_claim(labels: Mapping[str, str], names: Sequence[str] = NAME_LABELS) ->
     something other than an address or a placeholder (`localhost`, a container id). An alert with a
     `pod` label teaches nothing: its `instance` is the pod's IP, which is the node's only for pods on
     the host network, and a pod IP is reused by other pods on other nodes (dcgm-exporter under the GPU
-    Operator is scraped by pod IP while its `Hostname` is the node's name).
+    Operator is scraped by pod IP while its `Hostname` is the node's name). An address or a name
+    longer than `NAME_MAX` (the store's column) names no real node and teaches nothing.
     """
     instance = labels.get("instance")
     if not instance or labels.get("pod"):
         return None
     address = address_of(instance)
-    if address is None:
+    if address is None or len(address) > NAME_MAX:  # an IPv6 zone id can be any length; no real one is
         return None
     for name in names:
         value = labels.get(name)
@@ -120,7 +122,7 @@ def node_claim(labels: Mapping[str, str], names: Sequence[str] = NAME_LABELS) ->
             continue
         if address_of(value) is not None or _PLACEHOLDER.fullmatch(value):
             continue  # an IP in `Hostname`, `localhost`, a container id: not a node's name
-        return NodeClaim(address, value)
+        return NodeClaim(address, value) if len(value) <= NAME_MAX else None
     return None
 
 

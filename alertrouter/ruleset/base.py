@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from alertrouter.durations import parse_duration
 from alertrouter.i18n import LANGUAGES
 from alertrouter.labels import Matcher, MatcherError, parse_matchers
+from alertrouter.model import NAME_MAX
 
-__all__ = ["Duration", "LegacyMap", "Section", "known_language", "scalar_text"]
+__all__ = ["Duration", "LegacyMap", "Name", "Section", "known_language", "scalar_text"]
 
 
 def _duration(value: Any) -> Any:
@@ -23,6 +24,10 @@ def _duration(value: Any) -> Any:
 
 
 Duration = Annotated[timedelta, BeforeValidator(_duration)]
+
+# What names a rule, receiver, channel, heartbeat or policy: the engine and the delivery loop store it in
+# columns of `NAME_MAX` characters, so a longer one is refused here, by `check-config`, not by the store.
+Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
 
 
 class Section(BaseModel):

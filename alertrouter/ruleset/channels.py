@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from alertrouter.ruleset.base import Duration, Section
+from alertrouter.ruleset.base import Duration, Name, Section
 
 __all__ = [
     "SECRET_FIELDS",
@@ -67,7 +67,7 @@ class RetryConfig(Section):
 
 
 class _ChannelBase(Section):
-    name: str
+    name: Name
     timeout: Duration = timedelta(seconds=10)
     retry: RetryConfig = Field(default_factory=lambda: RetryConfig())
     failover: str | None = Field(

@@ -11,7 +11,7 @@ from pydantic import Field, field_validator
 
 from alertrouter.labels import Matcher, is_valid_label_name
 from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL
-from alertrouter.ruleset.base import Duration, Matchers, Section
+from alertrouter.ruleset.base import Duration, Matchers, Name, Section
 
 __all__ = ["DEFAULT_TIMEOUT", "HeartbeatConfig"]
 
@@ -27,7 +27,7 @@ class HeartbeatConfig(Section):
     always-firing `Watchdog`, through Alertmanager) or a `POST /api/v1/heartbeats/<name>` refreshes it;
     silent for `timeout`, alertrouter raises its own alert, resolved when the source is heard again."""
 
-    name: str = Field(description="Names the heartbeat in its URL, its alert's `heartbeat` label and the console")
+    name: Name = Field(description="Names the heartbeat in its URL, its alert's `heartbeat` label and the console")
     matchers: Matchers = Field(
         default_factory=list,
         description="Firing alerts that count as the source being alive; none: only the HTTP endpoint refreshes it",

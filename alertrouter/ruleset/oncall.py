@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from alertrouter.pipeline.oncall import Layer, Override, Person, Rota, Schedule
-from alertrouter.ruleset.base import Duration, Section
+from alertrouter.ruleset.base import Duration, Name, Section
 from alertrouter.ruleset.schedule import zone
 
 __all__ = [
@@ -167,7 +167,7 @@ class EscalationPolicyConfig(Section):
     """What happens while an incident is not acknowledged: each step notifies its receivers `after` the
     incident's first message; an acknowledgement or the resolve stops the chain."""
 
-    name: str
+    name: Name
     severities: list[str] = Field(default_factory=lambda: ["critical"])
     steps: list[EscalationStepConfig] = Field(min_length=1)
 

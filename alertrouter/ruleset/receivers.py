@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from alertrouter.ruleset.base import Section, known_language
+from alertrouter.ruleset.base import Name, Section, known_language
 from alertrouter.ruleset.schedule import parse_schedule, zone
 
 __all__ = ["DigestConfig", "MentionsConfig", "ReceiverChannelConfig", "ReceiverConfig"]
@@ -69,7 +69,7 @@ class DigestConfig(Section):
 class ReceiverConfig(Section):
     """A named destination, fanning out to channels (and optionally a weekly digest email)."""
 
-    name: str
+    name: Name
     description: str = ""
     channels: list[Annotated[ReceiverChannelConfig, BeforeValidator(_channel_ref)]] = Field(default_factory=list)
     digest: DigestConfig | None = None

@@ -9,7 +9,7 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES, Locale
 from alertrouter.labels import is_valid_label_name
-from alertrouter.ruleset.base import Duration, LegacyMap, Matchers, Section, known_language, scalar_text
+from alertrouter.ruleset.base import Duration, LegacyMap, Matchers, Name, Section, known_language, scalar_text
 from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.ruleset.oncall import OnCallConfig
@@ -121,7 +121,7 @@ class RollupConfig(Section):
 
 
 class AggregationConfig(Section):
-    name: str
+    name: Name
     matchers: Matchers = Field(default_factory=list)
     group_by: list[str] = Field(default_factory=lambda: ["alertname", "node"], min_length=1)
     count: CountConfig | None = None

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from alertrouter.model import OutboxStatus
+from alertrouter.model import KEY_MAX, NAME_MAX, OutboxStatus
 
 __all__ = [
     "AlertChangeCounterRow",
@@ -112,7 +112,7 @@ class AlertRow(Base):
     __tablename__ = "alerts"
 
     fingerprint: Mapped[str] = mapped_column(String(32), primary_key=True)
-    alertname: Mapped[str] = mapped_column(String(255))  # no index: nothing reads by it (migration 0018)
+    alertname: Mapped[str] = mapped_column(String(NAME_MAX))  # no index: nothing reads by it (migration 0018)
     status: Mapped[str] = mapped_column(String(16), index=True)
     labels: Mapped[dict[str, str]]
     annotations: Mapped[dict[str, str]]
@@ -127,8 +127,8 @@ class AlertRow(Base):
     # When we first received the current episode firing: hold-downs count from here, not from startsAt.
     fired_at: Mapped[datetime | None]
     # The engine's latest decision about this alert, and why (see alertrouter.engine).
-    node: Mapped[str | None] = mapped_column(String(255))  # no index: nothing reads by it (migration 0018)
-    incident_key: Mapped[str | None] = mapped_column(String(512), index=True)
+    node: Mapped[str | None] = mapped_column(String(NAME_MAX))  # no index: nothing reads by it (migration 0018)
+    incident_key: Mapped[str | None] = mapped_column(String(KEY_MAX), index=True)
     decision: Mapped[str | None] = mapped_column(String(32), index=True)
     decision_detail: Mapped[dict[str, Any] | None]
     decided_at: Mapped[datetime | None]
@@ -194,7 +194,7 @@ class RawEventRow(Base):
     digest: Mapped[str] = mapped_column(String(64), unique=True)
     received_at: Mapped[datetime] = mapped_column(index=True)
     source: Mapped[str] = mapped_column(String(16))
-    receiver: Mapped[str | None] = mapped_column(String(255))
+    receiver: Mapped[str | None] = mapped_column(String(NAME_MAX))
     group_key: Mapped[str | None] = mapped_column(Text)
     status: Mapped[str | None] = mapped_column(String(16))
     external_url: Mapped[str | None] = mapped_column(Text)
@@ -225,21 +225,21 @@ class IncidentRow(Base):
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    key: Mapped[str] = mapped_column(String(512), unique=True)
+    key: Mapped[str] = mapped_column(String(KEY_MAX), unique=True)
     kind: Mapped[str] = mapped_column(String(16))  # node | cluster
-    rule: Mapped[str] = mapped_column(String(255))
+    rule: Mapped[str] = mapped_column(String(NAME_MAX))
     status: Mapped[str] = mapped_column(String(16), index=True)  # firing | resolved
-    severity: Mapped[str] = mapped_column(String(32))
+    severity: Mapped[str] = mapped_column(Text)  # a label value, as long as ingest allows
     headline: Mapped[str] = mapped_column(Text)
     labels: Mapped[dict[str, str]]
     summary: Mapped[dict[str, Any]]
-    parent_key: Mapped[str | None] = mapped_column(String(512), index=True)
+    parent_key: Mapped[str | None] = mapped_column(String(KEY_MAX), index=True)
     opened_at: Mapped[datetime]
     active_since: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(index=True)
     resolved_at: Mapped[datetime | None]
     acknowledged_at: Mapped[datetime | None]
-    acknowledged_by: Mapped[str | None] = mapped_column(String(255))
+    acknowledged_by: Mapped[str | None] = mapped_column(String(NAME_MAX))
 
 
 class NotifyStateRow(Base):
@@ -247,8 +247,8 @@ class NotifyStateRow(Base):
 
     __tablename__ = "notify_state"
 
-    incident_key: Mapped[str] = mapped_column(String(512), primary_key=True)
-    receiver: Mapped[str] = mapped_column(String(255), primary_key=True)
+    incident_key: Mapped[str] = mapped_column(String(KEY_MAX), primary_key=True)
+    receiver: Mapped[str] = mapped_column(String(NAME_MAX), primary_key=True)
     last_sent_at: Mapped[datetime]
     firing: Mapped[list[str]] = mapped_column(JSONType)
     repeats: Mapped[int] = mapped_column(Integer, default=0)
@@ -265,8 +265,8 @@ class OutboxRow(Base):
     __table_args__ = (Index("ix_outbox_status_next", "status", "next_attempt_at"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    incident_key: Mapped[str] = mapped_column(String(512), index=True)
-    receiver: Mapped[str] = mapped_column(String(255))
+    incident_key: Mapped[str] = mapped_column(String(KEY_MAX), index=True)
+    receiver: Mapped[str] = mapped_column(String(NAME_MAX))
     reason: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime]
     message: Mapped[dict[str, Any]]
@@ -303,12 +303,12 @@ class DeliveryRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     outbox_id: Mapped[int | None] = mapped_column(ForeignKey("outbox.id", ondelete="SET NULL"), index=True)
     parent_id: Mapped[int | None] = mapped_column(Integer, index=True)
-    incident_key: Mapped[str | None] = mapped_column(String(512), index=True)
+    incident_key: Mapped[str | None] = mapped_column(String(KEY_MAX), index=True)
     incident_id: Mapped[int | None] = mapped_column(Integer)
-    receiver: Mapped[str] = mapped_column(String(255))
-    channel: Mapped[str] = mapped_column(String(255))
+    receiver: Mapped[str] = mapped_column(String(NAME_MAX))
+    channel: Mapped[str] = mapped_column(String(NAME_MAX))
     kind: Mapped[str] = mapped_column(String(16))
-    severity: Mapped[str] = mapped_column(String(32))
+    severity: Mapped[str] = mapped_column(Text)  # a label value, as long as ingest allows
     severity_rank: Mapped[int] = mapped_column(Integer)
     message: Mapped[dict[str, Any]]
     status: Mapped[str] = mapped_column(String(16), index=True)
@@ -332,7 +332,7 @@ class DeliveryAttemptRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id", ondelete="CASCADE"), index=True)
-    channel: Mapped[str] = mapped_column(String(255))
+    channel: Mapped[str] = mapped_column(String(NAME_MAX))
     worker: Mapped[str] = mapped_column(String(128))
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
@@ -345,7 +345,7 @@ class ChannelStateRow(Base):
 
     __tablename__ = "channel_state"
 
-    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(String(NAME_MAX), primary_key=True)
     holder: Mapped[str | None] = mapped_column(String(128))
     lease_until: Mapped[datetime | None]
     blocked_until: Mapped[datetime | None]
@@ -365,8 +365,8 @@ class RecipientSendRow(Base):
     __table_args__ = (Index("ix_recipient_sends_channel_recipient_sent", "channel", "recipient", "sent_at"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    channel: Mapped[str] = mapped_column(String(255))
-    recipient: Mapped[str] = mapped_column(String(64))
+    channel: Mapped[str] = mapped_column(String(NAME_MAX))
+    recipient: Mapped[str] = mapped_column(String(NAME_MAX))
     sent_at: Mapped[datetime]
 
 
@@ -380,7 +380,7 @@ class SilenceRow(Base):
     matchers: Mapped[list[str]] = mapped_column(JSONType)  # each in Alertmanager syntax: node="gpu-node-07"
     starts_at: Mapped[datetime]
     ends_at: Mapped[datetime] = mapped_column(index=True)
-    created_by: Mapped[str] = mapped_column(String(255))
+    created_by: Mapped[str] = mapped_column(String(NAME_MAX))
     comment: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime] = mapped_column(index=True)
@@ -395,7 +395,7 @@ class ScheduledRunRow(Base):
     __table_args__ = (UniqueConstraint("job", "period"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    job: Mapped[str] = mapped_column(String(255))
+    job: Mapped[str] = mapped_column(String(KEY_MAX))  # `digest:<receiver>`, `housekeeping`
     period: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))  # running | done | failed
     holder: Mapped[str] = mapped_column(String(128))
@@ -438,7 +438,7 @@ class RevokedSessionRow(Base):
     __tablename__ = "revoked_sessions"
 
     session_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    username: Mapped[str] = mapped_column(String(255))
+    username: Mapped[str] = mapped_column(String(NAME_MAX))
     revoked_at: Mapped[datetime]
     expires_at: Mapped[datetime] = mapped_column(index=True)
 
@@ -450,15 +450,15 @@ class NodeAliasRow(Base):
 
     __tablename__ = "node_aliases"
 
-    address: Mapped[str] = mapped_column(String(64), primary_key=True)
-    node: Mapped[str] = mapped_column(String(255), index=True)
+    address: Mapped[str] = mapped_column(String(NAME_MAX), primary_key=True)
+    node: Mapped[str] = mapped_column(String(NAME_MAX), index=True)
     first_seen: Mapped[datetime]
     last_seen: Mapped[datetime] = mapped_column(index=True)
-    learned_from: Mapped[str] = mapped_column(String(255))  # the alertname of the alert last seen claiming it
+    learned_from: Mapped[str] = mapped_column(String(NAME_MAX))  # the alertname of the alert last seen claiming it
     fingerprint: Mapped[str] = mapped_column(String(32))  # and that alert
     # A conflict (the address claimed by another name, which won as the most recent claim): the name
     # it had, and when it changed.
-    previous_node: Mapped[str | None] = mapped_column(String(255))
+    previous_node: Mapped[str | None] = mapped_column(String(NAME_MAX))
     changed_at: Mapped[datetime | None]
 
 
@@ -477,8 +477,8 @@ class EscalationRow(Base):
     __table_args__ = (Index("ix_escalations_incident_started", "incident_key", "started_at"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    incident_key: Mapped[str] = mapped_column(String(512))
-    policy: Mapped[str] = mapped_column(String(255))
+    incident_key: Mapped[str] = mapped_column(String(KEY_MAX))
+    policy: Mapped[str] = mapped_column(String(NAME_MAX))
     started_at: Mapped[datetime]
     next_step: Mapped[int] = mapped_column(Integer, default=0)
     steps: Mapped[int] = mapped_column(Integer)  # how many the policy had when the chain started
@@ -487,7 +487,7 @@ class EscalationRow(Base):
         String(16), index=True
     )  # acknowledged | resolved | exhausted | policy_gone
     stopped_at: Mapped[datetime | None]
-    stopped_by: Mapped[str | None] = mapped_column(String(255))
+    stopped_by: Mapped[str | None] = mapped_column(String(NAME_MAX))
     history: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
     updated_at: Mapped[datetime]
 
@@ -503,7 +503,7 @@ class HeartbeatRow(Base):
 
     __tablename__ = "heartbeats"
 
-    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    name: Mapped[str] = mapped_column(String(NAME_MAX), primary_key=True)
     watched_since: Mapped[datetime]  # first watched: a heartbeat never heard from is silent since then
     last_seen: Mapped[datetime | None]
     seen_via: Mapped[str | None] = mapped_column(String(16))  # "alert" or "http"

@@ -165,3 +165,23 @@ def test_rollup_off_and_shorthands(tmp_path: Path) -> None:
     assert pipeline.aggregation[0].rollup is None
     hour = timedelta(hours=1)
     assert pipeline.route.repeat_interval == {"critical": hour, "warning": hour, "info": hour, "default": hour}
+
+
+def test_a_name_longer_than_the_stores_columns_is_a_config_error(tmp_path: Path) -> None:
+    # Stored by every engine pass (an incident's rule, a receiver, a channel): PostgreSQL would refuse it
+    # at each pass, so check-config refuses it first, naming the file and the path.
+    long = "r" * 256
+    write(
+        tmp_path,
+        "a.yml",
+        f"aggregation:\n  - name: {long}\n    group_by: [alertname, node]\n"
+        f"receivers:\n  - name: {long}\n"
+        f"channels:\n  - {{name: {long}, type: dingtalk, url: 'http://127.0.0.1:1/robot/send',"
+        " access_token: '${T}'}\n",
+    )
+    found = problems(tmp_path, {"T": "dt-token"})
+    for where in ("aggregation[0].name", "receivers[0].name", "channels[0].name"):
+        assert any(p.startswith(f"{tmp_path / 'a.yml'}:{where}:") and "at most 255 characters" in p for p in found), (
+            where,
+            found,
+        )
