@@ -33,6 +33,7 @@ from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_inde
 from alertrouter.engine.lease import EngineLease
 from alertrouter.engine.live import RECENT, LiveAlerts
 from alertrouter.engine.records import RecordBook
+from alertrouter.engine.unwritable import find_unwritable
 from alertrouter.heap import freeze_held
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
@@ -334,10 +335,16 @@ class EngineRunner:
         after = RecordsAfter(records, rewritten)
         # Only the incidents whose record changed are written: `updated_at` is when one last changed.
         written = [result.incidents[k] for k, r in sorted(rewritten.written.items()) if r is not records.get(k)]
-        if not await self._under_lease(
-            now, lambda session: self._persist(session, result, written, learnt, now, after, changes)
-        ):
-            return None
+        try:
+            if not await self._under_lease(
+                now, lambda session: self._persist(session, result, written, learnt, now, after, changes)
+            ):
+                return None
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            await self._find_unwritable(exc, result, written, learnt, now)
+            raise
         self._escalator.committed(self._escalated)
         # A chain started or stepped on a storm's incident is a trail event per alert: in the pass's
         # transaction they held the SQLite write lock, and the webhooks behind it, as a storm's decisions
@@ -382,6 +389,25 @@ class EngineRunner:
             bad = await store.unreadable_alerts(session, resolved_since=now - RECENT)
         if bad:
             raise Poisoned(bad) from exc
+
+    async def _find_unwritable(
+        self,
+        exc: Exception,
+        result: EvalResult,
+        written: Sequence[IncidentState],
+        learnt: Sequence[aliases.LearnedAlias],
+        now: datetime,
+    ) -> None:
+        """After the pass's write was refused on its values: raise `Poisoned` with the alerts of the items
+        refused alone (logged here once, with the store's traceback), so the rest commits without them."""
+        self._escalated = EscalationWork()  # the work of a write that did not commit
+        found = await find_unwritable(self._db, result, written, learnt, now, self._evaluator.alerts_of)
+        culprits = {fp: f"{u.item} refused by the store: {u.error}" for u in found for fp in u.fingerprints}
+        if not culprits:
+            return
+        for u in found:
+            log.error("%s refused by the store; its %d alert(s) quarantined", u.item, len(u.fingerprints), exc_info=exc)
+        raise Poisoned(culprits) from exc
 
     def _idle(self, changed: list[LiveAlert], now: datetime) -> bool:
         """Nothing to decide: no alert changed since what we hold, no timer is due, and no one asked for
