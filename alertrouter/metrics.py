@@ -277,3 +277,25 @@ class Metrics:
             ["heartbeat"],
             registry=r,
         )
+        # Console login limits (`alertrouter.web.logins`)
+        self.login_failures = Counter(
+            "alertrouter_login_failures_total",
+            "Console logins refused for a wrong user name or password (their passwords were checked).",
+            registry=r,
+        )
+        self.login_throttled = Counter(
+            "alertrouter_login_throttled_total",
+            "Console logins refused with 429 unchecked, because the user name (account) or the client address "
+            "(address) was locked or at its limit of failures.",
+            ["scope"],
+            registry=r,
+        )
+        self.login_lockouts = Counter(
+            "alertrouter_login_lockouts_total",
+            "Locks of a user name (account) or a client address (address) after too many failed console logins.",
+            ["scope"],
+            registry=r,
+        )
+        for scope in ("account", "address"):  # both series from the start, at 0, for rate() and alerts
+            self.login_throttled.labels(scope=scope)
+            self.login_lockouts.labels(scope=scope)

@@ -98,6 +98,51 @@ class Settings(BaseSettings):
         description="How long alert history, finished notifications and scheduled runs are kept (at least 15d: "
         "a digest reads its whole week up to a week after it ended)",
     )
+    # --- Console login limits (`alertrouter.web.logins`) ---
+    login_account_failures: int = Field(
+        5,
+        ge=0,
+        description="Failed console logins of one user name within ALERTROUTER_LOGIN_FAILURE_WINDOW that lock "
+        "it: until the lock ends every login as that user, even with the right password, is refused with 429 "
+        "(any user name counts, known or not; a successful login clears it); 0: no limit per user name",
+    )
+    login_address_failures: int = Field(
+        20,
+        ge=0,
+        description="Failed console logins from one client address (an IPv6 address counts with its /64) "
+        "within ALERTROUTER_LOGIN_FAILURE_WINDOW that lock the address the same way, whatever the user "
+        "names tried; behind a proxy, set uvicorn's FORWARDED_ALLOW_IPS to it so that the client's own "
+        "address counts; 0: no limit per address",
+    )
+    login_failure_window: timedelta = Field(
+        timedelta(minutes=15), description="The time over which failed console logins are counted toward a lock"
+    )
+    login_lockout: timedelta = Field(
+        timedelta(minutes=15),
+        description="How long the first lock of a user name or address lasts; each next one starting within a "
+        "day of the last one's end lasts twice as long, up to ALERTROUTER_LOGIN_LOCKOUT_MAX",
+    )
+    login_lockout_max: timedelta = Field(
+        timedelta(hours=4), description="The longest a console login lock lasts, however many came before it"
+    )
+
+    @field_validator("login_failure_window", "login_lockout", "login_lockout_max", mode="before")
+    @classmethod
+    def _login_duration(cls, value: Any) -> Any:
+        return parse_duration(value) if isinstance(value, str) and value and not value.startswith("P") else value
+
+    @field_validator("login_failure_window", "login_lockout", "login_lockout_max")
+    @classmethod
+    def _positive_login_time(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be longer than 0s")
+        return value
+
+    @model_validator(mode="after")
+    def _lockout_within_max(self) -> Settings:
+        if self.login_lockout > self.login_lockout_max:
+            raise ValueError("ALERTROUTER_LOGIN_LOCKOUT must not be longer than ALERTROUTER_LOGIN_LOCKOUT_MAX")
+        return self
 
     @field_validator("database_url")
     @classmethod

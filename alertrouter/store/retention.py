@@ -16,6 +16,7 @@ from alertrouter.store import Database, bulk
 from alertrouter.store import alerts as store
 from alertrouter.store.actions import prune_revoked_sessions, prune_used_tokens
 from alertrouter.store.handles import events_t
+from alertrouter.store.logins import prune_login_failures
 from alertrouter.store.nodes import prune_node_aliases
 from alertrouter.store.runs import prune_history
 
@@ -44,10 +45,12 @@ async def prune_rest(
     session: AsyncSession, *, before: datetime, now: datetime, aliases_before: datetime
 ) -> dict[str, int]:
     """In the caller's transaction: the rest of the history before `before` (finished deliveries, outbox
-    rows, scheduled runs), link nonces and session revocations that have expired by `now`, and learned
-    node aliases last seen before `aliases_before` (`topology.learned_alias_ttl` ago: ignored already)."""
+    rows, scheduled runs), link nonces and session revocations that have expired by `now`, learned
+    node aliases last seen before `aliases_before` (`topology.learned_alias_ttl` ago: ignored already),
+    and the failed-login counts of names and addresses quiet for a day (`store.logins.STREAK`)."""
     pruned = await prune_history(session, before=before)
     pruned["used_tokens"] = await prune_used_tokens(session, now=now)
     pruned["revoked_sessions"] = await prune_revoked_sessions(session, now=now)
     pruned["node_aliases"] = await prune_node_aliases(session, before=aliases_before)
+    pruned["login_failures"] = await prune_login_failures(session, now=now)
     return pruned

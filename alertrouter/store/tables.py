@@ -39,6 +39,7 @@ __all__ = [
     "HeartbeatRow",
     "IncidentRow",
     "LeaseRow",
+    "LoginFailureRow",
     "NodeAliasRow",
     "NotifyStateRow",
     "OutboxRow",
@@ -509,3 +510,25 @@ class HeartbeatRow(Base):
     seen_via: Mapped[str | None] = mapped_column(String(16))  # "alert" or "http"
     missing_since: Mapped[datetime | None]
     alert_labels: Mapped[dict[str, str] | None]  # the raised alert's labels (to resolve it if the rules change)
+
+
+# --- Console login limits (`alertrouter.web.logins`) ---
+
+
+class LoginFailureRow(Base):
+    """Failed console logins counted per user name (`scope` account) and per client address (`scope`
+    address), shared by every replica so that spreading guesses over them gains nothing. An attempt is
+    counted before its password is checked (a success takes it back), so parallel guesses cannot pass
+    the limit. `failures` is the count of the window begun at `window_start`; reaching the limit sets
+    `locked_until` and starts `lockouts`, the streak that makes each further lock longer. Rows quiet for
+    a day and unlocked are pruned by housekeeping (`updated_at`)."""
+
+    __tablename__ = "login_failures"
+
+    scope: Mapped[str] = mapped_column(String(16), primary_key=True)  # account | address
+    subject: Mapped[str] = mapped_column(String(255), primary_key=True)  # the user name as typed, or the address
+    failures: Mapped[int] = mapped_column(Integer)
+    window_start: Mapped[datetime]
+    locked_until: Mapped[datetime | None]
+    lockouts: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(index=True)

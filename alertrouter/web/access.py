@@ -10,6 +10,9 @@ the store (`revoked_sessions`) until the cookie would have expired. Every reques
 session looks the id up there, so a copy of the cookie stops working on every replica, across restarts,
 the moment its owner logs out. There is deliberately no in-process cache of "not revoked": another
 replica may have revoked the session a moment ago.
+
+Console logins are limited per user name and per client address, in the store too
+(`alertrouter.web.logins`): a locked one is refused with 429 before its password is checked.
 """
 
 from __future__ import annotations
@@ -26,10 +29,13 @@ from fastapi import Depends, HTTPException, Request
 
 from alertrouter.auth.passwords import hash_password, parse_pairs, verify_password
 from alertrouter.auth.signing import Signer, TokenError
+from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.settings import Settings
+from alertrouter.store import Database
 from alertrouter.store.actions import session_revoked
+from alertrouter.web.logins import LoginLimits, Throttled
 
 __all__ = [
     "SESSION_COOKIE",
@@ -77,6 +83,7 @@ class Access:
         self.anonymous_read = settings.console_anonymous_read
         self.session_ttl = settings.session_ttl
         self.secure_cookies = secure_cookies
+        self.limits = LoginLimits(settings)
         self._dummy_hash = hash_password(secrets.token_urlsafe(12), iterations=_iterations(self.users))
 
     @property
@@ -143,13 +150,25 @@ class Access:
         session = {"u": user, "c": secrets.token_urlsafe(16), "s": secrets.token_urlsafe(16)}
         return signer.sign(session, expires=now + self.session_ttl)
 
-    async def login(self, user: str, password: str) -> bool:
-        """Checks the password off the event loop; an unknown user costs as much as a wrong password."""
+    async def login(
+        self, user: str, password: str, *, db: Database, metrics: Metrics, address: str | None
+    ) -> bool | Throttled:
+        """Checks the password off the event loop; an unknown user costs as much as a wrong password.
+        First the attempt is counted against the login limits (`alertrouter.web.logins`): a user name or
+        address at its limit is refused unchecked (Throttled), whatever the password."""
+        refused = await self.limits.begin(db, user=user, address=address, now=utcnow())
+        if refused is not None:
+            metrics.login_throttled.labels(scope=refused.scope).inc()
+            return refused
         encoded = self.users.get(user)
         ok = await asyncio.to_thread(verify_password, password, encoded or self._dummy_hash)
-        if ok and encoded is not None:
+        ok = ok and encoded is not None
+        for scope, _until in await self.limits.settle(db, user=user, address=address, ok=ok, now=utcnow()):
+            metrics.login_lockouts.labels(scope=scope).inc()
+        if ok:
             log.info("console login: %s", user)
             return True
+        metrics.login_failures.inc()
         log.warning("console login failed for user %r", user[:64])
         await asyncio.sleep(FAILED_LOGIN_DELAY)
         return False

@@ -238,6 +238,7 @@ async def test_housekeeping_prunes_old_history_only(db: Database, tmp_path: Path
         "used_tokens": 1,
         "revoked_sessions": 1,
         "node_aliases": 1,
+        "login_failures": 0,
     }
 
 
