@@ -1,7 +1,7 @@
 """login failures: console logins limited per user name and per client address, on every replica
 
 Revision ID: 0020
-Revises: 0018
+Revises: 0019
 Create Date: 2026-12-07
 
 The console's only brake on guessing was a delay per failed request, so parallel connections guessed
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0020"
-down_revision: str | None = "0018"
+down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
