@@ -460,6 +460,12 @@ class NodeAliasRow(Base):
     # it had, and when it changed.
     previous_node: Mapped[str | None] = mapped_column(String(255))
     changed_at: Mapped[datetime | None]
+    # A move to another name held until a second alert or the Prometheus lookup agrees (`aliases.Held`):
+    # the name, the one alert claiming it, and since when.
+    held_node: Mapped[str | None] = mapped_column(String(255))
+    held_from: Mapped[str | None] = mapped_column(String(255))
+    held_fingerprint: Mapped[str | None] = mapped_column(String(32))
+    held_since: Mapped[datetime | None]
 
 
 # --- Escalation (oncall.escalations, engine/escalation.py) ---

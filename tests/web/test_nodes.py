@@ -24,8 +24,8 @@ async def test_learned_addresses_and_a_conflict_are_listed(app_client: tuple[htt
     r = await client.post("/webhook/alertmanager", content=payload, headers=AUTH)
     assert r.status_code == 200
     await runtime.engine.run_once()
-    # 10.0.0.7 is re-used by another machine; its alerts started later, so its claim wins
-    later = [dcgm_labels("10.0.0.7", "gpu-node-70", 1), node_exporter_down_labels("10.0.0.7")]
+    # 10.0.0.7 is re-used by another machine; its alerts (two GPUs) started later, so their claim wins
+    later = [*(dcgm_labels("10.0.0.7", "gpu-node-70", g) for g in (1, 2)), node_exporter_down_labels("10.0.0.7")]
     payload = webhook(later, starts_at="2026-01-01T01:00:00Z")
     r = await client.post("/webhook/alertmanager", content=payload, headers=AUTH)
     assert r.status_code == 200

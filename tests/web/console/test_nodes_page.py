@@ -53,8 +53,8 @@ async def test_learned_address_with_its_alert_last_seen_and_node_link(app: App) 
 
 async def test_a_conflict_shows_the_previous_name_and_when_it_changed(app: App) -> None:
     await app.seed([dcgm_labels("10.0.0.7", "gpu-node-07", 0)])
-    # the address now belongs to another machine, whose GPU alert fired later: its claim wins
-    later = [dcgm_labels("10.0.0.7", "gpu-node-06", 1), node_exporter_down_labels("10.0.0.7")]
+    # the address now belongs to another machine, whose GPU alerts fired later: their claim wins
+    later = [dcgm_labels("10.0.0.7", "gpu-node-06", g) for g in (1, 2)] + [node_exporter_down_labels("10.0.0.7")]
     await app.seed(later, starts="2026-01-01T01:00:00Z")
     await app.login()
     seven = row((await app.client.get("/nodes")).text, "10.0.0.7")
