@@ -299,3 +299,16 @@ class Metrics:
         for scope in ("account", "address"):  # both series from the start, at 0, for rate() and alerts
             self.login_throttled.labels(scope=scope)
             self.login_lockouts.labels(scope=scope)
+        # Learned node aliases: moves held for a second alert or the lookup (pipeline/aliases.py)
+        self.node_alias_conflicts = Counter(
+            "alertrouter_node_alias_conflicts_total",
+            "Moves of a learned address to another node that were held because one alert alone claimed it "
+            "(counted once each, when first held; also logged).",
+            registry=r,
+        )
+        self.node_alias_held = Gauge(
+            "alertrouter_node_alias_held",
+            "Learned addresses whose move to another node is held now, waiting for a second alert or the "
+            "Prometheus lookup to agree, as the engine's leader holds them; 0 on other replicas.",
+            registry=r,
+        )

@@ -136,7 +136,7 @@ class EngineRunner:
         self._silences: list[Silence] = []
         # Learned node aliases as stored (None: read them at the next pass), the claims of the live
         # alerts, and when the next alias in force expires (a pass is due then, to re-key its alerts).
-        self._claims = Claims(pipeline.nodes.learned_ttl)
+        self._claims = Claims(pipeline.nodes.learned_ttl, metrics)
         # Escalation chains of unacknowledged incidents, stepped under the lease (engine/escalation.py).
         self._escalator = Escalator(pipeline, metrics)
         self._escalated = EscalationWork()
@@ -189,7 +189,7 @@ class EngineRunner:
         self._book = RecordBook()
         self._full_at = None
         self._silences = []
-        self._claims = Claims(self.pipeline.nodes.learned_ttl)
+        self._claims = Claims(self.pipeline.nodes.learned_ttl, self._metrics)
         self._discovered_seen = None
         self._last = None
         self._lease.doubt()
@@ -282,18 +282,9 @@ class EngineRunner:
             records = await self._book.read(session, now, RECENT, self._evaluator.holds, quick)
         # Learn from the live alerts' claims, and evaluate with what is in force after that: an alert
         # stored before the alias was learned is re-keyed in the very pass that learns it.
-        learning = self._claims.learn(now)
+        # A move away from an alias in force waits for a second alert or the lookup (`Claims.written` logs it).
+        learning = self._claims.learn(now, discovered)
         learnt = learning.learnt
-        for alias in learnt:
-            if alias.changed_at == now:
-                log.warning(
-                    "address %s now names node %s (was %s): claimed by %s %s",
-                    alias.address,
-                    alias.node,
-                    alias.previous_node,
-                    alias.alertname,
-                    alias.fingerprint,
-                )
         # Pure CPU work: in a worker thread, so the event loop keeps answering webhooks during a big pass.
         full = not self._incremental or self._full_at is None or now >= self._full_at
         try:

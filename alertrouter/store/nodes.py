@@ -11,12 +11,26 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import NAME_MAX, bounded
-from alertrouter.pipeline.aliases import LearnedAlias
+from alertrouter.pipeline.aliases import Held, LearnedAlias
 from alertrouter.store import bulk
 from alertrouter.store.handles import node_aliases_t
 from alertrouter.store.tables import NodeAliasRow
 
-__all__ = ["list_node_aliases", "load_node_aliases", "prune_node_aliases", "save_node_aliases"]
+__all__ = [
+    "count_held_node_aliases",
+    "held_of",
+    "list_node_aliases",
+    "load_node_aliases",
+    "prune_node_aliases",
+    "save_node_aliases",
+]
+
+
+def held_of(row: NodeAliasRow) -> Held | None:
+    """The move the row holds, if any (its four columns are written together)."""
+    if row.held_node is None or row.held_since is None:
+        return None
+    return Held(row.held_node, row.held_from or "", row.held_fingerprint or "", row.held_since)
 
 
 def _alias(row: NodeAliasRow) -> LearnedAlias:
@@ -29,6 +43,7 @@ def _alias(row: NodeAliasRow) -> LearnedAlias:
         fingerprint=row.fingerprint,
         previous_node=row.previous_node,
         changed_at=row.changed_at,
+        held=held_of(row),
     )
 
 
@@ -49,6 +64,10 @@ async def save_node_aliases(session: AsyncSession, aliases: Sequence[LearnedAlia
             "fingerprint": a.fingerprint,
             "previous_node": None if a.previous_node is None else bounded(a.previous_node, NAME_MAX),
             "changed_at": a.changed_at,
+            "held_node": None if a.held is None else bounded(a.held.node, NAME_MAX),
+            "held_from": None if a.held is None else bounded(a.held.alertname, NAME_MAX),
+            "held_fingerprint": None if a.held is None else a.held.fingerprint,
+            "held_since": None if a.held is None else a.held.since,
         }
         for a in sorted(aliases, key=lambda a: a.address)
     ]
@@ -61,6 +80,12 @@ async def list_node_aliases(session: AsyncSession, *, limit: int, offset: int) -
     total = await session.scalar(select(func.count()).select_from(NodeAliasRow))
     stmt = select(NodeAliasRow).order_by(NodeAliasRow.node, NodeAliasRow.address).limit(limit).offset(offset)
     return (await session.scalars(stmt)).all(), int(total or 0)
+
+
+async def count_held_node_aliases(session: AsyncSession, *, since: datetime) -> int:
+    """Aliases in force (seen after `since`) that hold a move to another name."""
+    held = NodeAliasRow.held_node.is_not(None) & (NodeAliasRow.last_seen > since)
+    return int(await session.scalar(select(func.count()).select_from(NodeAliasRow).where(held)) or 0)
 
 
 async def prune_node_aliases(session: AsyncSession, *, before: datetime) -> int:

@@ -461,6 +461,12 @@ class NodeAliasRow(Base):
     # it had, and when it changed.
     previous_node: Mapped[str | None] = mapped_column(String(NAME_MAX))
     changed_at: Mapped[datetime | None]
+    # A move to another name held until a second alert or the Prometheus lookup agrees (`aliases.Held`):
+    # the name, the one alert claiming it, and since when.
+    held_node: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    held_from: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    held_fingerprint: Mapped[str | None] = mapped_column(String(32))
+    held_since: Mapped[datetime | None]
 
 
 # --- Escalation (oncall.escalations, engine/escalation.py) ---
@@ -526,7 +532,7 @@ class LoginFailureRow(Base):
     __tablename__ = "login_failures"
 
     scope: Mapped[str] = mapped_column(String(16), primary_key=True)  # account | address
-    subject: Mapped[str] = mapped_column(String(255), primary_key=True)  # the user name as typed, or the address
+    subject: Mapped[str] = mapped_column(String(NAME_MAX), primary_key=True)  # the user name (cut), or the address
     failures: Mapped[int] = mapped_column(Integer)
     window_start: Mapped[datetime]
     locked_until: Mapped[datetime | None]

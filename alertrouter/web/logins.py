@@ -17,15 +17,14 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from alertrouter.model import NAME_MAX
 from alertrouter.settings import Settings
 from alertrouter.store import Database, logins
 from alertrouter.store.logins import Scope
 
-__all__ = ["MAX_SUBJECT", "LoginLimits", "Throttled", "address_subject"]
+__all__ = ["LoginLimits", "Throttled", "address_subject"]
 
 log = logging.getLogger(__name__)
-
-MAX_SUBJECT = 255  # the column that holds a user name or address; longer names are counted by their start
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +43,7 @@ def address_subject(host: str | None) -> str:
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
-        return host[:MAX_SUBJECT]  # not an address (a test client, a Unix socket's peer): counted as named
+        return host[:NAME_MAX]  # not an address (a test client, a Unix socket's peer): counted as named
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
             return str(ip.ipv4_mapped)
@@ -67,7 +66,7 @@ class LoginLimits:
     def _subjects(self, user: str, address: str | None) -> list[tuple[Scope, str]]:
         """The rows an attempt counts in, the address first: every transaction takes them in one order,
         so two on PostgreSQL never wait for each other's rows in a circle."""
-        subjects: list[tuple[Scope, str]] = [("address", address_subject(address)), ("account", user[:MAX_SUBJECT])]
+        subjects: list[tuple[Scope, str]] = [("address", address_subject(address)), ("account", user[:NAME_MAX])]
         return [(scope, subject) for scope, subject in subjects if self.limits[scope] > 0]
 
     async def begin(self, db: Database, *, user: str, address: str | None, now: datetime) -> Throttled | None:

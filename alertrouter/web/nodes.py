@@ -31,10 +31,13 @@ router = APIRouter(prefix="/api/v1", tags=["nodes"])
 
 
 class NodeAddressRead(BaseModel):
-    """One learned address of a node. `state`: `learned` (in force), `expired` (not seen for the TTL;
-    ignored, pruned by housekeeping), `configured` (`topology.aliases` names the address, and wins) or
-    `prometheus` (the Prometheus lookup names it, and wins over learning).
-    `previous_node`/`changed_at`: the address was claimed by another name and the latest claim won."""
+    """One learned address of a node. `state`: `learned` (in force), `held` (in force, and one alert
+    claims it is `held_node`: that move waits for a second alert or the Prometheus lookup to agree),
+    `expired` (not seen for the TTL; ignored, pruned by housekeeping), `configured` (`topology.aliases`
+    names the address, and wins) or `prometheus` (the Prometheus lookup names it, and wins over learning).
+    `previous_node`/`changed_at`: the address was claimed by another name and the latest claim won.
+    `held_*` are set whatever the state while a move is held: the name, the alert claiming it
+    (`held_from` its alertname), and since when."""
 
     node: str
     address: str
@@ -49,6 +52,10 @@ class NodeAddressRead(BaseModel):
     expires_at: datetime
     previous_node: str | None
     changed_at: datetime | None
+    held_node: str | None = None
+    held_from: str | None = None
+    held_fingerprint: str | None = None
+    held_since: datetime | None = None
 
 
 class DiscoveredAddressRead(BaseModel):
@@ -103,6 +110,7 @@ class LookupRead(BaseModel):
 class NodeList(BaseModel):
     addresses: list[NodeAddressRead]
     total: int
+    held_total: int = 0  # addresses in force holding a move (on every page)
     limit: int
     offset: int
     learned_alias_ttl_seconds: float
@@ -123,12 +131,15 @@ def node_addresses(
     out = []
     discovered = discovered or {}
     for r in rows:
+        held = store.held_of(r)
         if r.address in configured:
             state = "configured"
         elif r.address in discovered:
             state = "prometheus"
+        elif now - r.last_seen >= ttl:
+            state = "expired"
         else:
-            state = "learned" if now - r.last_seen < ttl else "expired"
+            state = "learned" if held is None else "held"
         out.append(
             NodeAddressRead(
                 node=r.node,
@@ -143,6 +154,10 @@ def node_addresses(
                 expires_at=r.last_seen + ttl,
                 previous_node=r.previous_node,
                 changed_at=r.changed_at,
+                held_node=held.node if held else None,
+                held_from=held.alertname if held else None,
+                held_fingerprint=held.fingerprint if held else None,
+                held_since=held.since if held else None,
             )
         )
     return out
@@ -210,11 +225,13 @@ async def list_nodes(
     discovered ones); configured aliases; the Prometheus lookup's state when it is configured."""
     nodes = runtime.engine.pipeline.nodes
     lookup = runtime.lookup
+    now = utcnow()
     async with runtime.db.read() as session:
         rows, total = await store.list_node_aliases(session, limit=limit, offset=offset)
+        held_total = await store.count_held_node_aliases(session, since=now - nodes.learned_ttl)
     configured = dict(nodes.aliases)
     found = lookup.snapshot().names if lookup is not None else {}
-    addresses = node_addresses(list(rows), configured=configured, ttl=nodes.learned_ttl, now=utcnow(), discovered=found)
+    addresses = node_addresses(list(rows), configured=configured, ttl=nodes.learned_ttl, now=now, discovered=found)
     discovered: list[DiscoveredAddressRead] = []
     discovered_total = 0
     if lookup is not None:
@@ -222,6 +239,7 @@ async def list_nodes(
     return NodeList(
         addresses=addresses,
         total=total,
+        held_total=held_total,
         limit=limit,
         offset=offset,
         learned_alias_ttl_seconds=nodes.learned_ttl.total_seconds(),

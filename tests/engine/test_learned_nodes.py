@@ -134,8 +134,9 @@ async def test_a_conflict_goes_to_the_most_recent_claim_and_is_kept(db: Database
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     await send(ingestor, clock, [dcgm_labels("10.0.0.7", "gpu-node-07", 0)])
     await runner.run_once()
-    clock.now += 10 * MIN  # the address now belongs to another machine, whose GPU alert fires later
-    await send(ingestor, clock, [dcgm_labels("10.0.0.7", "gpu-node-70", 0), node_exporter_down_labels("10.0.0.7")])
+    clock.now += 10 * MIN  # the address now belongs to another machine, whose GPU alerts fire later
+    later = [dcgm_labels("10.0.0.7", "gpu-node-70", gpu) for gpu in (0, 1)]
+    await send(ingestor, clock, [*later, node_exporter_down_labels("10.0.0.7")])
     await runner.run_once()
     (alias,) = await rows(db, NodeAliasRow)
     assert (alias.node, alias.previous_node, alias.changed_at) == ("gpu-node-70", "gpu-node-07", clock.now)

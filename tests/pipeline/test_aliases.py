@@ -22,16 +22,16 @@ def book_of(rows: list[LearnedAlias]) -> dict[str, LearnedAlias]:
 
 def test_a_claim_is_learned_once_and_written_again_only_when_refresh_is_due() -> None:
     claims = [seen("10.0.0.100", "gpu-node-100", f"fp{g}") for g in range(8)]
-    (row,) = learn({}, claims, now=T0, refresh=H)
+    (row,) = learn({}, claims, now=T0, refresh=H, ttl=TTL)
     assert (row.address, row.node, row.first_seen, row.last_seen) == ("10.0.0.100", "gpu-node-100", T0, T0)
     book = book_of([row])
-    assert learn(book, claims, now=T0 + 10 * timedelta(minutes=1), refresh=H) == []
-    (again,) = learn(book, claims, now=T0 + H, refresh=H)
+    assert learn(book, claims, now=T0 + 10 * timedelta(minutes=1), refresh=H, ttl=TTL) == []
+    (again,) = learn(book, claims, now=T0 + H, refresh=H, ttl=TTL)
     assert (again.first_seen, again.last_seen) == (T0, T0 + H)
 
 
 def test_aliases_expire_when_not_seen_for_the_ttl() -> None:
-    book = book_of(learn({}, [seen("10.0.0.100", "gpu-node-100", "a")], now=T0, refresh=H))
+    book = book_of(learn({}, [seen("10.0.0.100", "gpu-node-100", "a")], now=T0, refresh=H, ttl=TTL))
     assert active(book, now=T0 + TTL - timedelta(seconds=1), ttl=TTL) == {"10.0.0.100": "gpu-node-100"}
     assert active(book, now=T0 + TTL, ttl=TTL) == {}
     assert next_expiry(book, now=T0, ttl=TTL) == T0 + TTL
@@ -39,20 +39,25 @@ def test_aliases_expire_when_not_seen_for_the_ttl() -> None:
 
 
 def test_a_conflict_goes_to_the_alert_that_fired_last_and_keeps_the_previous_name() -> None:
-    book = book_of(learn({}, [seen("10.0.0.100", "gpu-node-100", "old")], now=T0, refresh=H))
-    # the address was given to another machine: its alerts fired later
+    book = book_of(learn({}, [seen("10.0.0.100", "gpu-node-100", "old")], now=T0, refresh=H, ttl=TTL))
+    # the address was given to another machine: its alerts (two GPUs) fired later
     later = T0 + 2 * H
-    claims = [seen("10.0.0.100", "gpu-node-100", "old"), seen("10.0.0.100", "gpu-node-200", "new", at=later)]
-    (row,) = learn(book, claims, now=later, refresh=H)
-    assert (row.node, row.previous_node, row.changed_at, row.fingerprint) == (
+    claims = [
+        seen("10.0.0.100", "gpu-node-100", "old"),
+        seen("10.0.0.100", "gpu-node-200", "new0", at=later),
+        seen("10.0.0.100", "gpu-node-200", "new1", at=later),
+    ]
+    (row,) = learn(book, claims, now=later, refresh=H, ttl=TTL)
+    assert (row.node, row.previous_node, row.changed_at, row.fingerprint, row.held) == (
         "gpu-node-200",
         "gpu-node-100",
         later,
-        "new",
+        "new1",
+        None,
     )
     book = book_of([row])
     # the same claims again change nothing: no flip back and forth between passes
-    assert learn(book, list(reversed(claims)), now=later + timedelta(minutes=1), refresh=H) == []
+    assert learn(book, list(reversed(claims)), now=later + timedelta(minutes=1), refresh=H, ttl=TTL) == []
 
 
 def test_refresh_is_a_tenth_of_the_ttl_at_most_an_hour() -> None:

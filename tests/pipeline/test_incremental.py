@@ -179,7 +179,8 @@ class _World:
     def learned(self) -> dict[str, str]:
         nodes = self.pipeline.nodes
         seen = [s for a in self.alerts.values() if (s := aliases.sighting(nodes, a)) is not None]
-        for row in aliases.learn(self.book, seen, now=self.now, refresh=aliases.refresh_every(nodes.learned_ttl)):
+        refresh = aliases.refresh_every(nodes.learned_ttl)
+        for row in aliases.learn(self.book, seen, now=self.now, refresh=refresh, ttl=nodes.learned_ttl):
             self.book[row.address] = row
         return aliases.active(self.book, now=self.now, ttl=nodes.learned_ttl)
 

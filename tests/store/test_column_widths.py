@@ -73,6 +73,7 @@ MADE_HERE: dict[str, str] = {
     "secrets.name": "the secret names the code uses",
     "revoked_sessions.session_id": "a random token of the signer",
     "node_aliases.fingerprint": "a fingerprint",
+    "node_aliases.held_fingerprint": "a fingerprint",
     "escalations.stopped": "why a chain stopped",
     "heartbeats.seen_via": "alert | http",
 }

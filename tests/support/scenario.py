@@ -104,7 +104,9 @@ class Scenario:
         nodes = self.pipeline.nodes
         seen = [s for a in self.alerts.values() if (s := aliases.sighting(nodes, a)) is not None]
         refresh = aliases.refresh_every(nodes.learned_ttl)
-        for row in aliases.learn(self.book, seen, now=self.now, refresh=refresh):
+        ttl = nodes.learned_ttl
+        # every claim is in `seen`, so every address of the book is looked at (a held move let go)
+        for row in aliases.learn(self.book, seen, now=self.now, refresh=refresh, ttl=ttl, addresses=list(self.book)):
             self.book[row.address] = row
         learned = aliases.active(self.book, now=self.now, ttl=nodes.learned_ttl)
         alerts = list(self.alerts.values())

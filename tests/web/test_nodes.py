@@ -24,8 +24,8 @@ async def test_learned_addresses_and_a_conflict_are_listed(app_client: tuple[htt
     r = await client.post("/webhook/alertmanager", content=payload, headers=AUTH)
     assert r.status_code == 200
     await runtime.engine.run_once()
-    # 10.0.0.7 is re-used by another machine; its alerts started later, so its claim wins
-    later = [dcgm_labels("10.0.0.7", "gpu-node-70", 1), node_exporter_down_labels("10.0.0.7")]
+    # 10.0.0.7 is re-used by another machine; its alerts (two GPUs) started later, so their claim wins
+    later = [*(dcgm_labels("10.0.0.7", "gpu-node-70", g) for g in (1, 2)), node_exporter_down_labels("10.0.0.7")]
     payload = webhook(later, starts_at="2026-01-01T01:00:00Z")
     r = await client.post("/webhook/alertmanager", content=payload, headers=AUTH)
     assert r.status_code == 200
@@ -83,3 +83,47 @@ async def test_discovered_addresses_are_listed_next_to_learned_and_configured_on
         "kube_node_labels",
     }
     assert body["configured"] == []  # the shipped rules configure no alias
+
+
+async def test_a_held_move_is_listed_and_counted(app_client: tuple[httpx.AsyncClient, Runtime]) -> None:
+    """One warning alert says 10.0.0.7 is gpu-node-08 while it is learned as gpu-node-07: the address
+    stays gpu-node-07, shown `held` with the name and the alert claiming it, and counted."""
+    client, runtime = app_client
+    taught = [dcgm_labels("10.0.0.7", "gpu-node-07", 0), dcgm_labels("10.0.0.8", "gpu-node-08", 0)]
+    r = await client.post(
+        "/webhook/alertmanager", content=webhook(taught, starts_at="2026-01-01T00:00:00Z"), headers=AUTH
+    )
+    assert r.status_code == 200
+    await runtime.engine.run_once()
+    attack = {
+        "alertname": "NodeFilesystemSpaceFillingUp",
+        "instance": "10.0.0.7:9100",
+        "job": "node",
+        "device": "/dev/nvme0n1p2",
+        "fstype": "ext4",
+        "mountpoint": "/",
+        "severity": "warning",
+        "node": "gpu-node-08",
+    }
+    later = [attack, node_exporter_down_labels("10.0.0.7")]
+    r = await client.post(
+        "/webhook/alertmanager", content=webhook(later, starts_at="2026-01-01T01:00:00Z"), headers=AUTH
+    )
+    assert r.status_code == 200
+    await runtime.engine.run_once()
+    body = (await client.get("/api/v1/nodes", headers=AUTH)).json()
+    assert (body["total"], body["held_total"]) == (2, 1)
+    seven = {a["address"]: a for a in body["addresses"]}["10.0.0.7"]
+    assert (seven["node"], seven["state"], seven["previous_node"]) == ("gpu-node-07", "held", None)
+    alerts = (await client.get("/api/v1/alerts", headers=AUTH)).json()["alerts"]
+    (claiming,) = [a for a in alerts if a["alertname"] == "NodeFilesystemSpaceFillingUp"]
+    assert (seven["held_node"], seven["held_from"], seven["held_fingerprint"]) == (
+        "gpu-node-08",
+        "NodeFilesystemSpaceFillingUp",
+        claiming["fingerprint"],
+    )
+    assert seven["held_since"] is not None
+    assert {a["node"] for a in alerts if a["alertname"] == "NodeDown"} == {"gpu-node-07"}
+    metrics = (await client.get("/metrics")).text
+    assert "alertrouter_node_alias_conflicts_total 1.0" in metrics
+    assert "alertrouter_node_alias_held 1.0" in metrics

@@ -25,8 +25,11 @@ async def nodes_page(console: ConsoleDep, page: Annotated[int, Query(ge=1, le=10
     topology = console.runtime.engine.pipeline.nodes
     async with console.runtime.db.read() as session:
         rows, total = await nodes.list_node_aliases(session, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-        # the alert each address was learned from, while the store still has it, linked to its incident
-        sources = await store.alerts_by_fingerprint(session, {r.fingerprint for r in rows})
+        held = await nodes.count_held_node_aliases(session, since=console.now - topology.learned_ttl)
+        # the alert each address was learned from (and the one claiming a held move), while the store
+        # still has it, linked to its incident
+        claimants = {r.fingerprint for r in rows} | {r.held_fingerprint for r in rows if r.held_fingerprint}
+        sources = await store.alerts_by_fingerprint(session, claimants)
         ids = await incident_ids(session, {a.incident_key for a in sources.values() if a.incident_key})
     lookup = console.runtime.lookup
     configured = dict(topology.aliases)
@@ -48,6 +51,7 @@ async def nodes_page(console: ConsoleDep, page: Annotated[int, Query(ge=1, le=10
         sources=sources,
         incident_ids=ids,
         total=total,
+        held=held,
         ttl=topology.learned_ttl,
         discovered=discovered,
         discovered_total=discovered_total,

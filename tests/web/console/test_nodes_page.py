@@ -53,8 +53,8 @@ async def test_learned_address_with_its_alert_last_seen_and_node_link(app: App) 
 
 async def test_a_conflict_shows_the_previous_name_and_when_it_changed(app: App) -> None:
     await app.seed([dcgm_labels("10.0.0.7", "gpu-node-07", 0)])
-    # the address now belongs to another machine, whose GPU alert fired later: its claim wins
-    later = [dcgm_labels("10.0.0.7", "gpu-node-06", 1), node_exporter_down_labels("10.0.0.7")]
+    # the address now belongs to another machine, whose GPU alerts fired later: their claim wins
+    later = [dcgm_labels("10.0.0.7", "gpu-node-06", g) for g in (1, 2)] + [node_exporter_down_labels("10.0.0.7")]
     await app.seed(later, starts="2026-01-01T01:00:00Z")
     await app.login()
     seven = row((await app.client.get("/nodes")).text, "10.0.0.7")
@@ -94,3 +94,33 @@ async def test_a_hostile_hostname_is_escaped(app: App) -> None:
     assert "<script>" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "/incidents?node=%22%3E%3Cimg%20src%3Dx" in html
+
+
+async def test_a_held_move_shows_the_name_claimed_and_the_alert_claiming_it(app: App) -> None:
+    await app.seed([dcgm_labels("10.0.0.7", "gpu-node-07", 0)])
+    # one node-exporter alert whose target carries another machine's name: not enough to move the address
+    attack = {
+        "alertname": "NodeFilesystemSpaceFillingUp",
+        "instance": "10.0.0.7:9100",
+        "job": "node",
+        "device": "/dev/nvme0n1p2",
+        "fstype": "ext4",
+        "mountpoint": "/",
+        "severity": "warning",
+        "node": "gpu-node-08",
+    }
+    await app.seed([attack], starts="2026-01-01T01:00:00Z")
+    await app.login()
+    html = (await app.client.get("/nodes")).text
+    assert '<span class="conflict">1 move held</span>' in html
+    seven = row(html, "10.0.0.7")
+    assert 'data-state="held"' in seven
+    assert '<a href="/incidents?node=gpu-node-07">gpu-node-07</a>' in seven
+    assert "stays gpu-node-07 until a second alert or Prometheus agrees" in seven
+    claimed = await app.incident_id("gpu-node-08: NodeFilesystemSpaceFillingUp")
+    assert re.search(
+        r'<div class="conflict" data-held="gpu-node-08">claimed to be <a href="/incidents\?node=gpu-node-08">'
+        rf'gpu-node-08</a> by <a href="/incidents/{claimed}">NodeFilesystemSpaceFillingUp on gpu-node-08</a> '
+        r'<span class="mono muted">[0-9a-f]{16}</span> alone since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: not moved</div>',
+        seven,
+    ), seven
