@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
 
 from alertrouter import __version__
 from alertrouter.auth.keys import load_signers
@@ -40,6 +41,7 @@ from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
 from alertrouter.web import alerts, console, health, heartbeats, incidents, nodes, notifications, receive, writes
 from alertrouter.web.console.pages import console_templates
+from alertrouter.web.params import NO_NUL, BadParameter, is_console, problem_of
 
 __all__ = ["build_runtime", "create_app"]
 
@@ -258,15 +260,23 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
             headers={"Retry-After": receive.RETRY_AFTER_SECONDS},
         )
 
+    async def bad_parameter(request: Request, exc: Exception) -> Response:
+        """A parameter that cannot be read is a 400 naming it, as the API's own checks answer (FastAPI's
+        default is a 422); a console page answers with a page."""
+        bad = problem_of(exc) if isinstance(exc, RequestValidationError) else exc
+        assert isinstance(bad, BadParameter)
+        if is_console(request):
+            return await console.bad_request(request, bad)
+        return JSONResponse({"detail": str(bad)}, status_code=400)
+
     for error in STORE_ERRORS:
         app.add_exception_handler(error, store_unavailable)
-    app.include_router(receive.router)
-    app.include_router(alerts.router)
-    app.include_router(incidents.router)
-    app.include_router(nodes.router)
-    app.include_router(heartbeats.router)
-    app.include_router(notifications.router)
+    app.add_exception_handler(RequestValidationError, bad_parameter)
+    app.add_exception_handler(BadParameter, bad_parameter)
+    app.include_router(receive.router)  # no parameters; a payload's U+0000 is ingest's (`ingest.payloads`)
+    for router in (alerts.router, incidents.router, nodes.router, heartbeats.router, notifications.router):
+        app.include_router(router, dependencies=NO_NUL)
     app.include_router(health.router)
-    app.include_router(writes.router)
+    app.include_router(writes.router, dependencies=NO_NUL)
     console.install(app)
     return app

@@ -181,10 +181,13 @@ class Settings(BaseSettings):
     @field_validator(*_SINGLE_SECRETS, mode="after")
     @classmethod
     def _long_enough(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
-        """A 1-character token would open the 0.0.0.0 bind; the error names the setting, never the value."""
-        if value is not None and len(value.get_secret_value()) < MIN_SECRET_LENGTH:
-            name = _SINGLE_SECRETS[str(info.field_name)]
-            raise ValueError(f"{name} must be at least {MIN_SECRET_LENGTH} characters (e.g. `openssl rand -hex 24`)")
+        """A 1-character token (or 16 spaces) would open the 0.0.0.0 bind; the error names the setting,
+        never the value (`check_token` says what is wrong)."""
+        if value is not None:
+            try:
+                check_token(value.get_secret_value())
+            except ValueError as exc:
+                raise ValueError(f"{_SINGLE_SECRETS[str(info.field_name)]} {exc}") from None
         return value
 
     @field_validator("history_retention")

@@ -85,5 +85,12 @@ def parse_pairs(text: str, *, what: str, check: Callable[[str], object]) -> dict
 
 
 def check_token(token: str) -> None:
-    if len(token) < MIN_TOKEN_LENGTH:
-        raise ValueError(f"a token needs at least {MIN_TOKEN_LENGTH} characters (e.g. `openssl rand -hex 24`)")
+    """A machine credential long enough not to be guessed: `MIN_TOKEN_LENGTH` characters that are not
+    whitespace (16 spaces are no secret), and none at either end (a header's value is read stripped,
+    so such a token could never be presented). The message never quotes the token."""
+    if len(token) - sum(c.isspace() for c in token) < MIN_TOKEN_LENGTH:
+        raise ValueError(
+            f"needs at least {MIN_TOKEN_LENGTH} characters that are not whitespace (e.g. `openssl rand -hex 24`)"
+        )
+    if token != token.strip():
+        raise ValueError("must not start or end with whitespace")

@@ -13,13 +13,15 @@ other).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from operator import methodcaller
 from typing import Annotated, Any, Literal, Protocol
 
 import msgspec
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BeforeValidator, TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
 
 from alertrouter.ingest.limits import (
     MAX_ALERTNAME,
@@ -32,7 +34,7 @@ from alertrouter.ingest.limits import (
     check_instant,
 )
 
-__all__ = ["Checked", "Fields", "non_empty", "pushes", "webhook_alerts"]
+__all__ = ["Checked", "Fields", "Rfc3339", "non_empty", "pushes", "webhook_alerts"]
 
 
 class Fields(Protocol):
@@ -48,6 +50,29 @@ class Fields(Protocol):
 # An alert through the boundary: its fields, its labels (empty values dropped), and its times in UTC
 # (None where not set).
 Checked = tuple[Any, dict[str, str], datetime | None, datetime | None]
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _rfc3339_text(value: Any) -> Any:
+    """Alertmanager's `strfmt.DateTime` reads RFC 3339 text only: a JSON number, or unix seconds as
+    text, which pydantic would read as a time, is refused (its 400 names the field). Any other text is
+    left to pydantic's validator, which words its own problems."""
+    if isinstance(value, str) and (_DATE.match(value) is not None or not _number(value)):
+        return value
+    raise PydanticCustomError("rfc3339", "expected an RFC 3339 date-time string, e.g. 2026-01-01T00:00:00Z")
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# A time of either ingest path: RFC 3339 text, read by pydantic's own datetime validator.
+Rfc3339 = Annotated[datetime, BeforeValidator(_rfc3339_text)]
 
 _Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
 _LabelName = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME)]
@@ -85,7 +110,7 @@ class _WebhookAlert(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 _PUSHES = msgspec.json.Decoder(list[_Push])
 _WEBHOOK_ALERTS = list[_WebhookAlert]
-_TIMES: TypeAdapter[list[datetime]] = TypeAdapter(list[datetime])  # the models' own datetime validator
+_TIMES: TypeAdapter[list[datetime]] = TypeAdapter(list[Rfc3339])  # the models' own datetime validator
 _ALERTNAME = methodcaller("get", "alertname", "")
 # Times as kept, by their text (None: not sent): Prometheus sends an alert's `startsAt` again with every
 # push, and the `endsAt` of one evaluation is shared by its alerts. A refused text is never kept. All are

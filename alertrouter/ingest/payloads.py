@@ -19,7 +19,7 @@ from alertrouter.fingerprints import fingerprint as label_fingerprint
 from alertrouter.fingerprints import fingerprints as label_fingerprints
 from alertrouter.ingest import decode
 from alertrouter.ingest.batch import IngestBatch, body_digest, payload_digest
-from alertrouter.ingest.decode import Checked, Fields, non_empty
+from alertrouter.ingest.decode import Checked, Fields, Rfc3339, non_empty
 from alertrouter.ingest.limits import (
     MAX_ALERTNAME,
     MAX_ANNOTATION_VALUE,
@@ -65,14 +65,14 @@ class _Model(BaseModel):
 class _PostableAlert(_Model):
     labels: dict[StrictStr, StrictStr]
     annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    starts_at: datetime | None = Field(None, alias="startsAt")
-    ends_at: datetime | None = Field(None, alias="endsAt")
+    starts_at: Rfc3339 | None = Field(None, alias="startsAt")
+    ends_at: Rfc3339 | None = Field(None, alias="endsAt")
     generator_url: StrictStr = Field("", alias="generatorURL")
 
 
 class _WebhookAlert(_PostableAlert):
     status: Literal["firing", "resolved"]
-    starts_at: datetime = Field(alias="startsAt")  # required in a webhook
+    starts_at: Rfc3339 = Field(alias="startsAt")  # required in a webhook
     fingerprint: StrictStr | None = None
 
 

@@ -10,7 +10,7 @@ from alertrouter.labels import Matcher, MatcherError, matches_all, parse_matcher
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.store import queries
 from alertrouter.web.access import require_reader
-from alertrouter.web.ids import BeforeIdQuery, EventId
+from alertrouter.web.ids import BeforeIdQuery, EventId, Limit, Offset
 from alertrouter.web.schemas import AlertDetail, AlertEventRead, AlertList, AlertRead, EpisodeRead, RawEventRead
 
 __all__ = ["alert_read", "router"]
@@ -58,8 +58,8 @@ async def list_alerts(
     filter: Annotated[
         list[str], Query(description='Alertmanager matchers, e.g. alertname="GPUHighTemp" or {region=~"n.*"}')
     ] = [],  # noqa: B006 - FastAPI copies query defaults
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> AlertList:
     matchers = _parse_filters(filter)
     page: list[AlertRead] = []
@@ -92,7 +92,7 @@ async def get_alert(fingerprint: str, runtime: AuthorizedRuntime) -> AlertDetail
 @router.get("/raw-events", response_model=list[RawEventRead], tags=["audit"])
 async def list_raw_events(
     runtime: AuthorizedRuntime,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: Limit = 100,
     before_id: BeforeIdQuery = None,
 ) -> list[RawEventRead]:
     """Received payloads, newest first (bodies omitted; fetch one for its body)."""

@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Query
 
 from alertrouter.store import escalations, queries
 from alertrouter.web.alerts import AuthorizedRuntime, alert_read
-from alertrouter.web.ids import IncidentId
+from alertrouter.web.ids import IncidentId, Limit, Offset
 from alertrouter.web.schemas import (
     EscalationRead,
     IncidentDetail,
@@ -28,8 +28,8 @@ async def list_incidents(
     runtime: AuthorizedRuntime,
     status: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
     kind: Annotated[str | None, Query(pattern="^(node|cluster)$")] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> IncidentList:
     async with runtime.db.read() as session:
         rows, total = await queries.list_incidents(session, status=status, kind=kind, limit=limit, offset=offset)

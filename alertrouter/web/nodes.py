@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from pydantic import BaseModel
 
 from alertrouter.discovery.prometheus import PrometheusLookup
@@ -15,6 +14,7 @@ from alertrouter.model import utcnow
 from alertrouter.store import nodes as store
 from alertrouter.store.tables import NodeAliasRow
 from alertrouter.web.alerts import AuthorizedRuntime
+from alertrouter.web.ids import Limit, Offset
 
 __all__ = [
     "ConfiguredAliasRead",
@@ -218,8 +218,8 @@ def lookup_status(lookup: PrometheusLookup) -> LookupRead:
 @router.get("/nodes", response_model=NodeList)
 async def list_nodes(
     runtime: AuthorizedRuntime,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> NodeList:
     """Learned addresses by node, then address (`limit`/`offset` page them and, separately, the
     discovered ones); configured aliases; the Prometheus lookup's state when it is configured."""

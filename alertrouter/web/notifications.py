@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from alertrouter.model import DeliveryStatus, OutboxStatus
 from alertrouter.store import delivery as store
 from alertrouter.web.alerts import AuthorizedRuntime
-from alertrouter.web.ids import NotificationId, OptionalIncidentQuery
+from alertrouter.web.ids import Limit, NotificationId, Offset, OptionalIncidentQuery
 
 __all__ = ["router"]
 
@@ -100,8 +100,8 @@ async def list_notifications(
     channel: str | None = None,
     receiver: str | None = None,
     incident: OptionalIncidentQuery = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> DeliveryList:
     """Deliveries newest first: one per incident message and channel, and the coalesced ones that
     stood for several (`parent_id` of the members). `status=dead` lists the dead letters."""
@@ -129,9 +129,7 @@ async def get_notification(delivery_id: NotificationId, runtime: AuthorizedRunti
 
 
 @router.get("/api/v1/outbox/quarantined", response_model=OutboxList)
-async def quarantined_outbox(
-    runtime: AuthorizedRuntime, limit: Annotated[int, Query(ge=1, le=1000)] = 100
-) -> OutboxList:
+async def quarantined_outbox(runtime: AuthorizedRuntime, limit: Limit = 100) -> OutboxList:
     """Outbox rows the delivery loop could not turn into deliveries (their expansion raised), newest
     first, each with its error; they are never tried again (`alertrouter_quarantined{kind="delivery"}`)."""
     async with runtime.db.read() as session:

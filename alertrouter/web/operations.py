@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from alertrouter.auth.links import Action, ActionToken
+from alertrouter.ingest.limits import check_instant
 from alertrouter.labels import Matcher, MatcherError, MatchType, parse_matchers
 from alertrouter.model import utcnow
 from alertrouter.runtime import Runtime
@@ -48,11 +49,31 @@ class InputError(ValueError):
         self.message = message
 
 
+def _text_only(field: str, text: str) -> None:
+    """U+0000 is refused in what a silence keeps: PostgreSQL's text cannot hold it (storing one failed
+    as a store error, 503) and SQLite would keep what PostgreSQL refuses."""
+    if "\x00" in text:
+        raise InputError(field, "contains U+0000 (NUL), which is not allowed")
+
+
+def _instant(field: str, value: datetime | None) -> datetime | None:
+    """A silence's given start or end in UTC, with a time zone and within ingest's bounds (the engine
+    compares it with alerts' times, and adds to it)."""
+    if value is None:
+        return None
+    checked = check_instant(value, field)
+    if isinstance(checked, str):
+        field, _, message = checked.partition(": ")
+        raise InputError(field, message)
+    return checked
+
+
 def validate_matchers(texts: Sequence[str]) -> list[str]:
     """Matcher strings in their canonical form. At least one matcher must need a non-empty value, as
     in Alertmanager: otherwise the silence would also match alerts that lack the label entirely."""
     matchers: list[Matcher] = []
     for text in texts:
+        _text_only("matchers", text)
         if not text.strip():
             continue
         try:
@@ -115,10 +136,16 @@ async def create_silence(
 ) -> SilenceRow:
     now = utcnow()
     canonical = validate_matchers(matchers)
+    _text_only("comment", comment)
+    _text_only("created_by", by)
+    starts_at = _instant("starts_at", starts_at)
+    ends_at = _instant("ends_at", ends_at)
     start = starts_at or now
     if ends_at is None:
         if duration is None or duration <= timedelta(0):
             raise InputError("duration", "must be positive, e.g. 2h")
+        if duration > MAX_SILENCE:  # before the sum, which could pass Python's year 9999
+            raise InputError("duration", f"at most {MAX_SILENCE.days} days")
         ends_at = start + duration
     if ends_at <= max(start, now):
         raise InputError("ends_at", "must be after the start and in the future")

@@ -98,6 +98,8 @@ async def create_silence(request: Request, runtime: RuntimeDep, principal: Write
         raise _field_error(exc) from None
     try:
         duration = parse_duration(body.duration) if body.duration else None
+    except OverflowError:
+        raise HTTPException(400, f"duration: at most {operations.MAX_SILENCE.days} days") from None
     except ValueError as exc:
         raise HTTPException(400, f"duration: {exc}") from None
     if duration is None and body.ends_at is None:

@@ -23,8 +23,10 @@ from alertrouter.web.console import (
     silences,
 )
 from alertrouter.web.console.pages import Console, PageError
+from alertrouter.web.console.views import N_
+from alertrouter.web.params import NO_NUL, BadParameter
 
-__all__ = ["install"]
+__all__ = ["bad_request", "install"]
 
 CSS = "console/console.css"
 
@@ -41,6 +43,12 @@ async def _page_error(request: Request, exc: Exception) -> HTMLResponse:
     return console.message(exc.status, exc.title, exc.message, **exc.values)
 
 
+async def bad_request(request: Request, exc: BadParameter) -> HTMLResponse:
+    """A console page's parameter that cannot be read (`alertrouter.web.params`): a 400 page naming it."""
+    problem = PageError(400, N_("Bad request"), N_("The address could not be read: %(problem)s"), problem=str(exc))
+    return await _page_error(request, problem)
+
+
 async def _stylesheet(request: Request) -> Response:
     user_dir = request.app.state.runtime.settings.templates_dir
     for base in (user_dir, data_dir("templates")):
@@ -53,4 +61,4 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(PageError, _page_error)
     app.add_api_route("/console.css", _stylesheet, methods=["GET"], include_in_schema=False)
     for module in (incidents, silences, muted, channels, nodes, oncall, heartbeats, rules, login, link_actions):
-        app.include_router(module.router)
+        app.include_router(module.router, dependencies=NO_NUL)

@@ -57,7 +57,7 @@ async def create(console: ConsoleDep) -> Response:
     kept = {k: form.get(k, "") for k in ("matchers", "duration", "comment")}
     try:
         duration = parse_duration(kept["duration"] or "2h")
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: more days than Python's timedelta holds
         error = console._("The duration %(value)s could not be read (for example 30m, 2h, 1d).", value=kept["duration"])
         return await _page(console, status=400, error=error, form=kept)
     try:
