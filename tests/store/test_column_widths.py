@@ -76,6 +76,7 @@ MADE_HERE: dict[str, str] = {
     "node_aliases.held_fingerprint": "a fingerprint",
     "escalations.stopped": "why a chain stopped",
     "heartbeats.seen_via": "alert | http",
+    "login_failures.scope": "account | address",
 }
 
 
