@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 
 from alertrouter.i18n import Locale
 from alertrouter.ingest.batch import IngestBatch, IngestResult
@@ -28,13 +29,14 @@ from alertrouter.store import heartbeats as store
 from alertrouter.store.heartbeats import HeartbeatRecord
 from alertrouter.transitions import IncomingAlert
 
-__all__ = ["HeartbeatMonitor", "HeartbeatStatus"]
+__all__ = ["HeartbeatMonitor", "HeartbeatState", "HeartbeatStatus"]
 
 log = logging.getLogger(__name__)
 
 LEASE = "heartbeats"
 LOOP = "heartbeats"  # its name in LoopHealth and the loop metrics
 INTERVAL_MIN, INTERVAL_MAX = timedelta(seconds=1), timedelta(seconds=15)
+HeartbeatState = Literal["ok", "missing", "waiting"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +49,7 @@ class HeartbeatStatus:
     deadline: datetime | None
 
     @property
-    def state(self) -> str:
+    def state(self) -> HeartbeatState:
         """`missing` ("monitoring is blind" raised), `waiting` (never heard from, whether or not its
         never-heard warning is raised) or `ok`."""
         record = self.record
@@ -206,19 +208,10 @@ class HeartbeatMonitor:
                 continue
             if record.last_seen is None and name not in self._waiting:
                 self._waiting.add(name)
-                how = f"or POST /api/v1/heartbeats/{name} with the webhook's credentials"
-                if config.matchers:
-                    how = (
-                        "point Alertmanager at alertrouter (a webhook receiver for /webhook/alertmanager, "
-                        "rules/deploy/alertmanager.yml) and load Prometheus' Watchdog rule "
-                        f"(rules/prometheus/watchdog.rules.yml), {how}"
-                    )
-                else:
-                    how = how.removeprefix("or ")
                 log.warning(
                     "heartbeat %s: never heard from yet, waiting (nothing is raised until it is first heard): %s",
                     name,
-                    how,
+                    watch.how_to_be_heard(config),
                 )
             elif record.last_seen is not None and name in self._waiting:
                 self._waiting.discard(name)

@@ -41,11 +41,11 @@ __all__ = [
     "blind_labels",
     "deadline",
     "heard",
+    "how_to_be_heard",
     "never_heard_labels",
     "never_heard_raised",
     "silent_since",
     "step",
-    "waiting",
 ]
 
 SOURCE = "heartbeat"  # the ingest source of the raised alerts (raw events, history)
@@ -64,11 +64,6 @@ def silent_since(record: HeartbeatRecord) -> datetime:
     return record.last_seen or record.watched_since
 
 
-def waiting(record: HeartbeatRecord) -> bool:
-    """Never heard from (and nothing raised): its source is not pointed at alertrouter yet."""
-    return record.last_seen is None and record.missing_since is None
-
-
 def deadline(record: HeartbeatRecord, config: HeartbeatConfig, started: datetime) -> datetime | None:
     """When the heartbeat is lost unless heard from before (see the module's docstring for `started`).
     Never heard from: when its `warn_if_never_heard` warning is raised, counted from when it was first
@@ -78,6 +73,19 @@ def deadline(record: HeartbeatRecord, config: HeartbeatConfig, started: datetime
             return None
         return record.watched_since + config.warn_if_never_heard
     return max(record.last_seen, started) + config.timeout
+
+
+def how_to_be_heard(config: HeartbeatConfig) -> str:
+    """What makes the source of a heartbeat never heard from send (a log line, `/readyz`): the shipped
+    Watchdog's files when it matches the Watchdog."""
+    post = f"POST /api/v1/heartbeats/{config.name} with the webhook's credentials"
+    if not config.matchers:
+        return post
+    matching = ", ".join(str(m) for m in config.matchers)
+    files = "rules/deploy/alertmanager.yml"
+    if any(m.name == "alertname" and m.value == "Watchdog" for m in config.matchers):
+        files += ", rules/prometheus/watchdog.rules.yml"
+    return f"point Alertmanager at /webhook/alertmanager with a firing alert matching {matching} ({files}), or {post}"
 
 
 def never_heard_raised(record: HeartbeatRecord) -> bool:

@@ -10,6 +10,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from alertrouter.liveness.watch import how_to_be_heard
 from alertrouter.model import AlertStatus, DeliveryStatus, OutboxStatus, utcnow
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.store import STORE_ERRORS, queries
@@ -58,9 +59,7 @@ async def _heartbeats(runtime: Runtime) -> dict[str, Any]:
     for s in statuses:
         name = s.config.name
         if s.waiting:
-            how = f"POST /api/v1/heartbeats/{name}"
-            if s.config.matchers:
-                how = f"point Alertmanager at /webhook/alertmanager with Prometheus' Watchdog rule loaded, or {how}"
+            how = how_to_be_heard(s.config)
             detail.append(f"heartbeat {name}: waiting, never heard from (nothing is raised until it is): {how}")
         elif s.missing and s.record.missing_since is not None:
             detail.append(f"heartbeat {name}: missing, silent since {s.record.missing_since.isoformat()}")

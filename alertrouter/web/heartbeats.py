@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from alertrouter.liveness.monitor import HeartbeatStatus
+from alertrouter.liveness.monitor import HeartbeatState, HeartbeatStatus
 from alertrouter.runtime import RuntimeDep
 from alertrouter.web.alerts import AuthorizedRuntime
 from alertrouter.web.receive import unauthorized
@@ -28,7 +28,7 @@ class HeartbeatRead(BaseModel):
     lost unless heard from before (waiting: when its warning is raised, or null)."""
 
     name: str
-    state: str
+    state: HeartbeatState
     matchers: list[str]
     timeout_seconds: float
     labels: dict[str, str]

@@ -40,8 +40,8 @@ async def test_a_source_never_heard_from_is_never_raised_and_is_told_once(
     assert told[0].levelno == logging.WARNING
     assert told[0].getMessage() == (
         "heartbeat prometheus-north: never heard from yet, waiting (nothing is raised until it is first heard): "
-        "point Alertmanager at alertrouter (a webhook receiver for /webhook/alertmanager, "
-        "rules/deploy/alertmanager.yml) and load Prometheus' Watchdog rule (rules/prometheus/watchdog.rules.yml), "
+        'point Alertmanager at /webhook/alertmanager with a firing alert matching alertname="Watchdog", '
+        'prometheus="monitoring/north" (rules/deploy/alertmanager.yml, rules/prometheus/watchdog.rules.yml), '
         "or POST /api/v1/heartbeats/prometheus-north with the webhook's credentials"
     )
     assert metrics.registry.get_sample_value("alertrouter_heartbeat_missing", {"heartbeat": HEARD}) == 0

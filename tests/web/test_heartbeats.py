@@ -128,7 +128,8 @@ async def test_readyz_says_a_never_heard_heartbeat_is_waiting_and_stays_ready(
     assert body["heartbeats"] == {"prometheus": "waiting"}
     assert body["detail"] == [
         "heartbeat prometheus: waiting, never heard from (nothing is raised until it is): point Alertmanager at "
-        "/webhook/alertmanager with Prometheus' Watchdog rule loaded, or POST /api/v1/heartbeats/prometheus"
+        '/webhook/alertmanager with a firing alert matching alertname="Watchdog" (rules/deploy/alertmanager.yml, '
+        "rules/prometheus/watchdog.rules.yml), or POST /api/v1/heartbeats/prometheus with the webhook's credentials"
     ]
     watchdog = webhook([WATCHDOG], starts_at=STARTED, annotations=SUMMARY)
     assert (await client.post("/webhook/alertmanager", content=watchdog, headers=AUTH)).status_code == 200
