@@ -1,6 +1,6 @@
 """Which alerts of a payload are heartbeats': `watch.heard` tells most alerts apart by their alertname
 alone when every heartbeat names its alert by one; its answer must be the heartbeats' own matching
-(`HeartbeatConfig.matches`) for any heartbeats and alerts."""
+(`HeartbeatConfig.matches`) for any heartbeats and alerts. And what a never-heard source is told to do."""
 
 from __future__ import annotations
 
