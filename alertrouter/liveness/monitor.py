@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 
 from alertrouter.i18n import Locale
 from alertrouter.ingest.batch import IngestBatch, IngestResult
@@ -28,13 +29,14 @@ from alertrouter.store import heartbeats as store
 from alertrouter.store.heartbeats import HeartbeatRecord
 from alertrouter.transitions import IncomingAlert
 
-__all__ = ["HeartbeatMonitor", "HeartbeatStatus"]
+__all__ = ["HeartbeatMonitor", "HeartbeatState", "HeartbeatStatus"]
 
 log = logging.getLogger(__name__)
 
 LEASE = "heartbeats"
 LOOP = "heartbeats"  # its name in LoopHealth and the loop metrics
 INTERVAL_MIN, INTERVAL_MAX = timedelta(seconds=1), timedelta(seconds=15)
+HeartbeatState = Literal["ok", "missing", "waiting"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +45,25 @@ class HeartbeatStatus:
 
     config: HeartbeatConfig
     record: HeartbeatRecord
-    deadline: datetime  # lost at this time unless heard from before
+    # lost at this time unless heard from before; never heard from: when `warn_if_never_heard` warns, or None
+    deadline: datetime | None
+
+    @property
+    def state(self) -> HeartbeatState:
+        """`missing` ("monitoring is blind" raised), `waiting` (never heard from, whether or not its
+        never-heard warning is raised) or `ok`."""
+        record = self.record
+        if record.missing_since is None or watch.never_heard_raised(record):
+            return "waiting" if record.last_seen is None else "ok"
+        return "missing"
 
     @property
     def missing(self) -> bool:
-        return self.record.missing_since is not None
+        return self.state == "missing"
+
+    @property
+    def waiting(self) -> bool:
+        return self.state == "waiting"
 
 
 def check_interval(configs: Sequence[HeartbeatConfig]) -> timedelta:
@@ -85,6 +101,7 @@ class HeartbeatMonitor:
         # When this process started watching: no timeout runs out sooner than one after it (`watch`).
         self.started = clock()
         self._watching = False
+        self._waiting: set[str] = set()  # told (logged) as never heard from, by this process
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -130,6 +147,7 @@ class HeartbeatMonitor:
             await session.commit()
         self._watching = True
         steps: dict[str, Step] = {}
+        self._tell_waiting(records)
         if leader:
             for name, record in records.items():
                 config = self.configs.get(name)
@@ -141,13 +159,17 @@ class HeartbeatMonitor:
 
     async def _step(self, config: HeartbeatConfig, record: HeartbeatRecord, now: datetime) -> Step:
         taken = watch.step(record, config, started=self.started, now=now)
-        labels = watch.blind_labels(config)
+        never = record.last_seen is None
+        labels = watch.never_heard_labels(config) if never else watch.blind_labels(config)
         if taken is Step.RAISE:
             since = watch.silent_since(record)
             # Ingested first: a failure before the mark only means the next check raises it again.
             await self._ingest(watch.blind_alert(labels, since, locale=self._locale, description=config.description))
             await self._mark(config.name, since, labels)
-            log.warning("heartbeat %s silent since %s (timeout %s): raised", config.name, since, config.timeout)
+            if never:
+                log.warning("heartbeat %s never heard from since %s: warning raised", config.name, since)
+            else:
+                log.warning("heartbeat %s silent since %s (timeout %s): raised", config.name, since, config.timeout)
         elif taken is Step.KEEP and record.missing_since is not None:
             batch = watch.blind_alert(
                 record.alert_labels or labels, record.missing_since, locale=self._locale, description=config.description
@@ -155,7 +177,7 @@ class HeartbeatMonitor:
             await self._ingest(batch)
         elif taken is Step.RESOLVE and record.missing_since is not None:
             await self._resolve(record, record.alert_labels or labels, record.last_seen or now)
-            log.warning("heartbeat %s heard again at %s: resolved", config.name, record.last_seen)
+            log.warning("heartbeat %s heard at %s: resolved", config.name, record.last_seen or now)
         return taken
 
     async def _orphan(self, record: HeartbeatRecord, now: datetime) -> Step:
@@ -177,6 +199,26 @@ class HeartbeatMonitor:
             await store.mark_missing(session, name, since, labels)
             await session.commit()
 
+    def _tell_waiting(self, records: dict[str, HeartbeatRecord]) -> None:
+        """Logs once per process each heartbeat never heard from, with how to make its source send,
+        and once more when it is first heard."""
+        for name, config in self.configs.items():
+            record = records.get(name)
+            if record is None:
+                continue
+            if record.last_seen is None and name not in self._waiting:
+                self._waiting.add(name)
+                log.warning(
+                    "heartbeat %s: never heard from yet, waiting (nothing is raised until it is first heard): %s",
+                    name,
+                    watch.how_to_be_heard(config),
+                )
+            elif record.last_seen is not None and name in self._waiting:
+                self._waiting.discard(name)
+                log.info(
+                    "heartbeat %s heard from for the first time (via %s): watched from now on", name, record.seen_via
+                )
+
     def _observe(self, records: dict[str, HeartbeatRecord], steps: dict[str, Step]) -> None:
         m = self._metrics
         if m is None:
@@ -187,11 +229,10 @@ class HeartbeatMonitor:
                 continue
             if record.last_seen is not None:
                 m.heartbeat_last_seen.labels(heartbeat=name).set(record.last_seen.timestamp())
-            missing = record.missing_since is not None
+            # 1 while "monitoring is blind" is raised: never for a source never heard from
+            missing = record.last_seen is not None and (record.missing_since is not None or name in steps)
             taken = steps.get(name)
-            if taken is Step.RAISE:
-                missing = True
-            elif taken is Step.RESOLVE:
+            if taken is Step.RESOLVE:
                 missing = False
             m.heartbeat_missing.labels(heartbeat=name).set(1 if missing else 0)
 

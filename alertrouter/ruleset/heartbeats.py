@@ -25,14 +25,25 @@ _OWN_LABELS = ("alertname", HEARTBEAT_LABEL)
 class HeartbeatConfig(Section):
     """A source alertrouter expects to hear from: an alert matching `matchers` that fires (Prometheus'
     always-firing `Watchdog`, through Alertmanager) or a `POST /api/v1/heartbeats/<name>` refreshes it;
-    silent for `timeout`, alertrouter raises its own alert, resolved when the source is heard again."""
+    silent for `timeout`, alertrouter raises its own alert, resolved when the source is heard again.
+    A source never heard from is waiting (its sender is not pointed at alertrouter yet), never "lost"."""
 
     name: Name = Field(description="Names the heartbeat in its URL, its alert's `heartbeat` label and the console")
     matchers: Matchers = Field(
         default_factory=list,
         description="Firing alerts that count as the source being alive; none: only the HTTP endpoint refreshes it",
     )
-    timeout: Duration = Field(DEFAULT_TIMEOUT, description="Silence tolerated before the source counts as lost")
+    timeout: Duration = Field(
+        DEFAULT_TIMEOUT,
+        description="Silence tolerated after the source was last heard before it counts as lost; "
+        "a source never heard from is waiting, and is never lost",
+    )
+    warn_if_never_heard: Duration | None = Field(
+        None,
+        description="Off by default. Never heard from this long after it was first watched, alertrouter raises one "
+        "warning (AlertrouterHeartbeatNeverHeard, severity warning, the other `labels` kept), resolved when "
+        "the source is first heard; e.g. 24h, long past an install's setup",
+    )
     labels: dict[str, str] = Field(
         default_factory=lambda: {"severity": "critical"},
         description="Labels of the raised alert, routed like any other (e.g. severity, region, cluster)",
@@ -49,10 +60,10 @@ class HeartbeatConfig(Section):
             )
         return value
 
-    @field_validator("timeout")
+    @field_validator("timeout", "warn_if_never_heard")
     @classmethod
-    def _timeout(cls, value: timedelta) -> timedelta:
-        if value < timedelta(seconds=1):
+    def _timeout(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value < timedelta(seconds=1):
             raise ValueError("must be at least 1s")
         return value
 

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import and_, not_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.store.handles import heartbeats_t, insert_for
@@ -37,14 +37,17 @@ async def watch_heartbeats(session: AsyncSession, names: Collection[str], now: d
 
 
 async def record_seen(session: AsyncSession, names: Collection[str], now: datetime, *, via: str) -> None:
-    """`names` were heard from at `now`; a later sighting already stored (another replica's clock) stays."""
+    """`names` were heard from at `now`; a later sighting already stored (another replica's clock) stays.
+    So does the first sighting after a raised silence until the alert is resolved: it is when monitoring
+    stopped being blind (the resolve's end), however many sightings come before the next check."""
     if not names:
         return
     await watch_heartbeats(session, names, now)
     t = heartbeats_t
+    back = and_(t.c.missing_since.is_not(None), t.c.last_seen > t.c.missing_since)
     await session.execute(
         update(t)
-        .where(t.c.name.in_(sorted(names)), or_(t.c.last_seen.is_(None), t.c.last_seen < now))
+        .where(t.c.name.in_(sorted(names)), or_(t.c.last_seen.is_(None), and_(t.c.last_seen < now, not_(back))))
         .values(last_seen=now, seen_via=via)
     )
 

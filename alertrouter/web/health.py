@@ -1,15 +1,18 @@
-"""`/healthz` (the process answers), `/readyz` (store reachable, schema at head) and `/metrics`."""
+"""`/healthz` (the process answers), `/readyz` (store reachable, schema at head; in its detail, each
+heartbeat's state) and `/metrics`."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from alertrouter.liveness.watch import how_to_be_heard
 from alertrouter.model import AlertStatus, DeliveryStatus, OutboxStatus, utcnow
-from alertrouter.runtime import RuntimeDep
+from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.store import STORE_ERRORS, queries
 from alertrouter.store import delivery as delivery_store
 
@@ -39,7 +42,28 @@ async def readyz(runtime: RuntimeDep) -> JSONResponse:
     if stalled := runtime.loops.stalled():
         loops = ", ".join(f"{name} (no pass for {idle:g} s)" for name, idle in sorted(stalled.items()))
         return JSONResponse({"status": "unavailable", "reason": f"stalled: {loops}", "stalled": stalled}, 503)
-    return JSONResponse({"status": "ready", "schema": version})
+    return JSONResponse({"status": "ready", "schema": version, **await _heartbeats(runtime)})
+
+
+async def _heartbeats(runtime: Runtime) -> dict[str, Any]:
+    """Each heartbeat's state (`ok`, `missing`, `waiting`) and a line for each one not ok. Neither makes
+    the process unready: a replica taken out of service could not hear the source come (back)."""
+    if runtime.heartbeats is None or not runtime.heartbeats.configs:
+        return {}
+    try:
+        statuses = await runtime.heartbeats.statuses()
+    except STORE_ERRORS as exc:
+        runtime.metrics.db_errors.labels(operation="readyz").inc()
+        return {"detail": [f"heartbeats unknown: store unreachable: {type(exc).__name__}"]}
+    detail = []
+    for s in statuses:
+        name = s.config.name
+        if s.waiting:
+            how = how_to_be_heard(s.config)
+            detail.append(f"heartbeat {name}: waiting, never heard from (nothing is raised until it is): {how}")
+        elif s.missing and s.record.missing_since is not None:
+            detail.append(f"heartbeat {name}: missing, silent since {s.record.missing_since.isoformat()}")
+    return {"heartbeats": {s.config.name: s.state for s in statuses}, "detail": detail}
 
 
 @router.get("/metrics")

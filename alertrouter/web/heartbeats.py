@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from alertrouter.liveness.monitor import HeartbeatStatus
+from alertrouter.liveness.monitor import HeartbeatState, HeartbeatStatus
 from alertrouter.runtime import RuntimeDep
 from alertrouter.web.alerts import AuthorizedRuntime
 from alertrouter.web.receive import unauthorized
@@ -20,13 +20,15 @@ router = APIRouter(prefix="/api/v1", tags=["heartbeats"])
 
 
 class HeartbeatRead(BaseModel):
-    """One configured heartbeat. `state`: `ok` (heard within its timeout) or `missing` (its
-    `AlertrouterHeartbeatMissing` alert is raised); `last_seen` is null until it is first heard from,
-    `seen_via` says how (`alert`: a matching alert, `http`: this API); `missing_since`: when it fell
-    silent, while missing; `deadline`: when it is lost unless heard from before."""
+    """One configured heartbeat. `state`: `ok` (heard within its timeout), `missing` (heard, then silent:
+    its `AlertrouterHeartbeatMissing` alert is raised) or `waiting` (never heard from: nothing is raised,
+    unless `warn_if_never_heard` raised its one warning, `missing_since` then being when it was first
+    watched); `last_seen` is null until it is first heard from, `seen_via` says how (`alert`: a matching
+    alert, `http`: this API); `missing_since`: when it fell silent, while missing; `deadline`: when it is
+    lost unless heard from before (waiting: when its warning is raised, or null)."""
 
     name: str
-    state: str
+    state: HeartbeatState
     matchers: list[str]
     timeout_seconds: float
     labels: dict[str, str]
@@ -35,7 +37,7 @@ class HeartbeatRead(BaseModel):
     last_seen: datetime | None
     seen_via: str | None
     missing_since: datetime | None
-    deadline: datetime
+    deadline: datetime | None
 
 
 class HeartbeatList(BaseModel):
@@ -46,7 +48,7 @@ def heartbeat_read(status: HeartbeatStatus) -> HeartbeatRead:
     config, record = status.config, status.record
     return HeartbeatRead(
         name=config.name,
-        state="missing" if status.missing else "ok",
+        state=status.state,
         matchers=[str(m) for m in config.matchers],
         timeout_seconds=config.timeout.total_seconds(),
         labels=dict(config.labels),

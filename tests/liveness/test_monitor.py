@@ -180,6 +180,7 @@ async def test_two_replicas_raise_it_once(db: Database) -> None:
     a, b = monitor(db, clock, holder="a"), monitor(db, clock, holder="b")
     await a.check_once()
     await b.check_once()
+    await b.seen(["prometheus-north"], via="alert")
     clock.now += 6 * M
     steps = [await a.check_once(), await b.check_once(), await b.check_once(), await a.check_once()]
     assert steps[0] == {"prometheus-north": Step.RAISE}
@@ -198,6 +199,7 @@ async def test_a_heartbeat_removed_from_the_rules_has_its_raised_alert_resolved(
     clock = Clock()
     hb = monitor(db, clock)
     await hb.check_once()
+    await hb.seen(["prometheus-north"], via="alert")
     clock.now += 6 * M
     assert await hb.check_once() == {"prometheus-north": Step.RAISE}
     clock.now += M
@@ -222,13 +224,16 @@ async def test_metrics_say_when_it_was_last_seen_and_whether_it_is_missing(db: D
     assert registry.get_sample_value("alertrouter_heartbeat_missing", labels) == 1
 
 
-async def test_statuses_show_a_never_heard_heartbeat_as_watched_since_the_start(db: Database) -> None:
+async def test_statuses_show_a_never_heard_heartbeat_as_waiting_with_no_deadline(db: Database) -> None:
     clock = Clock()
     hb = monitor(db, clock)
     (status,) = await hb.statuses()
     assert status.record.last_seen is None
-    assert status.deadline == T0 + 5 * M
-    assert not status.missing
+    assert status.deadline is None
+    assert (status.state, status.waiting, status.missing) == ("waiting", True, False)
+    await hb.seen(["prometheus-north"], via="alert")
+    (status,) = await hb.statuses()
+    assert (status.state, status.deadline) == ("ok", T0 + 5 * M)
 
 
 async def test_a_stop_during_a_check_ends_the_loop_without_waiting_out_the_interval(db: Database) -> None:

@@ -1,14 +1,15 @@
 """Which alerts of a payload are heartbeats': `watch.heard` tells most alerts apart by their alertname
 alone when every heartbeat names its alert by one; its answer must be the heartbeats' own matching
-(`HeartbeatConfig.matches`) for any heartbeats and alerts."""
+(`HeartbeatConfig.matches`) for any heartbeats and alerts. And what a never-heard source is told to do."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alertrouter.fingerprints import fingerprint
-from alertrouter.liveness.watch import heard
+from alertrouter.liveness.watch import heard, how_to_be_heard
 from alertrouter.model import AlertStatus
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.transitions import IncomingAlert
@@ -66,3 +67,25 @@ def test_the_shipped_watchdog_is_told_apart_from_a_gpu_alert() -> None:
     gpu = _alert({"alertname": "GPUHighTemp", "instance": "10.0.0.7:9400", "Hostname": "gpu-node-07"}, True)
     out = heard([config], [gpu, watchdog])
     assert (out.names, out.others, out.beats) == (frozenset({"prometheus"}), [gpu], 1)
+
+
+@pytest.mark.parametrize(
+    ("matchers", "said"),
+    [
+        (
+            ['alertname="Watchdog"'],
+            'point Alertmanager at /webhook/alertmanager with a firing alert matching alertname="Watchdog" '
+            "(rules/deploy/alertmanager.yml, rules/prometheus/watchdog.rules.yml), or POST /api/v1/heartbeats/src "
+            "with the webhook's credentials",
+        ),
+        (
+            ['alertname="DeadMansSwitch"'],  # not the shipped rule: its file is not named
+            'point Alertmanager at /webhook/alertmanager with a firing alert matching alertname="DeadMansSwitch" '
+            "(rules/deploy/alertmanager.yml), or POST /api/v1/heartbeats/src with the webhook's credentials",
+        ),
+        ([], "POST /api/v1/heartbeats/src with the webhook's credentials"),  # refreshed over HTTP only
+    ],
+)
+def test_how_a_never_heard_source_is_told_to_send(matchers: list[str], said: str) -> None:
+    config = HeartbeatConfig.model_validate({"name": "src", "matchers": matchers})
+    assert how_to_be_heard(config) == said

@@ -24,6 +24,7 @@ def test_an_entry_with_defaults(tmp_path: Path) -> None:
     (tmp_path / "h.yml").write_text(f"heartbeats:\n  - name: prometheus-north\n    matchers: ['{matchers}']\n")
     (beat,) = load_ruleset(tmp_path, {}).heartbeats
     assert beat.timeout == timedelta(minutes=5)
+    assert beat.warn_if_never_heard is None  # never heard from: waiting, nothing raised
     assert beat.labels == {"severity": "critical"}
     assert beat.matches({"alertname": "Watchdog", "prometheus": "monitoring/north", "severity": "none"})
     assert not beat.matches({"alertname": "Watchdog", "prometheus": "monitoring/south"})
@@ -37,12 +38,20 @@ def test_an_entry_without_matchers_is_refreshed_only_over_http(tmp_path: Path) -
     assert not beat.matches({"alertname": "Watchdog"})
 
 
+def test_warn_if_never_heard_takes_a_duration(tmp_path: Path) -> None:
+    (tmp_path / "h.yml").write_text("heartbeats:\n  - {name: nightly-backup, timeout: 25h, warn_if_never_heard: 3d}\n")
+    (beat,) = load_ruleset(tmp_path, {}).heartbeats
+    assert beat.warn_if_never_heard == timedelta(days=3)
+
+
 @pytest.mark.parametrize(
     ("entry", "path", "message"),
     [
         ("{name: 'prometheus north'}", "heartbeats[0].name", "is not a heartbeat name"),
         ("{name: a, timeout: 0s}", "heartbeats[0].timeout", "must be at least 1s"),
         ("{name: a, timeout: 5}", "heartbeats[0].timeout", "durations need a unit"),
+        ("{name: a, warn_if_never_heard: 0s}", "heartbeats[0].warn_if_never_heard", "must be at least 1s"),
+        ("{name: a, warn_if_never_heard: 1}", "heartbeats[0].warn_if_never_heard", "durations need a unit"),
         ("{name: a, matchers: ['alertname=~\".*\"']}", "heartbeats[0].matchers", "match every alert"),
         ("{name: a, matchers: ['alertname=']}", "heartbeats[0].matchers", "match every alert"),
         ("{name: a, matchers: ['alertname=~\"(\"']}", "heartbeats[0].matchers", ""),

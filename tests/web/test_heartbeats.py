@@ -48,13 +48,21 @@ async def test_the_list_shows_each_heartbeat_and_how_it_was_last_heard(
     client, _ = app_client
     assert (await client.get("/api/v1/heartbeats")).status_code == 401  # read access, like the other reads
     (before,) = (await client.get("/api/v1/heartbeats", headers=AUTH)).json()["heartbeats"]
-    assert (before["name"], before["state"], before["last_seen"]) == ("prometheus", "ok", None)
+    # never heard from: waiting, with no time at which it would be lost
+    assert (before["name"], before["state"], before["last_seen"], before["deadline"]) == (
+        "prometheus",
+        "waiting",
+        None,
+        None,
+    )
     assert before["matchers"] == ['alertname="Watchdog"']
     assert before["timeout_seconds"] == 300
     assert (await client.post("/api/v1/heartbeats/prometheus", headers=AUTH)).status_code == 200
     (after,) = (await client.get("/api/v1/heartbeats", headers=AUTH)).json()["heartbeats"]
     assert after["seen_via"] == "http"
     assert after["last_seen"] is not None
+    assert after["state"] == "ok"
+    assert after["deadline"] is not None
 
 
 async def test_the_watchdog_refreshes_its_heartbeat_and_is_not_stored_as_an_alert(
@@ -105,3 +113,25 @@ async def test_a_resolved_watchdog_refreshes_nothing_and_is_not_stored(
     assert beat["last_seen"] is None
     async with runtime.db.read() as session:
         assert (await session.scalars(select(AlertRow.alertname))).all() == []
+
+
+async def test_readyz_says_a_never_heard_heartbeat_is_waiting_and_stays_ready(
+    app_client: tuple[httpx.AsyncClient, Runtime],
+) -> None:
+    """A fresh install: ready (a replica out of service could not hear the source arrive), the heartbeat
+    waiting, and how to make its source send; once heard, ok."""
+    client, _ = app_client
+    r = await client.get("/readyz")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "ready"
+    assert body["heartbeats"] == {"prometheus": "waiting"}
+    assert body["detail"] == [
+        "heartbeat prometheus: waiting, never heard from (nothing is raised until it is): point Alertmanager at "
+        '/webhook/alertmanager with a firing alert matching alertname="Watchdog" (rules/deploy/alertmanager.yml, '
+        "rules/prometheus/watchdog.rules.yml), or POST /api/v1/heartbeats/prometheus with the webhook's credentials"
+    ]
+    watchdog = webhook([WATCHDOG], starts_at=STARTED, annotations=SUMMARY)
+    assert (await client.post("/webhook/alertmanager", content=watchdog, headers=AUTH)).status_code == 200
+    body = (await client.get("/readyz")).json()
+    assert (body["status"], body["heartbeats"], body["detail"]) == ("ready", {"prometheus": "ok"}, [])

@@ -1,5 +1,6 @@
 """Console page: each configured heartbeat (`heartbeats:` in the rules), when its source was last
-heard from and how, and whether alertrouter has raised "monitoring is blind" for it."""
+heard from and how, whether alertrouter has raised "monitoring is blind" for it, or whether it is
+still waiting for its first sighting."""
 
 from __future__ import annotations
 
@@ -22,4 +23,5 @@ async def heartbeats_page(console: ConsoleDep) -> HTMLResponse:
         title="Heartbeats",
         heartbeats=statuses,
         missing=sum(1 for s in statuses if s.missing),
+        waiting=sum(1 for s in statuses if s.waiting),
     )

@@ -29,8 +29,19 @@ async def test_the_shipped_heartbeat_never_heard_heard_and_lost(app: App) -> Non
     assert r.status_code == 200
     assert '<a href="/heartbeats" aria-current="page">Heartbeats</a>' in r.text
     never = row(r.text, "prometheus")
-    assert 'data-state="ok"' in never
+    assert 'data-state="waiting"' in never  # a fresh install: waiting for its first sighting, nothing raised
+    assert "waiting: never heard from" in never
+    assert "nothing is raised until it is first heard" in never
+    assert "lost at" not in never
     assert "never (watched since" in never
+    assert "1 source never heard from yet" in r.text
+    assert "Point Alertmanager at alertrouter's <code>/webhook/alertmanager</code>" in r.text
+    assert "source silent" not in r.text
+    zh = await app.client.get("/heartbeats", headers={"Accept-Language": "zh-CN"})
+    assert 'data-state="waiting"' in row(zh.text, "prometheus")
+    assert "等待中：从未收到心跳" in row(zh.text, "prometheus")
+    assert "首次收到心跳前不会告警" in row(zh.text, "prometheus")
+    assert "1 个来源尚未收到过心跳" in zh.text
     assert "<code>alertname=&#34;Watchdog&#34;</code>" in never or '<code>alertname="Watchdog"</code>' in never
     assert "5m" in never
 
@@ -41,6 +52,7 @@ async def test_the_shipped_heartbeat_never_heard_heard_and_lost(app: App) -> Non
         await session.commit()
     lost = row((await app.client.get("/heartbeats")).text, "prometheus")
     assert 'data-state="missing"' in lost
+    assert "waiting" not in lost
     assert "silent since" in lost
     assert "by a matching alert" in lost
     assert "1 source silent: monitoring is blind" in (await app.client.get("/heartbeats")).text
