@@ -4,14 +4,14 @@ The node is a label value, as long as an exporter made it (`Hostname`, `node`: 4
 the ingest); the headline starts with it (`gpu-node-07: GPUHighTemp on 6/8 GPUs`, `north 区 40 个节点
 GPUXidError`), so a title or an SMS variable cut at its end would lose the alert name. Every headline a
 message shows is made here: with the node cut to `NODE_CAP` characters, and, where the headline must fit
-a size (a title, an SMS or voice variable), the node shortened further, then the GPU count dropped, then
-the node, before anything of the alert name.
+a size (a title, an SMS or voice variable) and a cut would reach the alert name, the GPU count dropped,
+then the node shortened further, then the node dropped, before anything of the alert name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from gettext import NullTranslations
 from typing import Any
 
@@ -68,58 +68,41 @@ def _largest(fits: Callable[[int], bool], lo: int, hi: int) -> int | None:
     return best
 
 
-@dataclass(frozen=True, slots=True)
-class _NodeFacts:
-    """What a node incident's headline is worded from (`pipeline.incident.summary_dict` stores them)."""
-
-    where: str
-    what: str
-    units: int
-    total: int | None
-    unit_name: str
-
-    @classmethod
-    def of(cls, snapshot: MessageSnapshot) -> _NodeFacts | None:
-        summary = snapshot.summary
-        where, what = summary.get("where"), summary.get("alertname") or snapshot.labels.get("alertname")
-        if snapshot.kind is not IncidentKind.NODE or not isinstance(where, str) or not what:
-            return None
-        if what == HEARTBEAT_ALERTNAME:  # worded as a blind heartbeat, not from the node
-            return None
-        units, total = summary.get("units"), summary.get("units_total")
-        return cls(
-            where,
-            str(what),
-            len(units) if isinstance(units, list) else 0,
-            total if isinstance(total, int) and not isinstance(total, bool) else None,
-            str(summary.get("unit_name") or "GPUs"),
-        )
-
-    def fitted(self, tr: NullTranslations, units: int, fits: Callable[[str], bool], ellipsis: str) -> str | None:
-        """With `units` counted, the node shortened as little as fits; None if not even `MIN_NODE` does."""
-
-        def text(keep: int) -> str:
-            return node_headline(tr, shorten(self.where, keep, ellipsis), self.what, units, self.total, self.unit_name)
-
-        hi = min(len(self.where), NODE_CAP)
-        keep = _largest(lambda k: fits(text(k)), min(MIN_NODE, hi), hi)
-        return None if keep is None else text(keep)
+def _node_facts(snapshot: MessageSnapshot) -> tuple[str, str] | None:
+    """(node, alert name) of a node incident's headline (`pipeline.incident.summary_dict` stores them)."""
+    summary = snapshot.summary
+    where, what = summary.get("where"), summary.get("alertname") or snapshot.labels.get("alertname")
+    if snapshot.kind is not IncidentKind.NODE or not isinstance(where, str) or not what:
+        return None
+    if what == HEARTBEAT_ALERTNAME:  # worded as a blind heartbeat, not from the node
+        return None
+    return where, str(what)
 
 
 def fitted_headline(
     tr: NullTranslations, snapshot: MessageSnapshot, fits: Callable[[str], bool], ellipsis: str = ELLIPSIS
 ) -> str:
-    """The fullest headline of a node incident that `fits` (what its reader sees of it, measured the
-    reader's way): whole; else the node shortened (to `MIN_NODE` characters at least); else the same
-    without the GPU count; else the alert name alone, which the caller cuts if even that is too long.
-    Storms and snapshots without the facts: `message_headline` (alert name first in English; in Chinese
-    after the capped scope)."""
+    """`message_headline` when it `fits` (what its reader sees of it, measured the reader's way), or when
+    the caller's cut (`ellipsis` after it) still keeps the alert name whole: in English the GPU count comes
+    last. Else, for a node incident, the node and the alert name without the count, the node shortened
+    as little as fits (to `MIN_NODE` characters at least); else the alert name alone, which the caller
+    cuts if even that is too long. Storms: `message_headline` (the alert name first in English; in
+    Chinese after the scope, capped)."""
     text = message_headline(tr, snapshot)
-    facts = _NodeFacts.of(snapshot)
+    facts = _node_facts(snapshot)
     if facts is None or fits(text):
         return text
-    for units in dict.fromkeys((facts.units, 0)) if facts.where else ():
-        fitted = facts.fitted(tr, units, fits, ellipsis)
-        if fitted is not None:
-            return fitted
-    return facts.what
+    where, what = facts
+    end = text.rfind(what)
+    if end >= 0 and fits(text[: end + len(what)] + ellipsis):
+        return text
+    if where:
+
+        def worded(keep: int) -> str:
+            return node_headline(tr, shorten(where, keep, ellipsis), what, 0, None)
+
+        hi = min(len(where), NODE_CAP)
+        keep = _largest(lambda k: fits(worded(k)), min(MIN_NODE, hi), hi)
+        if keep is not None:
+            return worded(keep)
+    return what

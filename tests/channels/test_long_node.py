@@ -187,8 +187,8 @@ def test_sms_text_and_variables_keep_the_alert_name(locale: Locale) -> None:
     assert (
         wider
         == {
-            "en": "gpu-node-07-a..: GPUXidError on 2/8 GPUs",
-            "zh-CN": "gpu-node-07-a100..：2/8 块 GPU GPUXidError",
+            "en": "gpu-node-07-a100-sxm4-80g..: GPUXidError",  # the count goes first, then the node's end
+            "zh-CN": "gpu-node-07-a100-sxm4-80gb..：GPUXidError",
         }[locale.language]
     )
 
@@ -223,8 +223,8 @@ def test_the_spoken_headline_keeps_the_alert_name(locale: Locale) -> None:
     assert (
         params["1"]
         == {
-            "en": "gpu node 07 a100.. GPUXidError",  # the count goes before the node's first characters
-            "zh-CN": "gpu no..：2 8 块 GPU GPUXidError",  # 30 characters: the node is cut to its first six
+            "en": "gpu node 07 a100.. GPUXidError",  # 30 characters: no count, the node cut
+            "zh-CN": "gpu node 07 a100..：GPUXidError",
         }[locale.language]
     )
 
