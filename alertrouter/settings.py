@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -15,7 +16,7 @@ from alertrouter.durations import parse_duration
 from alertrouter.paths import default_rules_dir
 from alertrouter.store.urls import async_url
 
-__all__ = ["LOOPBACK", "MIN_SECRET_LENGTH", "Settings", "get_settings"]
+__all__ = ["LOOPBACK", "MIN_SECRET_LENGTH", "ListenRefused", "Settings", "get_settings"]
 
 LOOPBACK = "127.0.0.1"
 # Every credential a machine presents (webhook bearer token and Basic password, API tokens) and the signing
@@ -39,7 +40,9 @@ class Settings(BaseSettings):
         description="sqlite:///path.db or postgresql://user:pw@host/db (postgres://, sslmode= and the +aiosqlite, "
         "+asyncpg forms too): the async driver is picked",
     )
-    host: str | None = Field(None, description="Listen address; loopback when no credential is configured")
+    host: str | None = Field(
+        None, description="Listen address; without a credential loopback only (another address stops `serve`)"
+    )
     port: int = Field(9095, ge=1, le=65535)
     config: Path = Field(default_factory=default_rules_dir, description="Rules directory or YAML file")
     bearer_token: SecretStr | None = None
@@ -228,21 +231,44 @@ class Settings(BaseSettings):
     def listen_host(self) -> tuple[str, str | None]:
         """The address to bind, and a warning to log when the choice needs explaining.
 
-        Without a credential anyone who can reach the port could inject or read alerts, so the
-        server binds to loopback unless the operator explicitly accepts that risk.
+        Without a webhook credential anyone who can reach the port could inject alerts (console users
+        and API tokens guard reads and writes, not the ingest endpoints), so the server listens on
+        loopback when no address is asked for, and `ListenRefused` when another address is asked for
+        (unless the operator explicitly accepts the risk): never somewhere the operator did not ask.
         """
         if self.has_credentials:
             return self.host or "0.0.0.0", None  # noqa: S104 - authenticated, all interfaces by design
-        if self.host in (None, LOOPBACK, "localhost", "::1"):
+        if not self.host or _is_loopback(self.host):  # unset or empty: nothing asked for
             return self.host or LOOPBACK, (
                 "no credential configured (ALERTROUTER_BEARER_TOKEN or ALERTROUTER_BASIC_*): listening on loopback only"
             )
         if self.allow_unauthenticated_remote:
             return self.host, f"no credential configured: listening on {self.host} WITHOUT authentication"
-        return LOOPBACK, (
-            f"no credential configured: refusing to listen on {self.host} without authentication, "
-            "listening on loopback only (set a credential, or ALERTROUTER_ALLOW_UNAUTHENTICATED_REMOTE=true)"
+        others = [name for name, value in _GUARDS.items() if getattr(self, value) is not None]
+        note = f" ({' and '.join(others)} protect the console and the API only, not the webhook)" if others else ""
+        raise ListenRefused(
+            f"listening on {self.host} (ALERTROUTER_HOST or --host) needs the credential Alertmanager sends, "
+            f"and none is set{note}: set ALERTROUTER_BEARER_TOKEN (e.g. `openssl rand -hex 24`) or "
+            "ALERTROUTER_BASIC_USERNAME and ALERTROUTER_BASIC_PASSWORD, or listen on loopback only with "
+            "ALERTROUTER_HOST=127.0.0.1"
         )
+
+
+class ListenRefused(ValueError):
+    """A non-loopback listen address without a webhook credential: `serve` stops with this message."""
+
+
+_GUARDS = {"ALERTROUTER_CONSOLE_USERS": "console_users", "ALERTROUTER_API_TOKENS": "api_tokens"}
+
+
+def _is_loopback(host: str) -> bool:
+    """`localhost`, and any address of 127.0.0.0/8 or ::1; a name other than localhost is not."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def get_settings(**overrides: Any) -> Settings:

@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from alertrouter.settings import LOOPBACK, Settings
+from alertrouter.auth.passwords import hash_password
+from alertrouter.settings import LOOPBACK, ListenRefused, Settings
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +48,10 @@ def test_basic_auth_needs_both_halves(monkeypatch: pytest.MonkeyPatch) -> None:
     ("env", "host", "warns"),
     [
         ({}, LOOPBACK, True),
-        ({"ALERTROUTER_HOST": "0.0.0.0"}, LOOPBACK, True),
+        ({"ALERTROUTER_HOST": ""}, LOOPBACK, True),
+        ({"ALERTROUTER_HOST": "127.0.0.2"}, "127.0.0.2", True),
+        ({"ALERTROUTER_HOST": "::1"}, "::1", True),
+        ({"ALERTROUTER_HOST": "localhost"}, "localhost", True),
         (
             {"ALERTROUTER_HOST": "0.0.0.0", "ALERTROUTER_ALLOW_UNAUTHENTICATED_REMOTE": "true"},
             "0.0.0.0",
@@ -64,6 +68,21 @@ def test_listen_host(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], host:
     chosen, warning = Settings().listen_host()
     assert chosen == host
     assert (warning is not None) is warns
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "gpu-router.example.org"])
+def test_a_remote_address_without_a_webhook_credential_is_refused(monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    """Not quietly loopback instead: `serve` stops with this message (tests/cli/test_serve_listen.py)."""
+    monkeypatch.setenv("ALERTROUTER_HOST", host)
+    monkeypatch.setenv("ALERTROUTER_CONSOLE_USERS", f"alice:{hash_password('correct horse battery', iterations=1000)}")
+    with pytest.raises(ListenRefused) as caught:
+        Settings().listen_host()
+    assert str(caught.value) == (
+        f"listening on {host} (ALERTROUTER_HOST or --host) needs the credential Alertmanager sends, and none is "
+        "set (ALERTROUTER_CONSOLE_USERS protect the console and the API only, not the webhook): set "
+        "ALERTROUTER_BEARER_TOKEN (e.g. `openssl rand -hex 24`) or ALERTROUTER_BASIC_USERNAME and "
+        "ALERTROUTER_BASIC_PASSWORD, or listen on loopback only with ALERTROUTER_HOST=127.0.0.1"
+    )
 
 
 SHORT = "s3cr3t-0123456"  # 14 characters: one of them would have opened the 0.0.0.0 bind

@@ -18,7 +18,8 @@ from typing import Protocol
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
-from alertrouter.i18n import Locale, headline, severity_name, translations
+from alertrouter.channels.headline import message_headline
+from alertrouter.i18n import Locale, severity_name, translations
 from alertrouter.labels import alert_title
 from alertrouter.model import MessageSnapshot
 from alertrouter.xid import from_labels, short_line
@@ -242,7 +243,7 @@ def notification_fields(n: Notification) -> dict[str, str]:
         # and alert (the shipped one) would otherwise say the same when a node comes back as when it went down.
         "severity": _severity(tr, "resolved" if all(item.resolved for item in n.items) else n.severity),
         "status": first.status.value,
-        "headline": headline(tr, first),
+        "headline": message_headline(tr, first),
         "alertname": labels.get("alertname") or (alert_title(first.alerts[0].labels) if first.alerts else ""),
         "node": labels.get("node", ""),
         "region": labels.get("region", ""),

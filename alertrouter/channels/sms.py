@@ -27,10 +27,12 @@ from alertrouter.channels.base import (
     truncate_utf8,
     utf8_len,
 )
+from alertrouter.channels.headline import fitted_headline
 from alertrouter.channels.http import protect_logs, redact
 from alertrouter.channels.sms_aliyun import AliyunSms
 from alertrouter.channels.sms_generic import GenericSms
 from alertrouter.channels.sms_tencent import TencentSms
+from alertrouter.i18n import Locale, translations
 from alertrouter.ruleset.channels import SmsChannelConfig
 
 __all__ = [
@@ -147,11 +149,19 @@ def fit_param(value: str, max_length: int) -> str:
 def sms_params(notification: Notification, params: Mapping[str, str], max_length: int) -> dict[str, str]:
     """Vendor template variable -> value, in the order of `params` (variable -> field of `SMS_FIELDS`).
 
+    `headline` is fitted to `max_length` keeping the alert name whole (`fitted_headline` shortens the node).
     Every field but `link` (the product's own) may come from labels: a URL or markdown link in it is
     neutralised in the ASCII form (`http[:]//x[.]y`, see `neutralise_links`), so that a phone does not
     make it tappable and the message stays GSM-7. Vendors refuse variables holding links, too.
     """
     fields = notification_fields(notification)
+    if "headline" in params.values():
+        fields["headline"] = fitted_headline(
+            translations((notification.locale or Locale()).language),
+            notification.first,
+            lambda text: len(normalize_sms(neutralise_links(text, ascii_only=True), single_line=True)) <= max_length,
+            CUT_MARKER,
+        )
     return {
         variable: fit_param(value if source == "link" else neutralise_links(value, ascii_only=True), max_length)
         for variable, source in params.items()

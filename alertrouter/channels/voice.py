@@ -23,6 +23,7 @@ from typing import Protocol
 import httpx
 
 from alertrouter.channels.base import ChannelError, Notification, notification_fields
+from alertrouter.channels.headline import fitted_headline
 from alertrouter.channels.http import protect_logs, redact
 from alertrouter.channels.sms import CUT_MARKER, normalize_sms, sms_numbers
 from alertrouter.channels.voice_aliyun import AliyunVoice
@@ -74,7 +75,14 @@ def _fit(value: str, max_length: int, empty: str) -> str:
 def voice_params(notification: Notification, params: Mapping[str, str], max_length: int) -> dict[str, str]:
     """Vendor template variable -> spoken value, in the order of `params` (variable -> field)."""
     fields = notification_fields(notification)
-    empty = translations((notification.locale or Locale()).language).gettext("none")  # vendors refuse ""
+    tr = translations((notification.locale or Locale()).language)
+    if "headline" in params.values():  # the alert name said whole, the node shortened
+
+        def fits(text: str) -> bool:
+            return len(speakable(text)) <= max_length
+
+        fields["headline"] = fitted_headline(tr, notification.first, fits, CUT_MARKER)
+    empty = tr.gettext("none")  # vendors refuse ""
     return {variable: _fit(speakable(fields.get(source, "")), max_length, empty) for variable, source in params.items()}
 
 

@@ -25,7 +25,7 @@ from alertrouter.cli.simulate import add_simulate_parser
 from alertrouter.logs import configure_logging
 from alertrouter.ruleset import matcher_notes
 from alertrouter.ruleset.build import unconfigured_channels
-from alertrouter.settings import Settings, get_settings
+from alertrouter.settings import ListenRefused, Settings, get_settings
 from alertrouter.store.db import probe
 from alertrouter.store.migrate import head_revision, upgrade
 from alertrouter.store.urls import masked
@@ -93,6 +93,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     configure_logging(settings.log_level, settings.log_format)
+    try:
+        host, warning = settings.listen_host()
+    except ListenRefused as exc:  # before the rules and the store: nothing else is worth reading first
+        log.error("refusing to start: %s", exc)
+        return 2
     ruleset = load_rules(settings.config)
     if ruleset is None:
         log.error("refusing to start: the rules in %s are invalid (see above)", settings.config)
@@ -101,7 +106,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 1
     for note in matcher_notes(settings.config):  # Alertmanager logs these on load too
         log.warning("matcher %s", note)
-    host, warning = settings.listen_host()
     if warning:
         log.warning("%s", warning)
     log.info("listening on %s:%d, store %s", host, settings.port, settings.database_url.split("://")[0])
@@ -138,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the HTTP server (migrates the database first unless ALERTROUTER_AUTO_MIGRATE=false)",
         description="Run the server. Refuses to start if the rules are invalid. Without a credential "
-        "(ALERTROUTER_BEARER_TOKEN or ALERTROUTER_BASIC_USERNAME/PASSWORD) it listens on loopback only.",
+        "(ALERTROUTER_BEARER_TOKEN or ALERTROUTER_BASIC_USERNAME/PASSWORD) it listens on loopback only, "
+        "and refuses to start (exit 2) if --host or ALERTROUTER_HOST asks for another address.",
     )
     serve.add_argument("--config", type=Path, help="rules directory or file (env ALERTROUTER_CONFIG)")
     serve.add_argument("--host", help="listen address (env ALERTROUTER_HOST)")

@@ -17,6 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from alertrouter import i18n
+from alertrouter.channels.headline import message_headline, short_member_line
 from alertrouter.labels import alert_title
 from alertrouter.model import (
     HEARTBEAT_ALERTNAME,
@@ -297,7 +298,7 @@ def _members(tr: NullTranslations, summary: Mapping[str, Any], alertname: str, u
     """A storm's member lines: worded from their facts in the receiver's language, or (a snapshot stored
     before the facts were) the stored English headlines."""
     facts = _seq(summary.get("member_facts"))
-    lines = [i18n.member_line(tr, f, alertname, unit_name) for f in facts[:MAX_LISTED]]
+    lines = [short_member_line(tr, f, alertname, unit_name) for f in facts[:MAX_LISTED]]
     if facts and alertname and all(line is not None for line in lines):
         return list(lines)
     return list(_seq(summary.get("members"))[:MAX_LISTED])
@@ -344,7 +345,7 @@ def build_item(
     xids, xids_more = xid_lines([(a.labels, a.unit) for a in current], tr, language)
     scope = [(name, labels[name]) for name in ("region", "rack", "cluster") if labels.get(name)]
     # an alert without alertname (Alertmanager accepts those) is named by its label set
-    headline = i18n.headline(tr, raw) or summary.get("headline") or (alert_title(labels) if labels else "")
+    headline = message_headline(tr, raw) or summary.get("headline") or (alert_title(labels) if labels else "")
     return ItemContext(
         incident=clean(raw.incident, KEY_CAP),
         kind=kind,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from gettext import NullTranslations
 from pathlib import Path
@@ -23,6 +23,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, truncate_utf8, utf8_len
+from alertrouter.channels.headline import fitted_headline
 from alertrouter.durations import format_duration
 from alertrouter.i18n import (
     DEFAULT_LANGUAGE,
@@ -245,10 +246,19 @@ class Templates:
         return _cut_keeping(fill(0), limit_bytes, anchors)
 
     def title(self, notification: Notification, *, limit_bytes: int | None = None) -> str:
-        """DingTalk's title and the email subject: one line of plain text (see `plain_title`)."""
+        """DingTalk's title and the email subject: one line of plain text (see `plain_title`), the alert
+        name kept whole within `limit_bytes` where it can be (`fitted_headline`: the node is shortened)."""
         limit = TITLE_LIMIT if limit_bytes is None else limit_bytes
         tr = translations(self.locale(notification).language)
-        return truncate_utf8(_title(notification, self._items(notification), tr, plain_title), limit)
+        items = self._items(notification)
+        if notification.kind is not MessageKind.COALESCED and notification.items:
+
+            def with_headline(text: str) -> str:
+                return _title(notification, (replace(items[0], headline=clean(text, HEADLINE_CAP)),), tr, plain_title)
+
+            fitted = fitted_headline(tr, notification.first, lambda text: utf8_len(with_headline(text)) <= limit)
+            items = (replace(items[0], headline=clean(fitted, HEADLINE_CAP)), *items[1:])
+        return truncate_utf8(_title(notification, items, tr, plain_title), limit)
 
     def _items(self, n: Notification) -> tuple[ItemContext, ...]:
         now = n.created_at or datetime.now(UTC)

@@ -314,14 +314,14 @@ def test_a_node_incident_fires_grows_and_resolves_on_every_channel(
         {"level": level, "alert": cut(h, ALIYUN_MAX), "host": "gpu-node-07", "gpus": gpus, "n": "1"}
         for level, h, gpus in zip(levels, headlines, ("4/8", "6/8", "6/8"), strict=True)
     ]
+    # 12 and 20 characters hold no node before the alert name: the alert name whole (channels/headline.py)
     assert vendors.tencent_params() == [
-        [level, cut(headlines[0], TENCENT_MAX), gpus, "1"]
-        for level, gpus in zip(levels, ("4/8", "6/8", "6/8"), strict=True)
+        [level, "GPUHighTemp", gpus, "1"] for level, gpus in zip(levels, ("4/8", "6/8", "6/8"), strict=True)
     ]
     bodies = vendors.gateway_bodies()
     assert [b["params"] for b in bodies] == [
-        {"headline": cut(h, GATEWAY_MAX), "gpus": gpus, "node": "gpu-node-07", "incidents": "1"}
-        for h, gpus in zip(headlines, ("4/8", "6/8", "6/8"), strict=True)
+        {"headline": "GPUHighTemp", "gpus": gpus, "node": "gpu-node-07", "incidents": "1"}
+        for gpus in ("4/8", "6/8", "6/8")
     ]
     texts = [b["text"] for b in bodies]
     assert texts[0].startswith(f"[CRITICAL] {headlines[0]}, region north")

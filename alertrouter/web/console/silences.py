@@ -13,9 +13,15 @@ from alertrouter.web.console import views
 from alertrouter.web.console.pages import ConsoleDep, read_form
 from alertrouter.web.console.views import N_
 
-__all__ = ["router"]
+__all__ = ["BY_SHOWN", "COMMENT_SHOWN", "MATCHER_SHOWN", "router"]
 
 router = APIRouter(include_in_schema=False)
+
+# Characters of each shown in the list before "… (N more characters)"; the whole value is the cell's
+# `title` (a matcher may be a 4,096-character regex of nodes, a comment 1,000 characters, a name 255).
+MATCHER_SHOWN = 160
+COMMENT_SHOWN = 200
+BY_SHOWN = 64
 
 
 async def _page(
@@ -38,6 +44,7 @@ async def _page(
         status=status,
         title=N_("Silences"),
         silences=silences,
+        shown={"matcher": MATCHER_SHOWN, "comment": COMMENT_SHOWN, "by": BY_SHOWN},
         error=error,
         detail=detail,
         form=form or {"matchers": "", "duration": "2h", "comment": ""},

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+from markupsafe import escape
 from sqlalchemy import update
 
 from alertrouter.auth.links import Action, action_link
 from alertrouter.model import utcnow
-from alertrouter.store.tables import AlertRow, IncidentRow
+from alertrouter.store.tables import AlertRow, IncidentRow, SilenceRow
+from alertrouter.web.console.silences import BY_SHOWN, COMMENT_SHOWN, MATCHER_SHOWN
 from alertrouter.web.console.views import LABELS_SHOWN, VALUE_CAP
 from support.scenario import gpu_labels
 
@@ -74,3 +76,41 @@ async def test_a_hostile_alert_keeps_every_console_page_small(app: App) -> None:
     assert whole["labels"]["pod"] == HUGE  # the API keeps the whole value
     assert whole["annotations"]["summary"] == HUGE
     assert len(whole["labels"]) == count
+
+
+def nodes_regex(size: int) -> str:
+    """`node=~"gpu-node-0001|gpu-node-0002|..."`, as a silence of a whole rack is written, `size` long."""
+    names = "|".join(f"gpu-node-{i:04d}" for i in range(1, size // 14 + 2))
+    return f'node=~"{names}"'[: size - 1] + '"'
+
+
+async def test_the_silences_page_caps_long_matchers_comments_and_names(app: App) -> None:
+    """The list shows a head of each and "… (N more characters)"; the whole value is the cell's title."""
+    matcher = nodes_regex(4096)
+    comment = "; ".join(["PSU swap in rack r12, ticket OPS-4411"] * 25)  # 973 characters: the API takes 1,000
+    by = "token:" + "ci-nightly-gpu-burnin-" * 11  # a long API token name, as stored (255 at most)
+    created = await app.client.post(
+        "/api/v1/silences",
+        json={"matchers": [matcher, 'alertname="GPUXidError"'], "duration": "2h", "comment": comment},
+        headers=TOKEN,
+    )
+    assert created.status_code == 201, created.text
+    silence_id = created.json()["id"]
+    assert created.json()["matchers"][0] == matcher  # stored whole
+    async with app.runtime.db.write() as session:
+        await session.execute(update(SilenceRow).where(SilenceRow.id == silence_id).values(created_by=by))
+        await session.commit()
+    await app.login()
+
+    page = (await app.client.get("/silences")).text
+    row = page[page.index(f'<tr id="s-{silence_id}"') :]
+    row = row[: row.index("</tr>")]
+    shown = re.sub(r' title="[^"]*"', "", row)  # what the row shows, without what shows on hover
+    for value, limit in ((matcher, MATCHER_SHOWN), (comment, COMMENT_SHOWN), (by, BY_SHOWN)):
+        escaped = escape(value)
+        assert escaped not in shown, value[:40]
+        assert f'title="{escaped}"' in row, value[:40]  # the whole value, on hover
+        head = escape(value[:limit])
+        assert f"{head}… ({len(value) - limit} more characters)" in shown, value[:40]
+    assert escape('alertname="GPUXidError"') in shown  # a short matcher is shown as it is
+    assert len(shown) < 2_000
