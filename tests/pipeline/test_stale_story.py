@@ -1,0 +1,89 @@
+"""Stale incidents read as one story: a GPU incident whose data stopped because its node is down names the
+NodeDown incident that explains it (while down, and in its resolved message once the node is back), and the
+node's recovery is told before or together with its GPUs', never after.
+
+Labels as the exporters send them: node-exporter's NodeDown is `up{job="node-exporter"} == 0` on
+`instance="10.0.0.7:9100"`, with no name of the node (named by the alias dcgm-exporter's alerts teach);
+dcgm-exporter's alerts carry `instance="10.0.0.7:9400"` and `Hostname`."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from alertrouter.pipeline.throttle import NotifyReason
+from alertrouter.pipeline.types import Decision, Intent
+from support.scenario import Scenario, dcgm_labels, node_exporter_down_labels
+
+S = timedelta(seconds=1)
+MIN = timedelta(minutes=1)
+NODE = "gpu-node-07"
+HOT = [dcgm_labels("10.0.0.7", NODE, g, alertname="GPUHighTemp", severity="warning") for g in (2, 5)]
+DOWN = node_exporter_down_labels("10.0.0.7", job="node-exporter")
+GPU_KEY = f'gpu-by-node{{alertname="GPUHighTemp",node="{NODE}"}}'
+NODE_KEY = f'node{{alertname="NodeDown",node="{NODE}"}}'
+
+
+def resolved(sc: Scenario) -> list[tuple[str, Intent]]:
+    """The resolved messages in the order the engine intended them, with when."""
+    return [(at.strftime("%H:%M:%S"), i) for at, i in sc.sent if i.reason is NotifyReason.RESOLVED]
+
+
+def dies(sc: Scenario, down_for: timedelta) -> list[str]:
+    """The node's GPUs are hot and told; the node dies (GPU alerts resolve, NodeDown fires a minute later)
+    and stays down for `down_for`."""
+    fps = [sc.fire(labels) for labels in HOT]
+    sc.run(MIN)
+    for labels in HOT:
+        sc.resolve(labels)
+    sc.run(70 * S)
+    sc.fire(DOWN)
+    sc.run(down_for)
+    return fps
+
+
+def test_the_node_recovery_goes_before_its_gpus_even_when_its_resolve_waits_after_a_repeat() -> None:
+    """NodeDown repeats (critical: every 10m) and resolves 2.5 minutes later: its resolve waits for the
+    group interval (5m) after the repeat, past the GPUs' `settle` (2m). The GPUs' resolve waits for it."""
+    sc = Scenario()
+    fps = dies(sc, 11 * MIN)
+    assert [i.reason for _, i in sc.sent if i.incident == NODE_KEY] == [NotifyReason.FIRST, NotifyReason.REPEAT]
+    sc.resolve(DOWN)
+    sc.run(3 * MIN)
+    # `settle` is over, but NodeDown's resolved message is not told yet: the GPUs are still returning
+    assert resolved(sc) == []
+    assert sc.last is not None
+    assert {sc.last.decisions[fp].decision for fp in fps} == {Decision.STALE}
+    assert {sc.last.decisions[fp].stale_reason for fp in fps} == {"returning"}
+    sc.run(5 * MIN)
+    told = resolved(sc)
+    assert [i.incident for _, i in told] == [NODE_KEY, GPU_KEY]  # the node first, in the same pass
+    assert told[0][0] == told[1][0]
+    assert {sc.last.decisions[fp].decision for fp in fps} == {Decision.RESOLVED}
+
+
+def test_the_gpu_incident_names_the_node_down_incident_while_down_and_when_resolved() -> None:
+    sc = Scenario()
+    xid = dcgm_labels("10.0.0.7", NODE, 1)  # an XID that fired and resolved long before the node died
+    sc.fire(xid)
+    sc.run(MIN)
+    sc.resolve(xid)
+    sc.run(20 * MIN)
+    fps = dies(sc, 5 * MIN)
+    assert sc.last is not None
+    xid_incident = sc.last.incidents[f'gpu-by-node{{alertname="GPUXidError",node="{NODE}"}}']
+    assert not any(k.startswith("no_data") for k in xid_incident.summary)
+    gpu = sc.last.incidents[GPU_KEY].summary
+    assert {k: gpu[k] for k in gpu if k.startswith("no_data_") and k != "no_data_since"} == {
+        "no_data_source": NODE_KEY,
+        "no_data_cause": "NodeDown",
+        "no_data_node": NODE,
+        "no_data_down": True,
+    }
+    down_fp = next(fp for fp, a in sc.alerts.items() if a.labels["alertname"] == "NodeDown")
+    assert {sc.last.decisions[fp].stale_source for fp in fps} == {down_fp}
+    sc.resolve(DOWN)
+    sc.run(3 * MIN)
+    (message,) = [i.message for _, i in resolved(sc) if i.incident == GPU_KEY]
+    assert message.summary["no_data_source"] == NODE_KEY
+    assert message.summary["no_data_down"] is False
+    assert message.summary["no_data_node"] == NODE
