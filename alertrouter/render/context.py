@@ -334,6 +334,8 @@ def build_item(
     else:
         gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
     count = _int(summary.get("firing" if not resolved and "firing" in summary else "alerts"), len(raw_alerts))
+    if not resolved and kind == IncidentKind.NODE and _int(summary.get("eligible")) > 0:
+        count = _int(summary.get("eligible"))  # what it lists: muted, held and stale alerts are not told
     listed = max(len(raw_alerts), _int(summary.get("eligible" if not resolved else "alerts"), count))
     alertname = labels.get("alertname", "") or (alerts[0].alertname if alerts else "")
     unit_name = clean(summary.get("unit_name") or "GPUs", KEY_CAP)
