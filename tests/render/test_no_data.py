@@ -1,4 +1,6 @@
-"""A message's alert count is what it lists plus its "+N more", never the muted alerts it leaves out."""
+"""A stale incident's messages say why its data stopped, naming the node-down alert (`summary.no_data_*`, written
+by `pipeline.incident.summary_dict`), in every channel and both languages; and a message's alert count is what
+it lists plus its "+N more", never the muted alerts it leaves out."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from .conftest import TEMPLATES_DIR, node_item, notification
 
 ZH = Locale("zh-CN", "Asia/Shanghai")
 EN = Locale("en", "Asia/Shanghai")
+NODE_KEY = 'node{alertname="NodeDown",node="gpu-node-07"}'
 
 
 def _rendered(kind: MessageKind, item: dict[str, Any], locale: Locale) -> Iterator[tuple[str, str]]:
@@ -28,6 +31,36 @@ def _rendered(kind: MessageKind, item: dict[str, Any], locale: Locale) -> Iterat
         if template_kind == kind.value:
             # markdown's bold and escapes are not what is read: "**1** firing" reads "1 firing"
             yield name, re.sub(r"[*\\]", "", templates.render(channel, fmt, n))
+
+
+def _linked(item: dict[str, Any], *, down: bool) -> dict[str, Any]:
+    summary = {"no_data_source": NODE_KEY, "no_data_cause": "NodeDown", "no_data_node": "gpu-node-07"}
+    return {**item, "summary": {**item["summary"], **summary, "no_data_down": down}}
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"),
+    [(EN, "No data while gpu-node-07 was down (NodeDown)"), (ZH, "gpu-node-07 宕机期间无数据（NodeDown）")],
+    ids=["en", "zh-CN"],
+)
+def test_the_resolved_message_of_a_gpu_incident_says_its_node_was_down(locale: Locale, expected: str) -> None:
+    item = _linked(node_item(units=("2", "5"), status="resolved"), down=False)
+    outputs = dict(_rendered(MessageKind.RESOLVED, item, locale))
+    assert {name.partition("/")[0] for name in outputs} == {"dingtalk", "wecom", "feishu", "sms", "email"}
+    for name, out in outputs.items():
+        assert expected in out, f"{name}\n{out}"
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"),
+    [(EN, "No data: gpu-node-07 is down (NodeDown)"), (ZH, "无数据：gpu-node-07 宕机（NodeDown）")],
+    ids=["en", "zh-CN"],
+)
+def test_a_firing_message_of_a_partly_stale_incident_says_its_node_is_down(locale: Locale, expected: str) -> None:
+    item = _linked(node_item(units=("2",)), down=True)
+    item["summary"] |= {"firing": 3, "eligible": 1, "stale": 2}
+    for name, out in _rendered(MessageKind.FIRING, item, locale):
+        assert expected in out, f"{name}\n{out}"
 
 
 @pytest.mark.parametrize("locale", [EN, ZH], ids=["en", "zh-CN"])
