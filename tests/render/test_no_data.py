@@ -7,13 +7,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification
 from alertrouter.i18n import Locale
+from alertrouter.pipeline.silence import Silence
 from alertrouter.render.templates import Templates
+from support.scenario import Scenario, dcgm_labels
 
 from .conftest import TEMPLATES_DIR, node_item, notification
 
@@ -76,3 +79,22 @@ def test_the_alert_count_is_what_the_message_lists(locale: Locale) -> None:
         assert "GPU 2" in out
         assert "more alerts" not in out, f"{name}\n{out}"
         assert "另有" not in out, f"{name}\n{out}"
+
+
+@pytest.mark.parametrize("locale", [EN, ZH], ids=["en", "zh-CN"])
+def test_a_node_with_a_silenced_gpu_is_told_with_the_count_it_lists(locale: Locale) -> None:
+    """The engine's own snapshot: GPUs 2 and 5 of gpu-node-07 hot (dcgm-exporter's labels), GPU 5 silenced."""
+    sc = Scenario()
+    hot = [dcgm_labels("10.0.0.7", "gpu-node-07", g, alertname="GPUHighTemp", severity="warning") for g in (2, 5)]
+    sc.silences.append(Silence.parse("s1", ['gpu="5"'], sc.now, sc.now + timedelta(hours=2)))
+    for labels in hot:
+        sc.fire(labels)
+    sc.run(timedelta(minutes=1))
+    (first,) = sc.messages()
+    assert (first.message.summary["firing"], first.message.summary["eligible"]) == (2, 1)
+    for name, out in _rendered(MessageKind.FIRING, first.message.to_json(), locale):
+        if name.startswith("sms/"):
+            continue
+        assert re.findall(r"(\d+) (?:条)?(?:firing|触发中)", out) == ["1"], f"{name}\n{out}"
+        assert "GPU 2" in out
+        assert "GPU 5" not in out
