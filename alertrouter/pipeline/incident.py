@@ -50,6 +50,7 @@ class IncidentGroup:
     no_data_cause: str = ""
     no_data_node: str = ""
     no_data_down: bool = False
+    no_data_rank: tuple[bool, bool, datetime, str] | None = None  # `sorting._link`'s, of `no_data_source`
 
 
 @dataclass(slots=True)

@@ -59,7 +59,7 @@ def sort_incident(
             neighbours = ((views.alerts[o], readings[o]) for o in views.by_node.get(node, ()))
             found = assess(stale_rule, views.alerts[fp], readings.get(fp), neighbours, now, told)
             if found.source is not None:
-                _link(group, views, found.source.fingerprint, down=found.source.firing)
+                _link(group, views, inhibitor, found.source.fingerprint, down=found.source.firing)
             stale = found.stale
             if stale is not None:
                 group.firing += 1
@@ -123,16 +123,19 @@ def sort_incident(
     return NodeIncident(group, summary, opening, ckey, first, hold_wake, decisions, shared)
 
 
-def _link(group: IncidentGroup, views: AlertViews, source: str, *, down: bool) -> None:
+def _link(group: IncidentGroup, views: AlertViews, inhibitor: Inhibitor, source: str, *, down: bool) -> None:
     """Name the source-down alert's incident as what explains the group's gap in data (`IncidentGroup`):
-    one that still fires first, then the first by key, so every pass names the same one."""
+    one that still fires first, then one not muted itself (a dead node's DCGMExporterDown is inhibited by
+    its NodeDown: NodeDown is the story), then the first to start, then by key: every pass names the same."""
     placement = views.placements.get(source)
     if placement is None:
         return
-    key, current = placement.key, group.no_data_source
-    if current is not None and (not group.no_data_down, current) <= (not down, key):
+    muted = inhibitor.mutes(views.views[source]) is not None
+    rank = (not down, muted, views.alerts[source].starts_at, placement.key)
+    if group.no_data_rank is not None and group.no_data_rank <= rank:
         return
-    group.no_data_source = key
+    group.no_data_rank = rank
+    group.no_data_source = placement.key
     group.no_data_down = down
     group.no_data_cause = views.alerts[source].labels.get("alertname", "")
     group.no_data_node = views.node_of(source) or ""

@@ -122,9 +122,9 @@ class Staleness:
 
 @dataclass(frozen=True, slots=True)
 class Assessment:
-    """`staleness`, and the source-down alert that explains the alert's gap in data (firing, or ended
-    since: its data returned), also once the alert is resolved for good: what links its incident to the
-    node-down one."""
+    """`staleness`, and the source-down alert that explains the alert's gap in data (of those still firing,
+    else of those ended since, the first to start), also once the alert is resolved for good: what links
+    its incident to the node-down one."""
 
     stale: Staleness | None
     source: LiveAlert | None
@@ -185,11 +185,10 @@ def assess(
         last = max(ended, key=lambda d: (d.ends_at, d.fingerprint))
         assert last.ends_at is not None
         until = last.ends_at + rule.settle
-        due = told(last.fingerprint) if told is not None else None
-        if due is not None and due > until:
-            until = due  # the node's recovery is told first: the GPUs' resolve waits for it
+        if told is not None:  # the node's recovery is told first: the GPUs' resolve waits for each of them
+            until = max([until, *(due for d in ended if (due := told(d.fingerprint)) is not None)])
         stale = Staleness(Reason.RETURNING, r, until, last.fingerprint) if now < until else None
-        return Assessment(stale, last)
+        return Assessment(stale, min(ended, key=lambda d: (d.starts_at, d.fingerprint)))  # the first to go down
     if any(o.starts_at > r for o in same):
         return _NOTHING  # its exporter answers again: the condition is gone
     if now < r + rule.window:

@@ -87,3 +87,24 @@ def test_the_gpu_incident_names_the_node_down_incident_while_down_and_when_resol
     assert message.summary["no_data_source"] == NODE_KEY
     assert message.summary["no_data_down"] is False
     assert message.summary["no_data_node"] == NODE
+
+
+def test_a_dead_node_is_explained_by_its_node_down_not_by_its_muted_exporter_down() -> None:
+    """DCGMExporterDown (`up{job="dcgm-exporter"} == 0`, for: 5m) fires too, inhibited by NodeDown: the GPU
+    incident names NodeDown, and its resolve still waits for NodeDown's, whichever source came back last."""
+    sc = Scenario()
+    exporter_down = {"alertname": "DCGMExporterDown", "instance": "10.0.0.7:9400", "job": "dcgm-exporter"}
+    exporter_down["severity"] = "warning"
+    dies(sc, 4 * MIN)
+    sc.fire(exporter_down)
+    sc.run(7 * MIN)
+    assert sc.last is not None
+    summary = sc.last.incidents[GPU_KEY].summary
+    assert (summary["no_data_source"], summary["no_data_cause"]) == (NODE_KEY, "NodeDown")
+    assert [i.reason for _, i in sc.sent if i.incident == NODE_KEY] == [NotifyReason.FIRST, NotifyReason.REPEAT]
+    sc.resolve(DOWN)  # node-exporter answers first, dcgm-exporter 20s later
+    sc.run(20 * S)
+    sc.resolve(exporter_down)
+    sc.run(8 * MIN)
+    assert [i.incident for _, i in resolved(sc)] == [NODE_KEY, GPU_KEY]
+    assert sc.last.incidents[GPU_KEY].summary["no_data_source"] == NODE_KEY
