@@ -79,7 +79,8 @@ def summary_dict(summary: IncidentSummary, group: IncidentGroup) -> dict[str, ob
         out["resolving"] = len(group.stale) - group.no_data
         if group.no_data_since is not None:
             out["no_data_since"] = group.no_data_since.isoformat()
-    if group.no_data_source is not None:  # also once resolved: its resolved message says why data was missing
+    if group.no_data_source is not None and (group.stale or not group.firing):
+        # while stale, and once resolved (its resolved message says why data was missing); not in a new firing
         out["no_data_source"] = group.no_data_source
         out["no_data_cause"] = group.no_data_cause
         out["no_data_node"] = group.no_data_node

@@ -108,3 +108,19 @@ def test_a_dead_node_is_explained_by_its_node_down_not_by_its_muted_exporter_dow
     sc.run(8 * MIN)
     assert [i.incident for _, i in resolved(sc)] == [NODE_KEY, GPU_KEY]
     assert sc.last.incidents[GPU_KEY].summary["no_data_source"] == NODE_KEY
+
+
+def test_a_gpu_firing_again_after_the_node_returned_is_not_said_to_have_no_data() -> None:
+    """GPU 2 resolved for good after the node came back; GPU 5 fires again a few minutes later: a new
+    occurrence, whose message says nothing about the node that was down."""
+    sc = Scenario()
+    dies(sc, 5 * MIN)
+    sc.resolve(DOWN)
+    sc.run(5 * MIN)
+    assert sc.last is not None
+    assert sc.last.incidents[GPU_KEY].summary["no_data_source"] == NODE_KEY  # resolved: it says why
+    sc.fire(HOT[1])
+    sc.run(6 * MIN)  # a first message again, the group interval (5m) after the resolved one
+    (again,) = [i for _, i in sc.sent if i.incident == GPU_KEY][2:]
+    assert again.reason is NotifyReason.FIRST
+    assert not any(k.startswith("no_data") for k in again.message.summary)
