@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Decision, Intent
-from support.scenario import Scenario, dcgm_labels, node_exporter_down_labels
+from support.scenario import Scenario, dcgm_labels, k8s_dcgm_labels, k8s_node_down_labels, node_exporter_down_labels
 
 S = timedelta(seconds=1)
 MIN = timedelta(minutes=1)
@@ -124,3 +124,25 @@ def test_a_gpu_firing_again_after_the_node_returned_is_not_said_to_have_no_data(
     (again,) = [i for _, i in sc.sent if i.incident == GPU_KEY][2:]
     assert again.reason is NotifyReason.FIRST
     assert not any(k.startswith("no_data") for k in again.message.summary)
+
+
+def test_kubernetes_labels_tell_the_same_story() -> None:
+    """kube-prometheus-stack + GPU Operator: dcgm-exporter at its pod IP, node-exporter at the node IP, both
+    relabelled with `node`; NodeDown resolves 2.5 minutes after its repeat."""
+    sc = Scenario()
+    hot = [k8s_dcgm_labels(NODE, "10.244.7.23", g) for g in (2, 5)]
+    down = k8s_node_down_labels(NODE, "10.0.0.7")
+    for labels in hot:
+        sc.fire(labels)
+    sc.run(MIN)
+    for labels in hot:
+        sc.resolve(labels)
+    sc.run(70 * S)
+    sc.fire(down)
+    sc.run(11 * MIN)
+    assert sc.last is not None
+    summary = sc.last.incidents[GPU_KEY].summary
+    assert (summary["no_data_source"], summary["no_data_down"]) == (NODE_KEY, True)
+    sc.resolve(down)
+    sc.run(8 * MIN)
+    assert [i.incident for _, i in resolved(sc)] == [NODE_KEY, GPU_KEY]
