@@ -35,6 +35,7 @@ __all__ = [
     "catalogue_path",
     "headline",
     "member_line",
+    "no_data_text",
     "node_headline",
     "scope_text",
     "severity_name",
@@ -130,6 +131,15 @@ def scope_text(tr: NullTranslations, scope: Sequence[tuple[str, str]]) -> str:
     words["cluster"] = tr.gettext("cluster %(value)s")
     parts = [words[name] % {"value": value} if name in words else f"{name} {value}" for name, value in scope]
     return tr.pgettext("scope", ", ").join(parts)
+
+
+def no_data_text(tr: NullTranslations, *, node: str, cause: str, down: bool) -> str:
+    """Why an incident's data stopped, naming the node-down alert that explains it (`pipeline.stale`):
+    `No data: gpu-node-07 is down (NodeDown)` while it fires, `No data while gpu-node-07 was down (NodeDown)`
+    once the node is back."""
+    if down:
+        return tr.gettext("No data: %(node)s is down (%(alert)s)") % {"node": node, "alert": cause}
+    return tr.gettext("No data while %(node)s was down (%(alert)s)") % {"node": node, "alert": cause}
 
 
 def unit_label(tr: NullTranslations, unit_name: str) -> str:

@@ -468,7 +468,12 @@ class EngineRunner:
         await store.save_notify_states(session, result.notify_states, reasons)
         alerts_of = alerts_index(self._evaluator.alerts_of, self._live.alerts)
         self._escalated = await self._escalator.work(session, result, after, now, alerts_of)
-        result.intents.extend(self._escalated.intents)
+        if self._escalated.intents:
+            # Each after its incident's own: a node's recovery, which the engine puts before its GPUs', goes to
+            # the receivers its chain paged before the GPUs' too.
+            first, last = {i.incident: n for n, i in reversed(list(enumerate(result.intents)))}, len(result.intents)
+            result.intents.extend(self._escalated.intents)
+            result.intents.sort(key=lambda i: first.get(i.incident, last))
         if folds(self._escalated.events):  # else written after the commit, as a storm's decisions are
             await write_events(session, self._escalated)
             self._escalated.events = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from types import MappingProxyType
 
 from alertrouter.model import IncidentKind
@@ -92,6 +93,11 @@ class Evaluator:
         self._silences_active: frozenset[Silence] = frozenset()
         self._interval_change: datetime | None = None
         self._evaluated_once = False
+        # Node incident -> the incidents whose resolve its stale alerts wait for (`pipeline.stale.Told`): sorted
+        # again when one of those records changes; their messages go first in a pass.
+        self._waits: dict[str, set[str]] = {}
+        self._given: Mapping[str, IncidentRecord] = {}
+        self._dues: dict[str, datetime | None] = {}  # this pass's `Teller.resolve_due`, by incident key
 
     @property
     def rekeyed(self) -> set[str]:
@@ -198,6 +204,10 @@ class Evaluator:
             self._silences_active = active
         dirty.update(views.placements[fp].key for fp in touched if fp in views.placements)
         storms, retold, new_records = self._records_changed(incidents, records_changed)
+        self._given, self._dues = incidents, {}
+        if self._waits and new_records:  # the resolve they waited for may have been told
+            told = set(new_records)
+            dirty.update(k for k, keys in self._waits.items() if not keys.isdisjoint(told))
         due, result.deferred = self._wakeups.due(now, None if full else due_max)
         # An incident sorted again only because its wake-up came (a hold-down ending, a repeat) keeps its
         # alerts' mutes: a change of an inhibition or a silence would have made it dirty above.
@@ -240,6 +250,10 @@ class Evaluator:
 
         # Read-only views of what the evaluator holds, not copies (a copy of 100,000 decisions per pass
         # cost more than a 100-alert pass's evaluation): valid until the next pass.
+        if self._waits and len(result.intents) > 1:
+            # A node's recovery before its GPUs' in the same pass: the incidents waited for tell first.
+            first = set().union(*self._waits.values())
+            result.intents.sort(key=lambda i: i.incident not in first)
         result.decisions = MappingProxyType(self._decisions)
         result.incidents = MappingProxyType(self._states)
         result.counts = {k: n for k, n in self._counts.items() if n}
@@ -325,6 +339,7 @@ class Evaluator:
             storms.add(parent)
         views = self._views
         fps = views.members.get(key)
+        self._waits.pop(key, None)
         if not fps:
             if old is not None:  # its alerts are gone: so is the incident from what passes evaluate
                 del self._groups[key]
@@ -333,13 +348,29 @@ class Evaluator:
                 self._storms.candidate(key, old.ckey, None, old.group.rule)
             return storms
         kept = old.decisions if woken and old is not None else None
-        node = sort_incident(key, fps, views, self.pipeline, self._inhibitor, silencer, now, kept=kept)
+        told = partial(self._resolve_due, key, now)
+        node = sort_incident(key, fps, views, self.pipeline, self._inhibitor, silencer, now, kept=kept, told=told)
         self._groups[key] = node
         ckey = node.ckey
         self._storms.candidate(key, old.ckey if old is not None else None, ckey, node.group.rule)
         if ckey is not None:
             storms.add(ckey)
         return storms
+
+    def _resolve_due(self, waiting: str, now: datetime, source: str) -> datetime | None:
+        """When the resolve of the incident telling about source-down alert `source` is due (its storm's, when
+        rolled up), for node incident `waiting`, which is sorted again when that incident's record changes."""
+        placement = self._views.placements.get(source)
+        if placement is None:
+            return None
+        key = placement.key
+        record = self._given.get(key)
+        if record is not None and record.parent is not None:
+            key, record = record.parent, self._given.get(record.parent)
+        self._waits.setdefault(waiting, set()).add(key)
+        if key not in self._dues:
+            self._dues[key] = None if record is None else self._teller.resolve_due(record, placement.rule, now)
+        return self._dues[key]
 
     def _storm(self, ckey: str, incidents: Mapping[str, IncidentRecord], now: datetime, result: EvalResult) -> None:
         """Evaluate storm `ckey` as its membership was left: rolling up, ending, or not (any more) one."""

@@ -43,6 +43,14 @@ class IncidentGroup:
     stale: list[AlertView] = field(default_factory=list)  # resolved, but stale or resolving (`pipeline.stale`)
     no_data: int = 0  # of `stale`, those whose data stopped (not merely resolving)
     no_data_since: datetime | None = None
+    # What explains the gap in data of its stale (or once stale) alerts (`pipeline.stale.assess`): the incident
+    # of the source-down alert ("no GPU data because gpu-node-07 is down"), its alert name, its node, and
+    # whether it still fires.
+    no_data_source: str | None = None
+    no_data_cause: str = ""
+    no_data_node: str = ""
+    no_data_down: bool = False
+    no_data_rank: tuple[bool, bool, datetime, str] | None = None  # `sorting._link`'s, of `no_data_source`
 
 
 @dataclass(slots=True)
@@ -71,6 +79,12 @@ def summary_dict(summary: IncidentSummary, group: IncidentGroup) -> dict[str, ob
         out["resolving"] = len(group.stale) - group.no_data
         if group.no_data_since is not None:
             out["no_data_since"] = group.no_data_since.isoformat()
+    if group.no_data_source is not None and (group.stale or not group.firing):
+        # while stale, and once resolved (its resolved message says why data was missing); not in a new firing
+        out["no_data_source"] = group.no_data_source
+        out["no_data_cause"] = group.no_data_cause
+        out["no_data_node"] = group.no_data_node
+        out["no_data_down"] = group.no_data_down
     return out
 
 

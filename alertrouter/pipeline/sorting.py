@@ -14,7 +14,7 @@ from alertrouter.pipeline.incident import IncidentGroup, NodeIncident
 from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silencer
-from alertrouter.pipeline.stale import Reason, staleness
+from alertrouter.pipeline.stale import Reason, Told, assess
 from alertrouter.pipeline.types import AlertDecision, Decision
 from alertrouter.pipeline.views import AlertViews
 
@@ -39,11 +39,13 @@ def sort_incident(
     now: datetime,
     *,
     kept: Mapping[str, AlertDecision] | None = None,
+    told: Told | None = None,
 ) -> NodeIncident:
     """Node incident `key` of the alerts `fps` (its members in `views`, at least one): each alert's
     decision before routing, the incident's summary, and what a storm would count of it. `kept`: the
     decisions of its last sort, when only the incident's wake-up has come since (what muted an alert
-    then still does: a change of an inhibition or a silence would have made it sorted afresh)."""
+    then still does: a change of an inhibition or a silence would have made it sorted afresh). `told`:
+    when the resolve of a source-down alert's incident is due (`pipeline.stale.Told`)."""
     rule = views.placements[next(iter(fps))].rule
     group = IncidentGroup(key, rule)
     decisions: dict[str, AlertDecision] = {}
@@ -55,7 +57,10 @@ def sort_incident(
         if stale_rule.enabled and not view.firing and (node := views.node_of(fp)) is not None:
             readings = views.readings
             neighbours = ((views.alerts[o], readings[o]) for o in views.by_node.get(node, ()))
-            stale = staleness(stale_rule, views.alerts[fp], readings.get(fp), neighbours, now)
+            found = assess(stale_rule, views.alerts[fp], readings.get(fp), neighbours, now, told)
+            if found.source is not None:
+                _link(group, views, inhibitor, found.source.fingerprint, down=found.source.firing)
+            stale = found.stale
             if stale is not None:
                 group.firing += 1
                 group.stale.append(view)
@@ -116,6 +121,24 @@ def sort_incident(
     all_described = summary.alerts == len(group.alerts)
     shared = summary.common_labels if all_described else common_labels(a.labels for a in group.alerts)
     return NodeIncident(group, summary, opening, ckey, first, hold_wake, decisions, shared)
+
+
+def _link(group: IncidentGroup, views: AlertViews, inhibitor: Inhibitor, source: str, *, down: bool) -> None:
+    """Name the source-down alert's incident as what explains the group's gap in data (`IncidentGroup`):
+    one that still fires first, then one not muted itself (a dead node's DCGMExporterDown is inhibited by
+    its NodeDown: NodeDown is the story), then the first to start, then by key: every pass names the same."""
+    placement = views.placements.get(source)
+    if placement is None:
+        return
+    muted = inhibitor.mutes(views.views[source]) is not None
+    rank = (not down, muted, views.alerts[source].starts_at, placement.key)
+    if group.no_data_rank is not None and group.no_data_rank <= rank:
+        return
+    group.no_data_rank = rank
+    group.no_data_source = placement.key
+    group.no_data_down = down
+    group.no_data_cause = views.alerts[source].labels.get("alertname", "")
+    group.no_data_node = views.node_of(source) or ""
 
 
 def _mutes(

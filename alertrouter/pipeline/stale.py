@@ -15,20 +15,23 @@ matches `targets` and not `source_down`, resolved at r (its `endsAt`):
   and no later than A's horizon (a NodeDown that fired before A did is not about A's data).
 - **returning**: when no such alert fires any more but one did (the source is back since b, the latest
   end of those), A stays stale until b + `settle`, so an alert whose condition still holds fires
-  again (then it is simply firing) instead of being told resolved and firing a minute apart.
+  again (then it is simply firing) instead of being told resolved and firing a minute apart; and
+  until the resolve of that source-down alert's incident is told (`told`), so the node's recovery
+  never comes after its GPUs' (its resolve may wait out its group interval after a repeat).
 - otherwise, unless data was seen again (a target alert of N from A's source started after r: the
   exporter answers), A is **resolving** until r + `window`, waiting for a source-down alert to say why, and
   **together** (stale) until r + `hold` if it resolved together.
 - anything else: resolved, told as such.
 
-Everything here is read from the live alerts (labels, `startsAt`, `endsAt`, firing) and the clock, so
-a restarted engine or another replica decides the same; nothing needs storing beyond the alerts.
+Everything here is read from the live alerts (labels, `startsAt`, `endsAt`, firing), the clock and
+(`told`) the stored notify state of the source's incident, so a restarted engine or another replica
+decides the same; nothing needs storing beyond the alerts and the incident records.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -36,7 +39,22 @@ from alertrouter.labels import Matcher, matches_all
 from alertrouter.pipeline.nodes import strip_port
 from alertrouter.pipeline.types import LiveAlert
 
-__all__ = ["DISABLED", "Reading", "Reason", "StaleRule", "Staleness", "source_of", "staleness"]
+__all__ = [
+    "DISABLED",
+    "Assessment",
+    "Reading",
+    "Reason",
+    "StaleRule",
+    "Staleness",
+    "Told",
+    "assess",
+    "source_of",
+    "staleness",
+]
+
+# When the resolve of the incident that tells about a source-down alert (by fingerprint) is due; None when
+# it owes none (already told, or never told: muted, `send_resolved: false`).
+Told = Callable[[str], datetime | None]
 
 
 class Reason(enum.StrEnum):
@@ -99,7 +117,17 @@ class Staleness:
     reason: Reason
     since: datetime  # A's resolve: when its data stopped
     until: datetime | None  # when it must be looked at again; None while a source-down alert fires
-    source: str | None = None  # the source-down alert's fingerprint
+    source: str | None = None  # the source-down alert's fingerprint (firing, or ended: returning)
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """`staleness`, and the source-down alert that explains the alert's gap in data (of those still firing,
+    else of those ended since, the first to start), also once the alert is resolved for good: what links
+    its incident to the node-down one."""
+
+    stale: Staleness | None
+    source: LiveAlert | None
 
 
 def source_of(labels: Mapping[str, str]) -> tuple[str, str]:
@@ -116,12 +144,25 @@ def staleness(
     reading: Reading | None,
     neighbours: Iterable[tuple[LiveAlert, Reading]],
     now: datetime,
+    told: Told | None = None,
 ) -> Staleness | None:
     """Whether resolved `alert` (`reading`: `rule.reading` of its enriched labels) is stale now, among the
     alerts of its node that staleness reads (`neighbours`, it included or not). None: resolved, or not a
-    resolved target at all."""
+    resolved target at all. `told`: see `Told` (None: the source's resolve is not waited for)."""
+    return assess(rule, alert, reading, neighbours, now, told).stale
+
+
+def assess(
+    rule: StaleRule,
+    alert: LiveAlert,
+    reading: Reading | None,
+    neighbours: Iterable[tuple[LiveAlert, Reading]],
+    now: datetime,
+    told: Told | None = None,
+) -> Assessment:
+    """`staleness`, with the source-down alert that explains it (see `Assessment`)."""
     if not rule.enabled or alert.firing or alert.ends_at is None or reading is None or reading.source_down:
-        return None
+        return _NOTHING
     r = alert.ends_at
     source = reading.source
     downs: list[LiveAlert] = []
@@ -138,17 +179,26 @@ def staleness(
     relevant = [d for d in downs if alert.starts_at < d.starts_at <= horizon]
     firing = sorted((d for d in relevant if d.firing), key=lambda d: (d.starts_at, d.fingerprint))
     if firing:
-        return Staleness(Reason.SOURCE_DOWN, r, None, firing[0].fingerprint)
-    back = max((d.ends_at for d in relevant if d.ends_at is not None), default=None)
-    if back is not None:
-        return Staleness(Reason.RETURNING, r, back + rule.settle) if now < back + rule.settle else None
+        return Assessment(Staleness(Reason.SOURCE_DOWN, r, None, firing[0].fingerprint), firing[0])
+    ended = [d for d in relevant if d.ends_at is not None]
+    if ended:
+        last = max(ended, key=lambda d: (d.ends_at, d.fingerprint))
+        assert last.ends_at is not None
+        until = last.ends_at + rule.settle
+        if told is not None:  # the node's recovery is told first: the GPUs' resolve waits for each of them
+            until = max([until, *(due for d in ended if (due := told(d.fingerprint)) is not None)])
+        stale = Staleness(Reason.RETURNING, r, until, last.fingerprint) if now < until else None
+        return Assessment(stale, min(ended, key=lambda d: (d.starts_at, d.fingerprint)))  # the first to go down
     if any(o.starts_at > r for o in same):
-        return None  # its exporter answers again: the condition is gone
+        return _NOTHING  # its exporter answers again: the condition is gone
     if now < r + rule.window:
-        return Staleness(Reason.RESOLVING, r, r + rule.window)
+        return Assessment(Staleness(Reason.RESOLVING, r, r + rule.window), None)
     if together and now < r + rule.hold:
-        return Staleness(Reason.TOGETHER, r, r + rule.hold)
-    return None
+        return Assessment(Staleness(Reason.TOGETHER, r, r + rule.hold), None)
+    return _NOTHING
+
+
+_NOTHING = Assessment(None, None)
 
 
 def _together(rule: StaleRule, r: datetime, same: Sequence[LiveAlert]) -> bool:

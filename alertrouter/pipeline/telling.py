@@ -71,6 +71,22 @@ class Teller:
                 out.append(match)
         return out
 
+    def resolve_due(self, record: IncidentRecord, rule: AggregationRule, now: datetime) -> datetime | None:
+        """When the last of the resolved messages `record`'s receivers are owed is due (its group interval
+        after the message before it); None when none is owed: told already, or never told (a route muted
+        now, or with `send_resolved: false`)."""
+        due: datetime | None = None
+        for route in self.routes(record.labels, record.severity):
+            previous = record.notify.get(route.receiver)
+            if previous is None or not previous.firing or not route.policy.send_resolved:
+                continue
+            if self.mute(route, now) is not None:
+                continue
+            interval = rule.group_interval if rule.group_interval is not None else route.policy.group_interval
+            at = previous.last_sent_at + interval
+            due = at if due is None else max(due, at)
+        return due
+
     @staticmethod
     def eligible_decision(
         group: IncidentGroup,

@@ -223,6 +223,7 @@ class ItemContext:
     xids: tuple[str, ...] = ()  # one line per distinct XID, with the GPUs that reported it
     xids_more: int = 0
     workloads: str = ""  # "ml/train-0, ml/train-1 +2": the workloads on the alerting GPUs
+    no_data: str = ""  # "No data: gpu-node-07 is down (NodeDown)": what explains its gap in data, or ""
 
     def shown(self, k: int) -> ItemContext:
         """This item listing at most `k` entries of its main list (members for clusters)."""
@@ -335,6 +336,8 @@ def build_item(
     else:
         gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
     count = _int(summary.get("firing" if not resolved and "firing" in summary else "alerts"), len(raw_alerts))
+    if not resolved and kind == IncidentKind.NODE and _int(summary.get("eligible")) > 0:
+        count = _int(summary.get("eligible"))  # what it lists: muted, held and stale alerts are not told
     listed = max(len(raw_alerts), _int(summary.get("eligible" if not resolved else "alerts"), count))
     alertname = labels.get("alertname", "") or (alerts[0].alertname if alerts else "")
     unit_name = clean(summary.get("unit_name") or "GPUs", KEY_CAP)
@@ -384,4 +387,14 @@ def build_item(
         xids=xids,
         xids_more=xids_more,
         workloads=workloads_text([a.labels for a in current]),
+        no_data=_no_data(tr, summary),
     )
+
+
+def _no_data(tr: NullTranslations, summary: Mapping[str, Any]) -> str:
+    """The node-down incident that explains the gap in data (`pipeline.incident.summary_dict`), worded."""
+    if not isinstance(summary.get("no_data_source"), str):
+        return ""
+    node = clean(summary.get("no_data_node") or summary.get("where"), LABEL_CAP)
+    cause = clean(summary.get("no_data_cause"), LABEL_CAP)
+    return i18n.no_data_text(tr, node=node or "?", cause=cause or "?", down=summary.get("no_data_down") is True)

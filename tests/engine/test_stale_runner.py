@@ -108,3 +108,48 @@ async def test_a_node_dark_for_hours_keeps_its_gpus_stale_past_the_hour_resolved
     engine.nudge(force=True)  # an idle pass evicts nothing: the next pass that decides does
     await engine.run_once()
     assert not [a for a in engine.live_alerts().values() if a.labels["alertname"] == "GPUHighTemp"]
+
+
+async def test_a_node_back_soon_after_a_repeat_is_told_back_before_its_gpus(db: Database) -> None:
+    """node-exporter's `up{job="node-exporter"} == 0`: NodeDown repeats (critical, every 10m) and resolves 2.5
+    minutes later, so its resolved message waits for the group interval (5m) after the repeat, past the GPUs'
+    `settle`. The GPUs stay stale until it is told; the outbox holds the node's recovery first. Restarted in
+    between: what the GPUs wait for is read from the stored incident record."""
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    engine = EngineRunner(db, shipped_pipeline(), clock=clock)
+    down = node_exporter_down_labels("10.0.0.7", job="node-exporter")
+    hot_since = clock.now
+    await ingestor.ingest(parse_webhook(webhook(HOT, starts_at=hot_since)).batch)
+    await run_for(engine, clock, MIN)
+    dark = clock.now
+    await ingestor.ingest(parse_webhook(webhook(HOT, status="resolved", starts_at=hot_since, ends_at=dark)).batch)
+    await run_for(engine, clock, MIN)
+    await ingestor.ingest(parse_webhook(webhook([down], starts_at=dark + 30 * S)).batch)
+    await run_for(engine, clock, 11 * MIN)
+    assert [r for r in await told(db, "NodeDown") if r != "escalated"] == ["first", "repeat"]
+    (node_down,) = [i for i in await rows(db, IncidentRow) if i.labels.get("alertname") == "NodeDown"]
+    (gpu,) = [i for i in await rows(db, IncidentRow) if i.labels.get("alertname") == "GPUHighTemp"]
+    assert (gpu.summary["no_data_source"], gpu.summary["no_data_down"]) == (node_down.key, True)
+
+    back = clock.now
+    resolved = webhook([down], status="resolved", starts_at=dark + 30 * S, ends_at=back)
+    await ingestor.ingest(parse_webhook(resolved).batch)
+    await run_for(engine, clock, 3 * MIN)
+    engine = EngineRunner(db, shipped_pipeline(), clock=clock)  # a restart while the GPUs wait
+    await run_for(engine, clock, 10 * S)
+    assert await told(db, "GPUHighTemp") == ["first"]  # `settle` is over; NodeDown's resolve is not told yet
+    gpus = [a for a in await rows(db, AlertRow) if a.labels["alertname"] == "GPUHighTemp"]
+    assert {(a.decision, a.decision_detail["stale_reason"]) for a in gpus} == {("stale", "returning")}
+    await run_for(engine, clock, 3 * MIN)
+    outbox = sorted(await rows(db, OutboxRow), key=lambda o: o.id)
+    # NodeDown's to the on-call and to the secondary its escalation paged, then the GPUs', in one pass
+    assert [(o.incident_key, o.receiver) for o in outbox if o.reason == "resolved"] == [
+        (node_down.key, "oncall-core"),
+        (node_down.key, "oncall-secondary"),
+        (gpu.key, "ops"),
+    ]
+    assert len({o.created_at for o in outbox if o.reason == "resolved"}) == 1
+    (gpu,) = [i for i in await rows(db, IncidentRow) if i.labels.get("alertname") == "GPUHighTemp"]
+    assert gpu.status == "resolved"
+    assert (gpu.summary["no_data_source"], gpu.summary["no_data_down"]) == (node_down.key, False)

@@ -79,9 +79,19 @@ async def incident_list(
 
 
 def _sources(alerts: list[AlertRow], details: list[dict[str, Any]]) -> set[str]:
-    """Fingerprints of the alerts that inhibit these (or did, in the trail)."""
+    """Fingerprints of the alerts that inhibit these or keep them stale (or did, in the trail)."""
     everything = [*details, *(a.decision_detail or {} for a in alerts)]
-    return {str(d["inhibited_by"]) for d in everything if d.get("inhibited_by")}
+    return {str(d[k]) for d in everything for k in ("inhibited_by", "stale_source") if d.get(k)}
+
+
+def _alert_states(alerts: list[AlertRow], sources: dict[str, AlertRow], console: Console) -> dict[str, str]:
+    """Each alert's status as shown (`views.alert_state`): a stale one names the node whose source is down."""
+    out = {}
+    for a in alerts:
+        source = sources.get(str((a.decision_detail or {}).get("stale_source", "")))
+        node = (source.node if source is not None else None) or a.node or "?"
+        out[a.fingerprint] = views.alert_state(console.tr, a.status, a.decision_detail, views.cap_text(node))
+    return out
 
 
 def _prefill_matchers(labels: dict[str, str], *, severity_label: str) -> list[str]:
@@ -122,6 +132,8 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         attempts = await store.attempts_for(session, [d.id for d in deliveries])
         sources = await store.alerts_by_fingerprint(session, _sources(alerts, [e.detail or {} for e in trail]))
         keys = {s.incident_key for s in sources.values() if s.incident_key}
+        if isinstance(explained := (row.summary or {}).get("no_data_source"), str):
+            keys.add(explained)  # the node-down incident that explains its gap in data
         if row.parent_key:
             keys.add(row.parent_key)
         ids = await incident_ids(session, keys)
@@ -136,6 +148,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         grid=views.gpu_grid(row.summary or {}, console.tr) if row.kind == IncidentKind.NODE else [],
         alerts=alerts,
         alert_names={a.fingerprint: a for a in alerts},
+        alert_states=_alert_states(alerts, sources, console),
         members=[_row(m, console) for m in members],
         trail=trail,
         messages=messages,

@@ -32,6 +32,7 @@ __all__ = [
     "VALUE_CAP",
     "WORDS",
     "Cell",
+    "alert_state",
     "cap_text",
     "delivery_headline",
     "duration_text",
@@ -189,6 +190,20 @@ def incident_state(row: IncidentRow) -> str:
     if isinstance(firing, int) and isinstance(silenced, int) and firing > 0 and silenced >= firing:
         return "silenced"
     return "notified"
+
+
+def alert_state(tr: NullTranslations, status: object, detail: Mapping[str, Any] | None, node: str) -> str:
+    """An alert's status beside its decision: a stale alert's data stopped, it did not resolve
+    (`pipeline.stale`): `no data (gpu-node-07 down)` while the source-down alert of `node` fires, `no data
+    (gpu-node-07 was down)` once it resolved, `no data` while nothing explains it yet (held together)."""
+    reason = (detail or {}).get("stale_reason")
+    if reason == "source_down":
+        return tr.gettext("no data (%(node)s down)") % {"node": node}
+    if reason == "returning":
+        return tr.gettext("no data (%(node)s was down)") % {"node": node}
+    if reason in ("together", "resolving"):
+        return word(tr, "no_data" if reason == "together" else "resolving")
+    return word(tr, status)
 
 
 _ENGLISH = NullTranslations()

@@ -6,7 +6,8 @@ import re
 from datetime import timedelta
 
 from alertrouter.model import utcnow
-from support.scenario import gpu_labels, node_down_labels
+from alertrouter.web.console.language import LANGUAGE_COOKIE
+from support.scenario import dcgm_labels, gpu_labels, node_down_labels, node_exporter_down_labels
 from support.webhooks import webhook
 
 from .conftest import HOOK, App
@@ -37,3 +38,34 @@ async def test_a_dead_nodes_gpu_incident_reads_no_data_since(app: App) -> None:
     assert "no data from gpu-node-07 since" in html
     assert 'data-stale="2"' in html
     assert "a node-down alert of its node fires" in html  # why, in the decision trail
+
+
+async def test_a_dead_nodes_gpu_incident_names_its_node_down_incident_in_both_languages(app: App) -> None:
+    """Labels as the exporters send them: dcgm-exporter by IP with `Hostname`, node-exporter's `up == 0` by IP
+    only. The GPU alerts read "no data (gpu-node-07 down)", not resolved, and the incident links NodeDown's."""
+    now = utcnow()
+    hot = [dcgm_labels("10.0.0.7", "gpu-node-07", g, alertname="GPUHighTemp", severity="warning") for g in (2, 5)]
+    hot_since = (now - timedelta(minutes=10)).isoformat()
+    await post(app, hot, hot_since)
+    await post(app, hot, hot_since, (now - timedelta(seconds=20)).isoformat())
+    down = node_exporter_down_labels("10.0.0.7", job="node-exporter")
+    await post(app, [down], (now - timedelta(seconds=5)).isoformat())
+    await app.login()
+    node_down = await app.incident_id("gpu-node-07: NodeDown")
+    gpu = await app.incident_id("gpu-node-07: GPUHighTemp")
+    words = {
+        "en": ("no data (gpu-node-07 down)", "Why no data", "gpu-node-07 is down: "),
+        "zh-CN": ("无数据（gpu-node-07 宕机）", "无数据原因", "gpu-node-07 宕机："),
+    }
+    for language, (status, title, why) in words.items():
+        app.client.cookies.set(LANGUAGE_COOKIE, language)
+        html = (await app.client.get(f"/incidents/{gpu}")).text
+        cells = re.findall(r'<td data-status="resolved">([^<]*)</td>', html)
+        assert cells == [status, status], language
+        assert f"<dt>{title}</dt>" in html
+        explained = re.search(r'<dd id="no-data-source" data-down="true">(.*?)</dd>', html)
+        assert explained is not None, language
+        assert explained.group(1).startswith(why)
+        assert f'<a href="/incidents/{node_down}">NodeDown' in explained.group(1)
+        # the decision trail names the NodeDown alert that keeps them stale, linked to its incident
+        assert html.count(f'<a href="/incidents/{node_down}">') >= 3
