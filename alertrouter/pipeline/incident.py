@@ -18,6 +18,7 @@ __all__ = [
     "MAX_ALERTS_IN_MESSAGE",
     "IncidentGroup",
     "NodeIncident",
+    "alert_times",
     "merge_moved",
     "message_snapshot",
     "next_incident_state",
@@ -146,9 +147,12 @@ def message_snapshot(
 ) -> MessageSnapshot:
     """A snapshot of what to say, frozen at decision time; channels render it later."""
     alerts: tuple[AlertItem, ...] = ()
+    started: datetime | None = None
+    ended: datetime | None = None
     if group is not None:
         shown = sorted(group.eligible or group.alerts, key=lambda v: v.fingerprint)[:MAX_ALERTS_IN_MESSAGE]
         alerts = tuple(AlertItem(v.fingerprint, dict(v.labels), v.firing) for v in shown)
+        started, ended = alert_times(group, firing=state.firing, opened_at=state.opened_at)
     return MessageSnapshot(
         incident=state.key,
         kind=IncidentKind(state.kind),
@@ -161,7 +165,25 @@ def message_snapshot(
         alerts=alerts,
         opened_at=state.opened_at,
         at=now,
+        started_at=started,
+        ended_at=ended,
     )
+
+
+def alert_times(group: IncidentGroup, *, firing: bool, opened_at: datetime) -> tuple[datetime | None, datetime | None]:
+    """When the incident's alerts say it started (their earliest `startsAt`) and, resolved, ended (the
+    latest `endsAt`: the one that resolved it; a stale alert's is when its data stopped), as the source
+    saw them: not when alertrouter heard of it, nor when it decided to tell.
+
+    Firing: of the alerts that count (else of all that fire). Resolved: of those that ended since the
+    incident opened (an alert over before a reopening is not part of this one), else of all of them.
+    None where no alert carries the time."""
+    if firing:
+        current = group.eligible or [v for v in group.alerts if v.firing]
+        return min((v.starts_at for v in current if v.starts_at), default=None), None
+    current = [v for v in group.alerts if v.ends_at is not None and v.ends_at >= opened_at] or group.alerts
+    started = min((v.starts_at for v in current if v.starts_at), default=None)
+    return started, max((v.ends_at for v in current if v.ends_at), default=None)
 
 
 def merge_moved(
