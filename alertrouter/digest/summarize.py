@@ -116,7 +116,8 @@ def _noise(rows: WeekRows) -> Noise:
             or _interval_names(detail)
             or detail.get("stale_reason")
         )
-        by_rule[decision][str(rule) or ("repeat interval" if decision == "throttled" else "-")].add(fp)
+        # A decision naming no rule (a throttled one, stored as null) is never shown as "None".
+        by_rule[decision][str(rule) if rule else ("repeat interval" if decision == "throttled" else "-")].add(fp)
     mechanisms = [
         Mechanism(m, len(alerts[m]), _top(Counter({r: len(f) for r, f in by_rule[m].items()}), n=20))
         for m in MECHANISMS
@@ -180,13 +181,15 @@ def summarize(
 
     severity = Counter(label(e.fingerprint, lab.severity_label) for e, _ in fired)
     by_alertname = Counter(alertname(e.fingerprint) for e, _ in fired)
-    node = Counter(label(e.fingerprint, lab.node_label) for e, _ in fired)
-    region = Counter(label(e.fingerprint, "region") for e, _ in fired)
+    # Alerts of no node or region (a heartbeat's, a cluster-wide one) rank no place called "(none)".
+    on_node = [(e, n) for e, _ in fired if (n := label(e.fingerprint, lab.node_label)) != _NONE]
+    node = Counter(n for _, n in on_node)
+    region = Counter(r for e, _ in fired if (r := label(e.fingerprint, "region")) != _NONE)
     nodes_of: dict[str, set[str]] = defaultdict(set)
     names_of: dict[str, set[str]] = defaultdict(set)
-    for e, _ in fired:
-        nodes_of[alertname(e.fingerprint)].add(label(e.fingerprint, lab.node_label))
-        names_of[label(e.fingerprint, lab.node_label)].add(alertname(e.fingerprint))
+    for e, n in on_node:
+        nodes_of[alertname(e.fingerprint)].add(n)
+        names_of[n].add(alertname(e.fingerprint))
 
     incidents_opened = [i for i in rows.incidents if _in(i.opened_at, start, end)]
     totals = Totals(
