@@ -26,6 +26,7 @@ from alertrouter.digest.types import (
     WeekRows,
 )
 from alertrouter.labels import alert_title
+from alertrouter.model import MessageSnapshot
 
 __all__ = ["FLAP_EPISODES", "MECHANISMS", "TOP", "Labelling", "summarize"]
 
@@ -143,8 +144,17 @@ def _receiver(rows: WeekRows, receiver: str) -> ReceiverSection:
         first = incidents.get(key)
         incidents[key] = (headline, severity, first[2] if first else at, (first[3] if first else 0) + 1, key)
     ranked = sorted(incidents.values(), key=lambda i: (-i[3], i[2], i[0]))
-    listed = [ReceiverIncident(h, s, at, n, rows.snapshots.get(k)) for h, s, at, n, k in ranked[:15]]
+    listed = [_listed(h, s, at, n, rows.snapshots.get(k)) for h, s, at, n, k in ranked[:15]]
     return ReceiverSection(receiver, len(mine), _top(reasons), listed, max(0, len(ranked) - len(listed)))
+
+
+def _listed(
+    headline: str, severity: str, at: datetime, messages: int, first: MessageSnapshot | None
+) -> ReceiverIncident:
+    """An incident told to the receiver, from when its alerts started (its first message says when), not
+    when that message was sent; from the message's time for a row stored before messages said."""
+    started = first.started_at if first is not None and first.started_at is not None else at
+    return ReceiverIncident(headline, severity, started, messages, first)
 
 
 def _days(
