@@ -22,6 +22,7 @@ __all__ = [
     "merge_moved",
     "message_snapshot",
     "next_incident_state",
+    "storm_span",
     "summary_dict",
     "worst_severity",
 ]
@@ -143,12 +144,17 @@ def next_incident_state(
 
 
 def message_snapshot(
-    state: IncidentState, reason: NotifyReason, group: IncidentGroup | None, now: datetime
+    state: IncidentState,
+    reason: NotifyReason,
+    group: IncidentGroup | None,
+    now: datetime,
+    *,
+    span: tuple[datetime | None, datetime | None] = (None, None),
 ) -> MessageSnapshot:
-    """A snapshot of what to say, frozen at decision time; channels render it later."""
+    """A snapshot of what to say, frozen at decision time; channels render it later. `span`: when the
+    alerts of an incident with no group of its own (a storm: `storm_span`) started and ended."""
     alerts: tuple[AlertItem, ...] = ()
-    started: datetime | None = None
-    ended: datetime | None = None
+    started, ended = span
     if group is not None:
         shown = sorted(group.eligible or group.alerts, key=lambda v: v.fingerprint)[:MAX_ALERTS_IN_MESSAGE]
         alerts = tuple(AlertItem(v.fingerprint, dict(v.labels), v.firing) for v in shown)
@@ -183,6 +189,16 @@ def alert_times(group: IncidentGroup, *, firing: bool, opened_at: datetime) -> t
         return min((v.starts_at for v in current if v.starts_at), default=None), None
     current = [v for v in group.alerts if v.ends_at is not None and v.ends_at >= opened_at] or group.alerts
     started = min((v.starts_at for v in current if v.starts_at), default=None)
+    return started, max((v.ends_at for v in current if v.ends_at), default=None)
+
+
+def storm_span(members: Iterable[IncidentGroup], opened_at: datetime) -> tuple[datetime | None, datetime | None]:
+    """When a storm's alerts started and, once none of them fires, ended: of its members' alerts that fire
+    or ended since it opened (`alert_times`). A storm that ends while members still fire has no end yet."""
+    current = [v for g in members for v in g.alerts if v.firing or v.ends_at is None or v.ends_at >= opened_at]
+    started = min((v.starts_at for v in current if v.starts_at), default=None)
+    if any(v.firing for v in current):
+        return started, None
     return started, max((v.ends_at for v in current if v.ends_at), default=None)
 
 

@@ -126,3 +126,23 @@ async def test_a_node_down_for_two_minutes_lasted_two_minutes(db: Database, lang
     assert resolved.at is not None
     assert resolved.at - T0 >= 5 * M
     assert words in _rendered(resolved, "dingtalk", "md", language)
+
+
+async def test_a_storm_is_told_from_its_members_alerts(db: Database) -> None:
+    """Eight NodeDowns of one rack that Prometheus fired at 07:50 roll up into one storm, first told at
+    08:00:30; they end at 08:03, and the storm's resolved message goes out minutes later."""
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    down = [node_down_labels(f"gpu-node-{n:02d}", region="north", rack="r12") for n in range(8)]
+    started = T0 - 10 * M
+    await ingestor.ingest(parse_webhook(webhook(down, starts_at=started)).batch)
+    await run_for(runner, clock, 2 * M)
+    await ingestor.ingest(parse_webhook(webhook(down, status="resolved", starts_at=started, ends_at=T0 + 3 * M)).batch)
+    await run_for(runner, clock, 10 * M)
+    told = [(reason, s) for reason, s in await _told(db) if s.kind == "cluster"]
+    assert [reason for reason, _ in told] == ["first", "resolved"]
+    (_, firing), (_, resolved) = told
+    assert (firing.started_at, resolved.started_at, resolved.ended_at) == (started, started, T0 + 3 * M)
+    assert "- **Since:** 15:50 CST (10m ago)" in _rendered(firing, "dingtalk", "md", "en")
+    assert "- **持续：** 13 分钟（15:50 CST 开始）" in _rendered(resolved, "dingtalk", "md", "zh-CN")
