@@ -120,6 +120,7 @@ class AlertView:
     firing: bool
     starts_at: datetime | None = None
     first_seen: datetime | None = None
+    ends_at: datetime | None = None  # a resolved alert's endsAt (a firing one's is only an expiry: None)
 
     @property
     def alertname(self) -> str:
@@ -211,7 +212,11 @@ class MessageSnapshot:
     `reason` is the throttle's `NotifyReason` (first, grew, repeat, resolved); `summary` is the
     incident's stored summary (counts, the node's `units` and `units_total`, a storm's `nodes` and
     `members`: `pipeline.incident.summary_dict` and the storm roll-up write it); `alerts` are at most
-    `pipeline.incident.MAX_ALERTS_IN_MESSAGE` of the incident's alerts."""
+    `pipeline.incident.MAX_ALERTS_IN_MESSAGE` of the incident's alerts.
+
+    `started_at` is the alerts' own start (the earliest `startsAt`), `ended_at` a resolved incident's end
+    (the `endsAt` that resolved it): what "since" and "lasted" say. `opened_at` is when alertrouter opened
+    the incident; a row stored before the alerts' times were (None) is told from it and from `at`."""
 
     incident: str
     kind: IncidentKind
@@ -224,13 +229,16 @@ class MessageSnapshot:
     alerts: tuple[AlertItem, ...] = ()
     opened_at: datetime | None = None
     at: datetime | None = None  # when it was decided
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
 
     @property
     def resolved(self) -> bool:
         return self.status is AlertStatus.RESOLVED
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The alerts' times only when known, so a row reads as before where they are not."""
+        out = {
             "incident": self.incident,
             "kind": self.kind.value,
             "reason": self.reason,
@@ -243,6 +251,11 @@ class MessageSnapshot:
             "opened_at": _iso(self.opened_at),
             "at": _iso(self.at),
         }
+        if self.started_at is not None:
+            out["started_at"] = self.started_at.isoformat()
+        if self.ended_at is not None:
+            out["ended_at"] = self.ended_at.isoformat()
+        return out
 
     @classmethod
     def from_json(cls, data: object) -> MessageSnapshot:
@@ -270,6 +283,8 @@ class MessageSnapshot:
             alerts=tuple(parsed),
             opened_at=_when(d, "opened_at"),
             at=_when(d, "at"),
+            started_at=_when(d, "started_at"),
+            ended_at=_when(d, "ended_at"),
         )
 
 

@@ -96,3 +96,30 @@ def test_a_group_s_alerts_are_in_the_message_in_fingerprint_order() -> None:
     snapshot = message_snapshot(state(), NotifyReason.GREW, group, T0)
     assert [a.fingerprint for a in snapshot.alerts] == ["fp0", "fp1", "fp2"]
     assert snapshot.reason == "grew"
+
+
+def test_the_message_carries_the_alerts_own_start_and_end() -> None:
+    """Firing: the earliest `startsAt` of the alerts that count. Resolved: of the alerts that ended since the
+    incident opened (one over before it reopened is another occurrence), and the latest `endsAt`."""
+    m = timedelta(minutes=1)
+    firing = [AlertView(f"fp{i}", {"gpu": str(i)}, True, T0 - (10 - i) * m, T0) for i in range(3)]
+    group = IncidentGroup("k", None, alerts=firing, eligible=firing[1:])  # type: ignore[arg-type]
+    told = message_snapshot(state(), NotifyReason.FIRST, group, T0 + m)
+    assert (told.started_at, told.ended_at, told.opened_at) == (T0 - 9 * m, None, T0)
+    assert MessageSnapshot.from_json(told.to_json()) == told
+    earlier = AlertView("fp9", {"gpu": "9"}, False, T0 - 60 * m, T0 - 60 * m, T0 - 50 * m)  # before it reopened
+    ended = [AlertView(f"fp{i}", {"gpu": str(i)}, False, T0 - (10 - i) * m, T0, T0 + i * m) for i in range(3)]
+    group = IncidentGroup("k", None, alerts=[earlier, *ended])  # type: ignore[arg-type]
+    told = message_snapshot(state(firing=False), NotifyReason.RESOLVED, group, T0 + 5 * m)
+    assert (told.started_at, told.ended_at) == (T0 - 10 * m, T0 + 2 * m)
+    stored = told.to_json()
+    assert (stored["started_at"], stored["ended_at"]) == ("2026-11-21T09:50:00+00:00", "2026-11-21T10:02:00+00:00")
+    assert MessageSnapshot.from_json(stored) == told
+
+
+def test_a_row_stored_before_the_alerts_times_reads_without_them() -> None:
+    stored = message_snapshot(state(), NotifyReason.FIRST, None, T0).to_json()
+    assert "started_at" not in stored
+    assert "ended_at" not in stored
+    message = MessageSnapshot.from_json(stored)
+    assert (message.started_at, message.ended_at, message.opened_at) == (None, None, T0)

@@ -225,7 +225,8 @@ def notification_fields(n: Notification) -> dict[str, str]:
         gpus = f"{len(units)}/{total}" if isinstance(total, int) and total else str(len(units))
     else:
         gpus = ""
-    since = first.opened_at.astimezone(ZoneInfo(locale.timezone)).strftime("%H:%M") if first.opened_at else ""
+    started = first.started_at or first.opened_at
+    since = started.astimezone(ZoneInfo(locale.timezone)).strftime("%H:%M") if started else ""
     notes = (a.annotations or {} for a in first.alerts)
     annotations_summary = next((n["summary"] for n in notes if n.get("summary")), "")
     count = summary.get("firing", summary.get("alerts", len(first.alerts)))

@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from alertrouter.cli.rules import at_time, load_pipeline
+from alertrouter.cli.rules import at_time, load_pipeline, load_rules
 from alertrouter.model import utcnow
 from alertrouter.pipeline.route import RouteMatch, match_routes, render_tree
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.timeinterval import route_mute
+from alertrouter.ruleset.build import compile_rules
+from alertrouter.ruleset.schedule import zone
+from alertrouter.settings import get_settings
 
 __all__ = ["add_routes_parser", "cmd_routes_show", "cmd_routes_test"]
 
 
 def cmd_routes_test(args: argparse.Namespace) -> int:
-    pipeline = load_pipeline(args.config)
-    if pipeline is None:
+    ruleset = load_rules(args.config or get_settings().config)
+    if ruleset is None:
         return 1
+    pipeline = compile_rules(ruleset)
+    tz = zone(ruleset.global_.timezone)
     labels: dict[str, str] = {}
     for item in args.labels:
         name, sep, value = item.partition("=")
@@ -38,7 +43,7 @@ def cmd_routes_test(args: argparse.Namespace) -> int:
         print(",".join(receivers))
     at = args.at or utcnow()
     for match in matches:  # only routes with time intervals have a line: the list above stays amtool's
-        if (line := _interval_line(pipeline, match, at)) is not None:
+        if (line := _interval_line(pipeline, match, at, tz)) is not None:
             print(line)
     if args.expect is not None and args.expect.split(",") != receivers:
         print(f"expected {args.expect}, got {','.join(receivers)}", file=sys.stderr)
@@ -46,8 +51,13 @@ def cmd_routes_test(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interval_line(pipeline: CompiledRules, match: RouteMatch, at: datetime) -> str | None:
-    """Whether the route's time intervals let it send at `at`, and until when."""
+def _local(t: datetime, tz: tzinfo) -> str:
+    """`2026-11-26 04:00:00 CST`: a time as every other place shows it, in `global.timezone`."""
+    return t.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def _interval_line(pipeline: CompiledRules, match: RouteMatch, at: datetime, tz: tzinfo) -> str | None:
+    """Whether the route's time intervals let it send at `at`, and until when (times in `tz`)."""
     if not match.mute_time_intervals and not match.active_time_intervals:
         return None
     mute, change = route_mute(
@@ -67,8 +77,8 @@ def _interval_line(pipeline: CompiledRules, match: RouteMatch, at: datetime) -> 
         )
         if names
     ]
-    until = f" until {change.isoformat()}" if change is not None else ""
-    return f"{match.receiver} via {match.path} at {at.isoformat()}: {state}{until} ({'; '.join(configured)})"
+    until = f" until {_local(change, tz)}" if change is not None else ""
+    return f"{match.receiver} via {match.path} at {_local(at, tz)}: {state}{until} ({'; '.join(configured)})"
 
 
 def cmd_routes_show(args: argparse.Namespace) -> int:

@@ -151,7 +151,7 @@ class DigestRunner:
         scraped by IP counts for its node, not for its address)."""
         start, end = week_bounds(period, tz)
         async with self._db.read() as session:
-            rows = await gather(session, start=start, end=end)
+            rows = await gather(session, start=start, end=end, now=self._clock())
             book = await load_node_aliases(session)
         learned = aliases.active(book, now=self._clock(), ttl=self._nodes.learned_ttl)
         receiver = target.receiver if target is not None else None

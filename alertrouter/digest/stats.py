@@ -33,8 +33,9 @@ def _text(message: Mapping[str, Any], key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-async def gather(session: AsyncSession, *, start: datetime, end: datetime) -> WeekRows:
-    rows = WeekRows(start=start, end=end)
+async def gather(session: AsyncSession, *, start: datetime, end: datetime, now: datetime | None = None) -> WeekRows:
+    """`now`: when it is read (a preview of the week still going on ends there, not at the week's end)."""
+    rows = WeekRows(start=start, end=end, read_at=now)
     ep = AlertEpisodeRow
     for fp, starts_at, ends_at, opened_at, closed_at in await session.execute(
         select(ep.fingerprint, ep.starts_at, ep.ends_at, ep.opened_at, ep.closed_at).where(

@@ -26,6 +26,7 @@ from alertrouter.digest.types import (
     WeekRows,
 )
 from alertrouter.labels import alert_title
+from alertrouter.model import MessageSnapshot
 
 __all__ = ["FLAP_EPISODES", "MECHANISMS", "TOP", "Labelling", "summarize"]
 
@@ -116,7 +117,8 @@ def _noise(rows: WeekRows) -> Noise:
             or _interval_names(detail)
             or detail.get("stale_reason")
         )
-        by_rule[decision][str(rule) or ("repeat interval" if decision == "throttled" else "-")].add(fp)
+        # A decision naming no rule (a throttled one, stored as null) is never shown as "None".
+        by_rule[decision][str(rule) if rule else ("repeat interval" if decision == "throttled" else "-")].add(fp)
     mechanisms = [
         Mechanism(m, len(alerts[m]), _top(Counter({r: len(f) for r, f in by_rule[m].items()}), n=20))
         for m in MECHANISMS
@@ -142,8 +144,17 @@ def _receiver(rows: WeekRows, receiver: str) -> ReceiverSection:
         first = incidents.get(key)
         incidents[key] = (headline, severity, first[2] if first else at, (first[3] if first else 0) + 1, key)
     ranked = sorted(incidents.values(), key=lambda i: (-i[3], i[2], i[0]))
-    listed = [ReceiverIncident(h, s, at, n, rows.snapshots.get(k)) for h, s, at, n, k in ranked[:15]]
+    listed = [_listed(h, s, at, n, rows.snapshots.get(k)) for h, s, at, n, k in ranked[:15]]
     return ReceiverSection(receiver, len(mine), _top(reasons), listed, max(0, len(ranked) - len(listed)))
+
+
+def _listed(
+    headline: str, severity: str, at: datetime, messages: int, first: MessageSnapshot | None
+) -> ReceiverIncident:
+    """An incident told to the receiver, from when its alerts started (its first message says when), not
+    when that message was sent; from the message's time for a row stored before messages said."""
+    started = first.started_at if first is not None and first.started_at is not None else at
+    return ReceiverIncident(headline, severity, started, messages, first)
 
 
 def _days(
@@ -180,13 +191,15 @@ def summarize(
 
     severity = Counter(label(e.fingerprint, lab.severity_label) for e, _ in fired)
     by_alertname = Counter(alertname(e.fingerprint) for e, _ in fired)
-    node = Counter(label(e.fingerprint, lab.node_label) for e, _ in fired)
-    region = Counter(label(e.fingerprint, "region") for e, _ in fired)
+    # Alerts of no node or region (a heartbeat's, a cluster-wide one) rank no place called "(none)".
+    on_node = [(e, n) for e, _ in fired if (n := label(e.fingerprint, lab.node_label)) != _NONE]
+    node = Counter(n for _, n in on_node)
+    region = Counter(r for e, _ in fired if (r := label(e.fingerprint, "region")) != _NONE)
     nodes_of: dict[str, set[str]] = defaultdict(set)
     names_of: dict[str, set[str]] = defaultdict(set)
-    for e, _ in fired:
-        nodes_of[alertname(e.fingerprint)].add(label(e.fingerprint, lab.node_label))
-        names_of[label(e.fingerprint, lab.node_label)].add(alertname(e.fingerprint))
+    for e, n in on_node:
+        nodes_of[alertname(e.fingerprint)].add(n)
+        names_of[n].add(alertname(e.fingerprint))
 
     incidents_opened = [i for i in rows.incidents if _in(i.opened_at, start, end)]
     totals = Totals(

@@ -71,6 +71,7 @@ class WeekRows:
     snapshots: dict[str, MessageSnapshot] = field(default_factory=dict)  # incident key -> its first message
     # escalation chains started in the week: step (0 = started, 1 = first step, ...) -> incidents that reached it
     escalations: dict[int, int] = field(default_factory=dict)
+    read_at: datetime | None = None  # when read: what still goes on in a week not over yet counts until then
 
 
 @dataclass(frozen=True, slots=True)

@@ -252,6 +252,7 @@ class Escalator:
             alerts=tuple(AlertItem(a.fingerprint, dict(a.labels), a.firing) for a in alerts[:20]),
             opened_at=record.opened_at,
             at=now,
+            started_at=min((a.starts_at for a in alerts if a.firing), default=None),
         )
         for receiver in note["receivers"]:
             done.intents.append(Intent(record.key, receiver, NotifyReason.ESCALATED, message))

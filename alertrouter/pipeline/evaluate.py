@@ -20,6 +20,7 @@ from alertrouter.pipeline.incident import (
     NodeIncident,
     merge_moved,
     next_incident_state,
+    storm_span,
     summary_dict,
     worst_severity,
 )
@@ -384,7 +385,19 @@ class Evaluator:
             self._states[ckey] = state
             result.evaluated.add(ckey)
             routes = self._teller.routes(state.labels, state.severity)
-            _, earliest = self._teller.notify(state, rule, routes, firing, None, record, now, result, quiet=False)
+            groups = self._groups  # its members' alerts are looked at only when a message is made
+            _, earliest = self._teller.notify(
+                state,
+                rule,
+                routes,
+                firing,
+                None,
+                record,
+                now,
+                result,
+                quiet=False,
+                span=lambda: storm_span((groups[m].group for m in members if m in groups), state.opened_at),
+            )
             self._wakeups.wake_at(ckey, earliest)
             mutes = self._teller.mutes(routes, now)
             nodes = tally.member_nodes() if mutes or ckey in self._muting_storms else []
@@ -401,7 +414,16 @@ class Evaluator:
                 routes = self._teller.routes(state.labels, state.severity)
                 still = state.firing
                 _, earliest = self._teller.notify(
-                    state, gone_rule, routes, frozenset(), None, record, now, result, quiet=still
+                    state,
+                    gone_rule,
+                    routes,
+                    frozenset(),
+                    None,
+                    record,
+                    now,
+                    result,
+                    quiet=still,
+                    span=lambda: storm_span((n.group for n in nodes), state.opened_at),
                 )
             self._wakeups.wake_at(ckey, earliest)
         else:

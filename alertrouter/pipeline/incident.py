@@ -18,9 +18,11 @@ __all__ = [
     "MAX_ALERTS_IN_MESSAGE",
     "IncidentGroup",
     "NodeIncident",
+    "alert_times",
     "merge_moved",
     "message_snapshot",
     "next_incident_state",
+    "storm_span",
     "summary_dict",
     "worst_severity",
 ]
@@ -156,13 +158,21 @@ def next_incident_state(
 
 
 def message_snapshot(
-    state: IncidentState, reason: NotifyReason, group: IncidentGroup | None, now: datetime
+    state: IncidentState,
+    reason: NotifyReason,
+    group: IncidentGroup | None,
+    now: datetime,
+    *,
+    span: tuple[datetime | None, datetime | None] = (None, None),
 ) -> MessageSnapshot:
-    """A snapshot of what to say, frozen at decision time; channels render it later."""
+    """A snapshot of what to say, frozen at decision time; channels render it later. `span`: when the
+    alerts of an incident with no group of its own (a storm: `storm_span`) started and ended."""
     alerts: tuple[AlertItem, ...] = ()
+    started, ended = span
     if group is not None:
         shown = sorted(group.eligible or group.alerts, key=lambda v: v.fingerprint)[:MAX_ALERTS_IN_MESSAGE]
         alerts = tuple(AlertItem(v.fingerprint, dict(v.labels), v.firing) for v in shown)
+        started, ended = alert_times(group, firing=state.firing, opened_at=state.opened_at)
     return MessageSnapshot(
         incident=state.key,
         kind=IncidentKind(state.kind),
@@ -175,7 +185,35 @@ def message_snapshot(
         alerts=alerts,
         opened_at=state.opened_at,
         at=now,
+        started_at=started,
+        ended_at=ended,
     )
+
+
+def alert_times(group: IncidentGroup, *, firing: bool, opened_at: datetime) -> tuple[datetime | None, datetime | None]:
+    """When the incident's alerts say it started (their earliest `startsAt`) and, resolved, ended (the
+    latest `endsAt`: the one that resolved it; a stale alert's is when its data stopped), as the source
+    saw them: not when alertrouter heard of it, nor when it decided to tell.
+
+    Firing: of the alerts that count (else of all that fire). Resolved: of those that ended since the
+    incident opened (an alert over before a reopening is not part of this one), else of all of them.
+    None where no alert carries the time."""
+    if firing:
+        current = group.eligible or [v for v in group.alerts if v.firing]
+        return min((v.starts_at for v in current if v.starts_at), default=None), None
+    current = [v for v in group.alerts if v.ends_at is not None and v.ends_at >= opened_at] or group.alerts
+    started = min((v.starts_at for v in current if v.starts_at), default=None)
+    return started, max((v.ends_at for v in current if v.ends_at), default=None)
+
+
+def storm_span(members: Iterable[IncidentGroup], opened_at: datetime) -> tuple[datetime | None, datetime | None]:
+    """When a storm's alerts started and, once none of them fires, ended: of its members' alerts that fire
+    or ended since it opened (`alert_times`). A storm that ends while members still fire has no end yet."""
+    current = [v for g in members for v in g.alerts if v.firing or v.ends_at is None or v.ends_at >= opened_at]
+    started = min((v.starts_at for v in current if v.starts_at), default=None)
+    if any(v.firing for v in current):
+        return started, None
+    return started, max((v.ends_at for v in current if v.ends_at), default=None)
 
 
 def merge_moved(

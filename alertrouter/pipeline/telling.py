@@ -4,7 +4,7 @@ policy; the message snapshot when it is."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from dataclasses import replace
 from datetime import datetime
 
@@ -128,9 +128,11 @@ class Teller:
         result: EvalResult,
         *,
         quiet: bool,
+        span: Callable[[], tuple[datetime | None, datetime | None]] | None = None,
     ) -> tuple[bool, datetime | None]:
         """Decide per receiver; returns (whether anything was intended, the earliest time this incident
-        must be looked at again: a hold-down's end, a group wait, the next repeat)."""
+        must be looked at again: a hold-down's end, a group wait, the next repeat). `span`: when the
+        alerts of an incident with no `group` (a storm's) started and ended, asked only for a message."""
         sent = False
         earliest: datetime | None = None
         for route in routes:
@@ -177,8 +179,8 @@ class Teller:
             if follow.next_at is not None:
                 earliest = follow.next_at if earliest is None else min(earliest, follow.next_at)
             result.notify_states[(state.key, route.receiver)] = new
-            result.intents.append(
-                Intent(state.key, route.receiver, decision.reason, message_snapshot(state, decision.reason, group, now))
-            )
+            times = span() if span is not None else (None, None)
+            message = message_snapshot(state, decision.reason, group, now, span=times)
+            result.intents.append(Intent(state.key, route.receiver, decision.reason, message))
             sent = True
         return sent, earliest

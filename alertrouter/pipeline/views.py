@@ -188,7 +188,9 @@ class AlertViews:
             courtesy()
             old = self.views.get(fp)
             relabel = fp in stale
-            if old is not None and not relabel and old.firing == a.firing and old.first_seen == a.fired_at:
+            # A resolved alert's end is told ("lasted"): a new endsAt of one makes its view again.
+            ended = a.firing or (old is not None and old.ends_at == a.ends_at)
+            if old is not None and not relabel and old.firing == a.firing and old.first_seen == a.fired_at and ended:
                 if fp in timed:
                     out.dirty.add(self.placements[fp].key)
                     if (node := old.labels.get(nodes.label)) is not None and fp in self.by_node.get(node, ()):
@@ -197,7 +199,7 @@ class AlertViews:
             # The labels of a fingerprint never change: a view made again keeps its enrichment, unless
             # a learned alias or a discovered name or topology label changed it.
             labels = old.labels if old is not None and not relabel else nodes.enrich(a.labels)
-            view = AlertView(fp, labels, a.firing, a.starts_at, a.fired_at)
+            view = AlertView(fp, labels, a.firing, a.starts_at, a.fired_at, None if a.firing else a.ends_at)
             self.views[fp] = view
             self._reindex(fp, old, labels, out)
             self.inhibitor.update(view)  # a view with other labels is placed again

@@ -321,7 +321,9 @@ def build_item(
     labels = _labels(raw.labels)
     summary = raw.summary
     ref = _time(raw.at) or now
-    opened = _time(raw.opened_at)
+    # The alerts' own times; a row stored before they were: when alertrouter opened it, and decided.
+    opened = _time(raw.started_at) or _time(raw.opened_at)
+    until = (_time(raw.ended_at) or ref) if raw.resolved else ref
     raw_alerts = raw.alerts
     alerts = tuple(sorted((_alert(a, clock, ref, tr, language) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
     resolved = raw.resolved
@@ -378,7 +380,7 @@ def build_item(
         description=next((a.description for a in alerts if a.description), ""),
         since=clock.local(opened, ref) if opened else "",
         since_full=clock.full(opened) if opened else "",
-        age=i18n.age_text(tr, ref - opened) if opened else "",
+        age=i18n.age_text(tr, until - opened) if opened else "",
         alerts=alerts,
         alerts_more=max(0, listed - len(alerts)),
         members=members,

@@ -9,12 +9,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, func, select
+from sqlalchemy import Row, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.model import IncidentKind
+from alertrouter.model import AlertStatus, IncidentKind
 from alertrouter.store import bulk
 from alertrouter.store.db import Database, describe_error
 from alertrouter.store.handles import attempts_t, deliveries_t
@@ -29,8 +30,10 @@ from alertrouter.store.tables import (
 __all__ = [
     "CHOICE_MAX",
     "MUTED_DECISIONS",
+    "AlertTimes",
     "FilterChoices",
     "IncidentFilter",
+    "alert_times",
     "alerts_by_fingerprint",
     "attempts_for",
     "decision_trail",
@@ -212,6 +215,42 @@ async def decision_trail(
         .limit(limit)
     )
     return list(reversed((await session.scalars(stmt)).all()))
+
+
+@dataclass(frozen=True, slots=True)
+class AlertTimes:
+    """An incident's times as its alerts tell them (not when alertrouter opened or closed it)."""
+
+    firing_since: datetime | None  # the earliest startsAt of its alerts still firing
+    started: datetime | None  # the earliest startsAt of all of them
+    ended: datetime | None  # the latest endsAt of those resolved
+
+
+async def alert_times(session: AsyncSession, keys: Iterable[str]) -> dict[str, AlertTimes]:
+    """Per incident key, its alerts' times, of the alerts of its current occurrence: still firing, or
+    ended since it opened (one over before a reopening is another occurrence's); of all its alerts when
+    none is (an incident told only after its alerts were over). Keys of no alert are left out. One
+    grouped read per chunk of keys: a page of incidents is one or two statements."""
+    a, i = AlertRow, IncidentRow
+    firing = AlertStatus.FIRING.value
+    now = or_(a.status == firing, a.ends_at.is_(None), a.ends_at >= i.opened_at)
+    found: dict[str, dict[bool, dict[str, tuple[datetime, datetime | None]]]] = {}
+    for chunk in bulk.slices(sorted(set(keys))):
+        stmt = (
+            select(a.incident_key, a.status, now, func.min(a.starts_at), func.max(a.ends_at))
+            .join(i, i.key == a.incident_key)
+            .where(a.incident_key.in_(chunk))
+            .group_by(a.incident_key, a.status, now)
+        )
+        for key, status, current, first, last in await session.execute(stmt):
+            found.setdefault(str(key), {}).setdefault(bool(current), {})[status] = (first, last)
+    out = {}
+    for key, by_occurrence in found.items():
+        by_status = by_occurrence.get(True) or by_occurrence[False]
+        live, over = by_status.get(firing), by_status.get(AlertStatus.RESOLVED.value)
+        started = min(t[0] for t in by_status.values())
+        out[key] = AlertTimes(live[0] if live else None, started, over[1] if over else None)
+    return out
 
 
 async def incident_messages(session: AsyncSession, *, key: str, limit: int = 100) -> Sequence[OutboxRow]:

@@ -1,4 +1,5 @@
-"""`alertrouter routes test` says which time intervals let each route send now, or at `--at`."""
+"""`alertrouter routes test` says which time intervals let each route send now, or at `--at`, in the
+rules' `global.timezone` as every other time alertrouter shows."""
 
 from __future__ import annotations
 
@@ -33,22 +34,28 @@ route:
 
 @pytest.fixture
 def rules(tmp_path: Path) -> Path:
-    (tmp_path / "rules.yml").write_text(RULES)
+    (tmp_path / "rules.yml").write_text(RULES)  # no global.timezone: UTC
     return tmp_path
 
 
-def test_routes_test_at_says_which_routes_are_muted(rules: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # Wednesday 2026-11-25 20:00 UTC is Thursday 04:00 in Shanghai: night (until 07:00, 23:00 UTC), and
-    # outside business hours (until 09:00, 01:00 UTC).
-    args = ["routes", "test", "--config", str(rules), "--at", "2026-11-25T20:00:00Z", "severity=warning"]
+@pytest.fixture
+def shanghai_rules(tmp_path: Path) -> Path:
+    (tmp_path / "rules.yml").write_text("global: {timezone: Asia/Shanghai}\n" + RULES)
+    return tmp_path
+
+
+def test_routes_test_at_says_which_routes_are_muted(shanghai_rules: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Wednesday 2026-11-25 20:00 UTC is Thursday 04:00 in Shanghai: night (until 07:00), and outside business
+    # hours (until 09:00); told in Shanghai's time, as the rules' global.timezone says.
+    args = ["routes", "test", "--config", str(shanghai_rules), "--at", "2026-11-25T20:00:00Z", "severity=warning"]
     assert main(args) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         "office,oncall",
-        "office via route.routes[0] at 2026-11-25T20:00:00+00:00: muted: outside active_time_intervals "
-        "[business-hours] until 2026-11-26T01:00:00+00:00 (active_time_intervals [business-hours])",
-        "oncall via route.routes[1] at 2026-11-25T20:00:00+00:00: muted by mute_time_intervals [night] "
-        "until 2026-11-25T23:00:00+00:00 (mute_time_intervals [night])",
+        "office via route.routes[0] at 2026-11-26 04:00:00 CST: muted: outside active_time_intervals "
+        "[business-hours] until 2026-11-26 09:00:00 CST (active_time_intervals [business-hours])",
+        "oncall via route.routes[1] at 2026-11-26 04:00:00 CST: muted by mute_time_intervals [night] "
+        "until 2026-11-26 07:00:00 CST (mute_time_intervals [night])",
     ]
 
 
@@ -58,8 +65,8 @@ def test_routes_test_at_office_hours(rules: Path, capsys: pytest.CaptureFixture[
     assert main(args) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[:2] == ["office  via route.routes[0]", "oncall  via route.routes[1]"]
-    assert out[2].startswith("office via route.routes[0] at 2026-11-26T02:00:00+00:00: sends until 2026-11-26T10:00")
-    assert out[3].startswith("oncall via route.routes[1] at 2026-11-26T02:00:00+00:00: sends until 2026-11-26T16:00")
+    assert out[2].startswith("office via route.routes[0] at 2026-11-26 02:00:00 UTC: sends until 2026-11-26 10:00")
+    assert out[3].startswith("oncall via route.routes[1] at 2026-11-26 02:00:00 UTC: sends until 2026-11-26 16:00")
 
 
 def test_routes_without_intervals_print_only_the_receivers(rules: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,12 +31,13 @@ async def home() -> RedirectResponse:
     return RedirectResponse("/incidents", status_code=303)
 
 
-def _row(row: IncidentRow, console: Console) -> dict[str, Any]:
+def _row(row: IncidentRow, console: Console, times: store.AlertTimes | None) -> dict[str, Any]:
     return {
         "row": row,
         "state": views.incident_state(row),
         "grid": views.gpu_grid(row.summary or {}, console.tr) if row.kind == IncidentKind.NODE else [],
-        "age": views.incident_age(row, console.now, console.tr),
+        "age": views.incident_age(row, console.now, console.tr, times),
+        "started": views.incident_span(row, console.now, times)[0],
     }
 
 
@@ -60,13 +61,14 @@ async def incident_list(
     )
     async with console.runtime.db.read() as session:
         rows, total = await store.list_incidents(session, f, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+        times = await store.alert_times(session, [r.key for r in rows])
     choices = await console.runtime.filter_choices.get(console.runtime.db)
     query = {"status": status, "kind": kind, "severity": severity, "region": region, "node": node}
     pages = max(1, -(-total // PAGE_SIZE))
     return console.page(
         "incidents",
         title=N_("Incidents"),
-        incidents=[_row(r, console) for r in rows],
+        incidents=[_row(r, console, times.get(r.key)) for r in rows],
         total=total,
         filters=query,
         choices=choices,
@@ -138,18 +140,20 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
             keys.add(row.parent_key)
         ids = await incident_ids(session, keys)
         escalation = await escalations.load_escalation(session, row.key)
+        times = await store.alert_times(session, [row.key, *(m.key for m in members)])
     severity_label = console.runtime.ruleset.global_.severity_label
     return console.page(
         "incident",
         title_text=views.incident_headline(console.tr, row, console.language),
         incident=row,
         state=views.incident_state(row),
-        age=views.incident_age(row, console.now, console.tr),
+        age=views.incident_age(row, console.now, console.tr, times.get(row.key)),
+        started=views.incident_span(row, console.now, times.get(row.key))[0],
         grid=views.gpu_grid(row.summary or {}, console.tr) if row.kind == IncidentKind.NODE else [],
         alerts=alerts,
         alert_names={a.fingerprint: a for a in alerts},
         alert_states=_alert_states(alerts, sources, console),
-        members=[_row(m, console) for m in members],
+        members=[_row(m, console, times.get(m.key)) for m in members],
         trail=trail,
         messages=messages,
         deliveries=deliveries,

@@ -21,6 +21,7 @@ from alertrouter.model import (
     parse_time,
 )
 from alertrouter.render.context import unit_cells
+from alertrouter.store.console import AlertTimes
 from alertrouter.store.tables import IncidentRow, SilenceRow
 
 __all__ = [
@@ -228,10 +229,22 @@ def duration_text(delta: timedelta | None, tr: NullTranslations = _ENGLISH) -> s
     return "" if delta is None else i18n.age_text(tr, delta)
 
 
-def incident_age(row: IncidentRow, now: datetime, tr: NullTranslations = _ENGLISH) -> str:
-    """How long it has been firing, or how long it lasted."""
-    start = row.active_since or row.opened_at
-    end = row.resolved_at if row.status == "resolved" and row.resolved_at else now
+def incident_span(row: IncidentRow, now: datetime, times: AlertTimes | None = None) -> tuple[datetime, datetime]:
+    """When it started and ended (firing: now), as its alerts say (`store.console.alert_times`): from
+    their earliest startsAt to the endsAt that resolved it, as messages tell it. Without alert times (its
+    alerts are gone), from when alertrouter opened it to when it resolved it."""
+    if row.status != "resolved":
+        since = times.firing_since if times is not None else None
+        return since or row.active_since or row.opened_at, now
+    started, ended = (times.started, times.ended) if times is not None else (None, None)
+    return started or row.active_since or row.opened_at, ended or row.resolved_at or now
+
+
+def incident_age(
+    row: IncidentRow, now: datetime, tr: NullTranslations = _ENGLISH, times: AlertTimes | None = None
+) -> str:
+    """How long it has been firing, or how long it lasted (`incident_span`)."""
+    start, end = incident_span(row, now, times)
     return duration_text(end - start, tr)
 
 
