@@ -186,8 +186,12 @@ async def test_a_fresh_install_pages_no_one_until_its_first_alert(
         resolved = robot_texts(vendors, DINGTALK_OPS)[1]
         assert resolved.startswith("### ✅ 已恢复 | gpu-node-07：1/8 块 GPU GPUHighTemp\n")
         assert "- **节点：** gpu-node-07 (gpu-prod-sh1 集群)" in resolved
-        # TODO(issue 45, with the message-times fix): in Asia/Shanghai the alert started at 15:57 CST, so
-        # firing says "开始于：15:57 CST（10 分钟前）" and resolved says "持续：11 分钟（15:57 CST 开始）".
+        # The alert's own times, in Asia/Shanghai: it started at 15:57 CST, ten minutes before it was first
+        # seen, and lasted 11 minutes; not when alertrouter saw it or told it.
+        assert "15:57 CST" in firing, firing
+        assert "10 分钟" in firing, firing
+        assert "11 分钟" in resolved, resolved
+        assert "15:57 CST" in resolved, resolved
         assert [m["Subject"] for m in vendors.smtp.messages] == [
             "[警告] gpu-node-07：1/8 块 GPU GPUHighTemp",
             "[已恢复] gpu-node-07：1/8 块 GPU GPUHighTemp",
@@ -220,8 +224,10 @@ async def test_once_heard_a_silent_prometheus_pages_and_its_return_is_told(
         assert len(robot_texts(vendors, DINGTALK_CORE)) == 2
         told = robot_texts(vendors, DINGTALK_CORE)[1]
         assert told.startswith("### ✅ 已恢复 | 监控失明：prometheus\n")
-        # TODO(issue 45, with the message-times fix): blind from 08:06 UTC (last heard) to 08:13 UTC (heard
-        # again): the page says "开始于：16:06 CST（5 分钟前）", the resolved one "持续：7 分钟（16:06 CST 开始）".
+        # Blind from 08:06 UTC (last heard) to 08:13 UTC (heard again), in Asia/Shanghai.
+        assert "16:06 CST" in page, page
+        assert "7 分钟" in told, told
+        assert "16:06 CST" in told, told
         assert vendors.refused() == []
 
 
