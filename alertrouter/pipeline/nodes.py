@@ -2,7 +2,8 @@
 
 node-exporter says `instance="10.0.0.7:9100"`, dcgm-exporter `instance="10.0.0.7:9400"` and
 `Hostname="gpu-node-07"`; `equal: [instance]` never matches across them. The node key is the first
-present of a configurable list of labels (`instance` losing its port) and is exposed to every later
+of a configurable list of labels that can name a node (`instance` losing its port; never `localhost`,
+a container id or a loopback address, which many nodes say alike) and is exposed to every later
 stage as a label, so inhibition (`equal: [node]`), aggregation and routing all see the same node.
 
 An address is mapped to a name by `topology.aliases` (written by people), below those by what a lookup
