@@ -2,7 +2,8 @@
 
 node-exporter says `instance="10.0.0.7:9100"`, dcgm-exporter `instance="10.0.0.7:9400"` and
 `Hostname="gpu-node-07"`; `equal: [instance]` never matches across them. The node key is the first
-present of a configurable list of labels (`instance` losing its port) and is exposed to every later
+of a configurable list of labels that can name a node (`instance` losing its port; never `localhost`,
+a container id or a loopback address, which many nodes say alike) and is exposed to every later
 stage as a label, so inhibition (`equal: [node]`), aggregation and routing all see the same node.
 
 An address is mapped to a name by `topology.aliases` (written by people), below those by what a lookup
@@ -26,15 +27,21 @@ from alertrouter.labelset import LabelSet
 from alertrouter.model import NAME_MAX
 
 __all__ = [
+    "CONFIGURED",
+    "INSTANCE",
+    "LEARNED",
     "NAME_LABELS",
     "NOTHING_DISCOVERED",
+    "PROMETHEUS",
     "Discovered",
     "NodeClaim",
     "NodeIdentity",
     "address_of",
+    "label_source",
     "lookup_key",
     "node_claim",
     "strip_port",
+    "unnamed",
 ]
 
 # Labels that name a node (never an address) in the exporters' own words: Prometheus relabelling
@@ -44,6 +51,28 @@ NAME_LABELS = ("node", "nodename", "kubernetes_node", "hostname", "Hostname")
 # Values dcgm-exporter puts in `Hostname` that name no node: `localhost` when it talks to a remote
 # nv-hostengine (every node says so), a container id in a plain `docker run`.
 _PLACEHOLDER = re.compile(r"localhost(\.localdomain)?|[0-9a-f]{12}|[0-9a-f]{64}", re.IGNORECASE)
+# `node_source` of a node named by an alias or the instance address (`label:<name>` otherwise).
+CONFIGURED, PROMETHEUS, LEARNED, INSTANCE = "configured", "prometheus", "learned", "instance"
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def unnamed(value: str) -> bool:
+    """True for a value that cannot name a node, however many nodes say it: empty, `localhost`
+    (`.localdomain`), a 12- or 64-hex container id, a loopback or unspecified address (`127.0.0.2`,
+    `::1`, `0.0.0.0`, `::`). An `instance` is asked with its port dropped. Remembered per value."""
+    if not value or _PLACEHOLDER.fullmatch(value):
+        return True
+    try:
+        ip = ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_unspecified
+
+
+@functools.lru_cache(maxsize=64)
+def label_source(name: str) -> str:
+    """`label:Hostname`: one string per label name, shared by every alert it names."""
+    return sys.intern(f"label:{name}")
 
 
 def strip_port(instance: str) -> str:
@@ -114,13 +143,14 @@ def node_claim(labels: Mapping[str, str], names: Sequence[str] = NAME_LABELS) ->
     if not instance or labels.get("pod"):
         return None
     address = address_of(instance)
-    if address is None or len(address) > NAME_MAX:  # an IPv6 zone id can be any length; no real one is
+    # An IPv6 zone id can be any length (no real one is); 127.0.0.1 is every node's own address.
+    if address is None or len(address) > NAME_MAX or unnamed(address):
         return None
     for name in names:
         value = labels.get(name)
         if not value or name == "instance":
             continue
-        if address_of(value) is not None or _PLACEHOLDER.fullmatch(value):
+        if address_of(value) is not None or unnamed(value):
             continue  # an IP in `Hostname`, `localhost`, a container id: not a node's name
         return NodeClaim(address, value) if len(value) <= NAME_MAX else None
     return None
@@ -146,23 +176,57 @@ class NodeIdentity:
     discovered: Discovered = NOTHING_DISCOVERED
 
     def node_of(self, labels: Mapping[str, str]) -> str | None:
+        named = self.named(labels)
+        return None if named is None else named[0]
+
+    def named(self, labels: Mapping[str, str]) -> tuple[str, str] | None:
+        """The alert's node and what named it (`node_source`): `configured`, `prometheus`, `learned`,
+        `label:<name>` or `instance`. The first of `sources` that can name a node decides; a value that
+        cannot (`unnamed`: `localhost`, a container id, a loopback address) is passed over, so 40 nodes
+        whose dcgm-exporter says `Hostname="localhost"` are 40 nodes, named by their `instance`. A value
+        equal to the alert's `pod` label (old GPU Operator charts put the pod's name in `Hostname`) is
+        used only through an alias or the lookup, or when no later label or mapped address names the
+        node (a pod IP named by nothing is no better than the pod's name)."""
+        pod = labels.get("pod")
+        deferred: str | None = None  # a source holding the pod's name, used only if nothing better
         for name in self.sources:
             value = labels.get(name)
-            if value:
-                key = strip_port(value) if name == "instance" else value
-                configured = self.aliases.get(key)
-                if configured is not None:
-                    return configured
-                if self.discovered.names:
-                    found = self.discovered.names.get(lookup_key(value, instance=name == "instance"))
-                    if found is not None:
-                        return self.aliases.get(found, found)
-                if name == "instance" and self.learned:
-                    address = address_of(value)
-                    learned = self.learned.get(address) if address is not None else None
-                    if learned is not None:
-                        return self.aliases.get(learned, learned)
-                return sys.intern(key)
+            if not value:
+                continue
+            instance = name == "instance"
+            key = strip_port(value) if instance else value
+            if unnamed(key):
+                continue
+            if not instance and value == pod:
+                mapped = self._mapped(key, value, instance=False)
+                if mapped is not None:
+                    return mapped
+                deferred = deferred or name
+                continue
+            mapped = self._mapped(key, value, instance=instance)
+            if mapped is not None:
+                return mapped
+            if instance and deferred is not None:
+                break
+            return sys.intern(key), INSTANCE if instance else label_source(name)
+        if deferred is not None:
+            return sys.intern(labels[deferred]), label_source(deferred)
+        return None
+
+    def _mapped(self, key: str, value: str, *, instance: bool) -> tuple[str, str] | None:
+        """The name `topology.aliases`, the lookup or (for an address) learning gives `key`, if any."""
+        configured = self.aliases.get(key)
+        if configured is not None:
+            return configured, CONFIGURED
+        if self.discovered.names:
+            found = self.discovered.names.get(lookup_key(value, instance=instance))
+            if found is not None:
+                return self.aliases.get(found, found), PROMETHEUS
+        if instance and self.learned:
+            address = address_of(value)
+            learned = self.learned.get(address) if address is not None else None
+            if learned is not None:
+                return self.aliases.get(learned, learned), LEARNED
         return None
 
     def claim(self, labels: Mapping[str, str]) -> NodeClaim | None:
@@ -172,20 +236,28 @@ class NodeIdentity:
         return node_claim(labels, [*names, *(n for n in NAME_LABELS if n not in names)])
 
     def address(self, labels: Mapping[str, str]) -> str | None:
-        """The IP address an alert is known by, when `instance` is what names it."""
+        """The IP address an alert is known by, when `instance` is what names it (the sources before
+        it absent, placeholders or the pod's name, as `named` passes them over)."""
+        pod = labels.get("pod")
         for name in self.sources:
             value = labels.get(name)
-            if value:
-                return address_of(value) if name == "instance" else None
+            if not value:
+                continue
+            instance = name == "instance"
+            if unnamed(strip_port(value) if instance else value) or (not instance and value == pod):
+                continue
+            return address_of(value) if instance else None
         return None
 
     def key(self, labels: Mapping[str, str]) -> str | None:
-        """The value the alert's node is looked up by (the first of `sources` present, as `lookup_key`
-        spells it): a discovered map that changes this key's entry may rename the alert's node."""
+        """The value the alert's node is looked up by (the first of `sources` that can name a node, as
+        `lookup_key` spells it): a discovered map that changes this key's entry may rename its node."""
         for name in self.sources:
             value = labels.get(name)
             if value:
-                return lookup_key(value, instance=name == "instance")
+                instance = name == "instance"
+                if not unnamed(strip_port(value) if instance else value):
+                    return lookup_key(value, instance=instance)
         return None
 
     def enrich(self, labels: Mapping[str, str]) -> LabelSet:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from alertrouter.labels import Matcher, MatcherError, matches_all, parse_matchers
+from alertrouter.pipeline.nodes import INSTANCE, LEARNED, Discovered, NodeIdentity
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.store import queries
 from alertrouter.web.access import require_reader
 from alertrouter.web.ids import BeforeIdQuery, EventId, Limit, Offset
 from alertrouter.web.schemas import AlertDetail, AlertEventRead, AlertList, AlertRead, EpisodeRead, RawEventRead
 
-__all__ = ["alert_read", "router"]
+__all__ = ["alert_read", "node_source", "router"]
 
 
 async def _authorized(request: Request, runtime: RuntimeDep) -> Runtime:
@@ -26,8 +29,9 @@ AuthorizedRuntime = Annotated[Runtime, Depends(_authorized)]
 
 
 def alert_read(row: object, runtime: Runtime) -> AlertRead:
-    """An alert row as the API shows it, with the topology labels of its node (worked out on this
-    replica from the configuration and its own Prometheus lookup, as the engine's leader does)."""
+    """An alert row as the API shows it, with what named its node and the topology labels of that
+    node (worked out on this replica from the configuration and its own Prometheus lookup, as the
+    engine's leader does)."""
     read = AlertRead.model_validate(row)
     if read.node is None:
         return read
@@ -35,7 +39,22 @@ def alert_read(row: object, runtime: Runtime) -> AlertRead:
     found = runtime.lookup.snapshot() if runtime.lookup is not None else nodes.discovered
     labels = {**found.topology.get(read.node, {}), **nodes.topology.get(read.node, {})}
     added = {k: v for k, v in sorted(labels.items()) if k not in read.labels}
-    return read.model_copy(update={"topology": added}) if added else read
+    update: dict[str, object] = {"node_source": node_source(read.labels, read.node, nodes, found)}
+    if added:
+        update["topology"] = added
+    return read.model_copy(update=update)
+
+
+def node_source(labels: Mapping[str, str], node: str, nodes: NodeIdentity, found: Discovered) -> str | None:
+    """What named `node` (the engine's stored decision) for an alert with `labels`, as this replica's
+    configuration and lookup say. Learned aliases live in the leader's memory and the store: an alert
+    whose address would name it but whose stored node is another name was named by one (`learned`)."""
+    named = replace(nodes, discovered=found).named(labels) if found is not nodes.discovered else nodes.named(labels)
+    if named is None:
+        return None
+    if named[0] != node and named[1] == INSTANCE:
+        return LEARNED
+    return named[1]
 
 
 router = APIRouter(prefix="/api/v1", tags=["alerts"])

@@ -1,29 +1,36 @@
 """`GET /api/v1/nodes`: the addresses learned to be nodes, from which alert, and whether in force; the
-addresses and pods the Prometheus lookup discovered, and the configured aliases, each with its source."""
+addresses and pods the Prometheus lookup discovered, and the configured aliases, each with its source;
+the nodes firing alerts are on, with what named each."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from fastapi import APIRouter
 from pydantic import BaseModel
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.model import utcnow
+from alertrouter.pipeline.nodes import Discovered, NodeIdentity
 from alertrouter.store import nodes as store
+from alertrouter.store import queries
 from alertrouter.store.tables import NodeAliasRow
-from alertrouter.web.alerts import AuthorizedRuntime
+from alertrouter.web.alerts import AuthorizedRuntime, node_source
 from alertrouter.web.ids import Limit, Offset
 
 __all__ = [
     "ConfiguredAliasRead",
     "DiscoveredAddressRead",
     "LookupRead",
+    "NamedNodeRead",
     "NodeAddressRead",
     "NodeList",
     "discovered_addresses",
     "lookup_status",
+    "named_nodes",
     "router",
 ]
 
@@ -87,6 +94,16 @@ class ConfiguredAliasRead(BaseModel):
     source: str = "configured"
 
 
+class NamedNodeRead(BaseModel):
+    """A node firing alerts are on, and what named it for them (`node_source`, as on each alert of
+    `GET /api/v1/alerts`): a node named by several sources (dcgm's `Hostname`, node-exporter's learned
+    address) is listed once per source. `alerts`: how many firing alerts it names so."""
+
+    node: str
+    node_source: str
+    alerts: int
+
+
 class SeriesRead(BaseModel):
     series: str
     last_success: datetime | None
@@ -118,6 +135,8 @@ class NodeList(BaseModel):
     discovered_total: int = 0
     configured: list[ConfiguredAliasRead] = []
     prometheus: LookupRead | None = None
+    named: list[NamedNodeRead] = []  # a page (`limit`/`offset`), by node then source
+    named_total: int = 0
 
 
 def node_addresses(
@@ -161,6 +180,15 @@ def node_addresses(
             )
         )
     return out
+
+
+async def named_nodes(session: AsyncSession, nodes: NodeIdentity, found: Discovered) -> list[NamedNodeRead]:
+    """The nodes of the firing alerts, by node then source, each with how many alerts it names so."""
+    counts: Counter[tuple[str, str]] = Counter()
+    async for row in queries.iter_alerts(session, status="firing"):
+        if row.node is not None:
+            counts[row.node, node_source(row.labels, row.node, nodes, found) or ""] += 1
+    return [NamedNodeRead(node=n, node_source=s, alerts=c) for (n, s), c in sorted(counts.items())]
 
 
 def discovered_addresses(
@@ -229,6 +257,8 @@ async def list_nodes(
     async with runtime.db.read() as session:
         rows, total = await store.list_node_aliases(session, limit=limit, offset=offset)
         held_total = await store.count_held_node_aliases(session, since=now - nodes.learned_ttl)
+        snapshot = lookup.snapshot() if lookup is not None else nodes.discovered
+        named = await named_nodes(session, nodes, snapshot)
     configured = dict(nodes.aliases)
     found = lookup.snapshot().names if lookup is not None else {}
     addresses = node_addresses(list(rows), configured=configured, ttl=nodes.learned_ttl, now=now, discovered=found)
@@ -247,4 +277,6 @@ async def list_nodes(
         discovered_total=discovered_total,
         configured=[ConfiguredAliasRead(node=n, key=k) for k, n in sorted(configured.items(), key=lambda i: i[::-1])],
         prometheus=lookup_status(lookup) if lookup is not None else None,
+        named=named[offset : offset + limit],
+        named_total=len(named),
     )

@@ -42,6 +42,9 @@ class AlertRead(_Read):
     last_seen: datetime
     updated_at: datetime
     node: str | None = None
+    # What named `node`: `label:<name>` (e.g. `label:Hostname`), `configured` (`topology.aliases`),
+    # `prometheus` (the lookup), `learned` (a learned alias) or `instance` (its address, port dropped).
+    node_source: str | None = None
     # Labels node identity adds for the alert's node (`topology.nodes`, then what the Prometheus lookup
     # read from kube_node_labels), those the alert lacks only: its own labels win, as in the engine.
     topology: dict[str, str] = {}

@@ -15,6 +15,7 @@ from alertrouter.store import escalations, queries
 from alertrouter.store.delivery import incident_ids
 from alertrouter.store.tables import AlertRow, IncidentRow
 from alertrouter.web import operations
+from alertrouter.web.alerts import node_source
 from alertrouter.web.console import views
 from alertrouter.web.console.pages import Console, ConsoleDep, ConsoleIncidentId, read_form
 from alertrouter.web.console.views import N_
@@ -120,6 +121,14 @@ def _faults(row: IncidentRow, alerts: list[AlertRow], console: Console) -> dict[
     }
 
 
+def _node_sources(alerts: list[AlertRow], console: Console) -> dict[str, str]:
+    """What named each alert's node (`label:Hostname`, `learned`...), as `GET /api/v1/alerts` says it."""
+    nodes = console.runtime.engine.pipeline.nodes
+    found = console.runtime.lookup.snapshot() if console.runtime.lookup is not None else nodes.discovered
+    named = {a.fingerprint: (a.node and node_source(a.labels, a.node, nodes, found)) for a in alerts}
+    return {fp: source for fp, source in named.items() if source}
+
+
 @router.get("/incidents/{incident_id}")
 async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> HTMLResponse:
     async with console.runtime.db.read() as session:
@@ -153,6 +162,7 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         alerts=alerts,
         alert_names={a.fingerprint: a for a in alerts},
         alert_states=_alert_states(alerts, sources, console),
+        node_sources=_node_sources(alerts, console),
         members=[_row(m, console, times.get(m.key)) for m in members],
         trail=trail,
         messages=messages,

@@ -1,5 +1,6 @@
-"""Console page: the addresses learned to be nodes, by node, with the alert each was learned from; the
-addresses and pods the Prometheus lookup discovered; the configured aliases."""
+"""Console page: the nodes of the firing alerts and what named each; the addresses learned to be nodes,
+by node, with the alert each was learned from; the addresses and pods the Prometheus lookup
+discovered; the configured aliases."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from alertrouter.store import console as store
 from alertrouter.store import nodes
 from alertrouter.store.delivery import incident_ids
 from alertrouter.web.console.pages import ConsoleDep
-from alertrouter.web.nodes import DiscoveredAddressRead, discovered_addresses, lookup_status, node_addresses
+from alertrouter.web.nodes import (
+    DiscoveredAddressRead,
+    discovered_addresses,
+    lookup_status,
+    named_nodes,
+    node_addresses,
+)
 
 __all__ = ["router"]
 
@@ -31,7 +38,8 @@ async def nodes_page(console: ConsoleDep, page: Annotated[int, Query(ge=1, le=10
         claimants = {r.fingerprint for r in rows} | {r.held_fingerprint for r in rows if r.held_fingerprint}
         sources = await store.alerts_by_fingerprint(session, claimants)
         ids = await incident_ids(session, {a.incident_key for a in sources.values() if a.incident_key})
-    lookup = console.runtime.lookup
+        lookup = console.runtime.lookup
+        named = await named_nodes(session, topology, lookup.snapshot() if lookup is not None else topology.discovered)
     configured = dict(topology.aliases)
     found = lookup.snapshot().names if lookup is not None else {}
     addresses = node_addresses(
@@ -57,6 +65,8 @@ async def nodes_page(console: ConsoleDep, page: Annotated[int, Query(ge=1, le=10
         discovered_total=discovered_total,
         lookup=lookup_status(lookup) if lookup is not None else None,
         configured=sorted(configured.items(), key=lambda item: item[::-1]),
+        named=named[(page - 1) * PAGE_SIZE : page * PAGE_SIZE],
+        named_total=len(named),
         page=page,
-        pages=max(1, -(-max(total, discovered_total) // PAGE_SIZE)),
+        pages=max(1, -(-max(total, discovered_total, len(named)) // PAGE_SIZE)),
     )
