@@ -73,6 +73,7 @@ async def survive(router: Router, i: int, poison: Poison) -> str:
     fingerprints = promised(body) if accepted else set()
     if not accepted:
         assert 400 <= answer.status_code < 500, f"{name}: {answer.status_code} {answer.text[:300]}"
+    assert fingerprints or not accepted, f"{name}: answered {answer.status_code} for an alert its parser refuses"
     first = {fp: await router.decided(fp) for fp in sorted(fingerprints)}  # the engine ran a pass on it
     normal = normal_labels(i)
     _, sent = await router.send(normal, {"summary": f"XID 79 on {normal['Hostname']}"})

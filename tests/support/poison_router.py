@@ -57,10 +57,26 @@ route:
   receiver: oncall
   group_wait: 0s
   group_interval: 1s
-  repeat_interval: 1h
+  repeat_interval: {critical: 1h, warning: 2h, info: 4h, default: 4h}
+  routes:
+    - matchers: ['severity="critical"']
+      receiver: oncall
+      group_wait: 0s
+      group_interval: 1s
+      repeat_interval: 1h
+      escalation: critical-unacked
+    - {matchers: ['severity=~"warning|info"'], receiver: oncall, group_wait: 0s, group_interval: 1s}
 receivers:
   - name: oncall
     channels: [robot]
+  - name: lead
+    channels: [robot]
+oncall:
+  escalations:
+    - name: critical-unacked
+      severities: [critical]
+      steps:
+        - {after: 1h, receivers: [lead]}
 channels:
   - name: robot
     type: dingtalk
