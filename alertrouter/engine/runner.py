@@ -520,7 +520,10 @@ class EngineRunner:
             try:
                 result = await self.run_once(urgent=urgent)
             except STORE_ERRORS as exc:
-                log.warning("engine pass failed, will retry: %s", describe_error(exc))
+                if is_outage(exc):
+                    log.warning("engine pass failed, will retry: %s", describe_error(exc))
+                else:  # refused on values no single item was found to cause: counted, and seen by /readyz
+                    self._loops.failed(LOOP_NAME, exc)
                 self._forget()  # the transaction rolled back; what we remembered may not have been stored
             except Exception as exc:  # supervised: a bug must never end the engine (nothing would be decided)
                 self._loops.failed(LOOP_NAME, exc)

@@ -6,6 +6,7 @@ refuse a row, on both stores."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -170,3 +171,31 @@ async def test_an_alias_the_store_refuses_quarantines_the_alert_that_taught_it(d
     await runner.run_once()
     _, heads = await outcome(db)
     assert any("gpu-node-07" in h for h in heads)
+
+
+async def test_a_refusal_no_item_explains_is_a_loop_error_not_an_outage(
+    db: Database, refuse: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The lease row refused: no alias or incident alone is to blame, so nothing is quarantined; the pass
+    # fails as a bug does (counted in alertrouter_loop_errors_total, logged with its traceback), not as
+    # an outage that a warning and a retry would hide while no pass completes.
+    metrics = Metrics()
+    runner = EngineRunner(
+        db, shipped_pipeline(), metrics, loops=LoopHealth(metrics), interval=timedelta(milliseconds=20)
+    )
+    await refuse("leases", "name", "engine")  # type: ignore[operator]
+    await Ingestor(db, TouchBuffer()).ingest(parse_webhook(webhook([dcgm(7, 0)])).batch)
+    errors = {"loop": "engine"}
+    with caplog.at_level(logging.ERROR, logger="alertrouter.loops"):
+        runner.start()
+        try:
+            for _ in range(500):  # bounded: the first failed pass is what the test waits for
+                if metrics.registry.get_sample_value("alertrouter_loop_errors_total", errors):
+                    break
+                await asyncio.sleep(0.02)
+        finally:
+            await runner.stop()
+    assert metrics.registry.get_sample_value("alertrouter_loop_errors_total", errors)
+    assert any(r.exc_info is not None and "poisoned row" in r.getMessage() for r in caplog.records)
+    decided, _ = await outcome(db)
+    assert Decision.QUARANTINED not in {d for d, _ in decided.values()}
