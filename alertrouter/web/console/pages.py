@@ -147,10 +147,9 @@ class Console:
 
     @property
     def language(self) -> str:
-        """The switch's cookie > the browser's Accept-Language > the rules' `global.language`."""
-        headers = self.request.headers
+        """The switch's cookie > the rules' `global.language` (the browser's Accept-Language is not read)."""
         cookie = self.request.cookies.get(LANGUAGE_COOKIE)
-        return choose_language(cookie, headers.get("accept-language", ""), self.runtime.ruleset.global_.language)
+        return choose_language(cookie, self.runtime.ruleset.global_.language)
 
     @property
     def timezone(self) -> ZoneInfo:
