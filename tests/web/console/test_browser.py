@@ -265,3 +265,25 @@ def test_an_english_browser_reads_the_shipped_rules_language(server: Proc, brows
         assert page.locator("li", has_text=SAYS["zh-CN"]["gpu-node-07"]).count() == 1
     finally:
         context.close()
+
+
+# The lines a table cell's own text takes: one client rect per line of each text node.
+_LINES = """cell => { const r = document.createRange(); let n = 0;
+  for (const t of cell.childNodes) { if (t.nodeType === 3 && t.textContent.trim()) { r.selectNodeContents(t);
+    n = Math.max(n, r.getClientRects().length); } } return n; }"""
+
+
+def test_state_words_stay_on_one_line_on_a_phone(server: Proc, browser: Browser, language: str) -> None:
+    """A phone-wide incident page: every status and decision cell reads on one line (a CJK word would
+    otherwise break between its characters in a narrow column)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    context.add_cookies([{"name": LANGUAGE_COOKIE, "value": language, "url": server.url}])
+    try:
+        page = context.new_page()
+        login(page, server, f"/incidents/{incident_id(server.url, 'gpu-node-07')}")
+        cells = page.locator("td[data-status], td[data-decision]")
+        assert cells.count() >= 3
+        lines = [cells.nth(i).evaluate(_LINES) for i in range(cells.count())]
+        assert set(lines) == {1}, lines
+    finally:
+        context.close()
