@@ -40,6 +40,7 @@ __all__ = [
     "scope_text",
     "severity_name",
     "severity_word",
+    "span_text",
     "storm_headline",
     "translations",
     "unit_count",
@@ -123,6 +124,15 @@ def age_text(tr: NullTranslations, delta: timedelta) -> str:
             return tr.gettext("%(h)sh %(m)sm") % {"h": s // 3600, "m": s % 3600 // 60}
         return tr.gettext("%(h)sh") % {"h": s // 3600}
     return tr.gettext("%(d)sd %(h)sh") % {"d": s // 86400, "h": s % 86400 // 3600}
+
+
+def span_text(tr: NullTranslations, delta: timedelta) -> str:
+    """A length of time said in words, as `age_text` but whole days alone: a silence's `1h`, `1d`
+    (`1 小时`, `1 天`), never the config's `1h30m` spelling."""
+    s = max(0, int(delta.total_seconds()))
+    if s >= 86400 and s % 86400 == 0:
+        return tr.gettext("%(d)sd") % {"d": s // 86400}
+    return age_text(tr, delta)
 
 
 def scope_text(tr: NullTranslations, scope: Sequence[tuple[str, str]]) -> str:

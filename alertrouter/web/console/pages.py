@@ -33,7 +33,7 @@ from alertrouter.model import utcnow
 from alertrouter.paths import data_dir
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.web.access import Access, Principal, access_for, identify
-from alertrouter.web.console import views
+from alertrouter.web.console import errors, views
 from alertrouter.web.console.language import LANGUAGE_COOKIE, choose_language
 from alertrouter.web.console.views import N_
 from alertrouter.web.ids import path_id
@@ -86,6 +86,7 @@ def environment(user_dir: Path | None, language: str = i18n.DEFAULT_LANGUAGE, ti
     env.filters["severity"] = lambda value: i18n.severity_name(tr, str(value))
     env.filters["word"] = lambda value: views.word(tr, value)  # a state, a decision, an outcome
     env.filters["who"] = lambda name: views.who(tr, name)
+    env.filters["error"] = lambda text: errors.error_text(tr, language, text)  # a delivery's stored error
     env.filters["message_kind"] = lambda kind: views.message_kind(tr, kind)
     env.globals["units"] = lambda count, unit_name: i18n.unit_count(tr, str(count), str(unit_name))
     env.globals["language"] = language

@@ -191,6 +191,40 @@ async def test_every_page_in_chinese_has_no_english_word_of_the_product(zh_app: 
     assert 'data-escalation="step"' in pages["escalated incident"]
 
 
+async def test_states_and_delivery_errors_read_in_chinese(zh_app: App) -> None:
+    """A silence that has not begun, an unconfigured channel's delivery, the product's own delivery errors:
+    Chinese words on a zh-CN page; what a vendor answered kept as written, labelled as the vendor's."""
+    ahead = {"matchers": ['node="gpu-node-30"'], "starts_at": "2030-01-01T08:00:00+08:00", "duration": "2h"}
+    assert (await zh_app.client.post("/api/v1/silences", json=ahead, headers=TOKEN)).status_code == 201
+    incident = await zh_app.incident_id("gpu-node-07: GPUHighTemp")
+    await add_delivery(zh_app.runtime, incident_id=incident, status="unconfigured", errors=())
+    cap = "daily cap reached, not sent to 2 number(s)"
+    await add_delivery(zh_app.runtime, incident_id=incident, status="capped", errors=(cap,))
+    vendor = "errcode 310000: keywords not in content"
+    wrapped = f"dead letter after 3 unexpected failures: {vendor}"
+    await add_delivery(zh_app.runtime, incident_id=incident, errors=("timeout", wrapped))
+    await zh_app.login()
+    silences = (await zh_app.client.get("/silences")).text
+    ahead_row = silences.split('data-state="pending"')[1].split("</tr>")[0]
+    assert "未开始" in ahead_row
+    assert "待处理" not in ahead_row
+    page = (await zh_app.client.get(f"/incidents/{incident}")).text
+    assert 'data-status="unconfigured">未配置' in page
+    assert "已达每日上限，2 个号码未发送" in page
+    assert f"意外失败 3 次后转为死信：对方原文：{vendor}" in page
+    channels = (await zh_app.client.get("/channels")).text
+    assert f"对方原文：{vendor}" in channels  # the dead letter's last error
+    data = [vendor, 'node="gpu-node-30"', "gpu-node-30", *_data(zh_app)]  # longest first, as `_data`
+    kept = KEPT | {datetime(2026, 1, 1, tzinfo=UTC).astimezone(ZoneInfo(ZONE)).strftime("%Z")}
+    for name, text in (("/silences", silences), ("incident", page), ("/channels", channels)):
+        leaked = [w for w in _WORD.findall(_visible(text, data)) if w not in kept]
+        assert leaked == [], f"{name}: {leaked}"
+    zh_app.client.cookies.set(LANGUAGE_COOKIE, "en")
+    english = (await zh_app.client.get(f"/incidents/{incident}")).text
+    assert f"dead: {wrapped}" in english  # English shows the stored text as it is
+    assert "not started" in (await zh_app.client.get("/silences")).text
+
+
 async def test_every_page_in_english_has_no_chinese(zh_app: App) -> None:
     zh_app.client.cookies.set(LANGUAGE_COOKIE, "en")
     pages = await _pages(zh_app)
