@@ -26,13 +26,28 @@ _FIXED = {
 }
 # The product's sentences around another error (`rest`, worded again by `error_text`); a `count` is a number.
 _WRAPPED: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"daily cap reached, not sent to (?P<count>\d+) number\(s\)\Z"), N_("daily cap reached, not sent to %(count)s number(s)")),
-    (re.compile(r"split, its messages are sent alone: (?P<rest>.*)\Z", re.S), N_("split, its messages are sent alone: %(rest)s")),
-    (re.compile(r"dead letter after (?P<count>\d+) unexpected failures: (?P<rest>.*)\Z", re.S), N_("dead letter after %(count)s unexpected failures: %(rest)s")),
+    (
+        re.compile(r"daily cap reached, not sent to (?P<count>\d+) number\(s\)\Z"),
+        N_("daily cap reached, not sent to %(count)s number(s)"),
+    ),
+    (
+        re.compile(r"split, its messages are sent alone: (?P<rest>.*)\Z", re.S),
+        N_("split, its messages are sent alone: %(rest)s"),
+    ),
+    (
+        re.compile(r"dead letter after (?P<count>\d+) unexpected failures: (?P<rest>.*)\Z", re.S),
+        N_("dead letter after %(count)s unexpected failures: %(rest)s"),
+    ),
     (re.compile(r"gave up after (?P<after>[^:]+): (?P<rest>.*)\Z", re.S), N_("gave up after %(after)s: %(rest)s")),
-    (re.compile(r"a combined message failed, sent alone now: (?P<rest>.*)\Z", re.S), N_("a combined message failed, sent alone now: %(rest)s")),
-    (re.compile(r"unexpected failure (?P<count>\d+) of (?P<of>\d+): (?P<rest>.*)\Z", re.S), N_("unexpected failure %(count)s of %(of)s: %(rest)s")),
-]  # fmt: skip
+    (
+        re.compile(r"a combined message failed, sent alone now: (?P<rest>.*)\Z", re.S),
+        N_("a combined message failed, sent alone now: %(rest)s"),
+    ),
+    (
+        re.compile(r"unexpected failure (?P<count>\d+) of (?P<of>\d+): (?P<rest>.*)\Z", re.S),
+        N_("unexpected failure %(count)s of %(of)s: %(rest)s"),
+    ),
+]
 _DEPTH = 3  # wrappers nest at most this deep (a split of a dead letter ...); deeper is shown as written
 
 
