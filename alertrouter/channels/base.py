@@ -211,6 +211,12 @@ def _severity(tr: NullTranslations, severity: str) -> str:
     return severity if word == severity.lower() else word
 
 
+def _status(tr: NullTranslations, status: str) -> str:
+    """`触发中` / `已恢复` in zh-CN; `firing` / `resolved` in English."""
+    words = {"firing": tr.gettext("firing"), "resolved": tr.gettext("resolved")}
+    return words.get(status, status)
+
+
 def notification_fields(n: Notification) -> dict[str, str]:
     """The plain values of a notification that short formats (SMS and voice variables) are built from,
     worded in the receiver's language."""
@@ -242,7 +248,7 @@ def notification_fields(n: Notification) -> dict[str, str]:
         # A resolved message's severity reads "resolved", as its title does: an SMS template of severity, node
         # and alert (the shipped one) would otherwise say the same when a node comes back as when it went down.
         "severity": _severity(tr, "resolved" if all(item.resolved for item in n.items) else n.severity),
-        "status": first.status.value,
+        "status": _status(tr, first.status.value),
         "headline": message_headline(tr, first),
         "alertname": labels.get("alertname") or (alert_title(first.alerts[0].labels) if first.alerts else ""),
         "node": labels.get("node", ""),
