@@ -26,7 +26,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
-from alertrouter import i18n
+from alertrouter import i18n, xid
 from alertrouter.ingest.body import BodyTooLarge, read_body
 from alertrouter.labels import alert_title
 from alertrouter.model import utcnow
@@ -90,6 +90,7 @@ def environment(user_dir: Path | None, language: str = i18n.DEFAULT_LANGUAGE, ti
     env.filters["message_kind"] = lambda kind: views.message_kind(tr, kind)
     env.globals["units"] = lambda count, unit_name: i18n.unit_count(tr, str(count), str(unit_name))
     env.globals["language"] = language
+    env.globals["xid_catalog"] = xid.CATALOG_URL
     env.globals["languages"] = [(code, views.LANGUAGE_NAMES[code]) for code in i18n.LANGUAGES]
     return env
 
