@@ -42,7 +42,8 @@ async def test_the_incident_page_says_what_each_xid_means_and_what_to_do(app: Ap
     assert "<script>alert(1)</script>" not in raw  # the pod name is data, escaped
     facts = htmlmod.unescape(raw.split('id="xids"')[1].split("</dd>")[0])
     for line in (
-        "XID 48 on GPU 5: Double Bit ECC Error — action: reset the GPU to remap its memory; RMA if the remap fails (XID 64) or it repeats",
+        "XID 48 on GPU 5: Double Bit ECC Error — action: reset the GPU to remap its memory; RMA if the remap"
+        " fails (XID 64) or it repeats",
         "XID 95 on GPU 1, 3: Uncontained ECC error — action: reset the GPU",
     ):
         assert line in facts
