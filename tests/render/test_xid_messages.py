@@ -143,7 +143,8 @@ def test_every_format_says_what_the_xid_means_and_what_to_do(templates: Template
 def test_the_chinese_message_is_worded_from_the_catalogue_and_the_table(templates: Templates) -> None:
     text = templates.render("dingtalk", "md", zh(notification(MessageKind.FIRING, [NODE])))
     assert "XID 79（GPU 1, 3）：GPU 已从总线掉线 — 处理：重启节点" in text
-    dbe = "XID 48（GPU 5）：双比特 ECC 错误 — 处理：重置 GPU 以重映射显存；若重映射失败（XID 64）或反复出现则申请 RMA 返修"
+    dbe = "XID 48（GPU 5）：双比特 ECC 错误 — 处理：重置 GPU 以重映射显存；"
+    dbe += "若重映射失败（XID 64）或反复出现则申请 RMA 返修"
     assert dbe in text
     assert "工作负载：" in text
     assert "action" not in text
