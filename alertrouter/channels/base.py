@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from alertrouter.channels.headline import message_headline
-from alertrouter.i18n import Locale, severity_name, translations
+from alertrouter.i18n import Locale, localized_annotations, severity_name, translations
 from alertrouter.labels import alert_title
 from alertrouter.model import MessageSnapshot
 from alertrouter.xid import from_labels, short_line
@@ -232,7 +232,7 @@ def notification_fields(n: Notification) -> dict[str, str]:
     else:
         gpus = ""
     since = first.opened_at.astimezone(ZoneInfo(locale.timezone)).strftime("%H:%M") if first.opened_at else ""
-    notes = (a.annotations or {} for a in first.alerts)
+    notes = (localized_annotations(a.annotations or {}, locale.language) for a in first.alerts)
     annotations_summary = next((n["summary"] for n in notes if n.get("summary")), "")
     count = summary.get("firing", summary.get("alerts", len(first.alerts)))
     current = [a for a in first.alerts if a.firing != first.resolved] or list(first.alerts)

@@ -86,6 +86,7 @@ def environment(user_dir: Path | None, language: str = i18n.DEFAULT_LANGUAGE, ti
     env.filters["severity"] = lambda value: i18n.severity_name(tr, str(value))
     env.filters["word"] = lambda value: views.word(tr, value)  # a state, a decision, an outcome
     env.filters["who"] = lambda name: views.who(tr, name)
+    env.filters["localized"] = lambda notes: i18n.localized_annotations(notes or {}, language)  # summary_zh_CN
     env.filters["error"] = lambda text: errors.error_text(tr, language, text)  # a delivery's stored error
     env.filters["message_kind"] = lambda kind: views.message_kind(tr, kind)
     env.globals["units"] = lambda count, unit_name: i18n.unit_count(tr, str(count), str(unit_name))
