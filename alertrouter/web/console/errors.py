@@ -11,8 +11,10 @@ and in the vendor's documentation. English pages show the stored text unchanged.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from gettext import NullTranslations
 
+from alertrouter.i18n import span_text
 from alertrouter.web.console.views import N_
 
 __all__ = ["error_text"]
@@ -38,7 +40,10 @@ _WRAPPED: list[tuple[re.Pattern[str], str]] = [
         re.compile(r"dead letter after (?P<count>\d+) unexpected failures: (?P<rest>.*)\Z", re.S),
         N_("dead letter after %(count)s unexpected failures: %(rest)s"),
     ),
-    (re.compile(r"gave up after (?P<after>[^:]+): (?P<rest>.*)\Z", re.S), N_("gave up after %(after)s: %(rest)s")),
+    (  # `after`: RetryConfig.give_up_after as Python prints a timedelta (`1 day, 0:00:00`, `6:00:00`)
+        re.compile(r"gave up after (?P<after>(?:\d+ days?, )?\d+:\d\d:\d\d): (?P<rest>.*)\Z", re.S),
+        N_("gave up after %(after)s: %(rest)s"),
+    ),
     (
         re.compile(r"a combined message failed, sent alone now: (?P<rest>.*)\Z", re.S),
         N_("a combined message failed, sent alone now: %(rest)s"),
@@ -69,7 +74,16 @@ def _worded(tr: NullTranslations, raw: str, depth: int) -> str:
             found = pattern.match(raw)
             if found is not None:
                 values = found.groupdict()
+                if "after" in values:
+                    values["after"] = span_text(tr, _timedelta(values["after"]))
                 if "rest" in values:
                     values["rest"] = _worded(tr, values["rest"], depth - 1)
                 return tr.gettext(message) % values
     return tr.pgettext("delivery error", "as written: %(error)s") % {"error": raw}
+
+
+def _timedelta(text: str) -> timedelta:
+    """`1 day, 0:00:00` / `2 days, 6:00:00` / `6:00:00` (Python's `str(timedelta)`) back to a timedelta."""
+    days, _, clock = text.rpartition(", ")
+    hours, minutes, seconds = (int(part) for part in clock.split(":"))
+    return timedelta(days=int(days.split(" ")[0]) if days else 0, hours=hours, minutes=minutes, seconds=seconds)
