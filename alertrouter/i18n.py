@@ -24,22 +24,26 @@ from babel.support import Translations
 from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, IncidentKind, MessageSnapshot
 
 __all__ = [
+    "ANNOTATION_VARIANTS",
     "DEFAULT_LANGUAGE",
     "DEFAULT_TIMEZONE",
     "LANGUAGES",
     "LOCALE_DIR",
+    "LOCALIZED_ANNOTATIONS",
     "Locale",
     "age_text",
     "blind_headline",
     "blind_text",
     "catalogue_path",
     "headline",
+    "localized_annotations",
     "member_line",
     "no_data_text",
     "node_headline",
     "scope_text",
     "severity_name",
     "severity_word",
+    "span_text",
     "storm_headline",
     "translations",
     "unit_count",
@@ -49,6 +53,14 @@ __all__ = [
 LANGUAGES = ("en", "zh-CN")  # what `global.language` and a receiver's `language` accept
 DEFAULT_LANGUAGE = "en"  # the code's default; the shipped rules choose zh-CN
 DEFAULT_TIMEZONE = "UTC"  # the code's default; the shipped rules choose Asia/Shanghai
+LOCALIZED_ANNOTATIONS = ("summary", "description")  # annotations a rule may give per language: `summary_zh_CN`
+# The per-language annotation names a stored message keeps beside the plain ones (`summary_zh_CN`, ...).
+ANNOTATION_VARIANTS = tuple(
+    f"{name}_{language.replace('-', '_')}"
+    for name in LOCALIZED_ANNOTATIONS
+    for language in LANGUAGES
+    if language != "en"
+)
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 _CATALOGUES = {"zh-CN": "zh_CN"}  # language -> gettext locale directory
 
@@ -123,6 +135,28 @@ def age_text(tr: NullTranslations, delta: timedelta) -> str:
             return tr.gettext("%(h)sh %(m)sm") % {"h": s // 3600, "m": s % 3600 // 60}
         return tr.gettext("%(h)sh") % {"h": s // 3600}
     return tr.gettext("%(d)sd %(h)sh") % {"d": s // 86400, "h": s % 86400 // 3600}
+
+
+def localized_annotations(notes: Mapping[str, str], language: str) -> dict[str, str]:
+    """`notes` as a reader of `language` sees them: `summary` and `description` replaced by their
+    `summary_zh_CN` / `description_zh_CN` variant when the alert carries a non-empty one (the shipped
+    Prometheus rules do), else kept as written. Annotations are data: nothing is translated here."""
+    suffix = "_" + language.replace("-", "_")
+    shown = dict(notes)
+    for name in LOCALIZED_ANNOTATIONS:
+        variant = notes.get(name + suffix)
+        if variant:
+            shown[name] = variant
+    return shown
+
+
+def span_text(tr: NullTranslations, delta: timedelta) -> str:
+    """A length of time said in words, as `age_text` but whole days alone: a silence's `1h`, `1d`
+    (`1 小时`, `1 天`), never the config's `1h30m` spelling."""
+    s = max(0, int(delta.total_seconds()))
+    if s >= 86400 and s % 86400 == 0:
+        return tr.gettext("%(d)sd") % {"d": s // 86400}
+    return age_text(tr, delta)
 
 
 def scope_text(tr: NullTranslations, scope: Sequence[tuple[str, str]]) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 __all__ = [
     "ACTIONS",
+    "CATALOG_URL",
     "DATA_FILE",
     "XID_LABELS",
     "XidInfo",
@@ -35,6 +36,7 @@ __all__ = [
     "xid_line",
 ]
 
+CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/"  # NVIDIA's XID catalog: each code's whole workflow
 DATA_FILE = Path(__file__).resolve().parent / "data" / "xid.csv"
 XID_LABELS = ("xid", "err_code")  # the shipped rules' label first, then dcgm-exporter's own
 _MAX_CODE = 100_000  # well above any XID NVIDIA has numbered; bigger is garbage
@@ -52,11 +54,12 @@ ACTIONS: Mapping[str, str] = {
     "UPDATE_SWFW": "update_software",
     "CHECK_UVM": "check_application",
     "IGNORE": "none",
-    "WORKFLOW_XID_45": "workflow",
-    "WORKFLOW_XID_48": "workflow",
-    "WORKFLOW_NVLINK_ERR": "workflow",
-    "WORKFLOW_NVLINK5_ERR": "workflow",
-    "XID_154": "follow_linked",
+    # NVIDIA's multi-step workflows, said as their first steps (the catalog's page has the whole flow)
+    "WORKFLOW_XID_45": "after_other_xid",  # a cleanup after another fault: that fault's action
+    "WORKFLOW_XID_48": "memory_dbe",  # a double-bit ECC error: a reset applies the row remap; RMA if it fails
+    "WORKFLOW_NVLINK_ERR": "nvlink",
+    "WORKFLOW_NVLINK5_ERR": "nvlink",
+    "XID_154": "follow_linked",  # the driver names the recovery action (reset or reboot) of an earlier XID
 }
 
 
@@ -128,7 +131,8 @@ def meaning_text(info: XidInfo, language: str) -> str:
 
 
 def action_text(tr: NullTranslations, action: str) -> str:
-    """`reboot the node` / `重启节点`."""
+    """`reboot the node` / `重启节点`: what a person on call does first, never "follow a workflow" (NVIDIA's
+    workflows are said as their first steps)."""
     words = {
         "restart_app": tr.gettext("restart the application"),
         "reset_gpu": tr.gettext("reset the GPU"),
@@ -138,8 +142,12 @@ def action_text(tr: NullTranslations, action: str) -> str:
         "update_software": tr.gettext("update the driver and firmware"),
         "check_application": tr.gettext("check the application's use of CUDA memory"),
         "none": tr.gettext("no action needed"),
-        "workflow": tr.gettext("follow NVIDIA's workflow for this XID"),
-        "follow_linked": tr.gettext("follow the action of the XID it names"),
+        "memory_dbe": tr.gettext("reset the GPU to remap its memory; RMA if the remap fails (XID 64) or it repeats"),
+        "after_other_xid": tr.gettext("act on the XID reported before it; alone, restart the application"),
+        "nvlink": tr.gettext(
+            "reset the GPU; if NVLink errors repeat, check the NVLink links and contact NVIDIA support"
+        ),
+        "follow_linked": tr.gettext("do the recovery the driver names: reset the GPU or reboot the node"),
     }
     return words.get(action, tr.gettext("see NVIDIA's XID documentation"))
 

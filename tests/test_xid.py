@@ -20,10 +20,10 @@ ZH = i18n.translations("zh-CN")
         (13, "Graphics Engine Exception", "RESTART_APP", "restart_app"),
         (31, "GPU memory page fault", "RESTART_APP", "restart_app"),
         (43, "GPU stopped processing", "IGNORE", "none"),
-        (48, "Double Bit ECC Error", "WORKFLOW_XID_48", "workflow"),
+        (48, "Double Bit ECC Error", "WORKFLOW_XID_48", "memory_dbe"),
         (63, "ECC page retirement or row remapping recording event", "IGNORE", "none"),
         (64, "ECC page retirement or row remapper recording failure", "RESET_GPU", "reset_gpu"),
-        (74, "NVLINK Error", "WORKFLOW_NVLINK_ERR", "workflow"),
+        (74, "NVLINK Error", "WORKFLOW_NVLINK_ERR", "nvlink"),
         (79, "GPU has fallen off the bus", "RESTART_BM", "reboot_node"),
         (94, "Contained ECC error", "RESTART_APP", "restart_app"),
         (95, "Uncontained ECC error", "RESET_GPU", "reset_gpu"),
@@ -112,3 +112,51 @@ def test_every_bucket_in_the_table_is_a_known_one() -> None:
     buckets = {info.bucket for info in xid.table().values()}
     assert buckets - {""} <= set(xid.ACTIONS)
     assert len(xid.table()) >= 170
+
+
+# What a person on call can do: each catalogued action names at least one of these.
+_DEEDS_EN = ("restart", "reset", "reboot", "contact", "check", "update", "act on", "no action", "RMA")
+_DEEDS_ZH = ("重启", "重置", "联系", "检查", "升级", "处理", "无需处理", "RMA")
+
+
+def test_every_catalogued_action_says_what_to_do_in_both_languages() -> None:
+    """Never "follow NVIDIA's workflow" alone: a workflow is said as its first steps."""
+    for info in xid.table().values():
+        if not info.bucket:
+            continue  # newer than the catalog copy: the documentation
+        english, chinese = xid.action_text(EN, info.action), xid.action_text(ZH, info.action)
+        assert "workflow" not in english.lower(), info.code
+        assert "流程" not in chinese, info.code
+        assert any(deed in english for deed in _DEEDS_EN), (info.code, english)
+        assert any(deed in chinese for deed in _DEEDS_ZH), (info.code, chinese)
+
+
+@pytest.mark.parametrize(
+    ("code", "english", "chinese"),
+    [
+        (48, "reset the GPU to remap its memory; RMA if the remap fails (XID 64) or it repeats",
+         "重置 GPU 以重映射显存；若重映射失败（XID 64）或反复出现则申请 RMA 返修"),
+        (45, "act on the XID reported before it; alone, restart the application",
+         "按在它之前报告的 XID 处理；单独出现时重启应用"),
+        (74, "reset the GPU; if NVLink errors repeat, check the NVLink links and contact NVIDIA support",
+         "重置 GPU；NVLink 错误反复出现时检查 NVLink 连接并联系 NVIDIA 支持"),
+        (144, "reset the GPU; if NVLink errors repeat, check the NVLink links and contact NVIDIA support",
+         "重置 GPU；NVLink 错误反复出现时检查 NVLink 连接并联系 NVIDIA 支持"),
+        (154, "do the recovery the driver names: reset the GPU or reboot the node",
+         "执行驱动指明的恢复操作：重置 GPU 或重启节点"),
+        (79, "reboot the node", "重启节点"),
+        (94, "restart the application", "重启应用"),
+        (95, "reset the GPU", "重置 GPU"),
+        (119, "reset the GPU", "重置 GPU"),
+        (120, "reset the GPU", "重置 GPU"),
+    ],
+)  # fmt: skip
+def test_the_actions_of_the_faults_on_call_meets(code: int, english: str, chinese: str) -> None:
+    info = xid.lookup(code)
+    assert xid.action_text(EN, info.action) == english
+    assert xid.action_text(ZH, info.action) == chinese
+    assert xid.short_line(ZH, info) == f"XID {code}：{chinese}"
+
+
+def test_the_catalog_link_is_nvidias() -> None:
+    assert xid.CATALOG_URL == "https://docs.nvidia.com/deploy/xid-errors/"

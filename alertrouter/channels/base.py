@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from alertrouter.channels.headline import message_headline
-from alertrouter.i18n import Locale, severity_name, translations
+from alertrouter.i18n import Locale, localized_annotations, severity_name, translations
 from alertrouter.labels import alert_title
 from alertrouter.model import MessageSnapshot
 from alertrouter.xid import from_labels, short_line
@@ -211,6 +211,12 @@ def _severity(tr: NullTranslations, severity: str) -> str:
     return severity if word == severity.lower() else word
 
 
+def _status(tr: NullTranslations, status: str) -> str:
+    """`触发中` / `已恢复` in zh-CN; `firing` / `resolved` in English."""
+    words = {"firing": tr.gettext("firing"), "resolved": tr.gettext("resolved")}
+    return words.get(status, status)
+
+
 def notification_fields(n: Notification) -> dict[str, str]:
     """The plain values of a notification that short formats (SMS and voice variables) are built from,
     worded in the receiver's language."""
@@ -227,7 +233,7 @@ def notification_fields(n: Notification) -> dict[str, str]:
         gpus = ""
     started = first.started_at or first.opened_at
     since = started.astimezone(ZoneInfo(locale.timezone)).strftime("%H:%M") if started else ""
-    notes = (a.annotations or {} for a in first.alerts)
+    notes = (localized_annotations(a.annotations or {}, locale.language) for a in first.alerts)
     annotations_summary = next((n["summary"] for n in notes if n.get("summary")), "")
     count = summary.get("firing", summary.get("alerts", len(first.alerts)))
     current = [a for a in first.alerts if a.firing != first.resolved] or list(first.alerts)
@@ -243,7 +249,7 @@ def notification_fields(n: Notification) -> dict[str, str]:
         # A resolved message's severity reads "resolved", as its title does: an SMS template of severity, node
         # and alert (the shipped one) would otherwise say the same when a node comes back as when it went down.
         "severity": _severity(tr, "resolved" if all(item.resolved for item in n.items) else n.severity),
-        "status": first.status.value,
+        "status": _status(tr, first.status.value),
         "headline": message_headline(tr, first),
         "alertname": labels.get("alertname") or (alert_title(first.alerts[0].labels) if first.alerts else ""),
         "node": labels.get("node", ""),

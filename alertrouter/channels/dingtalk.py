@@ -16,8 +16,7 @@ import httpx
 
 from alertrouter.channels.base import ChannelError, Mentions, Notification, Renderer, truncate_utf8
 from alertrouter.channels.http import deliver, encode_json, fit_body, protect_logs, redact, vendor_code
-from alertrouter.durations import format_duration
-from alertrouter.i18n import Locale, translations
+from alertrouter.i18n import Locale, span_text, translations
 from alertrouter.ruleset.channels import DingTalkChannelConfig
 
 __all__ = [
@@ -82,7 +81,7 @@ def action_buttons(notification: Notification) -> list[dict[str, str]]:
     tr = translations((notification.locale or Locale()).language)
     silence = tr.gettext("Silence")
     if notification.silence_for:
-        silence = tr.gettext("Silence %(duration)s") % {"duration": format_duration(notification.silence_for)}
+        silence = tr.gettext("Silence %(duration)s") % {"duration": span_text(tr, notification.silence_for)}
     links = (
         (tr.gettext("Acknowledge"), notification.ack_link),
         (silence, notification.silence_link),

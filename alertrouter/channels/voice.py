@@ -79,7 +79,9 @@ def voice_params(notification: Notification, params: Mapping[str, str], max_leng
     if "headline" in params.values():  # the alert name said whole, the node shortened
 
         def fits(text: str) -> bool:
-            return len(speakable(text)) <= max_length
+            """Said within the variable, and not cut after the alert name: a cut GPU count ("on 6..")
+            says nothing, so a headline too long drops its count (`gpu node 07 GPUHighTemp`)."""
+            return len(speakable(text)) <= max_length and not text.endswith(CUT_MARKER)
 
         fields["headline"] = fitted_headline(tr, notification.first, fits, CUT_MARKER)
     empty = tr.gettext("none")  # vendors refuse ""

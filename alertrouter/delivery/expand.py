@@ -12,7 +12,7 @@ from alertrouter.auth.links import Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Mentions, MessageKind, Notification, runbook_link
 from alertrouter.delivery.plan import message_kind
-from alertrouter.i18n import Locale
+from alertrouter.i18n import ANNOTATION_VARIANTS, Locale
 from alertrouter.model import DeliveryStatus, MessageSnapshot
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.pipeline.oncall import Rota
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 MAX_ANNOTATION = 2048  # characters kept per annotation in a stored message; templates cap again
-_ANNOTATIONS = ("summary", "description", "runbook_url", "dashboard")
+_ANNOTATIONS = ("summary", "description", "runbook_url", "dashboard", *ANNOTATION_VARIANTS)
 
 
 def enrich(snapshot: MessageSnapshot, details: Mapping[str, tuple[dict[str, str], datetime]]) -> MessageSnapshot:

@@ -271,7 +271,7 @@ class LocalClock:
 
 def _alert(raw: AlertItem, clock: LocalClock, ref: datetime, tr: NullTranslations, language: str) -> AlertContext:
     labels = _labels(raw.labels)
-    notes = raw.annotations or {}
+    notes = i18n.localized_annotations(raw.annotations or {}, language)  # summary_zh_CN for a zh-CN reader
     started = _time(raw.starts_at)
     if labels.get("alertname") == HEARTBEAT_ALERTNAME and labels.get(HEARTBEAT_LABEL) and started:
         # alertrouter's own alert: its summary in the receiver's language and time zone

@@ -24,13 +24,13 @@ from markupsafe import Markup
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, truncate_utf8, utf8_len
 from alertrouter.channels.headline import fitted_headline
-from alertrouter.durations import format_duration
 from alertrouter.i18n import (
     DEFAULT_LANGUAGE,
     DEFAULT_TIMEZONE,
     Locale,
     severity_name,
     severity_word,
+    span_text,
     translations,
 )
 from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot
@@ -292,7 +292,7 @@ class Templates:
             "ack_link": _product_link(n.ack_link, style),
             "silence_link": _product_link(n.silence_link, style),
             "runbook_link": _product_link(n.runbook_link, style),
-            "silence_for": format_duration(n.silence_for) if n.silence_for else "",
+            "silence_for": span_text(tr, n.silence_for) if n.silence_for else "",
             "title": truncate_utf8(_title(n, items, tr), HEADLINE_CAP),
             "mention": _mention(channel, fmt, n.mentions),
             "items_total": len(n.items),

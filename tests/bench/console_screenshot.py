@@ -7,7 +7,7 @@ Starts `alertrouter serve` on a throwaway SQLite store, sends it what Alertmanag
 (Xid 79 on 14 nodes of one rack, rolled up into a cluster incident, plus unrelated node incidents, one
 acknowledged, one silenced, one resolved), logs in with Debian's Chromium through Playwright and saves
 `console-incidents.png` (desktop) and `console-incidents-phone.png` (390 px wide). With `--language zh-CN`
-the browser asks for Chinese (Accept-Language, as a Chinese desktop's browser does), the rules' time zone is
+the pages are Chinese (the language switch's cookie, whatever the rules say), the rules' time zone is
 Asia/Shanghai, and the files are `console-incidents-zh-CN.png` and `console-incidents-phone-zh-CN.png`
 (Chinese drawn with Debian's fonts-noto-cjk).
 """
@@ -33,6 +33,7 @@ from playwright.sync_api import sync_playwright
 
 from alertrouter.auth.passwords import hash_password
 from alertrouter.i18n import LANGUAGES
+from alertrouter.web.console.language import LANGUAGE_COOKIE
 from e2e.harness import gpu_labels, webhook, webhook_alert
 from support.procs import REPO, start_alertrouter
 
@@ -90,7 +91,7 @@ def seed(url: str) -> None:
 
 def zoned_rules(work: Path, language: str) -> Path:
     """The shipped rules; for Chinese, with times in Asia/Shanghai as a Chinese team would set them (the
-    language itself comes from the browser, as it would for a person whose rules say English)."""
+    language itself comes from the switch's cookie, as it would for a person whose rules say English)."""
     if language == "en":
         return REPO / "rules"
     rules = work / "rules"
@@ -115,6 +116,7 @@ def shoot(url: str, out: Path, chromium: str, language: str) -> list[Path]:
             (f"console-incidents-phone{suffix}.png", {"width": 390, "height": 844}, 2),
         ):
             context = browser.new_context(viewport=viewport, device_scale_factor=scale, locale=language)  # type: ignore[arg-type]
+            context.add_cookies([{"name": LANGUAGE_COOKIE, "value": language, "url": url}])
             page = context.new_page()
             page.goto(f"{url}/login?next=/incidents")
             page.fill("input[name=user]", "oncall")
@@ -133,7 +135,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("docs"))
     parser.add_argument("--chromium", default="/usr/bin/chromium")
-    parser.add_argument("--language", choices=LANGUAGES, default="en", help="the language the browser asks for")
+    parser.add_argument("--language", choices=LANGUAGES, default="en", help="the language the console's switch chooses")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="alertrouter-screenshot-") as tmp:

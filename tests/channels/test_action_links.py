@@ -21,6 +21,7 @@ from alertrouter.channels.dingtalk import ACK_TITLE, BUTTON_TITLE, MAX_BODY_BYTE
 from alertrouter.channels.email import EmailChannel
 from alertrouter.channels.feishu import FeishuChannel
 from alertrouter.channels.wecom import MARKDOWN_MAX_BYTES, TEXT_MAX_BYTES, WeComChannel
+from alertrouter.i18n import Locale
 from alertrouter.model import MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset.channels import (
@@ -113,6 +114,19 @@ async def test_dingtalk_action_card_has_acknowledge_silence_and_details_buttons(
     assert card["btnOrientation"] in ("0", "1")
     assert n.first.headline in card["text"]
     assert ACTION_PATH not in card["text"]  # the buttons carry them; the text does not repeat them
+
+
+async def test_the_silence_button_says_its_duration_in_the_readers_language(
+    dingtalk: FakeDingTalk, client: httpx.AsyncClient
+) -> None:
+    """`静默 1 小时`, not the config's `1h`: the unit is a word of the product like the verb."""
+    chinese = Locale("zh-CN", "Asia/Shanghai")
+    await dingtalk_channel(dingtalk, client, msgtype="actionCard").send(linked(locale=chinese))
+    await dingtalk_channel(dingtalk, client).send(linked(locale=chinese, silence_for=timedelta(days=1)))
+    card, markdown = dingtalk.messages(DT_TOKEN)
+    assert [b["title"] for b in card["actionCard"]["btns"]][1] == "静默 1 小时"
+    assert "[静默 1 天](" in markdown["markdown"]["text"]
+    assert "1h" not in card["actionCard"]["text"] + markdown["markdown"]["text"]
 
 
 async def test_dingtalk_that_must_ping_stays_markdown_with_the_links_in_the_text(

@@ -112,3 +112,11 @@ def test_the_severity_variable_is_the_word_of_the_receivers_language(
     chinese = dataclasses.replace(n, locale=Locale("zh-CN", "Asia/Shanghai"))
     assert sms_params(chinese, {"s": "severity"}, 20) == {"s": zh}
     assert sms_params(chinese, {"s": "severity"}, 2) == {"s": zh[:2]}  # param_max_length: cut in characters
+
+
+@pytest.mark.parametrize(("status", "zh"), [("firing", "触发中"), ("resolved", "已恢复")])
+def test_the_status_variable_is_the_word_of_the_receivers_language(status: str, zh: str) -> None:
+    n = dataclasses.replace(notification(), items=(MessageSnapshot.from_json({**ITEM, "status": status}),))
+    assert sms_params(n, {"s": "status"}, 20) == {"s": status}
+    chinese = dataclasses.replace(n, locale=Locale("zh-CN", "Asia/Shanghai"))
+    assert sms_params(chinese, {"s": "status"}, 20) == {"s": zh}

@@ -13,8 +13,9 @@ from alertrouter.channels.base import ChannelError, MessageKind
 from alertrouter.channels.registry import build_channel
 from alertrouter.channels.voice import VoiceChannel, speakable, voice_params
 from alertrouter.i18n import Locale
+from alertrouter.model import MessageSnapshot
 from alertrouter.ruleset.channels import VoiceChannelConfig
-from support.channels import notification
+from support.channels import ITEM, notification
 
 SAMPLE = notification(recipients=("+86 138-0000-0000", "13800000001"), delivery_id=7)
 
@@ -77,7 +78,7 @@ async def test_one_call_per_number_with_the_delivery_as_reference() -> None:
     recorder = Recorder()
     async with httpx.AsyncClient() as client:
         await VoiceChannel(config(), client=client, provider=recorder).send(SAMPLE)
-    spoken = {"headline": "gpu node 07 GPUHighTemp on 6.."}
+    spoken = {"headline": "gpu node 07 GPUHighTemp on 6.."}  # a message without `where` stored: cut
     assert recorder.calls == [("+8613800000000", spoken, "7"), ("13800000001", spoken, "7")]
 
 
@@ -113,3 +114,26 @@ async def test_the_registry_builds_it() -> None:
     async with httpx.AsyncClient() as client:
         channel = build_channel(config(), client=client, renderer=None)  # type: ignore[arg-type]
     assert (channel.type, channel.name) == ("voice", "voice")
+
+
+@pytest.mark.parametrize(
+    ("alertname", "language", "spoken"),
+    [
+        ("GPUHighTemp", "en", "gpu node 07 GPUHighTemp"),  # not "gpu node 07 GPUHighTemp on 6.."
+        ("GPUHighTemp", "zh-CN", "gpu node 07：GPUHighTemp"),
+        ("GPUFallenOffBus", "en", "gpu node 07 GPUFallenOffBus"),  # not "gpu node 07 GPUFallenOffBus.."
+        ("GPUFallenOffBus", "zh-CN", "gpu node 07：GPUFallenOffBus"),
+    ],
+)
+async def test_the_call_says_the_node_and_the_alert_and_drops_the_count(
+    alertname: str, language: str, spoken: str
+) -> None:
+    """A 30-character template variable (a common TTS template's limit): the node and the alert name are
+    said whole; the GPU count, which does not fit, is left out rather than cut mid-word."""
+    item = {**ITEM, "labels": {**ITEM["labels"], "alertname": alertname}}
+    item["summary"] = {**ITEM["summary"], "where": "gpu-node-07", "alertname": alertname}
+    n = dataclasses.replace(SAMPLE, items=(MessageSnapshot.from_json(item),), locale=Locale(language, "Asia/Shanghai"))
+    recorder = Recorder()
+    async with httpx.AsyncClient() as client:
+        await VoiceChannel(config(param_max_length=30), client=client, provider=recorder).send(n)
+    assert [params for _, params, _ in recorder.calls] == [{"headline": spoken}] * 2

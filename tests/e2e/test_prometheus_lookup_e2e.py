@@ -22,6 +22,7 @@ import httpx
 import pytest
 import yaml
 
+from alertrouter.web.console.language import LANGUAGE_COOKIE
 from e2e.harness import Router, Store, wait_for, webhook, webhook_alert
 from support.need import need
 from support.procs import REPO, Proc, free_port
@@ -198,7 +199,7 @@ def test_prometheus_names_a_node_down_and_a_pod_ip_gpu_alert(
     assert "node-exporter-q8v4m" not in discovered  # a host-network pod's name is not mapped
     assert nodes["prometheus"]["url"] == prometheus.url
     assert all(s["problem"] is None for s in nodes["prometheus"]["series"])
-    page = router.http.get("/nodes", headers={"Accept-Language": "en"})  # the shipped rules say zh-CN
+    page = router.http.get("/nodes", headers={"Cookie": f"{LANGUAGE_COOKIE}=en"})  # the rules say zh-CN: the switch
     assert page.status_code == 200
     assert "Discovered from Prometheus" in page.text
     assert "10.244.7.23" in page.text

@@ -51,15 +51,15 @@ def test_firing_templates_show_both_links(
     out = templates.render(channel, fmt, firing(kind))
     if fmt == "md":
         assert f"[Acknowledge]({ACK})" in out
-        assert f"[Silence 1h30m]({SILENCE})" in out
+        assert f"[Silence 1h 30m]({SILENCE})" in out
     elif fmt == "html":
         assert f'<a href="{ACK}"' in out
         assert f'<a href="{SILENCE}"' in out
-        assert "Silence 1h30m</a>" in out
+        assert "Silence 1h 30m</a>" in out
     else:
         lines = out.splitlines()
         assert f"Acknowledge: {ACK}" in lines
-        assert f"Silence 1h30m: {SILENCE}" in lines
+        assert f"Silence 1h 30m: {SILENCE}" in lines
 
 
 @pytest.mark.parametrize("kind", [*FIRING_KINDS, "resolved"])

@@ -165,7 +165,7 @@ def test_the_chinese_firing_message_reads_as_an_on_call_engineer_wants_it() -> N
     assert "- **节点：** gpu-node-07 (north 区 r12 机架)" in lines
     assert "- **开始于：** 18:00 CST（12 分钟前）" in lines  # 10:00 UTC is 18:00 in Shanghai
     assert "- GPU 0: GPU 0 at 88°C" in lines  # annotations are data, as written
-    assert any(line.startswith("[确认](https://") and "| [静默 1h](https://" in line for line in lines)
+    assert any(line.startswith("[确认](https://") and "| [静默 1 小时](https://" in line for line in lines)
     assert "[查看事件](https://alertrouter.example.com/incidents/1042)" in lines
 
 

@@ -21,7 +21,10 @@ from alertrouter.render.templates import Templates
 from .conftest import AT, OPENED, notification
 
 FALLEN = "XID 79 on GPU 1, 3: GPU has fallen off the bus — action: reboot the node"
-DBE = "XID 48 on GPU 5: Double Bit ECC Error — action: follow NVIDIA's workflow for this XID"
+DBE = (
+    "XID 48 on GPU 5: Double Bit ECC Error — action: reset the GPU to remap its memory; RMA if the remap fails"
+    " (XID 64) or it repeats"
+)
 FORMATS = [
     ("dingtalk", "md"),
     ("wecom", "md"),
@@ -140,7 +143,9 @@ def test_every_format_says_what_the_xid_means_and_what_to_do(templates: Template
 def test_the_chinese_message_is_worded_from_the_catalogue_and_the_table(templates: Templates) -> None:
     text = templates.render("dingtalk", "md", zh(notification(MessageKind.FIRING, [NODE])))
     assert "XID 79（GPU 1, 3）：GPU 已从总线掉线 — 处理：重启节点" in text
-    assert "XID 48（GPU 5）：双比特 ECC 错误 — 处理：按 NVIDIA 针对该 XID 的处理流程操作" in text
+    dbe = "XID 48（GPU 5）：双比特 ECC 错误 — 处理：重置 GPU 以重映射显存；"
+    dbe += "若重映射失败（XID 64）或反复出现则申请 RMA 返修"
+    assert dbe in text
     assert "工作负载：" in text
     assert "action" not in text
     assert "Workload" not in text
@@ -206,5 +211,5 @@ def test_a_message_cut_to_its_limit_keeps_the_first_xid(
 def test_the_sms_text_stays_within_three_segments_and_says_the_action(templates: Templates) -> None:
     text = sms_text(templates, notification(MessageKind.FIRING, [NODE]))
     assert utf8_len(text) <= TEXT_LIMIT_BYTES
-    assert "action: follow NVIDIA's workflow" in text
+    assert "action: reset the GPU to remap its memory" in text
     assert "—" not in text  # made GSM-7

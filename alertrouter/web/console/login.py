@@ -129,7 +129,7 @@ async def switch_language(
     language: str, console: OptionalConsoleDep, next: Annotated[str, Query(max_length=2000)] = "/incidents"
 ) -> Response:
     """A link rather than a form: the choice changes nothing but how this browser's pages read. A language
-    the console does not have (`/language/auto`) forgets the choice: the browser's and the rules' apply."""
+    the console does not have (`/language/auto`) forgets the choice: the rules' `global.language` applies."""
     response = RedirectResponse(safe_next(next), status_code=303, headers=security_headers())
     if language in LANGUAGES:
         response.set_cookie(

@@ -26,14 +26,14 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
-from alertrouter import i18n
+from alertrouter import i18n, xid
 from alertrouter.ingest.body import BodyTooLarge, read_body
 from alertrouter.labels import alert_title
 from alertrouter.model import utcnow
 from alertrouter.paths import data_dir
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.web.access import Access, Principal, access_for, identify
-from alertrouter.web.console import views
+from alertrouter.web.console import errors, views
 from alertrouter.web.console.language import LANGUAGE_COOKIE, choose_language
 from alertrouter.web.console.views import N_
 from alertrouter.web.ids import path_id
@@ -86,9 +86,12 @@ def environment(user_dir: Path | None, language: str = i18n.DEFAULT_LANGUAGE, ti
     env.filters["severity"] = lambda value: i18n.severity_name(tr, str(value))
     env.filters["word"] = lambda value: views.word(tr, value)  # a state, a decision, an outcome
     env.filters["who"] = lambda name: views.who(tr, name)
+    env.filters["localized"] = lambda notes: i18n.localized_annotations(notes or {}, language)  # summary_zh_CN
+    env.filters["error"] = lambda text: errors.error_text(tr, language, text)  # a delivery's stored error
     env.filters["message_kind"] = lambda kind: views.message_kind(tr, kind)
     env.globals["units"] = lambda count, unit_name: i18n.unit_count(tr, str(count), str(unit_name))
     env.globals["language"] = language
+    env.globals["xid_catalog"] = xid.CATALOG_URL
     env.globals["languages"] = [(code, views.LANGUAGE_NAMES[code]) for code in i18n.LANGUAGES]
     return env
 
@@ -147,10 +150,9 @@ class Console:
 
     @property
     def language(self) -> str:
-        """The switch's cookie > the browser's Accept-Language > the rules' `global.language`."""
-        headers = self.request.headers
+        """The switch's cookie > the rules' `global.language` (the browser's Accept-Language is not read)."""
         cookie = self.request.cookies.get(LANGUAGE_COOKIE)
-        return choose_language(cookie, headers.get("accept-language", ""), self.runtime.ruleset.global_.language)
+        return choose_language(cookie, self.runtime.ruleset.global_.language)
 
     @property
     def timezone(self) -> ZoneInfo:

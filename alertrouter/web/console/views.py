@@ -109,8 +109,9 @@ WORDS = {
     # kinds
     "node": N_("node"),
     "cluster": N_("cluster"),
-    # silences
+    # silences ("pending" is an alert's or a delivery's word; a silence that has not begun is `not_started`)
     "active": N_("active"),
+    "not_started": N_("not started"),
     "expired": N_("expired"),
     # notifications (the throttle's reasons), outbox rows, deliveries and their attempts
     "first": N_("first"),
@@ -131,6 +132,10 @@ WORDS = {
     "failed_over": N_("failed over"),
     "split": N_("split"),
     "capped": N_("capped"),
+    "unconfigured": N_("unconfigured"),
+    "discarded": N_("discarded"),
+    "in_flight": N_("in flight"),
+    "lost": N_("lost"),
     "error": N_("error"),
     "rate_limited": N_("rate limited"),
     "retry": N_("will retry"),

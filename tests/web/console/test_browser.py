@@ -1,5 +1,5 @@
 """The console in a real headless Chromium (Debian's, driven by Playwright) against a real `alertrouter
-serve`, in English and in Chinese (the browser's Accept-Language): log in, the incident list, an incident,
+serve`, in English and in Chinese (the language switch's cookie): log in, the incident list, an incident,
 acknowledging through a signed link, a silence and its effect, hostile label values shown as text, and the
 language switch."""
 
@@ -17,6 +17,7 @@ import pytest
 from alertrouter.auth.links import LINK_PURPOSE, Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.model import utcnow
+from alertrouter.web.console.language import LANGUAGE_COOKIE
 from support.need import need
 from support.procs import Proc, start_alertrouter
 from support.scenario import gpu_labels
@@ -139,9 +140,12 @@ def language(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def page(browser: Browser, language: str) -> Iterator[Page]:
-    """A tab whose browser asks for `language` (Chromium sends it as Accept-Language)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=language)
+def page(browser: Browser, server: Proc, language: str) -> Iterator[Page]:
+    """A tab whose person chose `language` with the switch (its cookie); the browser itself asks for the
+    other one, which the console does not read."""
+    other = next(lang for lang in LANGUAGES if lang != language)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=other)
+    context.add_cookies([{"name": LANGUAGE_COOKIE, "value": language, "url": server.url}])
     dialogs: list[str] = []
     pg = context.new_page()
 
@@ -239,7 +243,7 @@ def test_hostile_label_values_render_as_text(server: Proc, page: Page, language:
     assert page.dialogs == []  # type: ignore[attr-defined]
 
 
-def test_the_language_switch_is_remembered_over_the_browsers_language(server: Proc, page: Page, language: str) -> None:
+def test_the_language_switch_is_remembered(server: Proc, page: Page, language: str) -> None:
     other = next(code for code in LANGUAGES if code != language)
     login(page, server, "/silences")
     assert page.locator("html").get_attribute("lang") == language
@@ -247,5 +251,39 @@ def test_the_language_switch_is_remembered_over_the_browsers_language(server: Pr
     page.wait_for_url("**/silences")  # back on the page it was clicked on
     assert page.locator("html").get_attribute("lang") == other
     assert page.locator("h1").inner_text() == SAYS[other]["silences"]
-    page.goto(f"{server.url}/incidents")  # remembered on every page, though the browser still asks for `language`
+    page.goto(f"{server.url}/incidents")  # remembered on every page
     assert page.locator("html").get_attribute("lang") == other
+
+
+def test_an_english_browser_reads_the_shipped_rules_language(server: Proc, browser: Browser) -> None:
+    """The shipped rules say zh-CN: Chromium asking for en-US (no switch used) still gets Chinese pages."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    try:
+        page = context.new_page()
+        login(page, server)
+        assert page.locator("html").get_attribute("lang") == "zh-CN"
+        assert page.locator("li", has_text=SAYS["zh-CN"]["gpu-node-07"]).count() == 1
+    finally:
+        context.close()
+
+
+# The lines a table cell's own text takes: one client rect per line of each text node.
+_LINES = """cell => { const r = document.createRange(); let n = 0;
+  for (const t of cell.childNodes) { if (t.nodeType === 3 && t.textContent.trim()) { r.selectNodeContents(t);
+    n = Math.max(n, r.getClientRects().length); } } return n; }"""
+
+
+def test_state_words_stay_on_one_line_on_a_phone(server: Proc, browser: Browser, language: str) -> None:
+    """A phone-wide incident page: every status and decision cell reads on one line (a CJK word would
+    otherwise break between its characters in a narrow column)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    context.add_cookies([{"name": LANGUAGE_COOKIE, "value": language, "url": server.url}])
+    try:
+        page = context.new_page()
+        login(page, server, f"/incidents/{incident_id(server.url, 'gpu-node-07')}")
+        cells = page.locator("td[data-status], td[data-decision]")
+        assert cells.count() >= 3
+        lines = [cells.nth(i).evaluate(_LINES) for i in range(cells.count())]
+        assert set(lines) == {1}, lines
+    finally:
+        context.close()

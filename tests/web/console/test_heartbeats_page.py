@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from alertrouter.model import utcnow
 from alertrouter.store import heartbeats as store
+from alertrouter.web.console.language import LANGUAGE_COOKIE
 
 from .conftest import App
 
@@ -37,7 +38,9 @@ async def test_the_shipped_heartbeat_never_heard_heard_and_lost(app: App) -> Non
     assert "1 source never heard from yet" in r.text
     assert "Point Alertmanager at alertrouter's <code>/webhook/alertmanager</code>" in r.text
     assert "source silent" not in r.text
-    zh = await app.client.get("/heartbeats", headers={"Accept-Language": "zh-CN"})
+    app.client.cookies.set(LANGUAGE_COOKIE, "zh-CN")  # the switch: these rules say en
+    zh = await app.client.get("/heartbeats")
+    app.client.cookies.delete(LANGUAGE_COOKIE)
     assert 'data-state="waiting"' in row(zh.text, "prometheus")
     assert "等待中：从未收到心跳" in row(zh.text, "prometheus")
     assert "首次收到心跳前不会告警" in row(zh.text, "prometheus")

@@ -42,10 +42,12 @@ async def test_the_incident_page_says_what_each_xid_means_and_what_to_do(app: Ap
     assert "<script>alert(1)</script>" not in raw  # the pod name is data, escaped
     facts = htmlmod.unescape(raw.split('id="xids"')[1].split("</dd>")[0])
     for line in (
-        "XID 48 on GPU 5: Double Bit ECC Error — action: follow NVIDIA's workflow for this XID",
+        "XID 48 on GPU 5: Double Bit ECC Error — action: reset the GPU to remap its memory; RMA if the remap"
+        " fails (XID 64) or it repeats",
         "XID 95 on GPU 1, 3: Uncontained ECC error — action: reset the GPU",
     ):
         assert line in facts
+    assert '<a id="xid-catalog" href="https://docs.nvidia.com/deploy/xid-errors/"' in raw  # the whole procedures
     workloads = htmlmod.unescape(raw.split('id="workloads"')[1].split("</dd>")[0])
     assert f"ml-team/{HOSTILE_POD}, ml-team/llama-0, ml-team/llama-1" in workloads  # sorted
     table = htmlmod.unescape(raw.split('id="alerts"')[1].split("</table>")[0])
