@@ -5,6 +5,7 @@ they survive size fitting, and that what arrives still verifies."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
@@ -126,7 +127,8 @@ async def test_the_silence_button_says_its_duration_in_the_readers_language(
     card, markdown = dingtalk.messages(DT_TOKEN)
     assert [b["title"] for b in card["actionCard"]["btns"]][1] == "静默 1 小时"
     assert "[静默 1 天](" in markdown["markdown"]["text"]
-    assert "1h" not in card["actionCard"]["text"] + markdown["markdown"]["text"]
+    shown = re.sub(r"\]\([^)]*\)", "]", card["actionCard"]["text"] + markdown["markdown"]["text"])
+    assert "1h" not in shown  # the links' targets left out: their signed tokens are random text
 
 
 async def test_dingtalk_that_must_ping_stays_markdown_with_the_links_in_the_text(
