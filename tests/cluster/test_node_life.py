@@ -174,13 +174,13 @@ def test_memory_and_disk_pressure_are_told_by_node_name(life: NodeLife) -> None:
     assert store.delivered(store.incident(alertname="NodeDiskPressure", node=node)["id"]) == WARNING
     (core,) = about(told["dingtalk-core"], "NodeMemoryPressure")
     assert f"[严重] {node}：NodeMemoryPressure" in core
-    assert "has 3% memory available" in core
+    assert "节点 10.0.0.4:9100 可用内存 3%" in core  # the rule's summary_zh_CN: the receiver reads zh-CN
     (wecom,) = about(told["wecom-core"], "NodeMemoryPressure")
     assert f"{node}：NodeMemoryPressure" in wecom
     assert about(told["sms-oncall"], "NodeMemoryPressure") == [sms(node, "NodeMemoryPressure", "critical")]
     (ops,) = about(told["dingtalk-ops"], "NodeDiskPressure")
     assert f"[警告] {node}：NodeDiskPressure" in ops
-    assert f"{node}: Node 10.0.0.4:9100: / has 7% free" in ops  # the device /dev/nvme0n1p2 is no GPU
+    assert f"{node}: 节点 10.0.0.4:9100：/ 剩余 7%" in ops  # summary_zh_CN; the device /dev/nvme0n1p2 is no GPU
     assert "GPU /dev/nvme0n1p2" not in ops
     (mail,) = about(told["email-ops"], "NodeDiskPressure")
     assert mail.startswith(f"[警告] {node}：NodeDiskPressure")
