@@ -44,7 +44,6 @@ from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.types import (
-    QUIET_RESOLVE,
     Decision,
     EvalResult,
     IncidentRecord,
@@ -462,10 +461,7 @@ class EngineRunner:
         await store.move_incidents(session, result.moved, now)
         await store.save_incidents(session, written, now)
         await store.clear_acknowledgements(session, [s.key for s in written if s.opened_at == now])
-        # A state changed with no message (a resolve while muted by a time interval) keeps that as its reason.
-        reasons = {key: QUIET_RESOLVE for key in result.notify_states}
-        reasons.update({(i.incident, i.receiver): i.reason.value for i in result.intents})
-        await store.save_notify_states(session, result.notify_states, reasons)
+        await store.save_notify_states(session, result.notify_states, result.notify_reasons())
         alerts_of = alerts_index(self._evaluator.alerts_of, self._live.alerts)
         self._escalated = await self._escalator.work(session, result, after, now, alerts_of)
         if self._escalated.intents:

@@ -17,7 +17,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.pipeline import aliases
-from alertrouter.pipeline.types import QUIET_RESOLVE, EvalResult, IncidentState
+from alertrouter.pipeline.types import EvalResult, IncidentState
 from alertrouter.store import Database, describe_error, is_outage
 from alertrouter.store import incidents as store
 from alertrouter.store import nodes as node_store
@@ -56,8 +56,7 @@ async def find_unwritable(
 ) -> list[Unwritable]:
     """The items of a failed pass's write that the store refuses on their own (none: not a value's fault)."""
     found: list[Unwritable] = []
-    reasons: dict[tuple[str, str], str] = {key: QUIET_RESOLVE for key in result.notify_states}
-    reasons.update({(i.incident, i.receiver): i.reason.value for i in result.intents})
+    reasons = result.notify_reasons()
     async with db.write() as session:
         for alias in learnt:
             error = await _refused(session, functools.partial(node_store.save_node_aliases, session, [alias]))

@@ -198,6 +198,13 @@ class EvalResult:
     counts: dict[str, int] = field(default_factory=dict)  # decision -> how many alerts have it
     deferred: bool = False  # the wake-ups that had come were left for the next pass (`due_max`)
 
+    def notify_reasons(self) -> dict[tuple[str, str], str]:
+        """Why each (incident, receiver) notify state changed: its message's reason, or `QUIET_RESOLVE`
+        for a state changed with no message (a resolve while muted by a time interval)."""
+        reasons = {key: QUIET_RESOLVE for key in self.notify_states}
+        reasons.update({(i.incident, i.receiver): i.reason.value for i in self.intents})
+        return reasons
+
     def wake(self, at: datetime) -> None:
         """Remember the earliest time a pass may decide differently without any new alert."""
         if self.wake_at is None or at < self.wake_at:
