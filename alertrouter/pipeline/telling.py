@@ -12,7 +12,7 @@ from alertrouter.pipeline.aggregate import AggregationRule
 from alertrouter.pipeline.incident import IncidentGroup, message_snapshot
 from alertrouter.pipeline.route import RouteMatch, match_routes, severity_interval
 from alertrouter.pipeline.rules import CompiledRules
-from alertrouter.pipeline.throttle import NotifyState, ThrottlePolicy, needs_update, next_state
+from alertrouter.pipeline.throttle import NotifyState, ThrottlePolicy, needs_update, next_state, told_since
 from alertrouter.pipeline.timeinterval import IntervalClock, IntervalMute
 from alertrouter.pipeline.types import AlertDecision, Decision, EvalResult, IncidentRecord, IncidentState, Intent
 
@@ -171,7 +171,12 @@ class Teller:
                 if decision.next_at is not None:
                     earliest = decision.next_at if earliest is None else min(earliest, decision.next_at)
                 continue
-            new = next_state(previous, decision.reason, firing, now)
+            times = span() if span is not None else (None, None)
+            message = message_snapshot(state, decision.reason, group, now, span=times)
+            since = told_since(previous, message.started_at)
+            if since != message.started_at:
+                message = replace(message, started_at=since)
+            new = next_state(previous, decision.reason, firing, now, since)
             # When the receiver is next due (a repeat), so an idle engine wakes for it.
             follow = needs_update(
                 new, firing, active_since=state.active_since, now=now, policy=policy, acknowledged=state.acknowledged
@@ -179,8 +184,6 @@ class Teller:
             if follow.next_at is not None:
                 earliest = follow.next_at if earliest is None else min(earliest, follow.next_at)
             result.notify_states[(state.key, route.receiver)] = new
-            times = span() if span is not None else (None, None)
-            message = message_snapshot(state, decision.reason, group, now, span=times)
             result.intents.append(Intent(state.key, route.receiver, decision.reason, message))
             sent = True
         return sent, earliest

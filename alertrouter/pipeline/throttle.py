@@ -15,7 +15,15 @@ from collections.abc import Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-__all__ = ["NotifyReason", "NotifyState", "ThrottleDecision", "ThrottlePolicy", "needs_update", "next_state"]
+__all__ = [
+    "NotifyReason",
+    "NotifyState",
+    "ThrottleDecision",
+    "ThrottlePolicy",
+    "needs_update",
+    "next_state",
+    "told_since",
+]
 
 
 class NotifyReason(enum.StrEnum):
@@ -28,11 +36,14 @@ class NotifyReason(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class NotifyState:
-    """What the receiver was last told about the incident."""
+    """What the receiver was last told about the incident. `since`: when the episode it was told of began
+    (the earliest `startsAt` it was shown since its last resolved message), so a flapping incident that
+    resolved and fired again unseen, between two messages, is still told as one episode from its start."""
 
     last_sent_at: datetime
     firing: frozenset[str]  # fingerprints reported as firing in the last message; empty after a resolve
     repeats: int = 0  # repeats sent since the last change
+    since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +98,23 @@ def _spaced(state: NotifyState, now: datetime, policy: ThrottlePolicy, reason: N
     return ThrottleDecision(reason) if now >= due else ThrottleDecision(None, due)
 
 
-def next_state(state: NotifyState | None, reason: NotifyReason, firing: Set[str], now: datetime) -> NotifyState:
+def told_since(state: NotifyState | None, started: datetime | None) -> datetime | None:
+    """When the episode a message to this receiver speaks of began: `started` (the alerts' earliest
+    `startsAt` now), or earlier, when the receiver was told of a start before it that no resolved message
+    has closed (the alert resolved and fired again in between, unseen, and carries its new start now)."""
+    earlier = state.since if state is not None and state.firing else None
+    if earlier is None or started is None:
+        return started or earlier
+    return min(earlier, started)
+
+
+def next_state(
+    state: NotifyState | None, reason: NotifyReason, firing: Set[str], now: datetime, since: datetime | None = None
+) -> NotifyState:
     """The state after a message with `reason` was accepted for delivery (it keeps a frozen copy of
-    `firing`: a storm's is its tally's live set; a node incident's, already frozen, is kept as is)."""
+    `firing`: a storm's is its tally's live set; a node incident's, already frozen, is kept as is).
+    `since`: the start the message told (`told_since`); a resolved message closes the episode."""
     repeats = (state.repeats + 1) if (reason is NotifyReason.REPEAT and state is not None) else 0
-    return NotifyState(
-        last_sent_at=now, firing=frozenset() if reason is NotifyReason.RESOLVED else frozenset(firing), repeats=repeats
-    )
+    if reason is NotifyReason.RESOLVED:
+        return NotifyState(last_sent_at=now, firing=frozenset(), repeats=repeats)
+    return NotifyState(last_sent_at=now, firing=frozenset(firing), repeats=repeats, since=since)

@@ -195,7 +195,7 @@ async def load_incidents(
     for chunk in bulk.slices(keys):
         for n in (await session.scalars(select(NotifyStateRow).where(NotifyStateRow.incident_key.in_(chunk)))).all():
             notify.setdefault(n.incident_key, {})[sys.intern(n.receiver)] = NotifyState(
-                last_sent_at=n.last_sent_at, firing=frozenset(n.firing), repeats=n.repeats
+                last_sent_at=n.last_sent_at, firing=frozenset(n.firing), repeats=n.repeats, since=n.since
             )
     # Kept until the incident is evaluated again: the strings most incidents share (and the key, which
     # the engine's placements hold too) one object each, the labels and summary compact (see `LabelSet`).
@@ -273,6 +273,7 @@ async def save_notify_states(
             "last_sent_at": s.last_sent_at,
             "firing": sorted(s.firing),
             "repeats": s.repeats,
+            "since": s.since,
             "last_reason": reasons[(k, r)],
         }
         for (k, r), s in sorted(states.items())

@@ -253,6 +253,7 @@ class NotifyStateRow(Base):
     last_sent_at: Mapped[datetime]
     firing: Mapped[list[str]] = mapped_column(JSONType)
     repeats: Mapped[int] = mapped_column(Integer, default=0)
+    since: Mapped[datetime | None]  # when the episode it was told of began (NotifyState.since)
     last_reason: Mapped[str] = mapped_column(String(16))
 
 

@@ -146,3 +146,29 @@ async def test_a_storm_is_told_from_its_members_alerts(db: Database) -> None:
     assert (firing.started_at, resolved.started_at, resolved.ended_at) == (started, started, T0 + 3 * M)
     assert "- **Since:** 15:50 CST (10m ago)" in _rendered(firing, "dingtalk", "md", "en")
     assert "- **持续：** 13 分钟（15:50 CST 开始）" in _rendered(resolved, "dingtalk", "md", "zh-CN")
+
+
+async def test_a_gpu_that_flapped_between_two_messages_is_told_from_its_first_start(db: Database) -> None:
+    """GPUHighTemp fires at 08:00 and is told; it resolves at 08:01:30 and fires again at 08:02 with a new
+    `startsAt` (Prometheus' next episode), both inside the group interval, so neither is a message; it ends
+    for good at 08:03. The resolved message speaks of what the receiver was told: hot since 16:00 CST, for
+    3 minutes, not "30s since 16:02" from the last episode alone."""
+    clock = Clock()
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock)
+    gpu = [dcgm_labels("10.0.3.17", "gpu-node-17", 0, alertname="GPUHighTemp", severity="warning")]
+    await ingestor.ingest(parse_webhook(webhook(gpu, starts_at=T0)).batch)
+    await run_for(runner, clock, M)
+    await ingestor.ingest(parse_webhook(webhook(gpu, status="resolved", starts_at=T0, ends_at=T0 + M + M / 2)).batch)
+    await run_for(runner, clock, M)
+    again = T0 + 2 * M
+    await ingestor.ingest(parse_webhook(webhook(gpu, starts_at=again)).batch)
+    await run_for(runner, clock, M / 2)
+    await ingestor.ingest(parse_webhook(webhook(gpu, status="resolved", starts_at=again, ends_at=T0 + 3 * M)).batch)
+    await run_for(runner, clock, 10 * M)
+    told = await _told(db)
+    assert [reason for reason, _ in told] == ["first", "resolved"]
+    resolved = told[-1][1]
+    assert (resolved.started_at, resolved.ended_at) == (T0, T0 + 3 * M)
+    assert "- **Lasted:** 3m (since 16:00 CST)" in _rendered(resolved, "dingtalk", "md", "en")
+    assert "- **持续：** 3 分钟（16:00 CST 开始）" in _rendered(resolved, "dingtalk", "md", "zh-CN")

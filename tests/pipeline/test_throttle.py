@@ -13,6 +13,7 @@ from alertrouter.pipeline.throttle import (
     ThrottlePolicy,
     needs_update,
     next_state,
+    told_since,
 )
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
@@ -121,3 +122,26 @@ def test_next_state_counts_repeats_and_resets_on_change() -> None:
     assert (s1.repeats, s2.repeats, s3.repeats) == (0, 1, 2)
     assert next_state(s3, NotifyReason.GREW, frozenset({A, B}), at(61)).repeats == 0
     assert next_state(s3, NotifyReason.RESOLVED, frozenset(), at(62)).firing == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("state", "started", "expected"),
+    [
+        pytest.param(None, at(0), at(0), id="first-message-its-alerts-start"),
+        pytest.param(None, None, None, id="no-time-known"),
+        pytest.param(NotifyState(at(1), frozenset({A}), since=at(0)), at(2), at(0), id="refired-unseen-keeps-start"),
+        pytest.param(NotifyState(at(1), frozenset({A}), since=at(3)), at(2), at(2), id="earlier-start-wins"),
+        pytest.param(NotifyState(at(1), frozenset({A}), since=at(0)), None, at(0), id="told-start-when-none-now"),
+        pytest.param(NotifyState(at(6), frozenset(), since=None), at(9), at(9), id="after-a-resolve-a-new-episode"),
+        pytest.param(NotifyState(at(1), frozenset({A})), at(2), at(2), id="row-from-before-the-column"),
+    ],
+)
+def test_told_since(state: NotifyState | None, started: datetime | None, expected: datetime | None) -> None:
+    assert told_since(state, started) == expected
+
+
+def test_a_resolved_message_closes_the_told_episode() -> None:
+    first = next_state(None, NotifyReason.FIRST, frozenset({A}), at(0), at(-10))
+    repeat = next_state(first, NotifyReason.REPEAT, frozenset({A}), at(30), told_since(first, at(20)))
+    assert (first.since, repeat.since) == (at(-10), at(-10))
+    assert next_state(repeat, NotifyReason.RESOLVED, frozenset(), at(31), at(-10)).since is None
