@@ -80,6 +80,7 @@ __all__ = [
     "shorten_for",
     "shorten_group_interval",
     "shorten_heartbeat_timeout",
+    "speak",
     "vendor_env",
 ]
 
@@ -168,6 +169,27 @@ def shorten_group_interval(rules_yaml: str, duration: str) -> str:
     """Every `group_interval: <duration>` line of an alertrouter rule file (routes.yml, aggregation.yml) becomes
     `group_interval: <duration>`, comments kept; nothing else changes."""
     return re.sub(r"(?m)^(\s+)group_interval: \S+(\s*(#.*)?)$", rf"\g<1>group_interval: {duration}\g<2>", rules_yaml)
+
+
+WARNING_RECEIVERS = ("ops", "ops-north", "ops-south")  # rules/routes.yml's receivers of warnings
+
+
+def speak(routes_yaml: str, receivers: tuple[str, ...], language: str, timezone: str) -> str:
+    """routes.yml with `language:` and `timezone:` lines added to each named receiver (a team abroad, as
+    rules/alertrouter.yml's comment describes), everything else as shipped. Checked against the parsed file."""
+    out: list[str] = []
+    lines = routes_yaml.splitlines()
+    for line in lines:
+        out.append(line)
+        found = re.match(r"^( *)- name: (\S+)\s*$", line)
+        if found is not None and found.group(2) in receivers:
+            indent = " " * (len(found.group(1)) + 2)
+            out += [f"{indent}language: {language}", f"{indent}timezone: {timezone}"]
+    text = "\n".join(out) + "\n"
+    spoken = {r["name"] for r in yaml.safe_load(text)["receivers"] if r.get("language") == language}
+    if spoken != set(receivers):
+        raise AssertionError(f"speak: receivers {sorted(set(receivers) - spoken)} not found in routes.yml")
+    return text
 
 
 def point_channels(channels_yaml: str, *, dingtalk: str, wecom: str, aliyun: str, smtp_port: int, tencent: str) -> str:
@@ -304,6 +326,9 @@ class ClusterBox:
     the PostgreSQL database in place for a look afterwards (its name is `store.pg_name`). `fleet` replaces
     the plain `Fleet(nodes)` (own listeners, target labels); `group_interval` shortens alertrouter's shipped
     `group_interval`s (5m) for scenarios that wait for a second message, as `for:` is shortened.
+    `warnings_in=(language, timezone)` gives the receivers of warnings (`WARNING_RECEIVERS`) their own
+    language and zone (`speak`), so one run tells the critical on-call team in the shipped zh-CN and
+    Asia/Shanghai and the warning team in another language and zone: both languages through the whole chain.
     `heartbeat_timeout` shortens the shipped heartbeats' `timeout:` (5m), `watchdog_repeat` is the Watchdog
     route's `repeat_interval` in Alertmanager (1m as shipped), and `resend_delay` Prometheus'
     `--rules.alert.resend-delay` (1m by default; an alert it stops sending ends 4 resend delays later), for
@@ -321,6 +346,7 @@ class ClusterBox:
         heartbeat_timeout: str | None = None,
         watchdog_repeat: str = "1m",
         resend_delay: str | None = None,
+        warnings_in: tuple[str, str] | None = None,
     ) -> None:
         self.fleet = fleet or Fleet(nodes)
         assert len(self.fleet.nodes) == nodes
@@ -330,6 +356,7 @@ class ClusterBox:
         self.heartbeat_timeout = heartbeat_timeout
         self.watchdog_repeat = watchdog_repeat
         self.resend_delay = resend_delay
+        self.warnings_in = warnings_in
         self.prometheus: Proc
         self.alertmanagers: list[Proc] = []
         self.routers: list[Router] = []
@@ -400,6 +427,8 @@ class ClusterBox:
                 text = shorten_group_interval(text, self.group_interval)
             if self.heartbeat_timeout is not None and path.name == "heartbeats.yml":
                 text = shorten_heartbeat_timeout(text, self.heartbeat_timeout)
+            if self.warnings_in is not None and path.name == "routes.yml":
+                text = speak(text, WARNING_RECEIVERS, *self.warnings_in)
             (rules / path.name).write_text(text)
         v = self.vendors
         (rules / "channels.yml").write_text(

@@ -50,6 +50,7 @@ __all__ = [
     "PRESSED",
     "REFUSED",
     "UNSEEN",
+    "WARNINGS_IN",
     "NodeLife",
     "node_life_box",
     "run_node_life",
@@ -100,8 +101,11 @@ def _fleet() -> Fleet:
     return fleet
 
 
+WARNINGS_IN = ("en", "Europe/Berlin")  # the warning team's language and zone; the on-call team's are shipped
+
+
 def node_life_box() -> ClusterBox:
-    return ClusterBox(nodes=NODES, fleet=_fleet(), group_interval=GROUP_INTERVAL)
+    return ClusterBox(nodes=NODES, fleet=_fleet(), group_interval=GROUP_INTERVAL, warnings_in=WARNINGS_IN)
 
 
 @dataclass
@@ -110,7 +114,7 @@ class NodeLife:
     store: Snapshot
     told: dict[str, list[str]]
     flaps: int  # hot phases the flapping GPU went through after it was told
-    flap_episodes: int  # firing episodes alertrouter stored for it
+    flap_episodes: list[dict[str, Any]]  # its firing episodes as alertrouter stored them (starts_at, ends_at)
 
 
 def _flap(box: ClusterBox, done: threading.Event, hot_phases: list[int]) -> None:
@@ -221,4 +225,4 @@ def run_node_life(box: ClusterBox) -> NodeLife:
     store = settle(box)
     (gpu0,) = store.of("GPUHighTemp", name(FLAPPING))
     episodes = router.detail(gpu0["fingerprint"])["episodes"]
-    return NodeLife(box, store, told(box), hot_phases[0], len(episodes))
+    return NodeLife(box, store, told(box), hot_phases[0], episodes)

@@ -23,7 +23,7 @@ from cluster.labels import (
     run_labels,
 )
 from cluster.scenarios import MARKS, on_a_box
-from cluster.told import about
+from cluster.told import about, clock
 
 pytestmark = MARKS
 
@@ -95,6 +95,9 @@ def test_relabelled_node_meets_its_gpu_alerts(labels: Labels) -> None:
     everything = [t for texts in told.values() for t in texts]
     assert len(about(everything, node)) == 3
     assert all("NodeDown" in t for t in about(everything, node))
+    for channel in ("dingtalk-core", "wecom-core"):  # since Prometheus' startsAt, in Beijing time
+        (text,) = about(told[channel], node)
+        assert clock([down]) in text, text
     assert not about(everything, POD[RELABELLED])
     assert not about(everything, POD_IP[RELABELLED])
 
@@ -124,6 +127,7 @@ def test_unrelabelled_node_is_three_names_as_the_readme_says(labels: Labels) -> 
     assert store.delivered(incident["id"]) == {"dingtalk-ops": 1, "email-ops": 1}
     (ops,) = told["dingtalk-ops"]
     assert f"{pod_ip}：DCGMExporterDown" in ops
+    assert clock([dcgm_down]) in ops, ops
     (mail,) = told["email-ops"]
     assert mail.startswith(f"[警告] {pod_ip}：DCGMExporterDown")
     # no address was learned from the Kubernetes alerts (every one carries a `pod`)

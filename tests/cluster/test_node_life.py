@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -24,17 +25,22 @@ from cluster.node_life import (
     PRESSED,
     REFUSED,
     UNSEEN,
+    WARNINGS_IN,
     NodeLife,
     name,
     node_life_box,
     run_node_life,
 )
 from cluster.scenarios import MARKS, on_a_box
-from cluster.told import about
+from cluster.told import about, clock, lasted
 
 pytestmark = MARKS
-# The shipped rules write zh-CN. Titles are "[%s] %s" with the catalogue's severity words (严重, 警告, 已恢复) and
-# headlines "%(where)s：%(what)s" / "%(where)s：%(count)s %(what)s" with "%(count)s 块 GPU" (alertrouter/locale).
+# The on-call team (critical: DingTalk core, WeCom, SMS) reads the shipped zh-CN in Beijing time: titles
+# "[%s] %s" with the catalogue's severity words (严重, 已恢复) and headlines "%(where)s：%(what)s". The warning
+# team (DingTalk ops, email) reads English in Berlin time (WARNINGS_IN): "[WARNING] gpu-node-03: DCGMExporterDown",
+# "gpu-node-03: GPUHighTemp on 2/8 GPUs", the rules' English `summary` instead of `summary_zh_CN`.
+LANGUAGE, ZONE = WARNINGS_IN
+BERLIN = ZoneInfo(ZONE)
 
 CRITICAL = {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
 WARNING = {"dingtalk-ops": 1, "email-ops": 1}
@@ -72,9 +78,15 @@ def test_a_node_coming_back_is_told_resolved_once_per_channel(life: NodeLife) ->
         assert len(texts) == 2, texts
         assert down in texts[0]
         assert up in texts[1]
+    # since Prometheus' startsAt, and for as long as it lasted (to the endsAt that resolved it), in Beijing time
+    (alert,) = store.of("NodeDown", node)
+    since, how_long = clock([alert]), lasted([alert], "zh-CN")
+    assert f"- **开始于：** {since}（" in about(told["dingtalk-core"], node)[0]
+    assert f"- **持续：** {how_long}（{since} 开始）" in about(told["dingtalk-core"], node)[1]
+    wecom = about(told["wecom-core"], node)[1]
+    assert f'> 持续： **{how_long}** <font color=\\"comment\\">{since} 开始</font>' in wecom
     # the resolved SMS says so (the shipped template has no status variable)
     assert about(told["sms-oncall"], node) == [sms(node, "NodeDown", "critical"), sms(node, "NodeDown", "resolved")]
-    (alert,) = store.of("NodeDown", node)
     assert (alert["status"], alert["decision"]) == ("resolved", "resolved")
     # its DCGMExporterDown was muted by the NodeDown all along, and resolved with it
     (dcgm,) = store.of("DCGMExporterDown", node)
@@ -120,8 +132,9 @@ def test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts(life: Nod
     assert dcgm["labels"]["instance"] == "10.0.0.3:9400"  # named by the address its GPU alerts taught
     incident = store.incident(alertname="DCGMExporterDown", node=node)
     assert store.delivered(incident["id"]) == WARNING
-    assert len(about(told["dingtalk-ops"], f"{node}：DCGMExporterDown")) == 1
-    assert len(about(told["email-ops"], f"[警告] {node}：DCGMExporterDown")) == 1
+    (ops,) = about(told["dingtalk-ops"], f"[WARNING] {node}: DCGMExporterDown")
+    assert f"- **Since:** {clock([dcgm], BERLIN)} (" in ops
+    assert len(about(told["email-ops"], f"[WARNING] {node}: DCGMExporterDown")) == 1
     # the node itself is up: no NodeDown
     assert not store.of("NodeDown", node)
     # its hot GPUs were told once; their series went stale with the exporter: stale, never "resolved"
@@ -137,7 +150,8 @@ def test_dcgm_exporter_down_on_a_live_node_mutes_its_gpu_metric_alerts(life: Nod
     assert [r["kind"] for r in store.notifications if r["incident_id"] == temp["id"]] == ["firing", "firing"]
     texts = about(told["dingtalk-ops"], node, "GPUHighTemp")
     assert len(texts) == 1
-    assert f"[警告] {node}：2/8 块 GPU GPUHighTemp" in texts[0]
+    assert f"[WARNING] {node}: GPUHighTemp on 2/8 GPUs" in texts[0]
+    assert f"- **Since:** {clock(hot, BERLIN)} (" in texts[0]
 
 
 def test_dcgm_exporter_down_names_a_node_whose_gpus_never_alerted(life: NodeLife) -> None:
@@ -151,7 +165,8 @@ def test_dcgm_exporter_down_names_a_node_whose_gpus_never_alerted(life: NodeLife
     incident = store.incident(alertname="DCGMExporterDown", node=node)
     assert store.delivered(incident["id"]) == WARNING
     (ops,) = about(told["dingtalk-ops"], "10.0.0.7")
-    assert f"[警告] {node}：DCGMExporterDown" in ops
+    assert f"[WARNING] {node}: DCGMExporterDown" in ops
+    assert f"{node}: dcgm-exporter on 10.0.0.7:9400 is down" in ops  # the rule's English summary
     assert not [a for a in store.alerts if a["node"] == "10.0.0.7"]
 
 
@@ -178,12 +193,16 @@ def test_memory_and_disk_pressure_are_told_by_node_name(life: NodeLife) -> None:
     (wecom,) = about(told["wecom-core"], "NodeMemoryPressure")
     assert f"{node}：NodeMemoryPressure" in wecom
     assert about(told["sms-oncall"], "NodeMemoryPressure") == [sms(node, "NodeMemoryPressure", "critical")]
+    assert f"- **开始于：** {clock(memory)}（" in core
     (ops,) = about(told["dingtalk-ops"], "NodeDiskPressure")
-    assert f"[警告] {node}：NodeDiskPressure" in ops
-    assert f"{node}: 节点 10.0.0.4:9100：/ 剩余 7%" in ops  # summary_zh_CN; the device /dev/nvme0n1p2 is no GPU
+    assert f"[WARNING] {node}: NodeDiskPressure" in ops
+    assert f"{node}: Node 10.0.0.4:9100: / has 7% free" in ops  # `summary`; the device /dev/nvme0n1p2 is no GPU
     assert "GPU /dev/nvme0n1p2" not in ops
+    assert "剩余" not in ops  # the warning team reads English: not the rule's summary_zh_CN
+    assert f"- **Since:** {clock([disk], BERLIN)} (" in ops
     (mail,) = about(told["email-ops"], "NodeDiskPressure")
-    assert mail.startswith(f"[警告] {node}：NodeDiskPressure")
+    assert mail.startswith(f"[WARNING] {node}: NodeDiskPressure")
+    assert f"\nSince: {clock([disk], BERLIN)} (" in mail
 
 
 def test_a_flapping_gpu_costs_one_message_and_one_resolve_per_channel(life: NodeLife) -> None:
@@ -193,7 +212,8 @@ def test_a_flapping_gpu_costs_one_message_and_one_resolve_per_channel(life: Node
     message per warning channel."""
     node, store, told = name(FLAPPING), life.store, life.told
     assert life.flaps == FLAPS
-    assert life.flap_episodes >= FLAPS  # Prometheus fired and resolved it again and again
+    episodes = life.flap_episodes
+    assert len(episodes) >= FLAPS  # Prometheus fired and resolved it again and again
     (alert,) = store.of("GPUHighTemp", node)
     assert alert["labels"]["gpu"] == "0"
     incident = store.incident(alertname="GPUHighTemp", node=node)
@@ -201,15 +221,19 @@ def test_a_flapping_gpu_costs_one_message_and_one_resolve_per_channel(life: Node
     assert store.delivered(incident["id"]) == {"dingtalk-ops": 2, "email-ops": 2}
     kinds = sorted(r["kind"] for r in store.notifications if r["incident_id"] == incident["id"])
     assert kinds == ["firing", "firing", "resolved", "resolved"]
-    headline = f"{node}：1/8 块 GPU GPUHighTemp"
+    headline = f"{node}: GPUHighTemp on 1/8 GPUs"
     texts = about(told["dingtalk-ops"], headline)
     assert len(texts) == 2
-    assert f"[警告] {headline}" in texts[0]
-    assert f"[已恢复] {headline}" in texts[1]
+    assert f"[WARNING] {headline}" in texts[0]
+    assert f"[RESOLVED] {headline}" in texts[1]
     assert [m.split("\n", 1)[0] for m in about(told["email-ops"], headline)] == [
-        f"[警告] {headline}",
-        f"[已恢复] {headline}",
+        f"[WARNING] {headline}",
+        f"[RESOLVED] {headline}",
     ]
+    # one story from the first start told to the last end: the episodes between were never a message of their own
+    since = clock(episodes[:1], BERLIN)
+    assert f"- **Since:** {since} (" in texts[0]
+    assert f"- **Lasted:** {lasted(episodes, LANGUAGE)} (since {since})" in texts[1], (episodes, texts[1])
 
 
 def test_nothing_else_was_told(life: NodeLife) -> None:
@@ -260,14 +284,16 @@ def test_a_node_gone_dark_tells_no_resolve_for_its_gpus_and_one_node_down(life: 
         assert temp_kinds == ["firing", "firing"]
         assert sorted(down_kinds) == ["firing"] * 3
         assert about(told["dingtalk-ops"], node, "GPUHighTemp")
-        assert not about(told["dingtalk-ops"], "已恢复", node)
+        assert not about(told["dingtalk-ops"], "RESOLVED", node)
     else:  # back with cool GPUs: NodeDown resolved, then the GPUs' resolve, once per channel
         assert {a["decision"] for a in hot} == {"resolved"}
         assert temp["status"] == "resolved"
         assert sorted(temp_kinds) == ["firing", "firing", "resolved", "resolved"]
         assert sorted(down_kinds) == ["firing"] * 3 + ["resolved"] * 3
-        (gpu_resolve,) = about(told["dingtalk-ops"], "已恢复", node, "GPUHighTemp")
-        assert node in gpu_resolve
+        (gpu_resolve,) = about(told["dingtalk-ops"], "[RESOLVED]", node, "GPUHighTemp")
+        # from the GPUs' start to when their data stopped, and linked to why it stopped
+        assert f"- **Lasted:** {lasted(hot, LANGUAGE)} (since {clock(hot, BERLIN)})" in gpu_resolve, hot
+        assert f"- **No data while {node} was down (DCGMExporterDown)**" in gpu_resolve
         # told after NodeDown's resolve: the data returned first
         resolves = sorted(
             (

@@ -17,6 +17,7 @@ import pytest
 from cluster.box import ClusterBox
 from cluster.restart import DOWN, HOT, MARKER, NODES, XID48, Restart, run_restart
 from cluster.scenarios import MARKS, on_a_box
+from cluster.told import clock
 from e2e.harness import parse_time
 
 pytestmark = MARKS
@@ -87,6 +88,10 @@ def test_no_new_message_for_what_was_already_told(restart: Restart) -> None:
         assert marker in new[channel][0]
         assert f"gpu-node-{XID48[0]:02d}" not in new[channel][0]
     assert [p["node"] for p in new["sms"]] == [marker]
+    started = [a for a in restart.stored_after.values() if a["alertname"] == "GPUXidError" and a["node"] == marker]
+    assert started
+    for channel in ("dingtalk_core", "wecom"):  # its own start (by the restarted Prometheus), in Beijing time
+        assert clock(started) in new[channel][0], new[channel][0]
     assert new["dingtalk_ops"] == []
     assert new["mails"] == []
     # and in the store: deliveries since the restart are the marker's only
@@ -122,4 +127,6 @@ def test_what_was_told_before_the_restart(restart: Restart) -> None:
     hot = f"gpu-node-{HOT[0]:02d}：6/8 块 GPU GPUHighTemp"  # zh-CN, as the shipped rules say
     assert [t for t in told.dingtalk_ops if hot in t] == told.dingtalk_ops
     assert len(told.dingtalk_ops) == 1
+    hot_alerts = [a for a in restart.stored_before.values() if a["alertname"] == "GPUHighTemp"]
+    assert clock(hot_alerts) in told.dingtalk_ops[0], told.dingtalk_ops[0]
     assert sorted(p["alert"] for p in told.sms) == ["GPUXidError", "NodeDown"]

@@ -13,27 +13,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import datetime
-from typing import Any
-from zoneinfo import ZoneInfo
 
 import pytest
 
 from cluster.box import DINGTALK_CORE, DINGTALK_OPS, OPS_EMAIL, WECOM_KEY, ClusterBox
 from cluster.rack import DARK, DARK_NAMES, HOT, NODES, XID48, Rack, run_rack
 from cluster.scenarios import MARKS, on_a_box
+from cluster.told import clock
 from support.fakes.dingtalk import MAX_BODY_BYTES as DINGTALK_MAX_BODY
 from support.fakes.wecom import MAX_CONTENT_BYTES as WECOM_MAX_CONTENT
 
 pytestmark = MARKS
-
-SHANGHAI = ZoneInfo("Asia/Shanghai")  # the shipped rules' global.timezone
-
-
-def started(alerts: list[dict[str, Any]]) -> str:
-    """The earliest `startsAt` Prometheus gave these alerts, as a message in the shipped zone writes it."""
-    first = min(datetime.fromisoformat(str(a["starts_at"])) for a in alerts)
-    return f"{first.astimezone(SHANGHAI):%H:%M} CST"
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +52,9 @@ def test_one_cluster_node_down_message_per_critical_channel(rack: Rack) -> None:
         listed = re.findall(r"gpu-node-\d\d(?=：NodeDown)", text)
         assert listed == sorted(DARK_NAMES), text
         assert "另有" not in text
+        # since the first node went dark, by Prometheus' startsAt, in Beijing time (the shipped zone)
+        assert "开始于" in text
+        assert clock([a for a in rack.alerts if a["alertname"] == "NodeDown"]) in text
     assert len(json.dumps(dingtalk[0], ensure_ascii=False).encode()) <= DINGTALK_MAX_BODY
     assert len(markdown.encode()) <= WECOM_MAX_CONTENT["markdown"]
     assert [p for p in rack.sms() if p["alert"] == "NodeDown"] == [
@@ -111,7 +104,7 @@ def test_xid48_during_the_storm_is_delivered(rack: Rack) -> None:
     (alert,) = [a for a in rack.alerts if a["alertname"] == "GPUXidError"]
     for texts in (rack.dingtalk(DINGTALK_CORE), rack.wecom()):  # its own start, in Beijing time
         (told,) = [t for t in texts if "GPUXidError" in t]
-        assert started([alert]) in told, told
+        assert clock([alert]) in told, told
     assert alert["labels"]["xid"] == "48"
     assert alert["labels"]["gpu"] == str(XID48[1])
     assert alert["decision"] in ("notify", "throttled")  # told, then "already told" until its repeat
@@ -128,7 +121,7 @@ def test_hot_node_is_one_message_per_warning_channel(rack: Rack) -> None:
     assert mail["Subject"].endswith(f"{node}：6/8 块 GPU GPUHighTemp")
     assert mail["To"] == OPS_EMAIL
     hot = [a for a in rack.alerts if a["alertname"] == "GPUHighTemp"]
-    assert started(hot) in ops, ops  # the earliest of its alerts' own starts, in Beijing time
+    assert clock(hot) in ops, ops  # the earliest of its alerts' own starts, in Beijing time
     assert len(hot) == len(HOT[1])
     assert {a["node"] for a in hot} == {node}
 

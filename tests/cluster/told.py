@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from cluster.box import (
     DINGTALK_CORE,
@@ -26,7 +28,9 @@ from cluster.box import (
 from cluster.rack import settled
 from e2e.harness import wait_for
 
-__all__ = ["Snapshot", "about", "settle", "told"]
+__all__ = ["SHANGHAI", "Snapshot", "about", "clock", "lasted", "settle", "told"]
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")  # the shipped rules' global.timezone
 
 _PHONES = {ONCALL_PHONE: "sms-oncall", ONCALL_PHONE_NORTH: "sms-north", ONCALL_PHONE_SOUTH: "sms-south"}
 
@@ -62,6 +66,38 @@ def told(box: ClusterBox) -> dict[str, list[str]]:
 def about(texts: list[str], *words: str) -> list[str]:
     """The texts that contain every word."""
     return [t for t in texts if all(w in t for w in words)]
+
+
+def _at(value: object) -> datetime:
+    return datetime.fromisoformat(str(value))
+
+
+def clock(alerts: list[dict[str, Any]], zone: ZoneInfo = SHANGHAI) -> str:
+    """When these alerts started, as a message written for `zone` shows it (`03:12 CST`): the earliest
+    `startsAt` Prometheus gave them (the API's `starts_at`), never when alertrouter heard of them."""
+    first = min(_at(a["starts_at"]) for a in alerts).astimezone(zone)
+    return f"{first:%H:%M} {first:%Z}"
+
+
+# How long, as a reader of each language is told (whole units, cut down, never rounded up)
+_LASTED = {
+    "en": ("{s}s", "{m}m", "{h}h", "{h}h {m}m"),
+    "zh-CN": ("{s} 秒", "{m} 分钟", "{h} 小时", "{h} 小时 {m} 分钟"),
+}
+
+
+def lasted(alerts: list[dict[str, Any]], language: str) -> str:
+    """How long these alerts lasted: from their earliest `startsAt` to the latest `endsAt` that resolved
+    them (the API's `starts_at` / `ends_at`), in `language`'s words. Under a day (the box's scenarios)."""
+    seconds = int((max(_at(a["ends_at"]) for a in alerts) - min(_at(a["starts_at"]) for a in alerts)).total_seconds())
+    assert 0 <= seconds < 86400, seconds
+    second, minute, hour, hour_minute = _LASTED[language]
+    if seconds < 60:
+        return second.format(s=seconds)
+    if seconds < 3600:
+        return minute.format(m=seconds // 60)
+    h, m = seconds // 3600, seconds % 3600 // 60
+    return hour_minute.format(h=h, m=m) if m else hour.format(h=h)
 
 
 @dataclass
