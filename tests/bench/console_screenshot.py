@@ -1,4 +1,4 @@
-"""Screenshots of the console's incident list over a realistic storm, for the README.
+"""Screenshots of the console's incident list over a realistic storm, for the docs.
 
     .venv/bin/python tests/bench/console_screenshot.py --out docs/assets/
     .venv/bin/python tests/bench/console_screenshot.py --out docs/assets/ --language zh-CN

@@ -1,4 +1,4 @@
-"""A screenshot of a DingTalk message as the on-call group sees it on a phone, for the README.
+"""A screenshot of a DingTalk message as the on-call group sees it on a phone, for the docs.
 
     .venv/bin/python tests/bench/message_screenshot.py --language zh-CN --out docs/assets/dingtalk-firing-zh-CN.png
 
