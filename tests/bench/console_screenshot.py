@@ -1,7 +1,7 @@
-"""Screenshots of the console's incident list over a realistic storm, for the README.
+"""Screenshots of the console's incident list over a realistic storm, for the docs.
 
-    .venv/bin/python tests/bench/console_screenshot.py --out docs/
-    .venv/bin/python tests/bench/console_screenshot.py --out docs/ --language zh-CN
+    .venv/bin/python tests/bench/console_screenshot.py --out docs/assets/
+    .venv/bin/python tests/bench/console_screenshot.py --out docs/assets/ --language zh-CN
 
 Starts `alertrouter serve` on a throwaway SQLite store, sends it what Alertmanager would during a storm
 (Xid 79 on 14 nodes of one rack, rolled up into a cluster incident, plus unrelated node incidents, one
@@ -133,7 +133,7 @@ def shoot(url: str, out: Path, chromium: str, language: str) -> list[Path]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("docs"))
+    parser.add_argument("--out", type=Path, default=Path("docs") / "assets")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--language", choices=LANGUAGES, default="en", help="the language the console's switch chooses")
     args = parser.parse_args()

@@ -1,8 +1,8 @@
-"""Renders docs/digest-sample.{html,txt,png}: the weekly digest of a synthetic week on 1,000 GPU nodes.
+"""Renders docs/assets/digest-sample.{html,txt,png}: the weekly digest of a synthetic week on 1,000 GPU nodes.
 
-    .venv/bin/python tests/bench/digest_sample.py --language en --out docs/digest-sample.html
-    .venv/bin/python tests/bench/digest_sample.py --language zh-CN --out docs/digest-sample-zh-CN.html \
-        --screenshot docs/digest-zh-CN.png
+    .venv/bin/python tests/bench/digest_sample.py --language en --out docs/assets/digest-sample.html
+    .venv/bin/python tests/bench/digest_sample.py --language zh-CN --out docs/assets/digest-sample-zh-CN.html \
+        --screenshot docs/assets/digest-zh-CN.png
 
 The week (2026-W47, Asia/Shanghai, the shipped rules) goes through the real Ingestor and EngineRunner
 on a temporary SQLite store with a manual clock: every day a few dozen nodes run hot for a while; one
@@ -187,7 +187,7 @@ async def acknowledge_new(db: Database, now: datetime, rng: random.Random) -> in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "digest-sample.html")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "assets" / "digest-sample.html")
     parser.add_argument("--language", choices=LANGUAGES, help="default: the weekly-digest receiver's")
     parser.add_argument("--screenshot", type=Path, metavar="FILE.png", help="capture the HTML with Chromium")
     parser.add_argument("--chromium", default="/usr/bin/chromium")

@@ -1,6 +1,6 @@
-"""A screenshot of a DingTalk message as the on-call group sees it on a phone, for the README.
+"""A screenshot of a DingTalk message as the on-call group sees it on a phone, for the docs.
 
-    .venv/bin/python tests/bench/message_screenshot.py --language zh-CN --out docs/dingtalk-firing-zh-CN.png
+    .venv/bin/python tests/bench/message_screenshot.py --language zh-CN --out docs/assets/dingtalk-firing-zh-CN.png
 
 Renders the built-in sample notification (`alertrouter render dingtalk/firing.md --sample`) with the shipped
 templates in --language and --timezone, turns its markdown into HTML the way DingTalk's client shows a
@@ -127,10 +127,10 @@ def main() -> int:
     parser.add_argument("--language", choices=LANGUAGES, default="zh-CN")
     parser.add_argument("--timezone", default="Asia/Shanghai")
     parser.add_argument("--kind", choices=sorted(sample_notifications()), default="firing")
-    parser.add_argument("--out", type=Path, help="PNG (default docs/dingtalk-KIND-LANGUAGE.png)")
+    parser.add_argument("--out", type=Path, help="PNG (default docs/assets/dingtalk-KIND-LANGUAGE.png)")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args()
-    out = args.out or Path("docs") / f"dingtalk-{args.kind}-{args.language}.png"
+    out = args.out or Path("docs") / "assets" / f"dingtalk-{args.kind}-{args.language}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="alertrouter-message-") as tmp:
         source = Path(tmp) / "message.html"
