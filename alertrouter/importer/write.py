@@ -48,7 +48,8 @@ def write_rules(files: dict[str, dict[str, Any]], out: Path, header: str) -> Non
             load_ruleset(work, env={})
         except ConfigError as exc:
             problems = [ConfigProblem(p.file.replace(str(work), str(out)), p.path, p.message) for p in exc.problems]
-            raise OutputError("\n".join(str(p) for p in problems)) from None
+            lines = [f"{out}: alertrouter would refuse the imported rules; nothing written", *map(str, problems)]
+            raise OutputError("\n".join(lines)) from None
         if out.exists():
             out.rmdir()
         work.rename(out)
