@@ -54,10 +54,11 @@ def _node_label(used: set[str], report: Report) -> dict[str, Any]:
     return {"global": {"node_label": name}}
 
 
-def _notes(data: dict[str, Any], report: Report) -> None:
-    if data.get("templates"):
+def _notes(data: dict[str, Any], report: Report, channels: int) -> None:
+    if data.get("templates") or channels:
         report.changed.append(
-            "templates: not used; alertrouter writes its own messages (the integrations' title/text/html too)"
+            "message text: alertrouter writes its own messages; Alertmanager's templates and the integrations' "
+            "title/text/html/headers are not used"
         )
     timeout = (data.get("global") or {}).get("resolve_timeout")
     if timeout is not None and timeout != "5m":
@@ -95,7 +96,7 @@ def convert(src: SourceFile) -> Imported:
         result.files["channels.yml"] = {"channels": receivers.channels.items}
     if inhibit:
         result.files["inhibit.yml"] = {"inhibit_rules": inhibit}
-    _notes(data, report)
+    _notes(data, report, len(receivers.channels.items))
     return result
 
 

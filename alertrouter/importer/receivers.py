@@ -63,6 +63,7 @@ def _email(it: Integration, cfg: dict[str, Any], defaults: dict[str, Any]) -> li
 
     name, _ = it.channels.add(("email", smarthost, sender, username, security), "email", it.receiver, build)
     it.report.mapped.append(f"{it.where}: email to {to} via {smarthost} -> channel {name}")
+    it.dropped(cfg, ("auth_secret", "auth_identity", "hello", "tls_config", "headers", "threading"))
     return [{"channel": name, "to": [a.strip() for a in to.split(",") if a.strip()]}]
 
 
@@ -78,6 +79,7 @@ def _wechat(it: Integration, cfg: dict[str, Any], defaults: dict[str, Any]) -> l
         "WeCom group robot: alertrouter posts to a group, not to users through an application; add a robot "
         "to the group those people read (api_secret is not used and not written)"
     )
+    it.dropped(cfg, ("message_type",))
     return [name]
 
 

@@ -36,6 +36,11 @@ class Integration:
     def where(self) -> str:
         return f"receiver {self.receiver} ({self.src.name} line {self.src.line(self.loc)})"
 
+    def dropped(self, cfg: dict[str, Any], keys: tuple[str, ...]) -> None:
+        """Report the settings of `cfg` among `keys` that the channel it became has no use for."""
+        if found := [key for key in keys if key in cfg]:
+            self.report.changed.append(f"{self.where}: {', '.join(found)} not carried (no such channel setting)")
+
 
 def _dingtalk(it: Integration, key: object, hint: str, token_from: str) -> str:
     def build(name: str) -> dict[str, Any]:
@@ -133,9 +138,13 @@ def webhook_channels(it: Integration, cfg: dict[str, Any]) -> list[Any] | None:
         it.report.unmapped.append(f"{it.where}: a webhook is not mapped: {reason}")
         return None
     path = urlsplit(url).path
+    refs: list[Any] | None = None
     if found := _DINGTALK_RELAY.fullmatch(path):
-        return _relay(it, url, found.group(1))
-    if path.rstrip("/").endswith("/prometheusalert") and (refs := _prometheus_alert(it, url)) is not None:
+        refs = _relay(it, url, found.group(1))
+    elif path.rstrip("/").endswith("/prometheusalert"):
+        refs = _prometheus_alert(it, url)
+    if refs is not None:
+        it.dropped(cfg, ("max_alerts", "timeout"))
         return refs
     it.report.unmapped.append(
         f"{it.where}: webhook to {shown_url(url)} is not mapped: alertrouter has no generic webhook channel "

@@ -123,6 +123,7 @@ def test_relay_email_and_wechat_receivers(tmp_path: Path, capsys: pytest.Capture
     assert receivers["dba-pager"] == ["wecom-dba-pager", "dingtalk-webhook2"]
     assert "wechat_configs (WeCom application 1000002 of corp ww0123456789abcdef, to_party=2) -> channel " in out
     assert "prometheus-webhook-dingtalk target webhook1 -> channel dingtalk-webhook1" in out
+    assert f"receiver dba ({CONFIGS / 'webhook-dingtalk.yml'} line 45): headers not carried" in out
 
 
 def test_send_resolved_and_timers_follow_alertmanager(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -241,7 +242,7 @@ def test_the_report_says_what_was_mapped_and_changed(tmp_path: Path, capsys: pyt
     ]
     assert "  - 1 receiver(s) with the same names: null" in out
     assert "group_by: alertrouter makes incidents before routing them, keyed by ['namespace', 'alertname']" in out
-    assert "templates: not used; alertrouter writes its own messages" in out
+    assert "message text: alertrouter writes its own messages; Alertmanager's templates and the integrations'" in out
     assert "not mapped (0):\n  (none)" in out
     assert sorted(p.name for p in (tmp_path / "rules").iterdir()) == ["aggregation.yml", "inhibit.yml", "routes.yml"]
 
