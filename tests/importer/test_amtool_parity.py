@@ -4,11 +4,16 @@ test` on the original, for every label set of a table; and `check-config` passes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from alertrouter.cli.main import main
+from alertrouter.pipeline.aggregate import assign_rule, common_labels, incident_key, severity_rank
+from alertrouter.pipeline.telling import Teller
+from alertrouter.ruleset import load_ruleset
+from alertrouter.ruleset.build import compile_rules
 from support.procs import run_tool, tool
 
 CONFIGS = Path(__file__).parent / "configs"
@@ -108,3 +113,20 @@ def test_routes_test_names_the_receivers_amtool_names(
     assert main(["routes", "test", "--config", str(imported[config]), "--at", AT, *args]) == 0
     ours = capsys.readouterr().out.splitlines()[0]
     assert ours.split(",") == want
+
+
+@pytest.mark.parametrize("config", sorted(TABLE))
+def test_an_incident_routes_as_each_of_its_alerts(imported: dict[str, Path], config: str) -> None:
+    """alertrouter routes an incident by the labels its alerts share and their worst severity: alerts of
+    the table that fall into one incident must each be routed where the incident is."""
+    pipeline = compile_rules(load_ruleset(imported[config], env={}))
+    teller = Teller(pipeline)
+    alerts = [pipeline.nodes.enrich(labels) for labels, _ in TABLE[config]]
+    incidents: dict[str, list[Mapping[str, str]]] = {}
+    for labels in alerts:
+        incidents.setdefault(incident_key(assign_rule(pipeline.aggregation, labels), labels), []).append(labels)
+    for members in incidents.values():
+        severity = min((m.get("severity", "") for m in members), key=lambda s: severity_rank(s, pipeline.severities))
+        told = [r.receiver for r in teller.routes(common_labels(members), severity)]
+        for labels in members:
+            assert told == list(dict.fromkeys(r.receiver for r in teller.routes(labels, labels.get("severity", ""))))
