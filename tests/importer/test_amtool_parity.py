@@ -123,10 +123,10 @@ def test_an_incident_routes_as_each_of_its_alerts(imported: dict[str, Path], con
     teller = Teller(pipeline)
     alerts = [pipeline.nodes.enrich(labels) for labels, _ in TABLE[config]]
     incidents: dict[str, list[Mapping[str, str]]] = {}
-    for labels in alerts:
-        incidents.setdefault(incident_key(assign_rule(pipeline.aggregation, labels), labels), []).append(labels)
+    for alert in alerts:
+        incidents.setdefault(incident_key(assign_rule(pipeline.aggregation, alert), alert), []).append(alert)
     for members in incidents.values():
         severity = min((m.get("severity", "") for m in members), key=lambda s: severity_rank(s, pipeline.severities))
         told = [r.receiver for r in teller.routes(common_labels(members), severity)]
-        for labels in members:
-            assert told == list(dict.fromkeys(r.receiver for r in teller.routes(labels, labels.get("severity", ""))))
+        for member in members:
+            assert told == list(dict.fromkeys(r.receiver for r in teller.routes(member, member.get("severity", ""))))
