@@ -3,16 +3,16 @@
 CPython runs one thread's Python at a time. The engine evaluates a pass in a worker thread so that the
 event loop keeps answering webhooks and pages meanwhile, but the event loop lets the interpreter go at
 every wait (for the network, for the store's thread) and then waits to get it back; a thread that
-computes without pause keeps it until CPython makes it let go, after the switch interval (5 ms). A
-console page or a webhook makes a dozen such trips, the store's thread one per row it reads, so during
-a storm's pass each of them waited up to 5 ms a trip: `/incidents` took 40-50 ms at p50 and 140-190 at
-p95 against 11-13 ms alone, and a one-alert webhook up to a second (`tests/bench/bench_convoy.py`).
+computes without pause keeps it until CPython makes it let go, after the switch interval. A console
+page or a webhook makes a dozen such trips, the store's thread one per row it reads, so during a
+storm's pass each trip waited a whole switch interval, and pages and small webhooks queued behind the
+pass (`tests/bench/bench_convoy.py` measures it; its runs are in tests/bench/results/history/).
 
 A shorter switch interval was tried and hands the computing thread more of the interpreter, not the
-loop (README, Scale). This is the other way round: only the computing thread gives the interpreter up,
-by a short sleep every `every` seconds of its work, which lets any thread waiting for it run at once.
-When another thread has work, it runs until it waits again or its own switch interval ends; when
-none has, the pause costs the sleep (about 0.08 ms here, timer slack included): 4% at the default.
+loop. This is the other way round: only the computing thread gives the interpreter up, by a short
+sleep every `every` seconds of its work, which lets any thread waiting for it run at once. When
+another thread has work, it runs until it waits again or its own switch interval ends; when none
+has, the pause costs only the sleep and its timer slack.
 """
 
 from __future__ import annotations

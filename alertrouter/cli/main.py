@@ -40,7 +40,7 @@ alertrouter sits between Prometheus Alertmanager and the people on call. It stor
 alert durably (SQLite by default, PostgreSQL in production), and cuts the noise before
 anyone is paged.
 
-Process settings come from ALERTROUTER_* environment variables (see README), e.g.
+Process settings come from ALERTROUTER_* environment variables (docs/en/configuration.md), e.g.
   ALERTROUTER_DATABASE_URL   sqlite:///alertrouter.db | postgresql://user:pw@host/db
   ALERTROUTER_BEARER_TOKEN   credential Alertmanager must send (or ALERTROUTER_BASIC_*)
   ALERTROUTER_CONFIG         rules directory (default: ./rules, else the shipped rules)

@@ -72,7 +72,7 @@ def add_simulate_parser(sub: Any) -> None:
         description="Apply Alertmanager webhook bodies (or API v2 alert arrays) in order, each at the time given "
         "by --at or read off its alerts' timestamps, against an empty throwaway store, then let the clock run "
         "on (--for). Prints every alert's decision and every message that would be sent. --json prints "
-        '{"alerts": [...], "incidents": [...], "notifications": [...]} (see README).',
+        '{"alerts": [...], "incidents": [...], "notifications": [...]} (docs/en/api.md).',
     )
     sim.add_argument("payloads", nargs="+", type=Path, metavar="PAYLOAD.json")
     sim.add_argument("--config", type=Path, help="rules directory or file (default: ALERTROUTER_CONFIG)")

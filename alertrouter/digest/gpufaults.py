@@ -1,6 +1,6 @@
 """The week's GPU faults: per node, the mean time between them; per GPU, whether it is an RMA candidate.
 
-Definitions (README, "What an XID means"; the digest's footnote says the same):
+Definitions (docs/en/xid.md; the digest's footnote says the same):
 - A GPU fault is an alert episode that began firing in the week and whose labels name an XID (`xid`, or
   dcgm-exporter's `err_code`; `alertrouter.xid.from_labels`). Several alerts about one XID of one GPU
   starting at the same time (two rules on the same series) are one fault.

@@ -304,7 +304,7 @@ class Ingestor:
         them is stored after all (or the statement was refused for one payload's values): nothing was
         written, and the group goes the transaction's way, which reads the states and isolates a payload
         at fault. A new alert's first webhook waits for one round trip to PostgreSQL instead of five
-        (A/B through `serve`: README, Ingest)."""
+        (A/B through `serve`: tests/bench/results/history/ingest.md)."""
         plan, results, event_slices = plan_group(batches, {}, now)
         for batch, (start, end) in zip(batches, event_slices, strict=True):
             for event in plan.events[start:end]:

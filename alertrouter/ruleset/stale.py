@@ -26,7 +26,7 @@ __all__ = ["StaleConfig", "stale_rule"]
 
 
 class StaleConfig(Section):
-    """See the README, "Stale is not resolved", and `alertrouter.pipeline.stale` for the rule."""
+    """See docs/en/architecture.md, "Stale is not resolved", and `alertrouter.pipeline.stale` for the rule."""
 
     enabled: bool = True
     source_down: Matchers = Field(

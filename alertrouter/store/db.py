@@ -207,8 +207,8 @@ class Database:
         Through aiosqlite a read costs more than the read: the connection's thread takes the interpreter
         back after every row SQLite steps to, while the event loop holds it, and each of those handoffs
         is a pair of context switches (72 per re-sent push of 100 alerts through `serve` with four
-        senders, against one or two read here), with the event loop idle while they queue. Read here,
-        API v2 re-sends through `serve` went from about 28,000 to 54,000 alerts/s (README, Ingest).
+        senders, against one or two read here), with the event loop idle while they queue (the A/B
+        through `serve` is in tests/bench/results/history/ingest.md).
 
         It never waits: no busy timeout (a reader of a WAL store waits for nobody but a recovery, and
         then the read goes to the pool, which may), and no write (`query_only`). Its statement's read

@@ -17,7 +17,7 @@ engine's own evaluator (what a full pass, or a storm's pass, runs) alone for hal
 for `--seconds`. Reported: latency p50/p95/max per request kind, alone and with the thread, and the
 thread's evaluations per second alone and meanwhile. The requests are made by an httpx client in the
 same process (ASGI transport), so its own time counts as well, the same for every arm. Results:
-markdown on stdout and tests/bench/results/convoy.md. No thresholds: figures are for the README.
+markdown on stdout and tests/bench/results/convoy.md. No thresholds: figures are for docs/en/benchmarks.md.
 """
 
 from __future__ import annotations

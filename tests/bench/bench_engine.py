@@ -12,7 +12,7 @@
    loses power (NodeDown plus its GPUs falling off the bus, GPU alerts first). Raw alerts in, messages
    intended out, on the shipped rules, over 30 simulated minutes.
 
-Writes tests/bench/results/engine.md. No thresholds: figures are for the README.
+Writes tests/bench/results/engine.md. No thresholds: figures are for docs/en/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ fake DingTalk and WeCom robots; SMS and email left unconfigured, as shipped; eve
 `--quick`: 2,000 nodes, 2 webhooks timed per step, a 200-node storm. `--keep DIR` leaves the SQLite
 store there, and PostgreSQL's as the database `alertrouter_scale` (for `tests/bench/scale_memory.py`).
 Results: markdown on stdout and tests/bench/results/scale[-quick].md.
-No thresholds: figures are for the README.
+No thresholds: figures are for docs/en/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ What is changed from what ships, and nothing else:
   Jobs are named `node` and `dcgm`, as the shipped rules expect (`up{job="node"}`). No `node` label is
   added (rules/deploy/prometheus.yml adds one): the box checks the harder way, that a NodeDown named by
   `nodename` (node_uname_info) meets GPU alerts named by `Hostname`/`hostname` with no relabelling.
-- Alertmanager: the README's recommended config (one catch-all route, `send_resolved`, Bearer token from a
-  `credentials_file`, no inhibit rules, the `Watchdog` route re-sending alertrouter's heartbeat every minute),
-  with `group_wait` 1s and `group_interval` 2s. The receiver has one
+- Alertmanager: the recommended config (docs/en/getting-started.md: one catch-all route, `send_resolved`,
+  Bearer token from a `credentials_file`, no inhibit rules, the `Watchdog` route re-sending alertrouter's
+  heartbeat every minute), with `group_wait` 1s and `group_interval` 2s. The receiver has one
   `webhook_configs` entry per alertrouter replica, the loopback equivalent of a Service in front of both:
   HA peers must run identical configs for their notification log to deduplicate (so "AM 1 -> replica 1,
   AM 2 -> replica 2" is out), and with no load balancer on loopback each replica receives every webhook,
@@ -270,8 +270,8 @@ def prometheus_config(fleet: Fleet, alertmanagers: list[str]) -> dict[str, Any]:
 
 
 def alertmanager_config(router_urls: list[str], token_file: Path, *, watchdog_repeat: str = "1m") -> dict[str, Any]:
-    """README "Pointing Alertmanager at it", with short waits and one webhook per replica; the Watchdog
-    (alertrouter's heartbeat of this Prometheus and the pair) re-sent every `watchdog_repeat`, as the shipped
+    """docs/en/getting-started.md's Alertmanager config, with short waits and one webhook per replica; the
+    Watchdog (alertrouter's heartbeat of this Prometheus and the pair) re-sent every `watchdog_repeat`, as the shipped
     rules/deploy/alertmanager.yml re-sends it every minute."""
     return {
         "route": {

@@ -8,7 +8,7 @@ test_labels.py. One box, four nodes, at once:
   Operator (labels from /work/shared/reference/gpu-alerts.md): node-exporter on the host network is
   `instance=<node IP>:9100` with its pod's `namespace`/`pod`/`container`/`service`/`endpoint`; dcgm-exporter,
   off the host network, is `instance=<pod IP>:9400` with `pod=nvidia-dcgm-exporter-xxxxx`, and `Hostname` is
-  that pod's name (older GPU Operator charts). RELABELLED has the README's recommended relabelling
+  that pod's name (older GPU Operator charts). RELABELLED has the docs' recommended relabelling (node-identity.md)
   (`__meta_kubernetes_pod_node_name` -> `node` on both exporters; here the static target label it would
   produce); UNRELABELLED has none. Every GPU of both reports XID 79, then both nodes go dark.
 

@@ -76,7 +76,7 @@ def _fleet() -> Fleet:
     fleet = Fleet(NODES, listeners=[REFUSED])
     kube = fleet.node(DARK_KUBE)
     kube.host_label = "Hostname"  # the GPU Operator injects NODE_NAME: the node's name, not the pod's
-    node = {"node": kube.name}  # the README's relabelling (__meta_kubernetes_pod_node_name -> node)
+    node = {"node": kube.name}  # the relabelling of docs/en/node-identity.md (__meta_kubernetes_pod_node_name -> node)
     kube.target_labels = {
         "node-exporter": {
             "job": "node-exporter",

@@ -1,5 +1,5 @@
 """Label shapes through the cluster in a box: regional routing of bare-metal nodes with a `region` target label,
-and the Kubernetes shape of kube-prometheus-stack + NVIDIA GPU Operator with and without the README's `node`
+and the Kubernetes shape of kube-prometheus-stack + NVIDIA GPU Operator with and without the docs' `node`
 relabelling (tests/cluster/labels.py runs the timeline once for the module, about a minute of wall clock).
 """
 
@@ -103,8 +103,8 @@ def test_relabelled_node_meets_its_gpu_alerts(labels: Labels) -> None:
 
 
 def test_unrelabelled_node_is_three_names_as_the_readme_says(labels: Labels) -> None:
-    """(b) No relabelling, older GPU Operator chart (`Hostname` = the dcgm-exporter pod's name): README "Node
-    identity" says nothing in the labels ties the pod to its node and an alert with a `pod` label teaches no
+    """(b) No relabelling, older GPU Operator chart (`Hostname` = the dcgm-exporter pod's name): the docs'
+    node-identity.md says nothing in the labels ties the pod to its node and an alert with a `pod` label teaches no
     alias. So the GPU alerts are the pod, DCGMExporterDown the pod IP, NodeDown node-exporter's nodename: the
     GPU alerts are not muted by the NodeDown, and DCGMExporterDown is told, named by the pod IP."""
     store, told, node = labels.store, labels.told, name(UNRELABELLED)

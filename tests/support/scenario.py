@@ -132,7 +132,7 @@ class Scenario:
 
 # Kubernetes (kube-prometheus-stack + NVIDIA GPU Operator), labels from /work/shared/reference/gpu-alerts.md:
 # dcgm-exporter off the host network is scraped by its pod IP, `Hostname` is the node's name (the operator
-# injects NODE_NAME); node-exporter on the host network is scraped by the node IP. With the README's
+# injects NODE_NAME); node-exporter on the host network is scraped by the node IP. With docs/en/node-identity.md's
 # relabelling (`__meta_kubernetes_pod_node_name` -> `node`), both carry `node`.
 PROMETHEUS = "monitoring/kube-prometheus-stack-prometheus"
 
