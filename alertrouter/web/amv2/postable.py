@@ -12,12 +12,14 @@ from datetime import datetime
 from typing import Any
 
 from alertrouter.labels import Matcher, MatcherError, MatchType
+from alertrouter.model import NAME_MAX
 from alertrouter.web.amv2.errors import CODE_FORMAT, CODE_REQUIRED, CODE_TOO_FEW_ITEMS, AmError
 
-__all__ = ["Postable", "read_postable"]
+__all__ = ["MAX_COMMENT", "Postable", "read_postable"]
 
 _REQUIRED = ("matchers", "startsAt", "endsAt", "createdBy", "comment")  # the schema's order
 _MATCHER_REQUIRED = ("name", "value", "isRegex")
+MAX_COMMENT = 1000  # as `POST /api/v1/silences`
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,11 @@ def read_postable(body: bytes) -> Postable:
     items: list[Any] = _typed(data, "matchers", list, "")
     if not items:
         raise AmError(422, "matchers in body should have at least 1 items", code=CODE_TOO_FEW_ITEMS)
+    created_by: str = _typed(data, "createdBy", str, "")
+    comment: str = _typed(data, "comment", str, "")
+    for field, text, most in (("createdBy", created_by, NAME_MAX), ("comment", comment, MAX_COMMENT)):
+        if len(text) > most:  # what the store keeps (a longer name fails on PostgreSQL as a store error)
+            raise AmError(400, f"silence invalid: {field}: at most {most} characters, not {len(text)}")
     silence_id = data.get("id")
     if silence_id is not None and not isinstance(silence_id, str):
         raise _undecodable("id must be a string")
@@ -97,7 +104,7 @@ def read_postable(body: bytes) -> Postable:
         matchers=[_matcher(item, i) for i, item in enumerate(items)],
         starts_at=_instant(data, "startsAt"),
         ends_at=_instant(data, "endsAt"),
-        created_by=_typed(data, "createdBy", str, ""),
-        comment=_typed(data, "comment", str, ""),
+        created_by=created_by,
+        comment=comment,
         id=silence_id or None,
     )

@@ -172,6 +172,13 @@ BAD_SILENCES: list[tuple[str, Any, int, Any]] = [
         "silence invalid: ends_at: must be after the start and in the future",
     ),
     (
+        "long createdBy",
+        postable(createdBy="a" * 256),
+        400,
+        "silence invalid: createdBy: at most 255 characters, not 256",
+    ),
+    ("long comment", postable(comment="c" * 1001), 400, "silence invalid: comment: at most 1000 characters, not 1001"),
+    (
         "comment with NUL",
         postable(comment="a\x00b"),
         400,
