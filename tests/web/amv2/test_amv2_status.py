@@ -54,3 +54,11 @@ async def test_receivers(app: App) -> None:
     assert {"oncall-core", "critical-north", "critical-south", "ops", "ops-north", "ops-south", "weekly-digest"} <= set(
         names
     )
+
+
+async def test_grafanas_data_source_test_sees_a_prometheus_alertmanager(app: App) -> None:
+    """Grafana's Alertmanager data source, implementation "prometheus", tests a data source with
+    `GET /alertmanager/api/v2/status` (a 200 there means Mimir or Cortex: refused) and then
+    `GET /api/v2/status`, which must answer 200."""
+    assert (await app.client.get("/alertmanager/api/v2/status", headers=HOOK)).status_code == 404
+    assert (await app.client.get("/api/v2/status", headers=HOOK)).status_code == 200
