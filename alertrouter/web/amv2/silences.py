@@ -138,11 +138,13 @@ async def delete_silence(silence_id: str, runtime: RuntimeDep, principal: WriteP
 
 
 async def _create(runtime: RuntimeDep, postable: Postable, principal: str) -> SilenceRow:
+    """A start in the past is now, as Alertmanager sets it (Grafana re-posts an edited silence with
+    its first start: that start does not count against the longest silence)."""
     try:
         row = await operations.create_silence(
             runtime,
             matchers=postable.matchers,
-            starts_at=postable.starts_at,
+            starts_at=max(postable.starts_at, utcnow()),
             ends_at=postable.ends_at,
             comment=postable.comment,
             by=postable.created_by,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -215,3 +215,15 @@ async def test_writes_need_a_writer(app: App) -> None:
     silence_id = (await app.client.post("/api/v2/silences", json=postable(), headers=TOKEN)).json()["silenceID"]
     assert (await app.client.delete(f"/api/v2/silence/{silence_id}", headers=HOOK)).status_code == 403
     assert (await app.client.get(f"/api/v2/silence/{silence_id}", headers=HOOK)).json()["status"]["state"] == "active"
+
+
+async def test_a_start_in_the_past_is_now(app: App) -> None:
+    """As Alertmanager: a silence re-posted with its first start (an edit in Grafana, 89 days on) starts
+    now, so its 2 more hours are not refused as longer than the longest silence."""
+    before = utcnow()
+    body = postable(startsAt=rfc3339(before - timedelta(days=89)), endsAt=rfc3339(before + timedelta(days=2)))
+    r = await app.client.post("/api/v2/silences", json=body, headers=TOKEN)
+    assert r.status_code == 200, r.text
+    silence = (await app.client.get(f"/api/v2/silence/{r.json()['silenceID']}", headers=HOOK)).json()
+    assert datetime.fromisoformat(silence["startsAt"]) >= before
+    assert silence["status"] == {"state": "active"}
