@@ -28,7 +28,7 @@ from alertrouter.web.access import ReadPrincipal
 from alertrouter.web.amv2.errors import bool_param, filter_matchers, receiver_pattern
 from alertrouter.web.amv2.models import AlertGroup, AlertStatus, GettableAlert, Receiver, wire
 
-__all__ = ["GO_ZERO_TIME", "alert_status", "router"]
+__all__ = ["GO_ZERO_TIME", "alert_status", "gettable", "router", "wanted_by"]
 
 router = APIRouter(prefix="/api/v2", tags=["alertmanager-v2"])
 
@@ -80,18 +80,24 @@ def gettable(row: AlertRow, receivers: Sequence[str]) -> GettableAlert:
     )
 
 
-def _wanted(request: Request) -> Callable[[AlertStatus], bool]:
-    """The `active`, `silenced`, `inhibited` and `unprocessed` parameters (each true when absent), as
-    Alertmanager applies them: `false` leaves out the alerts in that state (or muted that way)."""
+def wanted_by(request: Request) -> Callable[[AlertStatus], bool]:
+    """The `active`, `silenced`, `inhibited`, `muted` (Alertmanager 0.27 and later) and `unprocessed`
+    parameters, each true when absent, as Alertmanager applies them: `false` leaves out the alerts in
+    that state, or muted that way."""
     active, unprocessed = bool_param(request, "active"), bool_param(request, "unprocessed")
     silenced, inhibited = bool_param(request, "silenced"), bool_param(request, "inhibited")
+    muted = bool_param(request, "muted")
 
     def wanted(status: AlertStatus) -> bool:
         if status.state == "active":
             return active
         if status.state == "unprocessed":
             return unprocessed
-        return (silenced or not status.silenced_by) and (inhibited or not status.inhibited_by)
+        return (
+            (silenced or not status.silenced_by)
+            and (inhibited or not status.inhibited_by)
+            and (muted or not status.muted_by)
+        )
 
     return wanted
 
@@ -100,7 +106,7 @@ async def _listed(request: Request, runtime: Runtime) -> list[tuple[AlertRow, Ge
     """The firing alerts the query asks for, each with its answer, by fingerprint."""
     matchers: list[Matcher] = filter_matchers(request.query_params.getlist("filter"))
     receiver = receiver_pattern(request)
-    wanted = _wanted(request)
+    wanted = wanted_by(request)
     receivers_of = _receivers_of(runtime)
     out: list[tuple[AlertRow, GettableAlert]] = []
     async with runtime.db.read() as session:

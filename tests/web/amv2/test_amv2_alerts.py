@@ -7,11 +7,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from starlette.requests import Request
 from web.console.conftest import HOOK, TOKEN, App
 
 from alertrouter.model import utcnow
 from alertrouter.pipeline.types import Decision
-from alertrouter.web.amv2.alerts import alert_status
+from alertrouter.web.amv2.alerts import alert_status, wanted_by
 from e2e.harness import rfc3339
 from support.scenario import gpu_labels, node_down_labels
 
@@ -196,3 +197,26 @@ def test_status_from_decision(
 ) -> None:
     status = alert_status(decision, detail)
     assert (status.state, status.silenced_by, status.inhibited_by, status.muted_by) == expected
+
+
+MUTED = alert_status(Decision.MUTED_BY_INTERVAL, {"muted_by_interval": {"ops": ["weekend"]}})
+SILENCED = alert_status(Decision.SILENCED, {"silenced_by": "7f21a01f-e93e-426a-ac36-9220e63af5d5"})
+ACTIVE = alert_status(Decision.NOTIFY, {})
+UNPROCESSED = alert_status(None, None)
+
+
+@pytest.mark.parametrize(
+    ("query", "kept"),
+    [
+        (b"", {"muted", "silenced", "active", "unprocessed"}),
+        (b"muted=false", {"silenced", "active", "unprocessed"}),
+        (b"silenced=false&muted=true", {"muted", "active", "unprocessed"}),
+        (b"active=false&unprocessed=0", {"muted", "silenced"}),
+        (b"active=true&silenced=false&inhibited=false&unprocessed=false", {"muted", "active"}),  # amtool's default
+    ],
+)
+def test_state_parameters(query: bytes, kept: set[str]) -> None:
+    request = Request({"type": "http", "method": "GET", "path": "/api/v2/alerts", "query_string": query, "headers": []})
+    wanted = wanted_by(request)
+    statuses = {"muted": MUTED, "silenced": SILENCED, "active": ACTIVE, "unprocessed": UNPROCESSED}
+    assert {name for name, status in statuses.items() if wanted(status)} == kept
