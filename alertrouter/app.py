@@ -39,7 +39,7 @@ from alertrouter.scheduler import build_scheduler
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import alerts, console, health, heartbeats, incidents, nodes, notifications, receive, writes
+from alertrouter.web import alerts, amv2, console, health, heartbeats, incidents, nodes, notifications, receive, writes
 from alertrouter.web.console.pages import console_templates
 from alertrouter.web.params import NO_NUL, BadParameter, is_console, problem_of
 
@@ -278,5 +278,6 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         app.include_router(router, dependencies=NO_NUL)
     app.include_router(health.router)
     app.include_router(writes.router, dependencies=NO_NUL)
+    amv2.install(app)  # Alertmanager's API v2 for amtool and Grafana
     console.install(app)
     return app
