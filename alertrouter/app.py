@@ -40,6 +40,7 @@ from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
 from alertrouter.web import alerts, amv2, console, health, heartbeats, incidents, nodes, notifications, receive, writes
+from alertrouter.web.apidocs import install_api_docs
 from alertrouter.web.console.pages import console_templates
 from alertrouter.web.params import NO_NUL, BadParameter, is_console, problem_of
 
@@ -246,6 +247,8 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         version=__version__,
         summary="Cuts Alertmanager noise for GPU clusters before anyone is paged.",
         lifespan=lifespan,
+        docs_url=None,  # install_api_docs: /docs and /redoc with packaged assets, no CDN
+        redoc_url=None,
     )
 
     async def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
@@ -280,4 +283,5 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
     app.include_router(writes.router, dependencies=NO_NUL)
     amv2.install(app)  # Alertmanager's API v2 for amtool and Grafana
     console.install(app)
+    install_api_docs(app)
     return app

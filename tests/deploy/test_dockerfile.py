@@ -59,19 +59,21 @@ def test_two_stages_and_the_runtime_one_installs_only_wheels() -> None:
     assert build[0][1].endswith(" AS build")
     assert any(keyword == "RUN" and "pip wheel" in rest for keyword, rest in build)
     runs = [rest for keyword, rest in runtime if keyword == "RUN"]
-    assert len(runs) == 1
-    (install,) = runs
+    assert len(runs) == 2, "Debian's CJK fonts (tests/deploy/test_image_fonts.py), then the wheels"
+    fonts, install = runs
+    assert fonts.startswith("apt-get update ")
     assert "--mount=type=bind,from=build,source=/wheels" in install
     assert "--no-index" in install, "the runtime stage downloads nothing: every wheel comes from the build stage"
     assert not [keyword for keyword, _ in runtime if keyword in ("COPY", "ADD")], "no sources in the final image"
     assert not re.search(r"apt-get|gcc|build-essential|hatch", install)
+    assert not re.search(r"gcc|build-essential|hatch|-dev\b", fonts)
 
 
 def test_runs_alertrouter_serve_as_a_numeric_non_root_user() -> None:
     _, runtime = dockerfile_stages(DOCKERFILE.read_text())
     last = {keyword: rest for keyword, rest in runtime}  # the last of each instruction counts
     assert last["USER"] == f"{UID}:{UID}", "numeric, so Kubernetes' runAsNonRoot can check it"
-    (install,) = [rest for keyword, rest in runtime if keyword == "RUN"]
+    install = [rest for keyword, rest in runtime if keyword == "RUN"][-1]
     assert f"--uid {UID}" in install
     assert f"--gid {UID}" in install
     assert json.loads(last["ENTRYPOINT"]) == ["alertrouter"], "exec form: signals reach alertrouter"
