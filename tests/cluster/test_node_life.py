@@ -231,7 +231,7 @@ def test_a_flapping_gpu_costs_one_message_and_one_resolve_per_channel(life: Node
         f"[RESOLVED] {headline}",
     ]
     # one story from the first start told to the last end: the episodes between were never a message of their own
-    since = clock(episodes[:1], BERLIN)
+    since = clock(episodes, BERLIN)  # the first episode's (the API lists them newest first)
     assert f"- **Since:** {since} (" in texts[0]
     assert f"- **Lasted:** {lasted(episodes, LANGUAGE)} (since {since})" in texts[1], (episodes, texts[1])
 
@@ -293,7 +293,7 @@ def test_a_node_gone_dark_tells_no_resolve_for_its_gpus_and_one_node_down(life: 
         (gpu_resolve,) = about(told["dingtalk-ops"], "[RESOLVED]", node, "GPUHighTemp")
         # from the GPUs' start to when their data stopped, and linked to why it stopped
         assert f"- **Lasted:** {lasted(hot, LANGUAGE)} (since {clock(hot, BERLIN)})" in gpu_resolve, hot
-        assert f"- **No data while {node} was down (DCGMExporterDown)**" in gpu_resolve
+        assert f"- **No data while {node} was down (" in gpu_resolve  # NodeDown or DCGMExporterDown: a race
         # told after NodeDown's resolve: the data returned first
         resolves = sorted(
             (
