@@ -22,7 +22,8 @@ def _text(message: Mapping[str, Any], key: str) -> str:
 
 def week_rows(week: WeekHistory, *, start: datetime, end: datetime, now: datetime | None = None) -> WeekRows:
     """`now`: when it was read (a preview of the week still going on ends there, not at the week's end).
-    A message too damaged to read back counts with its stored headline, without facts."""
+    A message too damaged to read back counts with its stored headline; its incident's facts come from
+    the incident's next readable message, if any."""
     rows = WeekRows(
         start=start,
         end=end,
