@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, Response
 
 from alertrouter import __version__
 from alertrouter.auth.keys import load_signers
+from alertrouter.auth.webhook import Authenticator
 from alertrouter.channels.registry import build_channels, secret_values
 from alertrouter.checkpoints import Checkpointer
 from alertrouter.delivery.expand import ActionLinks
@@ -44,9 +45,19 @@ from alertrouter.web.apidocs import install_api_docs
 from alertrouter.web.console.pages import console_templates
 from alertrouter.web.params import NO_NUL, BadParameter, is_console, problem_of
 
-__all__ = ["build_runtime", "create_app"]
+__all__ = ["build_runtime", "create_app", "webhook_authenticator"]
 
 log = logging.getLogger(__name__)
+
+
+def webhook_authenticator(settings: Settings) -> Authenticator:
+    """The check of the ingest endpoints' `Authorization` header, from the bearer token and Basic pair.
+    Built here, not in `settings` (which holds values only); the console's `Access` shares this one."""
+    bearer = settings.bearer_token.get_secret_value() if settings.bearer_token is not None else None
+    basic = None
+    if settings.basic_username is not None and settings.basic_password is not None:
+        basic = (settings.basic_username, settings.basic_password.get_secret_value())
+    return Authenticator(bearer=bearer, basic=basic)
 
 
 async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
@@ -122,7 +133,7 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         maintenance=maintenance,
         engine=engine,
         metrics=metrics,
-        auth=settings.webhook_authenticator(),
+        auth=webhook_authenticator(settings),
         head_revision=head_revision(),
         channels=channels,
         delivery=delivery,

@@ -11,7 +11,6 @@ from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_va
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from alertrouter.auth.passwords import MIN_TOKEN_LENGTH, check_format, check_token, parse_pairs
-from alertrouter.auth.webhook import Authenticator
 from alertrouter.durations import parse_duration
 from alertrouter.paths import default_rules_dir
 from alertrouter.store.urls import async_url
@@ -215,14 +214,6 @@ class Settings(BaseSettings):
             what = "ALERTROUTER_CONSOLE_USERS user" if users else "ALERTROUTER_API_TOKENS token"
             parse_pairs(value.get_secret_value(), what=what, check=check_format if users else check_token)
         return value
-
-    def webhook_authenticator(self) -> Authenticator:
-        """The check of the ingest endpoints' `Authorization` header, from the bearer token and Basic pair."""
-        bearer = self.bearer_token.get_secret_value() if self.bearer_token is not None else None
-        basic = None
-        if self.basic_username is not None and self.basic_password is not None:
-            basic = (self.basic_username, self.basic_password.get_secret_value())
-        return Authenticator(bearer=bearer, basic=basic)
 
     @property
     def has_credentials(self) -> bool:

@@ -16,22 +16,13 @@ lacks, so an English chart still draws a CJK label value and a Chinese one Latin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from alertrouter.digest.chart_types import CHART_WIDTH, CJK_FAMILY, SEVERITY_COLORS, Chart, chart_fonts
 from alertrouter.digest.types import Count, DayCount, Noise
 from alertrouter.i18n import translations
 
+# The shared types are re-exported: callers draw and show charts through this module alone.
 __all__ = ["CHART_WIDTH", "CJK_FAMILY", "SEVERITY_COLORS", "Chart", "chart_fonts", "draw_charts", "font_file"]
-
-CHART_WIDTH = 600
-SEVERITY_COLORS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
-CJK_FAMILY = "Noto Sans CJK SC"  # Debian's fonts-noto-cjk; Simplified Chinese glyph forms
-_LATIN_FAMILY = "DejaVu Sans"  # matplotlib's own
-
-
-def chart_fonts(language: str) -> list[str]:
-    """Font families of a chart's text, first choice first; the second draws what the first lacks."""
-    return [CJK_FAMILY, _LATIN_FAMILY] if language == "zh-CN" else [_LATIN_FAMILY, CJK_FAMILY]
 
 
 def font_file(family: str) -> str:
@@ -39,16 +30,6 @@ def font_file(family: str) -> str:
     from matplotlib.font_manager import FontProperties, findfont
 
     return str(findfont(FontProperties(family=family), fallback_to_default=False))
-
-
-@dataclass(frozen=True, slots=True)
-class Chart:
-    cid: str  # the HTML shows it as <img src="cid:{cid}">
-    title: str
-    alt: str
-    png: bytes
-    width: int
-    height: int
 
 
 def draw_charts(

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.ticker import MaxNLocator
 
-from alertrouter.digest.charts import CHART_WIDTH, SEVERITY_COLORS, Chart, chart_fonts
+from alertrouter.digest.chart_types import CHART_WIDTH, SEVERITY_COLORS, Chart, chart_fonts
 from alertrouter.digest.types import Count, DayCount, Noise
 from alertrouter.digest.words import day_label, mechanism_name, severity_label
 

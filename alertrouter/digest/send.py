@@ -26,7 +26,7 @@ from alertrouter.channels.base import ChannelError
 from alertrouter.channels.email import InlineImage, build_email, smtp_send
 from alertrouter.digest.charts import draw_charts
 from alertrouter.digest.period import week_bounds
-from alertrouter.digest.stats import gather
+from alertrouter.digest.stats import week_rows
 from alertrouter.digest.summarize import Labelling, summarize
 from alertrouter.digest.types import DigestStats
 from alertrouter.digest.view import RenderedDigest, render_digest
@@ -41,6 +41,7 @@ from alertrouter.ruleset.channels import EmailChannelConfig
 from alertrouter.ruleset.receivers import DigestConfig
 from alertrouter.ruleset.schedule import Schedule, parse_schedule, zone
 from alertrouter.store import Database
+from alertrouter.store.digest import read_week
 from alertrouter.store.nodes import load_node_aliases
 from alertrouter.store.runs import claim_run, finish_run, get_run
 
@@ -150,9 +151,11 @@ class DigestRunner:
         """Nodes are named as the engine names them now: with the learned aliases in force (a NodeDown
         scraped by IP counts for its node, not for its address)."""
         start, end = week_bounds(period, tz)
+        read_at = self._clock()
         async with self._db.read() as session:
-            rows = await gather(session, start=start, end=end, now=self._clock())
+            week = await read_week(session, start=start, end=end)
             book = await load_node_aliases(session)
+        rows = week_rows(week, start=start, end=end, now=read_at)
         learned = aliases.active(book, now=self._clock(), ttl=self._nodes.learned_ttl)
         receiver = target.receiver if target is not None else None
         return summarize(rows, period=period, tz=tz, labelling=self._labelling(learned), receiver=receiver)

@@ -7,6 +7,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from alertrouter.model import MessageSnapshot
+from alertrouter.store.digest import EpisodeRow, IncidentFact
 
 __all__ = [
     "AckStats",
@@ -30,31 +31,10 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class EpisodeRow:
-    fingerprint: str
-    starts_at: datetime
-    ends_at: datetime | None
-    opened_at: datetime
-    closed_at: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class IncidentFact:
-    key: str
-    kind: str
-    rule: str
-    severity: str
-    headline: str
-    opened_at: datetime
-    resolved_at: datetime | None
-    acknowledged_at: datetime | None
-    status: str
-
-
 @dataclass(slots=True)
 class WeekRows:
-    """What the store holds about one week; `stats.gather` reads it, `summarize` turns it into numbers."""
+    """What the store holds about one week (`store.digest.read_week`), with what its messages say
+    (`stats.week_rows`); `summarize` turns it into numbers."""
 
     start: datetime
     end: datetime

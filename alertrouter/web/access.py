@@ -29,6 +29,7 @@ from fastapi import Depends, HTTPException, Request
 
 from alertrouter.auth.passwords import hash_password, parse_pairs, verify_password
 from alertrouter.auth.signing import Signer, TokenError
+from alertrouter.auth.webhook import Authenticator
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.runtime import Runtime, RuntimeDep
@@ -70,15 +71,15 @@ class Principal:
 
 
 class Access:
-    """The access rules of one server, built from its settings."""
+    """The access rules of one server, built from its settings and its webhook credential's check."""
 
-    def __init__(self, settings: Settings, *, secure_cookies: bool = False) -> None:
+    def __init__(self, settings: Settings, webhook: Authenticator, *, secure_cookies: bool = False) -> None:
         users = settings.console_users.get_secret_value() if settings.console_users else ""
         tokens = settings.api_tokens.get_secret_value() if settings.api_tokens else ""
         self.users = parse_pairs(users, what="user", check=lambda _: None) if users else {}
         pairs = parse_pairs(tokens, what="token", check=lambda _: None) if tokens else {}
         self._tokens = {name: token.encode() for name, token in pairs.items()}
-        self.webhook = settings.webhook_authenticator()
+        self.webhook = webhook
         self.read_only = settings.console_read_only
         self.anonymous_read = settings.console_anonymous_read
         self.session_ttl = settings.session_ttl
@@ -189,7 +190,7 @@ def access_for(request: Request) -> Access:
     if access is None:
         runtime: Runtime = request.app.state.runtime
         external = runtime.ruleset.global_.external_url or ""
-        access = Access(runtime.settings, secure_cookies=external.lower().startswith("https://"))
+        access = Access(runtime.settings, runtime.auth, secure_cookies=external.lower().startswith("https://"))
         request.app.state.access = access
     return access
 
