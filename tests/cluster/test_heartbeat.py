@@ -18,8 +18,8 @@ import pytest
 
 from cluster.box import ClusterBox
 from cluster.scenarios import MARKS, on_a_box
-from cluster.told import told
-from e2e.harness import wait_for
+from cluster.told import clock, lasted, told
+from e2e.harness import parse_time, wait_for
 
 pytestmark = MARKS
 
@@ -34,6 +34,7 @@ class Outcome:
     lost: dict[str, Any]
     back: dict[str, Any]
     watchdogs_stored: int
+    blind: dict[str, Any]  # alertrouter's own AlertrouterHeartbeatMissing, as the alerts API stores it
 
 
 def _heartbeat(box: ClusterBox) -> dict[str, Any]:
@@ -46,6 +47,17 @@ def _blind(box: ClusterBox) -> list[str]:
     return [t for t in told(box)["dingtalk-core"] if BLIND in t]
 
 
+def _everywhere(box: ClusterBox, messages: int) -> bool:
+    """Each critical channel has `messages` about the blind heartbeat: each is delivered by its own worker,
+    so one channel having it says nothing of the others."""
+    now = told(box)
+    return (
+        len([t for t in now["dingtalk-core"] if BLIND in t]) >= messages
+        and len([t for t in now["wecom-core"] if BLIND in t]) >= messages
+        and len([t for t in now["sms-oncall"] if "AlertrouterHeartbe" in t]) >= messages
+    )
+
+
 def _when(box: ClusterBox, key: str, value: str) -> dict[str, Any] | None:
     beat = _heartbeat(box)
     return beat if beat[key] == value else None
@@ -56,15 +68,18 @@ def run(box: ClusterBox) -> Outcome:
         lambda: _when(box, "seen_via", "alert"), what="the Watchdog heard through the Alertmanagers", timeout=120
     )
     box.prometheus.stop()
-    wait_for(lambda: _blind(box) or None, what="'monitoring is blind' told", timeout=180)
+    wait_for(lambda: _everywhere(box, 1) or None, what="'monitoring is blind' told", timeout=180)
     page = told(box)
     lost = _heartbeat(box)
     box.restart_prometheus()
-    wait_for(lambda: len(_blind(box)) >= 2 or None, what="the resolved message", timeout=180)
+    wait_for(lambda: _everywhere(box, 2) or None, what="the resolved message", timeout=180)
     back = wait_for(lambda: _when(box, "state", "ok"), what="the heartbeat ok again")
     r = box.routers[0].http.get("/api/v1/alerts", params={"filter": 'alertname="Watchdog"'})
     assert r.status_code == 200, r.text
-    return Outcome(heard, page, told(box), lost, back, r.json()["total"])
+    missing = box.routers[0].http.get("/api/v1/alerts", params={"filter": 'alertname="AlertrouterHeartbeatMissing"'})
+    assert missing.status_code == 200, missing.text
+    (blind,) = missing.json()["alerts"]
+    return Outcome(heard, page, told(box), lost, back, r.json()["total"], blind)
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +118,15 @@ def test_its_return_is_told_as_resolved(outcome: Outcome) -> None:
     first, second = [t for t in outcome.resolved["dingtalk-core"] if BLIND in t]
     assert "已恢复" in second
     assert "已恢复" not in first
+    # blind from when the Watchdog was last heard until it was heard again, in Beijing time (zh-CN as shipped)
+    blind = outcome.blind
+    start, end = parse_time(blind["starts_at"]), parse_time(blind["ends_at"])
+    heard_again = parse_time(outcome.back["last_seen"])
+    assert start is not None
+    assert end is not None
+    assert heard_again is not None
+    assert start == parse_time(outcome.lost["last_seen"])
+    assert start < end <= heard_again
+    since = clock([blind])
+    assert f"监控失明：prometheus 自 {since} 起无心跳" in first
+    assert f"- **持续：** {lasted([blind], 'zh-CN')}（{since} 开始）" in second
