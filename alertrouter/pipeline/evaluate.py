@@ -331,7 +331,7 @@ class Evaluator:
         return storms, nodes, changed
 
     def _record_changed(self, key: str) -> set[str]:
-        """A node incident whose record changed and whose alerts did not: told again (`_incident`: what
+        """A node incident whose record changed and whose alerts did not: told again (`Outcomes.tell_node`: what
         receivers were told, its opening, its acknowledgement), not sorted again (`_sort` reads no record).
         Returns the storm it may roll up into, which counts its opening again (the record's `active_since`);
         the one its record names as parent is `_records_changed`'s. Most such records are the previous

@@ -171,7 +171,7 @@ class Outcomes:
                 quiet=group.muted > 0 or bool(group.held) or bool(group.stale),
             )
         if group.parent is not None:
-            mutes = {}  # a rolled-up incident is told by its storm's routes (`_storm`)
+            mutes = {}  # a rolled-up incident is told by its storm's routes (`tell_storm`)
         all_muted = bool(routes) and len(mutes) == len(routes)
         if group.eligible:  # the same for every alert that counts: one object they all share
             decision = self._teller.eligible_decision(
