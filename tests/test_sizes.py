@@ -33,7 +33,6 @@ FUNCTIONS_OVER: set[str] = {
     # not split yet
     "digest/send.py:run",
     "digest/summarize.py:summarize",
-    "engine/decisions.py:decision_changes",
     "ingest/plan.py:_plan_alert",
     "pipeline/sorting.py:sort_incident",
     "pipeline/storms.py:membership",
