@@ -32,7 +32,6 @@ FUNCTIONS_OVER: set[str] = {
     "render/context.py:build_item",
     # not split yet
     "digest/send.py:run",
-    "digest/summarize.py:summarize",
     "ingest/plan.py:_plan_alert",
     "pipeline/sorting.py:sort_incident",
     "pipeline/storms.py:membership",
