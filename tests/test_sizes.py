@@ -34,7 +34,6 @@ FUNCTIONS_OVER: set[str] = {
     "digest/send.py:run",
     "ingest/plan.py:_plan_alert",
     "pipeline/sorting.py:sort_incident",
-    "pipeline/storms.py:membership",
     "pipeline/telling.py:notify",
     "pipeline/views.py:sync",
     "store/bulk.py:_pg_sql",
