@@ -35,7 +35,6 @@ FUNCTIONS_OVER: set[str] = {
     "ingest/plan.py:_plan_alert",
     "pipeline/sorting.py:sort_incident",
     "pipeline/telling.py:notify",
-    "pipeline/views.py:sync",
     "store/bulk.py:_pg_sql",
     "web/receive.py:_ingest",
 }
