@@ -33,7 +33,6 @@ FUNCTIONS_OVER: set[str] = {
     # not split yet
     "digest/send.py:run",
     "ingest/plan.py:_plan_alert",
-    "pipeline/sorting.py:sort_incident",
     "pipeline/telling.py:notify",
     "store/bulk.py:_pg_sql",
     "web/receive.py:_ingest",
