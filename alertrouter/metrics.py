@@ -12,9 +12,23 @@ _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 
 
 
 class Metrics:
+    """The metrics alertrouter exports, built per area; each attribute is one family."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        self._ingest(self.registry)
+        self._engine(self.registry)
+        self._process(self.registry)
+        self._delivery(self.registry)
+        self._loops(self.registry)
+        self._node_lookup(self.registry)
+        self._escalation(self.registry)
+        self._heartbeats(self.registry)
+        self._logins(self.registry)
+        self._node_aliases(self.registry)
+
+    def _ingest(self, r: CollectorRegistry) -> None:
+        """Webhooks in, what they did to the stored alerts, and what the store holds."""
         self.webhooks = Counter(
             "alertrouter_webhooks_received_total",
             "Payloads received, by endpoint and result (stored, repeat, partial, rejected, "
@@ -63,6 +77,9 @@ class Metrics:
             ["hash"],
             registry=r,
         )
+
+    def _engine(self, r: CollectorRegistry) -> None:
+        """The engine's passes and decisions; stale is not resolved (pipeline/stale.py)."""
         self.inhibited = Counter(
             "alertrouter_alerts_inhibited_total", "Alerts that became inhibited, by inhibit rule.", ["rule"], registry=r
         )
@@ -81,6 +98,34 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.engine_passes = Counter(
+            "alertrouter_engine_passes_total",
+            "Engine passes that evaluated something, by scope: incremental (what the changes touched) or "
+            "full (everything: the first after the lease is taken, a time interval's change, the periodic one).",
+            ["scope"],
+            registry=r,
+        )
+        self.engine_evaluated = Counter(
+            "alertrouter_engine_incidents_evaluated_total",
+            "Incidents (node and storm) the engine passes worked out again.",
+            registry=r,
+        )
+        self.alerts_stale = Gauge(
+            "alertrouter_alerts_stale",
+            "Live alerts resolved because their node or exporter went dark, whose resolve waits for the data to "
+            "return (decision stale).",
+            registry=r,
+        )
+        self.stale = Counter(
+            "alertrouter_stale_total",
+            "Alerts that became stale, by why (source_down: a node-down alert of their node; together: their "
+            "exporter's alerts resolved together; returning).",
+            ["reason"],
+            registry=r,
+        )
+
+    def _process(self, r: CollectorRegistry) -> None:
+        """The process itself: SQLite's write-ahead log, the garbage collector, the version."""
         self.sqlite_checkpoint = Histogram(
             "alertrouter_sqlite_checkpoint_duration_seconds",
             "SQLite only: one checkpoint of the write-ahead log into the database file, taken every second "
@@ -102,18 +147,11 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
-        self.engine_passes = Counter(
-            "alertrouter_engine_passes_total",
-            "Engine passes that evaluated something, by scope: incremental (what the changes touched) or "
-            "full (everything: the first after the lease is taken, a time interval's change, the periodic one).",
-            ["scope"],
-            registry=r,
-        )
-        self.engine_evaluated = Counter(
-            "alertrouter_engine_incidents_evaluated_total",
-            "Incidents (node and storm) the engine passes worked out again.",
-            registry=r,
-        )
+        self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
+        self.build_info.labels(version=__version__).set(1)
+
+    def _delivery(self, r: CollectorRegistry) -> None:
+        """Deliveries, the channels' health and limits, voice calls."""
         self.notifications = Counter(
             "alertrouter_notifications_total",
             "Deliveries by channel and result (sent, retry, rate_limited, dead, coalesced, failed_over, capped, "
@@ -159,6 +197,21 @@ class Metrics:
             ["channel"],
             registry=r,
         )
+        self.voice_calls = Counter(
+            "alertrouter_voice_calls_total",
+            "Calls a voice channel's vendor accepted (one per number and message; answered or not).",
+            ["channel"],
+            registry=r,
+        )
+        self.voice_calls_capped = Counter(
+            "alertrouter_voice_calls_capped_total",
+            "Calls not made because the number had reached the channel's daily_cap_per_number.",
+            ["channel"],
+            registry=r,
+        )
+
+    def _loops(self, r: CollectorRegistry) -> None:
+        """The background loops, their leases and the scheduled jobs."""
         self.scheduled_runs = Counter(
             "alertrouter_scheduled_runs_total",
             "Scheduled job runs by job (digest:<receiver>, housekeeping) and result (sent, unconfigured, "
@@ -198,6 +251,9 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+
+    def _node_lookup(self, r: CollectorRegistry) -> None:
+        """The Prometheus node lookup (`alertrouter.discovery`)."""
         self.node_lookup_errors = Counter(
             "alertrouter_node_lookup_errors_total",
             "Failed reads of a series by the Prometheus node lookup, by series and problem (unreachable, timeout, "
@@ -222,36 +278,9 @@ class Metrics:
             "Addresses or names that two nodes claim in the lookup's latest answers (the winner is logged).",
             registry=r,
         )
-        # Stale is not resolved (pipeline/stale.py)
-        self.alerts_stale = Gauge(
-            "alertrouter_alerts_stale",
-            "Live alerts resolved because their node or exporter went dark, whose resolve waits for the data to "
-            "return (decision stale).",
-            registry=r,
-        )
-        self.stale = Counter(
-            "alertrouter_stale_total",
-            "Alerts that became stale, by why (source_down: a node-down alert of their node; together: their "
-            "exporter's alerts resolved together; returning).",
-            ["reason"],
-            registry=r,
-        )
-        self.build_info = Gauge("alertrouter_build_info", "Version of this alertrouter.", ["version"], registry=r)
-        self.build_info.labels(version=__version__).set(1)
-        # -- voice calls ---------------------------------------------------------------------------
-        self.voice_calls = Counter(
-            "alertrouter_voice_calls_total",
-            "Calls a voice channel's vendor accepted (one per number and message; answered or not).",
-            ["channel"],
-            registry=r,
-        )
-        self.voice_calls_capped = Counter(
-            "alertrouter_voice_calls_capped_total",
-            "Calls not made because the number had reached the channel's daily_cap_per_number.",
-            ["channel"],
-            registry=r,
-        )
-        # --- On-call escalation (engine/escalation.py) ---
+
+    def _escalation(self, r: CollectorRegistry) -> None:
+        """On-call escalation (engine/escalation.py)."""
         self.escalation_steps = Counter(
             "alertrouter_escalation_steps_total",
             "Escalation steps taken (an incident not acknowledged in time), by policy and step number (1-based).",
@@ -264,7 +293,9 @@ class Metrics:
             "as the engine's leader holds them; 0 on other replicas.",
             registry=r,
         )
-        # Source liveness: heartbeats (`alertrouter.liveness`)
+
+    def _heartbeats(self, r: CollectorRegistry) -> None:
+        """Source liveness: heartbeats (`alertrouter.liveness`)."""
         self.heartbeat_last_seen = Gauge(
             "alertrouter_heartbeat_last_seen_timestamp_seconds",
             "When each configured heartbeat was last heard from (Unix time; absent until it first is).",
@@ -277,7 +308,9 @@ class Metrics:
             ["heartbeat"],
             registry=r,
         )
-        # Console login limits (`alertrouter.web.logins`)
+
+    def _logins(self, r: CollectorRegistry) -> None:
+        """Console login limits (`alertrouter.web.logins`)."""
         self.login_failures = Counter(
             "alertrouter_login_failures_total",
             "Console logins refused for a wrong user name or password (their passwords were checked).",
@@ -299,7 +332,9 @@ class Metrics:
         for scope in ("account", "address"):  # both series from the start, at 0, for rate() and alerts
             self.login_throttled.labels(scope=scope)
             self.login_lockouts.labels(scope=scope)
-        # Learned node aliases: moves held for a second alert or the lookup (pipeline/aliases.py)
+
+    def _node_aliases(self, r: CollectorRegistry) -> None:
+        """Learned node aliases: moves held for a second alert or the lookup (pipeline/aliases.py)."""
         self.node_alias_conflicts = Counter(
             "alertrouter_node_alias_conflicts_total",
             "Moves of a learned address to another node that were held because one alert alone claimed it "

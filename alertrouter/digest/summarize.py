@@ -17,6 +17,7 @@ from alertrouter.digest.types import (
     DigestStats,
     EpisodeRow,
     FlappingAlert,
+    IncidentFact,
     Mechanism,
     Noise,
     ReceiverIncident,
@@ -185,16 +186,11 @@ def summarize(
         return alert_title(raw[0]) if raw is not None else _NONE
 
     fired = [(e, labels.get(e.fingerprint, {})) for e in rows.episodes if _in(e.opened_at, start, end)]
-    fps = {e.fingerprint for e, _ in fired}
-    new = {fp for fp in fps if fp in rows.alerts and rows.alerts[fp][1] >= start}
-    open_at_end = sum(1 for e in rows.episodes if e.opened_at < end and (e.closed_at is None or e.closed_at >= end))
-
     severity = Counter(label(e.fingerprint, lab.severity_label) for e, _ in fired)
     by_alertname = Counter(alertname(e.fingerprint) for e, _ in fired)
     # Alerts of no node or region (a heartbeat's, a cluster-wide one) rank no place called "(none)".
     on_node = [(e, n) for e, _ in fired if (n := label(e.fingerprint, lab.node_label)) != _NONE]
     node = Counter(n for _, n in on_node)
-    region = Counter(r for e, _ in fired if (r := label(e.fingerprint, "region")) != _NONE)
     nodes_of: dict[str, set[str]] = defaultdict(set)
     names_of: dict[str, set[str]] = defaultdict(set)
     for e, n in on_node:
@@ -202,50 +198,11 @@ def summarize(
         names_of[n].add(alertname(e.fingerprint))
 
     incidents_opened = [i for i in rows.incidents if _in(i.opened_at, start, end)]
-    totals = Totals(
-        fired=len(fired),
-        distinct_alerts=len(fps),
-        new_alerts=len(new),
-        recurring_alerts=len(fps) - len(new),
-        open_at_end=open_at_end,
-        incidents_opened=len(incidents_opened),
-        incidents_open_at_end=sum(
-            1 for i in rows.incidents if i.opened_at < end and (i.resolved_at is None or i.resolved_at >= end)
-        ),
-        by_severity=[Count(s, severity[s]) for s in _severity_order(severity, lab.severities)],
-        by_alertname=_top(by_alertname, n=25),
-        by_node=_top(node, n=25),
-        by_region=_top(region, n=25),
-    )
-
-    per_fp = Counter(e.fingerprint for e, _ in fired)
-    flapping = [
-        FlappingAlert(
-            alertname(fp),
-            label(fp, lab.node_label),
-            f"gpu {labels[fp]['gpu']}" if labels.get(fp, {}).get("gpu") else "",
-            n,
-        )
-        for fp, n in sorted(per_fp.items(), key=lambda kv: (-kv[1], alertname(kv[0]), kv[0]))
-        if n >= FLAP_EPISODES
-    ][:TOP]
+    totals = _totals(rows, fired, incidents_opened, severity, by_alertname, node, label, lab.severities)
+    flapping = _flapping(fired, alertname, label, lab.node_label)
 
     faults = gpu_faults(fired, lambda fp: label(fp, lab.node_label))
-    durations = [
-        (label(e.fingerprint, lab.severity_label), max(timedelta(0), (e.ends_at or e.closed_at or end) - e.starts_at))
-        for e in rows.episodes
-        if _in(e.closed_at, start, end)
-    ]
-    resolve = [ResolveStats(name, len(v), *_mean_median(v)) for name, v in _by_group(durations, lab.severities)]
-    acks = [(i.severity, i.acknowledged_at - i.opened_at) for i in incidents_opened if i.acknowledged_at is not None]
-    opened_by = Counter(i.severity for i in incidents_opened)
-    ack = [
-        AckStats(name, len(incidents_opened) if name == "all" else opened_by[name], len(v), *_mean_median(v))
-        for name, v in _by_group(acks, lab.severities)
-    ]
-    for s in _severity_order(opened_by, lab.severities):  # severities with incidents but no acknowledgement
-        if all(a.name != s for a in ack):
-            ack.append(AckStats(s, opened_by[s], 0, None, None))
+    resolve, ack = _resolve_and_ack(rows, incidents_opened, label, lab)
 
     return DigestStats(
         period=period,
@@ -269,3 +226,81 @@ def summarize(
         escalations=dict(rows.escalations),
         blind=blind_periods(rows),
     )
+
+
+def _flapping(
+    fired: Sequence[tuple[EpisodeRow, Mapping[str, str]]],
+    alertname: Callable[[str], str],
+    label: Callable[[str, str], str],
+    node_label: str,
+) -> list[FlappingAlert]:
+    """The alerts that fired at least FLAP_EPISODES times in the week, the most often first."""
+    per_fp = Counter(e.fingerprint for e, _ in fired)
+    labels = {e.fingerprint: enriched for e, enriched in fired}
+    return [
+        FlappingAlert(
+            alertname(fp),
+            label(fp, node_label),
+            f"gpu {labels[fp]['gpu']}" if labels.get(fp, {}).get("gpu") else "",
+            n,
+        )
+        for fp, n in sorted(per_fp.items(), key=lambda kv: (-kv[1], alertname(kv[0]), kv[0]))
+        if n >= FLAP_EPISODES
+    ][:TOP]
+
+
+def _totals(
+    rows: WeekRows,
+    fired: Sequence[tuple[EpisodeRow, Mapping[str, str]]],
+    incidents_opened: Sequence[IncidentFact],
+    severity: Counter[str],
+    by_alertname: Counter[str],
+    node: Counter[str],
+    label: Callable[[str, str], str],
+    severities: Sequence[str],
+) -> Totals:
+    """The week's totals: what fired, how much of it was new, what was still open at its end."""
+    start, end = rows.start, rows.end
+    fps = {e.fingerprint for e, _ in fired}
+    new = {fp for fp in fps if fp in rows.alerts and rows.alerts[fp][1] >= start}
+    open_at_end = sum(1 for e in rows.episodes if e.opened_at < end and (e.closed_at is None or e.closed_at >= end))
+    region = Counter(r for e, _ in fired if (r := label(e.fingerprint, "region")) != _NONE)
+    return Totals(
+        fired=len(fired),
+        distinct_alerts=len(fps),
+        new_alerts=len(new),
+        recurring_alerts=len(fps) - len(new),
+        open_at_end=open_at_end,
+        incidents_opened=len(incidents_opened),
+        incidents_open_at_end=sum(
+            1 for i in rows.incidents if i.opened_at < end and (i.resolved_at is None or i.resolved_at >= end)
+        ),
+        by_severity=[Count(s, severity[s]) for s in _severity_order(severity, severities)],
+        by_alertname=_top(by_alertname, n=25),
+        by_node=_top(node, n=25),
+        by_region=_top(region, n=25),
+    )
+
+
+def _resolve_and_ack(
+    rows: WeekRows, incidents_opened: Sequence[IncidentFact], label: Callable[[str, str], str], lab: Labelling
+) -> tuple[list[ResolveStats], list[AckStats]]:
+    """How long the alerts that resolved in the week fired, and how long the incidents opened in it waited
+    for an acknowledgement, by severity and over all."""
+    start, end = rows.start, rows.end
+    durations = [
+        (label(e.fingerprint, lab.severity_label), max(timedelta(0), (e.ends_at or e.closed_at or end) - e.starts_at))
+        for e in rows.episodes
+        if _in(e.closed_at, start, end)
+    ]
+    resolve = [ResolveStats(name, len(v), *_mean_median(v)) for name, v in _by_group(durations, lab.severities)]
+    acks = [(i.severity, i.acknowledged_at - i.opened_at) for i in incidents_opened if i.acknowledged_at is not None]
+    opened_by = Counter(i.severity for i in incidents_opened)
+    ack = [
+        AckStats(name, len(incidents_opened) if name == "all" else opened_by[name], len(v), *_mean_median(v))
+        for name, v in _by_group(acks, lab.severities)
+    ]
+    for s in _severity_order(opened_by, lab.severities):  # severities with incidents but no acknowledgement
+        if all(a.name != s for a in ack):
+            ack.append(AckStats(s, opened_by[s], 0, None, None))
+    return resolve, ack

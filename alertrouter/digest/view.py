@@ -14,13 +14,14 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from gettext import NullTranslations
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from alertrouter.digest.charts import SEVERITY_COLORS, Chart
 from alertrouter.digest.gpufaults import RMA_REPEATS, RMA_XIDS
-from alertrouter.digest.types import Count, DigestStats, GpuFault
+from alertrouter.digest.types import Count, DigestStats, GpuFault, ReceiverSection
 from alertrouter.digest.words import (
     NONE,
     day_label,
@@ -152,27 +153,46 @@ def _gpu_sections(stats: DigestStats, tr: NullTranslations, tz: ZoneInfo, langua
 
 
 def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: datetime, language: str) -> dict[str, Any]:
+    """The templates' whole context, section by section, in the order the digest shows them."""
     tr = translations(language)
     tz = ZoneInfo(stats.timezone)
+    return {
+        **_overview(stats, tr, tz, now=now, language=language),
+        **_volume(stats, tr),
+        **_noise(stats, tr),
+        **_gpu_sections(stats, tr, tz, language),
+        **_times(stats, tr),
+        "per_day": [
+            {
+                "day": day_label(d.day, language),
+                "total": _n(d.total),
+                "by": tr.gettext(", ").join(
+                    f"{severity_label(tr, s)} {_n(d.by_severity[s])}" for s in stats.severities if d.by_severity.get(s)
+                ),
+            }
+            for d in stats.per_day
+        ],
+        "charts": [
+            {
+                "src": f"data:image/png;base64,{base64.b64encode(c.png).decode()}" if inline else f"cid:{c.cid}",
+                "title": c.title,
+                "alt": c.alt,
+                "width": c.width,
+                "height": c.height,
+            }
+            for c in charts
+        ],
+        "receiver": None if stats.receiver is None else _receiver(stats.receiver, tr, tz, language),
+    }
+
+
+def _overview(
+    stats: DigestStats, tr: NullTranslations, tz: ZoneInfo, *, now: datetime, language: str
+) -> dict[str, Any]:
+    """The heading, the period and the highlights at the top."""
     t, noise = stats.totals, stats.noise
     first, last = stats.start.astimezone(tz), (stats.end - timedelta(seconds=1)).astimezone(tz)
     ratio = noise.ratio
-    severity = [
-        {**row, "color": SEVERITY_COLORS.get(c.name, "#616161")}
-        for row, c in zip(
-            _rows(t.by_severity, t.fired, name=lambda s: severity_label(tr, s)), t.by_severity, strict=True
-        )
-    ]
-
-    def data(value: str) -> str:
-        return _data(tr, value)
-
-    def nodes(extra: str) -> str:  # the noisiest alerts' spread: on how many nodes
-        if not extra.isdigit():
-            return _name(extra)
-        return tr.ngettext("%(num)s node", "%(num)s nodes", int(extra)) % {"num": int(extra)}
-
-    receiver = stats.receiver
     return {
         "title": tr.gettext("Weekly alert digest %(period)s") % {"period": stats.period},
         "lang": "zh-CN" if language == "zh-CN" else "en",
@@ -188,6 +208,19 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
             {"label": tr.gettext("alert changes per message"), "value": f"{ratio:.1f}" if ratio is not None else "—"},
             {"label": tr.gettext("still firing at the end"), "value": _n(t.open_at_end)},
         ],
+    }
+
+
+def _volume(stats: DigestStats, tr: NullTranslations) -> dict[str, Any]:
+    """How much fired: the totals, and the alerts by severity, region and name."""
+    t = stats.totals
+    severity = [
+        {**row, "color": SEVERITY_COLORS.get(c.name, "#616161")}
+        for row, c in zip(
+            _rows(t.by_severity, t.fired, name=lambda s: severity_label(tr, s)), t.by_severity, strict=True
+        )
+    ]
+    return {
         "totals": {
             "fired": _n(t.fired),
             "distinct": _n(t.distinct_alerts),
@@ -198,8 +231,17 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
             "incidents_open_at_end": _n(t.incidents_open_at_end),
         },
         "by_severity": severity,
-        "by_region": _rows(t.by_region, t.fired, name=data),
-        "by_alertname": _rows(t.by_alertname, t.fired, name=data),
+        "by_region": _rows(t.by_region, t.fired, name=partial(_data, tr)),
+        "by_alertname": _rows(t.by_alertname, t.fired, name=partial(_data, tr)),
+    }
+
+
+def _noise(stats: DigestStats, tr: NullTranslations) -> dict[str, Any]:
+    """What the alerts became in messages, what held them back, and the noisiest and flapping ones."""
+    noise = stats.noise
+    ratio = noise.ratio
+    data = partial(_data, tr)
+    return {
         "noise": {
             "changes": _n(noise.alert_changes),
             "payloads": _n(noise.payloads),
@@ -217,7 +259,7 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
             }
             for m in noise.mechanisms
         ],
-        "noisiest_alerts": _rows(stats.noisiest_alerts, name=data, extra=nodes),
+        "noisiest_alerts": _rows(stats.noisiest_alerts, name=data, extra=partial(_nodes, tr)),
         "noisiest_nodes": _rows(stats.noisiest_nodes, name=data),
         "flapping": [
             {
@@ -228,9 +270,21 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
             }
             for f in stats.flapping
         ],
-        **_gpu_sections(stats, tr, tz, language),
+    }
+
+
+def _nodes(tr: NullTranslations, extra: str) -> str:
+    """The noisiest alerts' spread: on how many nodes."""
+    if not extra.isdigit():
+        return _name(extra)
+    return tr.ngettext("%(num)s node", "%(num)s nodes", int(extra)) % {"num": int(extra)}
+
+
+def _times(stats: DigestStats, tr: NullTranslations) -> dict[str, Any]:
+    """How long: sources gone blind, time to resolve and to acknowledge, escalation steps."""
+    return {
         "blind": [
-            {"heartbeat": data(b.heartbeat), "times": b.times, "total": format_duration(b.total, tr)}
+            {"heartbeat": _data(tr, b.heartbeat), "times": b.times, "total": format_duration(b.total, tr)}
             for b in stats.blind
         ],
         "resolve": [
@@ -256,44 +310,26 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
             {"step": step, "incidents": _n(count)} for step, count in sorted(stats.escalations.items()) if step > 0
         ],
         "escalations_started": _n(stats.escalations.get(0, 0)),
-        "per_day": [
+    }
+
+
+def _receiver(receiver: ReceiverSection, tr: NullTranslations, tz: ZoneInfo, language: str) -> dict[str, Any]:
+    """A receiver's own digest: what it was sent, and for which incidents."""
+    return {
+        "name": _name(receiver.receiver),
+        "messages": _n(receiver.messages),
+        "by_reason": _rows(receiver.by_reason, name=lambda r: reason_name(tr, r)),
+        "incidents": [
             {
-                "day": day_label(d.day, language),
-                "total": _n(d.total),
-                "by": tr.gettext(", ").join(
-                    f"{severity_label(tr, s)} {_n(d.by_severity[s])}" for s in stats.severities if d.by_severity.get(s)
-                ),
+                "headline": clean(headline(tr, i.snapshot) if i.snapshot else i.headline, 200),
+                "severity": severity_label(tr, _name(i.severity)),
+                "first": time_label(i.first_at.astimezone(tz), language),
+                "messages": i.messages,
+                "color": SEVERITY_COLORS.get(i.severity, "#616161"),
             }
-            for d in stats.per_day
+            for i in receiver.incidents
         ],
-        "charts": [
-            {
-                "src": f"data:image/png;base64,{base64.b64encode(c.png).decode()}" if inline else f"cid:{c.cid}",
-                "title": c.title,
-                "alt": c.alt,
-                "width": c.width,
-                "height": c.height,
-            }
-            for c in charts
-        ],
-        "receiver": None
-        if receiver is None
-        else {
-            "name": _name(receiver.receiver),
-            "messages": _n(receiver.messages),
-            "by_reason": _rows(receiver.by_reason, name=lambda r: reason_name(tr, r)),
-            "incidents": [
-                {
-                    "headline": clean(headline(tr, i.snapshot) if i.snapshot else i.headline, 200),
-                    "severity": severity_label(tr, _name(i.severity)),
-                    "first": time_label(i.first_at.astimezone(tz), language),
-                    "messages": i.messages,
-                    "color": SEVERITY_COLORS.get(i.severity, "#616161"),
-                }
-                for i in receiver.incidents
-            ],
-            "more": receiver.more_incidents,
-        },
+        "more": receiver.more_incidents,
     }
 
 

@@ -17,7 +17,7 @@ from alertrouter.model import NAME_MAX, bounded
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence
-from alertrouter.pipeline.types import Decision, EvalResult, IncidentRecord, LiveAlert
+from alertrouter.pipeline.types import AlertDecision, Decision, EvalResult, IncidentRecord, LiveAlert
 from alertrouter.store import Database, is_outage
 from alertrouter.store import incidents as store
 from alertrouter.store.alerts import insert_events
@@ -59,6 +59,49 @@ class DecisionChanges:
     inhibited: Counter[str] = field(default_factory=Counter)
     stale: Counter[str] = field(default_factory=Counter)  # alerts that became stale, by their first reason
 
+    def add(
+        self,
+        fp: str,
+        decision: AlertDecision,
+        stored: tuple[str, dict[str, Any]],
+        trail: dict[str, Any],
+        *,
+        node: str | None,
+        now: datetime,
+        starts_at: datetime,
+        was: tuple[str | None, dict[str, Any] | None] | None,
+    ) -> None:
+        """One alert's changed decision (`stored`: its value and row detail; `was`: the one stored before):
+        its row, its trail event, and the counts of what it became."""
+        value, detail = stored
+        self.stored[fp] = stored
+        # The decision trail: each change, kept as history (the console and the digest read it).
+        self.events.append(
+            {
+                "fingerprint": fp,
+                "kind": "decision",
+                "at": now,
+                "episode_starts_at": starts_at,
+                "raw_event_id": None,
+                "detail": trail,
+            }
+        )
+        self.rows.append(
+            {
+                "fingerprint": fp,
+                # The node name comes from a label value, which may be longer than its column.
+                "node": None if node is None else bounded(node, NAME_MAX),
+                "incident_key": decision.incident,
+                "decision": value,
+                "decision_detail": detail,
+                "decided_at": now,
+            }
+        )
+        if decision.inhibit_rule:
+            self.inhibited[decision.inhibit_rule] += 1
+        if decision.decision is Decision.STALE and (was is None or was[0] != Decision.STALE.value):
+            self.stale[decision.stale_reason or ""] += 1
+
 
 def decision_changes(
     result: EvalResult,
@@ -79,7 +122,7 @@ def decision_changes(
     alert, when this runs in a worker thread (`alertrouter.courtesy`)."""
     changes = DecisionChanges()
     shared: dict[bytes, dict[str, Any]] = {}
-    # The alerts that count in a node incident share one decision object (`Evaluator._incident`): its
+    # The alerts that count in a node incident share one decision object (`Outcomes.tell_node`): its
     # stored form is worked out once, by identity (every object is held by `result` meanwhile).
     stored_of: dict[int, tuple[tuple[str, dict[str, Any]], dict[str, Any]]] = {}
     for fp in sorted(decided):
@@ -97,38 +140,10 @@ def decision_changes(
             trail = {"decision": value, "incident": decision.incident, **detail}
             known = stored_of[id(decision)] = ((value, detail), trail)
         stored, trail = known
-        value, detail = stored
-        if previous.get(fp) == stored and fp not in rekeyed:
-            continue
-        changes.stored[fp] = stored
-        node = node_of(fp)
-        # The decision trail: each change, kept as history (the console and the digest read it).
-        changes.events.append(
-            {
-                "fingerprint": fp,
-                "kind": "decision",
-                "at": now,
-                "episode_starts_at": alerts[fp].starts_at,
-                "raw_event_id": None,
-                "detail": trail,
-            }
-        )
-        changes.rows.append(
-            {
-                "fingerprint": fp,
-                # The node name comes from a label value, which may be longer than its column.
-                "node": None if node is None else bounded(node, NAME_MAX),
-                "incident_key": decision.incident,
-                "decision": value,
-                "decision_detail": detail,
-                "decided_at": now,
-            }
-        )
-        if decision.inhibit_rule:
-            changes.inhibited[decision.inhibit_rule] += 1
         was = previous.get(fp)
-        if decision.decision is Decision.STALE and (was is None or was[0] != Decision.STALE.value):
-            changes.stale[decision.stale_reason or ""] += 1
+        if was == stored and fp not in rekeyed:
+            continue
+        changes.add(fp, decision, stored, trail, node=node_of(fp), now=now, starts_at=alerts[fp].starts_at, was=was)
     return changes
 
 

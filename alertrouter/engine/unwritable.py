@@ -10,19 +10,23 @@ decided under it (a storm's too: its incident cannot be told otherwise).
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.engine.decisions import Poisoned
 from alertrouter.pipeline import aliases
 from alertrouter.pipeline.types import EvalResult, IncidentState
 from alertrouter.store import Database, describe_error, is_outage
 from alertrouter.store import incidents as store
 from alertrouter.store import nodes as node_store
 
-__all__ = ["Unwritable", "find_unwritable"]
+__all__ = ["Unwritable", "find_unwritable", "raise_unwritable"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +48,27 @@ async def _refused(session: AsyncSession, write: Callable[[], Awaitable[None]]) 
             raise
         return f"{type(exc).__name__}: {describe_error(exc)}"[:500]  # the driver's line, not the statement
     return None
+
+
+async def raise_unwritable(
+    exc: Exception,
+    db: Database,
+    result: EvalResult,
+    written: Sequence[IncidentState],
+    learnt: Sequence[aliases.LearnedAlias],
+    now: datetime,
+    alerts_of: Callable[[str], Sequence[str]],
+) -> None:
+    """After the pass's write was refused on its values (`exc`): raise `Poisoned` with the alerts of the items
+    refused alone (logged here once, with the store's traceback), so the rest commits without them; return
+    when no item is refused alone."""
+    found = await find_unwritable(db, result, written, learnt, now, alerts_of)
+    culprits = {fp: f"{u.item} refused by the store: {u.error}" for u in found for fp in u.fingerprints}
+    if not culprits:
+        return
+    for u in found:
+        log.error("%s refused by the store; its %d alert(s) quarantined", u.item, len(u.fingerprints), exc_info=exc)
+    raise Poisoned(culprits) from exc
 
 
 async def find_unwritable(

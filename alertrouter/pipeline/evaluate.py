@@ -9,45 +9,49 @@ incident and receiver (`telling`).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from types import MappingProxyType
 
 from alertrouter.model import IncidentKind
 from alertrouter.pipeline.incident import (
-    NodeIncident,
     merge_moved,
-    next_incident_state,
-    storm_span,
-    summary_dict,
-    worst_severity,
 )
 from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.nodes import Discovered
+from alertrouter.pipeline.outcomes import Outcomes
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silence, Silencer
-from alertrouter.pipeline.sorting import earliest, sort_incident
-from alertrouter.pipeline.storms import Storms, ending_state, storm_state
-from alertrouter.pipeline.telling import Teller, with_mutes
-from alertrouter.pipeline.timeinterval import IntervalMute
+from alertrouter.pipeline.sorting import sort_incident
+from alertrouter.pipeline.storms import Storms
+from alertrouter.pipeline.telling import Teller
 from alertrouter.pipeline.types import (
-    AlertDecision,
-    Decision,
     EvalResult,
     IncidentRecord,
-    IncidentState,
     LiveAlert,
 )
 from alertrouter.pipeline.views import AlertViews
-from alertrouter.pipeline.wakeups import Wakeups
 
 __all__ = ["Evaluator"]
 
 
 def _nothing() -> None:
     pass
+
+
+@dataclass(slots=True)
+class _Work:
+    """A pass's work: the node incidents to sort again (`dirty`), the storms to evaluate, the node incidents
+    to tell again for their record alone (`retold`), the changed records' keys, and the incidents sorted
+    again only because their wake-up came (`woken`: their alerts keep their mutes)."""
+
+    dirty: set[str]
+    storms: set[str]
+    retold: set[str]
+    new_records: list[str]
+    woken: set[str]
 
 
 class Evaluator:
@@ -83,14 +87,9 @@ class Evaluator:
         )
         self._teller = Teller(pipeline)
         self._storms = Storms()
-        # What the passes left: node incidents, decisions, incident states, wake-ups.
-        self._groups: dict[str, NodeIncident] = {}
-        self._muting_storms: set[str] = set()  # storms whose routes a time interval mutes
-        self._decisions: dict[str, AlertDecision] = {}
-        self._counts: Counter[str] = Counter()
-        self._states: dict[str, IncidentState] = {}
+        # What the passes left: node incidents, decisions, incident states, wake-ups (pipeline/outcomes.py).
+        self._out = Outcomes(pipeline, self._teller, self._storms)
         self._seen: dict[str, IncidentRecord] = {}  # the records the last pass was given
-        self._wakeups = Wakeups()  # incident key -> when it asked to be evaluated again
         self._silences_active: frozenset[Silence] = frozenset()
         self._interval_change: datetime | None = None
         self._evaluated_once = False
@@ -107,7 +106,7 @@ class Evaluator:
 
     def holds(self, key: str) -> bool:
         """Whether an incident is still described by live alerts (a node incident's, or a storm's)."""
-        return key in self._groups or key in self._states
+        return key in self._out.groups or key in self._out.states
 
     def label_of(self, fingerprint: str, name: str) -> str | None:
         """A label of an alert as the last pass saw it, enrichment (node, topology) included."""
@@ -116,7 +115,7 @@ class Evaluator:
     def alerts_of(self, key: str) -> list[str]:
         """The alerts decided under incident `key` as the last pass left them (a node incident's own, a
         storm's rolled up), by fingerprint: found through its members, not among every decision."""
-        members, decisions = self._views.members, self._decisions
+        members, decisions = self._views.members, self._out.decisions
         nodes = (key, *self._storms.nodes_of(key))
         fps = {fp for n in nodes for fp in members.get(n, ()) if (d := decisions.get(fp)) and d.incident == key}
         return sorted(fps)
@@ -186,7 +185,7 @@ class Evaluator:
         stale |= views.learn(learned) if learned is not None else set()
         synced = views.sync(changed, removed, stale, placed_before or {})
         for fp in synced.gone:
-            self._drop_decision(fp)
+            self._out.drop_decision(fp)
         dirty = synced.dirty
         if self.pipeline.stale.enabled:
             # An alert's staleness reads the other alerts of its node: a change to one is a change to all.
@@ -196,8 +195,27 @@ class Evaluator:
         interval_change = self._teller.new_pass(now)
         full = full or not self._evaluated_once or (self._interval_change is not None and now >= self._interval_change)
         self._evaluated_once = True
+        work = self._touched(dirty, incidents, silences, records_changed, now, full=full, due_max=due_max, out=result)
+        self._sort_and_tell(work, silencer, synced.moves, incidents, now, result)
+        self._finish(result, silencer, interval_change, now)
+        self._remember(incidents, work.new_records if records_changed is not None else None)
+        return result
 
-        # what else the changes touch: inhibition targets, silences, records, wake-ups
+    def _touched(
+        self,
+        dirty: set[str],
+        incidents: Mapping[str, IncidentRecord],
+        silences: Sequence[Silence],
+        records_changed: Collection[str] | None,
+        now: datetime,
+        *,
+        full: bool,
+        due_max: int | None,
+        out: EvalResult,
+    ) -> _Work:
+        """What else the changes touch, beside the node incidents of the changed alerts (`dirty`): inhibition
+        targets, silences, records, wake-ups; everything on a `full` pass. Sets `out.deferred`."""
+        views = self._views
         touched = self._inhibitor.affected()
         active = frozenset(s for s in silences if s.matchers and s.active(now))
         if active != self._silences_active:
@@ -209,63 +227,74 @@ class Evaluator:
         if self._waits and new_records:  # the resolve they waited for may have been told
             told = set(new_records)
             dirty.update(k for k, keys in self._waits.items() if not keys.isdisjoint(told))
-        due, result.deferred = self._wakeups.due(now, None if full else due_max)
+        due, out.deferred = self._out.wakeups.due(now, None if full else due_max)
+        groups = self._out.groups
         # An incident sorted again only because its wake-up came (a hold-down ending, a repeat) keeps its
         # alerts' mutes: a change of an inhibition or a silence would have made it dirty above.
-        woken = set() if full else {k for k in due if k in self._groups and k not in dirty}
-        dirty.update(k for k in due if k in views.members or k in self._groups)
+        woken = set() if full else {k for k in due if k in groups and k not in dirty}
+        dirty.update(k for k in due if k in views.members or k in groups)
         storms.update(k for k in due if k not in views.members)
         if full:
             self._storms.forget_sums()  # and every storm summed afresh: the incremental one's oracle
             dirty.update(views.members)
-            dirty.update(self._groups)
+            dirty.update(groups)
             storms |= self._storms.keys()
             storms.update(k for k, r in incidents.items() if r.kind == IncidentKind.CLUSTER)
-            storms.update(k for k, s in self._states.items() if s.kind == IncidentKind.CLUSTER)
+            storms.update(k for k, s in self._out.states.items() if s.kind == IncidentKind.CLUSTER)
+        return _Work(dirty, storms, retold, new_records, woken)
 
-        # inhibition, hold-down, aggregation: the node incidents whose alerts or mutes may have changed
+    def _sort_and_tell(
+        self,
+        work: _Work,
+        silencer: Silencer,
+        moves: Mapping[str, str],
+        incidents: Mapping[str, IncidentRecord],
+        now: datetime,
+        result: EvalResult,
+    ) -> None:
+        """Inhibition, hold-down, aggregation of the node incidents whose alerts or mutes may have changed;
+        then which node incidents the storms take in (or keep) now; then each incident told, with the records
+        of incidents whose alerts moved to another node merged (`merge_moved`)."""
         courtesy = self._courtesy
+        dirty, storms, retold = work.dirty, work.storms, work.retold
         for key in sorted(dirty):
             courtesy()
-            storms |= self._sort(key, silencer, now, woken=key in woken)
+            storms |= self._sort(key, silencer, now, woken=key in work.woken)
         retold -= dirty
         for key in retold:
             storms |= self._record_changed(key)
-        given = incidents
-        incidents = merge_moved(synced.moves, views.members, incidents, result)
-
-        # storms: which node incidents they take in (or keep) now; then each incident told
+        incidents = merge_moved(moves, self._views.members, incidents, result)
         regrouped: set[str] = set()
         for ckey in sorted(storms):
             courtesy()
-            regrouped |= self._storms.membership(ckey, incidents, self._groups, now)
+            regrouped |= self._storms.membership(ckey, incidents, self._out.groups, now)
         for key in sorted(dirty | regrouped | retold):
             courtesy()
-            node = self._groups.get(key)
+            node = self._out.groups.get(key)
             if node is not None:
                 node.group.parent = self._storms.parent(key)
-                self._incident(node, incidents.get(key), now, result)
+                self._out.tell_node(node, incidents.get(key), now, result)
         for ckey in sorted(storms):
             courtesy()
-            self._storm(ckey, incidents, now, result)
+            self._out.tell_storm(ckey, incidents, now, result)
 
-        # Read-only views of what the evaluator holds, not copies (a copy of 100,000 decisions per pass
-        # cost more than a 100-alert pass's evaluation): valid until the next pass.
+    def _finish(self, result: EvalResult, silencer: Silencer, interval_change: datetime | None, now: datetime) -> None:
+        """The pass's intents in order, what the evaluator holds, and when the next pass is due."""
         if self._waits and len(result.intents) > 1:
             # A node's recovery before its GPUs' in the same pass: the incidents waited for tell first.
             first = set().union(*self._waits.values())
             result.intents.sort(key=lambda i: i.incident not in first)
-        result.decisions = MappingProxyType(self._decisions)
-        result.incidents = MappingProxyType(self._states)
-        result.counts = {k: n for k, n in self._counts.items() if n}
+        # Read-only views of what the evaluator holds, not copies (a copy of 100,000 decisions per pass
+        # cost more than a 100-alert pass's evaluation): valid until the next pass.
+        result.decisions = MappingProxyType(self._out.decisions)
+        result.incidents = MappingProxyType(self._out.states)
+        result.counts = {k: n for k, n in self._out.counts.items() if n}
         for wake in (silencer.next_change(now), interval_change):
             if wake is not None:
                 result.wake(wake)
         self._interval_change = interval_change
-        if (wake := self._wakeups.earliest()) is not None:
+        if (wake := self._out.wakeups.earliest()) is not None:
             result.wake(wake)
-        self._remember(given, new_records if records_changed is not None else None)
-        return result
 
     def _remember(self, given: Mapping[str, IncidentRecord], keys: Iterable[str] | None) -> None:
         """Keep the records this pass was given (those of `keys`; None: all) for the next to compare."""
@@ -302,30 +331,17 @@ class Evaluator:
         return storms, nodes, changed
 
     def _record_changed(self, key: str) -> set[str]:
-        """A node incident whose record changed and whose alerts did not: told again (`_incident`: what
+        """A node incident whose record changed and whose alerts did not: told again (`Outcomes.tell_node`: what
         receivers were told, its opening, its acknowledgement), not sorted again (`_sort` reads no record).
         Returns the storm it may roll up into, which counts its opening again (the record's `active_since`);
         the one its record names as parent is `_records_changed`'s. Most such records are the previous
         pass's own writes: a storm's thousand members written as they roll up, told again here at a
         fraction of sorting their alerts again."""
-        node = self._groups.get(key)
+        node = self._out.groups.get(key)
         if node is None or node.ckey is None:
             return set()
         self._storms.reopened(key, node.ckey)
         return {node.ckey}
-
-    def _set_decision(self, fp: str, decision: AlertDecision, result: EvalResult) -> None:
-        old = self._decisions.get(fp)
-        if old is not None:
-            self._counts[old.decision.value] -= 1
-        self._decisions[fp] = decision
-        self._counts[decision.decision.value] += 1
-        result.decided.add(fp)
-
-    def _drop_decision(self, fp: str) -> None:
-        old = self._decisions.pop(fp, None)
-        if old is not None:
-            self._counts[old.decision.value] -= 1
 
     def _sort(self, key: str, silencer: Silencer, now: datetime, *, woken: bool = False) -> set[str]:
         """Sort a node incident's alerts into muted, held and counting (inhibition, silences, hold-down)
@@ -333,7 +349,7 @@ class Evaluator:
         into, before and now, and the one its record names as parent). `woken`: only its wake-up is why
         (its alerts keep their mutes: `sort_incident`'s `kept`)."""
         storms: set[str] = set()
-        old = self._groups.get(key)
+        old = self._out.groups.get(key)
         if old is not None and old.ckey is not None:
             storms.add(old.ckey)
         if (parent := self._storms.named_by(key)) is not None:
@@ -343,15 +359,15 @@ class Evaluator:
         self._waits.pop(key, None)
         if not fps:
             if old is not None:  # its alerts are gone: so is the incident from what passes evaluate
-                del self._groups[key]
-                self._states.pop(key, None)
-                self._wakeups.wake_at(key, None)
+                del self._out.groups[key]
+                self._out.states.pop(key, None)
+                self._out.wakeups.wake_at(key, None)
                 self._storms.candidate(key, old.ckey, None, old.group.rule)
             return storms
         kept = old.decisions if woken and old is not None else None
         told = partial(self._resolve_due, key, now)
         node = sort_incident(key, fps, views, self.pipeline, self._inhibitor, silencer, now, kept=kept, told=told)
-        self._groups[key] = node
+        self._out.groups[key] = node
         ckey = node.ckey
         self._storms.candidate(key, old.ckey if old is not None else None, ckey, node.group.rule)
         if ckey is not None:
@@ -372,138 +388,3 @@ class Evaluator:
         if key not in self._dues:
             self._dues[key] = None if record is None else self._teller.resolve_due(record, placement.rule, now)
         return self._dues[key]
-
-    def _storm(self, ckey: str, incidents: Mapping[str, IncidentRecord], now: datetime, result: EvalResult) -> None:
-        """Evaluate storm `ckey` as its membership was left: rolling up, ending, or not (any more) one."""
-        members = self._storms.members.get(ckey)
-        ending = self._storms.ending.get(ckey)
-        if members:
-            rule = self._storms.rule(ckey)
-            record = incidents.get(ckey)
-            tally = self._storms.tally(ckey, self._groups)
-            state, firing = storm_state(ckey, rule, tally, record, now, self.pipeline)
-            self._states[ckey] = state
-            result.evaluated.add(ckey)
-            routes = self._teller.routes(state.labels, state.severity)
-            groups = self._groups  # its members' alerts are looked at only when a message is made
-            _, earliest = self._teller.notify(
-                state,
-                rule,
-                routes,
-                firing,
-                None,
-                record,
-                now,
-                result,
-                quiet=False,
-                span=lambda: storm_span((groups[m].group for m in members if m in groups), state.opened_at),
-            )
-            self._wakeups.wake_at(ckey, earliest)
-            mutes = self._teller.mutes(routes, now)
-            nodes = tally.member_nodes() if mutes or ckey in self._muting_storms else []
-            self._storm_mutes(ckey, nodes, mutes, tuple(r.receiver for r in routes), result)
-        elif ending is not None:
-            record = incidents[ckey]
-            nodes = [self._groups[m] for m in ending]
-            state, gone_rule = ending_state(record, nodes, now, self.pipeline)
-            self._states[ckey] = state
-            result.evaluated.add(ckey)
-            self._storm_mutes(ckey, nodes, {}, (), result)
-            earliest = None
-            if gone_rule is not None:  # else its rule is gone from the config: it resolves without a word
-                routes = self._teller.routes(state.labels, state.severity)
-                still = state.firing
-                _, earliest = self._teller.notify(
-                    state,
-                    gone_rule,
-                    routes,
-                    frozenset(),
-                    None,
-                    record,
-                    now,
-                    result,
-                    quiet=still,
-                    span=lambda: storm_span((n.group for n in nodes), state.opened_at),
-                )
-            self._wakeups.wake_at(ckey, earliest)
-        else:
-            self._states.pop(ckey, None)
-            self._wakeups.wake_at(ckey, None)
-            self._storm_mutes(ckey, [], {}, (), result)
-
-    def _storm_mutes(
-        self,
-        key: str,
-        members: Sequence[NodeIncident],
-        mutes: Mapping[str, IntervalMute],
-        routed_to: tuple[str, ...],
-        result: EvalResult,
-    ) -> None:
-        """The storm's message is what its members' alerts wait on: when time intervals mute its routes,
-        their decisions say so. When they no longer do, the members' own decisions stand again."""
-        if not mutes:
-            if key in self._muting_storms:
-                self._muting_storms.discard(key)
-                for member in members:
-                    for fp, decision in member.decisions.items():
-                        self._set_decision(fp, decision, result)
-            return
-        self._muting_storms.add(key)
-        all_muted = len(mutes) == len(routed_to)
-        for member in members:
-            for view in member.group.eligible:
-                decision = member.decisions[view.fingerprint]
-                if all_muted:
-                    decision = AlertDecision(Decision.MUTED_BY_INTERVAL, key, routed_to=routed_to)
-                self._set_decision(view.fingerprint, with_mutes(decision, mutes), result)
-
-    def _incident(self, node: NodeIncident, record: IncidentRecord | None, now: datetime, result: EvalResult) -> None:
-        group, summary, all_labels = node.group, node.summary, node.labels
-        severity = summary.severity or worst_severity(group.alerts, self.pipeline)
-        state = next_incident_state(
-            record,
-            key=group.key,
-            kind=IncidentKind.NODE,
-            rule=group.rule.name,
-            firing=group.firing > 0,
-            eligible=bool(group.eligible),
-            severity=severity,
-            headline=summary.headline,
-            labels=all_labels,
-            summary=summary_dict(summary, group),
-            parent=group.parent,
-            now=now,
-            activated=min((v.first_seen for v in group.eligible if v.first_seen), default=None),
-        )
-        self._states[group.key] = state
-        result.evaluated.add(group.key)
-        routes = self._teller.routes(all_labels, severity)
-        routed_to = tuple(r.receiver for r in routes)
-        mutes = self._teller.mutes(routes, now)
-        next_send: datetime | None = None
-        notified = False
-        if group.parent is None:
-            notified, next_send = self._teller.notify(
-                state,
-                group.rule,
-                routes,
-                summary.firing,
-                group,
-                record,
-                now,
-                result,
-                quiet=group.muted > 0 or bool(group.held) or bool(group.stale),
-            )
-        if group.parent is not None:
-            mutes = {}  # a rolled-up incident is told by its storm's routes (`_storm`)
-        all_muted = bool(routes) and len(mutes) == len(routes)
-        if group.eligible:  # the same for every alert that counts: one object they all share
-            decision = self._teller.eligible_decision(
-                group, record, routed_to, next_send, notified=notified, all_muted=all_muted
-            )
-            decision = with_mutes(decision, mutes)
-            for view in group.eligible:
-                node.decisions[view.fingerprint] = decision
-        for fp, decision in node.decisions.items():
-            self._set_decision(fp, decision, result)
-        self._wakeups.wake_at(group.key, earliest(node.hold_wake, next_send))

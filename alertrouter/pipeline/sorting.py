@@ -14,7 +14,7 @@ from alertrouter.pipeline.incident import IncidentGroup, NodeIncident
 from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silencer
-from alertrouter.pipeline.stale import Reason, Told, assess
+from alertrouter.pipeline.stale import Reason, StaleRule, Told, assess
 from alertrouter.pipeline.types import AlertDecision, Decision
 from alertrouter.pipeline.views import AlertViews
 
@@ -55,29 +55,10 @@ def sort_incident(
         view = views.views[fp]
         group.alerts.append(view)
         if stale_rule.enabled and not view.firing and (node := views.node_of(fp)) is not None:
-            readings = views.readings
-            neighbours = ((views.alerts[o], readings[o]) for o in views.by_node.get(node, ()))
-            found = assess(stale_rule, views.alerts[fp], readings.get(fp), neighbours, now, told)
-            if found.source is not None:
-                _link(group, views, inhibitor, found.source.fingerprint, down=found.source.firing)
-            stale = found.stale
-            if stale is not None:
-                group.firing += 1
-                group.stale.append(view)
-                resolving = stale.reason == Reason.RESOLVING
-                if not resolving:
-                    group.no_data += 1
-                    since = group.no_data_since
-                    group.no_data_since = stale.since if since is None else min(since, stale.since)
-                decisions[fp] = AlertDecision(
-                    Decision.RESOLVING if resolving else Decision.STALE,
-                    key,
-                    stale_reason=stale.reason.value,
-                    stale_since=stale.since,
-                    stale_until=stale.until,
-                    stale_source=stale.source,
-                )
-                hold_wake = earliest(hold_wake, stale.until)
+            decision = _stale(key, group, views, inhibitor, stale_rule, view, node, now, told)
+            if decision is not None:
+                decisions[fp] = decision
+                hold_wake = earliest(hold_wake, decision.stale_until)
                 continue
         muted, silence = _mutes(view, key, kept.get(fp) if kept else None, inhibitor, silencer, now)
         if muted is not None:
@@ -103,6 +84,54 @@ def sort_incident(
             hold_wake = until if hold_wake is None else min(hold_wake, until)
             continue
         group.eligible.append(view)
+    return _described(group, decisions, hold_wake, pipeline)
+
+
+def _stale(
+    key: str,
+    group: IncidentGroup,
+    views: AlertViews,
+    inhibitor: Inhibitor,
+    stale_rule: StaleRule,
+    view: AlertView,
+    node: str,
+    now: datetime,
+    told: Told | None,
+) -> AlertDecision | None:
+    """A resolved alert of `node` whose resolve waits for its data (`pipeline.stale`): its decision, counted
+    in `group` as firing (and as no data unless it is resolving); None when its resolve is told. Either
+    way, the source-down alert that would explain a gap is linked to `group` (`_link`)."""
+    fp = view.fingerprint
+    readings = views.readings
+    neighbours = ((views.alerts[o], readings[o]) for o in views.by_node.get(node, ()))
+    found = assess(stale_rule, views.alerts[fp], readings.get(fp), neighbours, now, told)
+    if found.source is not None:
+        _link(group, views, inhibitor, found.source.fingerprint, down=found.source.firing)
+    stale = found.stale
+    if stale is None:
+        return None
+    group.firing += 1
+    group.stale.append(view)
+    resolving = stale.reason == Reason.RESOLVING
+    if not resolving:
+        group.no_data += 1
+        since = group.no_data_since
+        group.no_data_since = stale.since if since is None else min(since, stale.since)
+    return AlertDecision(
+        Decision.RESOLVING if resolving else Decision.STALE,
+        key,
+        stale_reason=stale.reason.value,
+        stale_since=stale.since,
+        stale_until=stale.until,
+        stale_source=stale.source,
+    )
+
+
+def _described(
+    group: IncidentGroup, decisions: dict[str, AlertDecision], hold_wake: datetime | None, pipeline: CompiledRules
+) -> NodeIncident:
+    """The sorted incident: its summary, what would open a storm of it and which, and the labels its alerts share."""
+    rule, key = group.rule, group.key
     # Stale alerts open nothing: a storm they are in stays (its members still fire) but none starts from them.
     opening_views = group.eligible + group.held
     summary = _summary(group, pipeline)

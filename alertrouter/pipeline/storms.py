@@ -171,33 +171,12 @@ class Storms:
         """Work out which node incidents storm `ckey` takes in now (a roll-up) or keeps; returns the node
         incidents whose storm this changed. A storm holds a thousand members: only what can differ from
         the last time is worked out member by member."""
-        candidates = self._candidates.get(ckey) or {}
         record = incidents.get(ckey)
-        members: frozenset[str] = frozenset()
-        if candidates:
-            rule = next(iter(candidates.values()))
-            assert rule.rollup is not None
-            if record is not None and record.firing:  # an open storm takes in every candidate
-                members = frozenset(candidates)
-                self._drop_openings(ckey)
-            elif rolls_up(
-                rule.rollup, self._openings_of(ckey, candidates, incidents, nodes).since(now - rule.rollup.window)
-            ):
-                members = frozenset(candidates)
-        else:
-            self._drop_openings(ckey)
+        members = self._members_now(ckey, record, incidents, nodes, now)
         kept: set[str] = set()
         ending: list[str] | None = None
         if record is not None and record.kind == IncidentKind.CLUSTER:
-            kids = self._children.get(ckey, set()) & nodes.keys()
-            untold = any(n.firing for n in record.notify.values())
-            over = not (record.firing or untold)
-            if over:
-                kept = {m for m in kids if not (nodes[m].group.eligible or nodes[m].group.held)}
-            else:
-                kept = kids
-                if not members:
-                    ending = sorted(kids)
+            kept, ending = self._kept_now(ckey, record, nodes, members)
         before_members = self.members.get(ckey, frozenset())
         before_kept = self._kept.get(ckey, set())
         # The node incidents whose parent this may change: those whose entry under this storm goes or comes.
@@ -227,6 +206,42 @@ class Storms:
         _keep(self._kept, ckey, kept)
         _keep(self.ending, ckey, ending)
         return {k for k in concerned if self.parent(k) != before[k]}
+
+    def _members_now(
+        self,
+        ckey: str,
+        record: IncidentRecord | None,
+        incidents: Mapping[str, IncidentRecord],
+        nodes: Mapping[str, NodeIncident],
+        now: datetime,
+    ) -> frozenset[str]:
+        """The node incidents storm `ckey` rolls up now: every candidate while its incident is open or while
+        they roll up (`rolls_up` over their openings in the rule's window), else none."""
+        candidates = self._candidates.get(ckey) or {}
+        if not candidates:
+            self._drop_openings(ckey)
+            return frozenset()
+        rule = next(iter(candidates.values()))
+        assert rule.rollup is not None
+        if record is not None and record.firing:  # an open storm takes in every candidate
+            self._drop_openings(ckey)
+            return frozenset(candidates)
+        openings = self._openings_of(ckey, candidates, incidents, nodes)
+        if rolls_up(rule.rollup, openings.since(now - rule.rollup.window)):
+            return frozenset(candidates)
+        return frozenset()
+
+    def _kept_now(
+        self, ckey: str, record: IncidentRecord, nodes: Mapping[str, NodeIncident], members: frozenset[str]
+    ) -> tuple[set[str], list[str] | None]:
+        """The node incidents storm `ckey`'s incident keeps until it is over (every child while it fires or
+        a receiver was not told of its resolve; once over, those still counting), and the members it ends
+        on when it rolls up none any more (None: it does not end now)."""
+        kids = self._children.get(ckey, set()) & nodes.keys()
+        untold = any(n.firing for n in record.notify.values())
+        if not (record.firing or untold):
+            return {m for m in kids if not (nodes[m].group.eligible or nodes[m].group.held)}, None
+        return kids, None if members else sorted(kids)
 
 
 def storm_state(

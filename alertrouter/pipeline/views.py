@@ -169,20 +169,7 @@ class AlertViews:
         nodes = self.nodes
         out = Synced(set(), {}, [])
         self.rekeyed = set()
-        todo: dict[str, LiveAlert] = {}
-        timed: set[str] = set()  # alerts whose times alone changed (staleness reads them)
-        for a in changed:
-            prev = self.alerts.get(a.fingerprint)
-            if prev is not None and (prev.starts_at, prev.ends_at) != (a.starts_at, a.ends_at):
-                timed.add(a.fingerprint)
-            self.alerts[a.fingerprint] = a
-            todo[a.fingerprint] = a
-        for fp in stale:
-            if fp not in todo and fp in self.alerts:
-                todo[fp] = self.alerts[fp]
-        gone = set(removed)
-        for fp in gone:
-            todo.pop(fp, None)
+        todo, timed, gone = self._take(changed, removed, stale)
         courtesy = self._courtesy
         for fp, a in todo.items():
             courtesy()
@@ -226,6 +213,33 @@ class AlertViews:
                 self._place(fp, placed.key)
                 self.placements[fp] = placed
             out.dirty.add(self.placements[fp].key)
+        self._drop(gone, out)
+        return out
+
+    def _take(
+        self, changed: Iterable[LiveAlert], removed: Iterable[str], stale: set[str]
+    ) -> tuple[dict[str, LiveAlert], set[str], set[str]]:
+        """Hold the changed alerts; returns the alerts to make views of again (the changed and the `stale`
+        ones, but the removed), those whose times alone changed, and the removed."""
+        todo: dict[str, LiveAlert] = {}
+        timed: set[str] = set()  # alerts whose times alone changed (staleness reads them)
+        for a in changed:
+            prev = self.alerts.get(a.fingerprint)
+            if prev is not None and (prev.starts_at, prev.ends_at) != (a.starts_at, a.ends_at):
+                timed.add(a.fingerprint)
+            self.alerts[a.fingerprint] = a
+            todo[a.fingerprint] = a
+        for fp in stale:
+            if fp not in todo and fp in self.alerts:
+                todo[fp] = self.alerts[fp]
+        gone = set(removed)
+        for fp in gone:
+            todo.pop(fp, None)
+        return todo, timed, gone
+
+    def _drop(self, gone: set[str], out: Synced) -> None:
+        """Let go of the removed alerts: their views, readings, inhibitions and placements."""
+        nodes = self.nodes
         for fp in sorted(gone):
             self.alerts.pop(fp, None)
             left = self.views.pop(fp, None)
@@ -243,4 +257,3 @@ class AlertViews:
             del self.placements[fp]
             self._addresses.pop(fp, None)
             self._keys.pop(fp, None)
-        return out

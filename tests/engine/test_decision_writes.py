@@ -289,6 +289,6 @@ async def test_a_waiting_decision_of_an_alert_let_go_meanwhile_is_not_held_again
     await Ingestor(db, TouchBuffer(), clock=clock).ingest(batch)
     await runner.run_once()
     live = batch.alerts[0].fingerprint
-    runner._live.written([(live, (Decision.NOTIFY, {})), ("let-go", (Decision.RESOLVED, {}))])
-    assert runner._live.decisions[live] == (Decision.NOTIFY, {})
-    assert "let-go" not in runner._live.decisions
+    runner._passes.live.written([(live, (Decision.NOTIFY, {})), ("let-go", (Decision.RESOLVED, {}))])
+    assert runner._passes.live.decisions[live] == (Decision.NOTIFY, {})
+    assert "let-go" not in runner._passes.live.decisions

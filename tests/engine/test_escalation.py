@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 import alertrouter.engine.decisions as decisions_module
 import alertrouter.engine.escalation as escalation_module
-import alertrouter.engine.runner as runner_module
+import alertrouter.engine.passes as passes_module
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
@@ -106,7 +106,7 @@ async def test_unacknowledged_critical_incident_escalates_step_by_step(db: Datab
     await fire(db, clock)
     await run_for(runner, clock, 1 * M)
     assert await sent(db) == [("first", "first")]
-    assert runner._escalated.events == [], "a chain's trail events are let go once stored"
+    assert runner._passes._escalated.events == [], "a chain's trail events are let go once stored"
     first_at = (await chain(db)).started_at
     await run_for(runner, clock, first_at + 10 * M - 2 * S - clock.now, every=S)
     assert await escalated(db) == []  # not before its time
@@ -354,7 +354,7 @@ async def test_a_chains_trail_events_beyond_a_chunk_are_written_after_the_pass(
         in_pass.append(len(done.events))
         await write_events(session, done)
 
-    monkeypatch.setattr(runner_module, "write_events", recorded)
+    monkeypatch.setattr(passes_module, "write_events", recorded)
     (tmp_path / "rules.yml").write_text(GPU_RULES)
     clock = Clock()
     runner = EngineRunner(db, compile_rules(load_ruleset(tmp_path, {})), clock=clock)
@@ -369,4 +369,4 @@ async def test_a_chains_trail_events_beyond_a_chunk_are_written_after_the_pass(
     assert {e.detail["event"] for e in trail} == {"started"}
     written_with_the_pass = max(in_pass)
     assert written_with_the_pass == (0 if chunk is not None else len(alerts))
-    assert len(runner._pending) == 0
+    assert len(runner._passes.pending) == 0

@@ -30,7 +30,7 @@ async def test_full_passes_freeze_what_the_engine_holds_when_asked(tmp_path: Pat
     async with on_sqlite(tmp_path / "gc.db", freeze_after_full=freeze) as (_, clock, ingestor, runner):
         await ingestor.ingest(parse_webhook(webhook([gpu_labels("gpu-node-01", 0, region="north")])).batch)
         await runner.run_once()  # the first pass is a full one
-        held = runner._live.alerts  # the live alerts, as the first pass read them
+        held = runner._passes.live.alerts  # the live alerts, as the first pass read them
         assert held
         assert gc.is_tracked(held)
         frozen = gc.get_freeze_count()
@@ -57,6 +57,6 @@ async def test_a_pass_that_finds_many_more_live_alerts_freezes_them_between_full
             labels = [gpu_labels(node, gpu, region="north") for gpu in gpus]
             await ingestor.ingest(parse_webhook(webhook(labels)).batch)
             await runner.run_once()  # incremental: 2 live alerts, then 4
-            held = runner._live.alerts[next(iter(runner._live.alerts))]
+            held = runner._passes.live.alerts[next(iter(runner._passes.live.alerts))]
             listed = any(o is held for generation in range(3) for o in gc.get_objects(generation))
-            assert listed is not frozen_after, (len(runner._live), frozen_after)
+            assert listed is not frozen_after, (len(runner._passes.live), frozen_after)

@@ -236,7 +236,7 @@ async def test_a_record_the_engine_forgets_is_forgotten_by_its_evaluator_too(tmp
         await ingestor.ingest(parse_webhook(webhook([alert])).batch)
         await runner.run_once()
         key = 'gpu-by-node{alertname="GPUHighTemp",node="gpu-node-03"}'
-        assert key in (runner._book.records or {})
+        assert key in (runner._passes._book.records or {})
         clock.now += 30 * S
         resolved = webhook([alert], status="resolved", ends_at=clock.now)
         await ingestor.ingest(parse_webhook(resolved).batch)
@@ -249,5 +249,5 @@ async def test_a_record_the_engine_forgets_is_forgotten_by_its_evaluator_too(tmp
             clock.now += timedelta(minutes=50)
             runner.nudge(force=True)
             await runner.run_once()
-        assert key not in (runner._book.records or {})
-        assert key not in runner._evaluator._seen
+        assert key not in (runner._passes._book.records or {})
+        assert key not in runner._passes._evaluator._seen

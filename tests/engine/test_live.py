@@ -34,7 +34,7 @@ async def test_a_restarted_engine_holds_one_pair_per_distinct_stored_decision(db
 
     restarted = EngineRunner(db, shipped_pipeline(), clock=clock, holder=first.holder)  # the same replica
     assert await restarted.run_once() is not None
-    held = restarted._live.decisions
+    held = restarted._passes.live.decisions
     assert {fp: (d, json.dumps(detail, sort_keys=True)) for fp, (d, detail) in held.items()} == {
         fp: (decision, detail) for fp, decision, detail in stored
     }

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 import alertrouter.engine.cadence as cadence_module
 import alertrouter.engine.decisions as decisions_module
-import alertrouter.engine.runner as runner_module
+import alertrouter.engine.passes as passes_module
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
@@ -161,9 +161,9 @@ async def test_alerts_handed_over_by_ingest_are_decided_as_if_read_back(db: Data
     fleet = [gpu_labels(f"gpu-node-{n:02d}", g, region="north") for n in range(3) for g in range(8)]
     await ingestor.ingest(parse_webhook(webhook(fleet)).batch)
     await ingestor.ingest(parse_webhook(webhook([node_down_labels("gpu-node-01", region="north")])).batch)
-    assert len(runner._live.handed) == len(fleet) + 1
+    assert len(runner._passes.live.handed) == len(fleet) + 1
     handed = await runner.run_once()
-    assert runner._live.handed == {}  # taken by the pass
+    assert runner._passes.live.handed == {}  # taken by the pass
     assert handed is not None
 
     fresh = await EngineRunner(db, shipped_pipeline(), clock=clock, holder=runner.holder).run_once()
@@ -176,7 +176,7 @@ async def test_a_pass_evaluates_in_a_worker_thread_that_lets_the_event_loop_in(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The evaluation is pure CPU: it runs beside the event loop, pausing to let it in (`courtesy`)."""
-    callers = record_callers(monkeypatch, runner_module)
+    callers = record_callers(monkeypatch, passes_module)
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock)
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
@@ -215,7 +215,7 @@ async def test_a_big_passs_decision_changes_are_worked_out_beside_the_event_loop
     webhook's few before the commit, on the event loop (they go in the pass's own transaction)."""
     monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 8)
     # (on the loop's thread, alerts decided, pauses offered)
-    calls = watch_step(monkeypatch, runner_module, "decision_changes", lambda _result, decided, _now: len(decided))
+    calls = watch_step(monkeypatch, passes_module, "decision_changes", lambda _result, decided, _now: len(decided))
     runner, ingestor, fleet = await two_hot_nodes(db, clock := Clock())
     assert calls == [(False, 16, 16)]  # a pause offered before each alert
     # the first pass after one that wrote both records tells both again: 16 decided
@@ -235,7 +235,7 @@ async def test_a_big_passs_incident_records_are_built_beside_the_event_loop(
     webhook's few on the event loop."""
     monkeypatch.setattr(decisions_module, "DECISION_CHUNK", 1)
     # (on the loop's thread, incidents evaluated, pauses offered)
-    calls = watch_step(monkeypatch, runner_module, "record_changes", lambda _records, result: len(result.evaluated))
+    calls = watch_step(monkeypatch, passes_module, "record_changes", lambda _records, result: len(result.evaluated))
     runner, ingestor, fleet = await two_hot_nodes(db, clock := Clock())
     await resolve_in_turn(runner, ingestor, fleet[:2], clock)  # the first pass tells both records again
     assert calls == [(False, 2, 2), (False, 2, 2), (True, 1, 0)]  # a pause offered before each incident
@@ -289,7 +289,7 @@ async def test_a_storms_decisions_are_worked_out_after_its_messages_are_handed_t
         seen.append("decisions")
         return working_out(*args, **kwargs)
 
-    monkeypatch.setattr(runner_module, "decision_changes", noted)
+    monkeypatch.setattr(passes_module, "decision_changes", noted)
     clock = Clock()
     runner = EngineRunner(db, shipped_pipeline(), clock=clock, on_intents=lambda: seen.append("delivery"))
     await Ingestor(db, TouchBuffer(), clock=clock).ingest(

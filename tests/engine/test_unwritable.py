@@ -124,7 +124,7 @@ async def test_an_incident_the_store_refuses_quarantines_its_alerts_and_the_pass
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
     await refuse("incidents", "key", "gpu-node-66")  # type: ignore[operator]
     await ingestor.ingest(parse_webhook(webhook([dcgm(66, 0), dcgm(66, 1), dcgm(7, 0)])).batch)
-    with caplog.at_level(logging.ERROR, logger="alertrouter.engine.runner"):
+    with caplog.at_level(logging.ERROR, logger="alertrouter.engine.unwritable"):
         await runner.run_once()
     decided, _ = await outcome(db)
     assert decided["gpu-node-66/0"][0] == decided["gpu-node-66/1"][0] == Decision.QUARANTINED
