@@ -28,7 +28,6 @@ FUNCTIONS_OVER: set[str] = {
     "app.py:lifespan",
     "delivery/expand.py:delivery_rows",
     "delivery/worker.py:_send",
-    "digest/stats.py:gather",
     "render/context.py:build_item",
     # not split yet
     "digest/send.py:run",  # its run states are being named (issue 47 §2)
