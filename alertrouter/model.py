@@ -17,6 +17,7 @@ __all__ = [
     "AlertItem",
     "AlertStatus",
     "AlertView",
+    "AttemptOutcome",
     "DeliveryStatus",
     "IncidentKind",
     "MessageError",
@@ -104,6 +105,19 @@ class DeliveryStatus(enum.StrEnum):
     CAPPED = "capped"  # over the channel's cap of messages per incident
     UNCONFIGURED = "unconfigured"  # the channel has no credentials in this deployment
     DISCARDED = "discarded"  # a dead letter a person chose not to send again
+
+
+class AttemptOutcome(enum.StrEnum):
+    """One attempt to send a delivery (a `delivery_attempts` row), and the result the metric
+    `alertrouter_notifications_total` counts it under (beside the `DeliveryStatus` a delivery is parked in)."""
+
+    IN_FLIGHT = "in_flight"  # written before the request, so a crash mid-send leaves a trace
+    SENT = "sent"  # the vendor said ok
+    RETRY = "retry"  # the vendor or the network failed: the channel waits, the delivery is tried again
+    RATE_LIMITED = "rate_limited"  # the vendor refused for its rate limit: the channel is blocked a while
+    DEAD = "dead"  # a permanent failure, or given up: the delivery is a dead letter
+    ERROR = "error"  # an unexpected exception of this message's own (a template, a bug): it alone waits
+    LOST = "lost"  # the worker stopped during the send; the delivery is tried again
 
 
 @dataclass(frozen=True, slots=True)
