@@ -1,4 +1,6 @@
-"""The delivery loop inside `serve`: expand the outbox, then per channel claim, send, record, retry.
+"""The delivery loop inside `serve`: expand the outbox, then work each channel with something due: its
+lease, failover of critical messages while it is blocked or failing, and its due batches within the
+rate budget, each sent by `delivery.batch` (claim, send, record, retry).
 
 Each channel is worked by one replica at a time (a lease row in `channel_state`), so its rate budget,
 counted from the attempts every replica records, is exact. Every attempt is written before the request
