@@ -21,7 +21,7 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import Translations
 
-from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, IncidentKind, MessageSnapshot
+from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertStatus, IncidentKind, MessageSnapshot
 
 __all__ = [
     "ANNOTATION_VARIANTS",
@@ -114,7 +114,7 @@ def severity_word(tr: NullTranslations, severity: str, *, resolved: bool = False
 
 def severity_name(tr: NullTranslations, severity: str) -> str:
     """`critical` / `严重` in running text (the coalesced counts)."""
-    if severity == "resolved":
+    if severity == AlertStatus.RESOLVED:
         return tr.gettext("resolved")
     if severity.lower() in _SEVERITIES:
         return {"critical": tr.gettext("critical"), "warning": tr.gettext("warning"), "info": tr.gettext("info")}[

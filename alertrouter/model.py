@@ -17,11 +17,14 @@ __all__ = [
     "AlertItem",
     "AlertStatus",
     "AlertView",
+    "AttemptOutcome",
     "DeliveryStatus",
     "IncidentKind",
     "MessageError",
     "MessageSnapshot",
     "OutboxStatus",
+    "RunResult",
+    "RunStatus",
     "bounded",
     "parse_time",
     "utcnow",
@@ -104,6 +107,38 @@ class DeliveryStatus(enum.StrEnum):
     CAPPED = "capped"  # over the channel's cap of messages per incident
     UNCONFIGURED = "unconfigured"  # the channel has no credentials in this deployment
     DISCARDED = "discarded"  # a dead letter a person chose not to send again
+
+
+class AttemptOutcome(enum.StrEnum):
+    """One attempt to send a delivery (a `delivery_attempts` row), and the result the metric
+    `alertrouter_notifications_total` counts it under (beside the `DeliveryStatus` a delivery is parked in)."""
+
+    IN_FLIGHT = "in_flight"  # written before the request, so a crash mid-send leaves a trace
+    SENT = "sent"  # the vendor said ok
+    RETRY = "retry"  # the vendor or the network failed: the channel waits, the delivery is tried again
+    RATE_LIMITED = "rate_limited"  # the vendor refused for its rate limit: the channel is blocked a while
+    DEAD = "dead"  # a permanent failure, or given up: the delivery is a dead letter
+    ERROR = "error"  # an unexpected exception of this message's own (a template, a bug): it alone waits
+    LOST = "lost"  # the worker stopped during the send; the delivery is tried again
+
+
+class RunStatus(enum.StrEnum):
+    """A scheduled run: one row per job and period (a receiver's weekly digest, an hour's housekeeping)."""
+
+    RUNNING = "running"  # claimed until `claimed_until`; a run crashed past it is taken again
+    DONE = "done"  # final, unless an operator forces a resend
+    FAILED = "failed"  # taken again once `claimed_until` (its retry time) has passed, up to the job's attempts
+
+
+class RunResult(enum.StrEnum):
+    """What one scheduler tick did with a run: the result `alertrouter_scheduled_runs_total` counts."""
+
+    SENT = "sent"  # the digest went out
+    DONE = "done"  # housekeeping ran
+    UNCONFIGURED = "unconfigured"  # the digest's channel has no credentials: recorded as not sent
+    FAILED = "failed"  # to be retried after a backoff
+    CLAIMED = "claimed"  # another scheduler has or had the run
+    NOT_LEADER = "not_leader"  # another replica leads the schedulers: this one runs nothing
 
 
 @dataclass(frozen=True, slots=True)

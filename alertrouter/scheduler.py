@@ -27,7 +27,7 @@ from alertrouter.digest.period import due_period, week_bounds
 from alertrouter.digest.send import DigestRunner, DigestTarget
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
-from alertrouter.model import utcnow
+from alertrouter.model import RunResult, RunStatus, utcnow
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
@@ -154,7 +154,7 @@ class Scheduler:
             if task is not None:
                 self._inflight.discard(task)
 
-    def _count(self, job: str, result: str) -> None:
+    def _count(self, job: str, result: RunResult) -> None:
         if self._metrics is not None:
             self._metrics.scheduled_runs.labels(job=job, result=result).inc()
 
@@ -184,7 +184,7 @@ class Scheduler:
         if await self.lead():
             await self.run_due(target)
         else:
-            self._count(target.job, "not_leader")
+            self._count(target.job, RunResult.NOT_LEADER)
 
     async def run_due(self, target: DigestTarget) -> None:
         period = due_period(self._clock(), target.schedule, target.tz)
@@ -227,7 +227,7 @@ class Scheduler:
             )
             await session.commit()
         if not claimed:
-            self._count(HOUSEKEEPING, "claimed")
+            self._count(HOUSEKEEPING, RunResult.CLAIMED)
             return
         before = now - self._retention
         events = await retention.prune_events(self._db, before=before)
@@ -235,10 +235,16 @@ class Scheduler:
             rest = await retention.prune_rest(session, before=before, now=now, aliases_before=now - self._alias_ttl)
             pruned = {"alert_events": events, **rest}
             await finish_run(
-                session, job=HOUSEKEEPING, period=period, holder=self.holder, now=now, status="done", detail=pruned
+                session,
+                job=HOUSEKEEPING,
+                period=period,
+                holder=self.holder,
+                now=now,
+                status=RunStatus.DONE,
+                detail=pruned,
             )
             await session.commit()
-        self._count(HOUSEKEEPING, "done")
+        self._count(HOUSEKEEPING, RunResult.DONE)
         if any(pruned.values()):
             log.info("housekeeping: pruned %s", ", ".join(f"{n} {name}" for name, n in pruned.items() if n))
 

@@ -21,7 +21,7 @@ from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.payloads import PayloadError, parse_api_v2, parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.model import MessageSnapshot, parse_time, utcnow
+from alertrouter.model import AlertStatus, MessageSnapshot, parse_time, utcnow
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.types import EvalResult
 from alertrouter.store import Database
@@ -87,7 +87,7 @@ def payload_time(body: bytes) -> datetime | None:
     for alert in alerts:
         if not isinstance(alert, dict):
             continue
-        key = "endsAt" if alert.get("status") == "resolved" else "startsAt"
+        key = "endsAt" if alert.get("status") == AlertStatus.RESOLVED else "startsAt"
         value = alert.get(key) or alert.get("startsAt")
         t = parse_time(value) if isinstance(value, str) else None
         if t is not None and t.year > 1:

@@ -14,7 +14,7 @@ from alertrouter.digest.period import due_period, parse_week, shift_week, week_o
 from alertrouter.digest.send import DigestRunner, DigestTarget
 from alertrouter.i18n import LANGUAGES
 from alertrouter.logs import configure_logging
-from alertrouter.model import utcnow
+from alertrouter.model import RunResult, utcnow
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
 from alertrouter.ruleset.build import compile_rules
@@ -156,10 +156,10 @@ async def _send(runner: DigestRunner, target: DigestTarget | None, args: argpars
         return 1
     week = args.week or due_period(utcnow(), target.schedule, target.tz)
     outcome = await runner.run(target, week, force=args.force)
-    if outcome.result == "sent":
+    if outcome.result is RunResult.SENT:
         print(f"sent the digest of {week} for {target.receiver} to {', '.join(target.recipients)}")
         return 0
-    if outcome.result == "claimed":
+    if outcome.result is RunResult.CLAIMED:
         print(
             f"not sent: the digest of {week} for {target.receiver} is {outcome.detail.get('status')} "
             f"({outcome.detail.get('holder')}); --force resends a sent one",

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 
 from alertrouter.channels.base import ChannelError
 from alertrouter.delivery.plan import backoff
-from alertrouter.model import DeliveryStatus
+from alertrouter.model import AttemptOutcome, DeliveryStatus
 from alertrouter.ruleset.channels import RetryConfig
 
 __all__ = ["MAX_UNEXPECTED", "ChannelEffect", "Outcome", "Unexpected", "after_attempt", "mask", "masked_exception"]
@@ -43,6 +43,12 @@ class ChannelEffect(enum.Enum):
     FAILING = "failing"  # transient: the channel waits until `Outcome.until`
     BROKEN = "broken"  # permanent: unhealthy, the channel waits until `Outcome.until`
     POISONED = "poisoned"  # unexpected, this message's own: unhealthy, the channel is not held back
+
+    @property
+    def holds_back(self) -> bool:
+        """The channel's next messages wait (its retry or block state says until when): the vendor or
+        the network failed, and the next message would meet the same answer."""
+        return self in (ChannelEffect.BLOCKED, ChannelEffect.FAILING, ChannelEffect.BROKEN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +72,12 @@ class Unexpected:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """`result`: the attempt's outcome and the metric's result (sent, rate_limited, retry, dead, error);
-    `status`: the delivery's status after it (sent, pending, dead); `until`: the channel's block or retry."""
+    """`result`: the attempt's outcome and the metric's result; `status`: the delivery's status after it
+    (sent, pending, dead; split for a combined message whose members go alone); `until`: the channel's
+    block or retry."""
 
-    result: str
-    status: str
+    result: AttemptOutcome
+    status: DeliveryStatus
     next_attempt_at: datetime | None
     error: str | None
     channel: ChannelEffect
@@ -95,15 +102,15 @@ def after_attempt(
     due again at once, to be sent alone, so the one that fails is found and the others go out.
     """
     if failure is None:
-        return Outcome("sent", DeliveryStatus.SENT, None, None, ChannelEffect.OK)
+        return Outcome(AttemptOutcome.SENT, DeliveryStatus.SENT, None, None, ChannelEffect.OK)
     if isinstance(failure, Unexpected):
         reason = str(failure)
         if unexpected >= MAX_UNEXPECTED:
             error = f"dead letter after {unexpected} unexpected failures: {reason}"
-            return Outcome("dead", DeliveryStatus.DEAD, now, error, ChannelEffect.POISONED)
+            return Outcome(AttemptOutcome.DEAD, DeliveryStatus.DEAD, now, error, ChannelEffect.POISONED)
         if now - created_at >= retry.give_up_after:
             return Outcome(
-                "dead",
+                AttemptOutcome.DEAD,
                 DeliveryStatus.DEAD,
                 now,
                 f"gave up after {retry.give_up_after}: {reason}",
@@ -111,20 +118,23 @@ def after_attempt(
             )
         if combined:
             error = f"a combined message failed, sent alone now: {reason}"
-            return Outcome("error", DeliveryStatus.PENDING, now, error, ChannelEffect.POISONED)
+            return Outcome(AttemptOutcome.ERROR, DeliveryStatus.PENDING, now, error, ChannelEffect.POISONED)
         wait = backoff(unexpected, initial=retry.initial, maximum=retry.max, rng=rng)
         error = f"unexpected failure {unexpected} of {MAX_UNEXPECTED}: {reason}"
-        return Outcome("error", DeliveryStatus.PENDING, now + wait, error, ChannelEffect.POISONED)
+        return Outcome(AttemptOutcome.ERROR, DeliveryStatus.PENDING, now + wait, error, ChannelEffect.POISONED)
     if failure.rate_limited:
         until = now + max(block, timedelta(seconds=failure.retry_after or 0))
-        return Outcome("rate_limited", DeliveryStatus.PENDING, until, failure.message, ChannelEffect.BLOCKED, until)
+        return Outcome(
+            AttemptOutcome.RATE_LIMITED, DeliveryStatus.PENDING, until, failure.message, ChannelEffect.BLOCKED, until
+        )
     give_up = failure.permanent or now - created_at >= retry.give_up_after
     delay = backoff(attempts, initial=retry.initial, maximum=retry.max, rng=rng)
     if failure.permanent:
         delay = retry.max  # probe a broken channel rarely: no retry storm against a bad token
     effect = ChannelEffect.BROKEN if failure.permanent else ChannelEffect.FAILING
     status = DeliveryStatus.DEAD if give_up else DeliveryStatus.PENDING
-    return Outcome(status if give_up else "retry", status, now + delay, failure.message, effect, now + delay)
+    result = AttemptOutcome.DEAD if give_up else AttemptOutcome.RETRY
+    return Outcome(result, status, now + delay, failure.message, effect, now + delay)
 
 
 def mask(text: str, secrets: Sequence[str]) -> str:

@@ -14,13 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.channels.base import ChannelError, MessageKind
 from alertrouter.delivery.policy import ChannelEffect, Outcome, Unexpected, after_attempt
 from alertrouter.metrics import Metrics
-from alertrouter.model import DeliveryStatus
+from alertrouter.model import AttemptOutcome, DeliveryStatus
 from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.store import Database
 from alertrouter.store import delivery as store
 from alertrouter.store.tables import DeliveryRow
 
-__all__ = ["Recorder"]
+__all__ = ["Recorder", "count_result"]
 
 log = logging.getLogger("alertrouter.delivery.worker")  # one logger for the delivery loop's lines
 
@@ -50,15 +50,16 @@ class Recorder:
     async def attempt(
         self, config: ChannelConfig, row: DeliveryRow, attempt: int, failure: Failure, recipients: Sequence[str],
         capped: str | None, seconds: float,
-    ) -> str:  # fmt: skip
-        """Record one attempt; its result (sent, retry, dead, rate_limited, error, or split: a combined
-        message failed unexpectedly and its messages are due again, each to be sent alone)."""
+    ) -> Outcome:  # fmt: skip
+        """Record one attempt; what was recorded (its status `split` when a combined message failed
+        unexpectedly and its messages are due again, each to be sent alone)."""
         name, now = config.name, self._clock()
         outcome = self.decide(config, row, failure, attempts=row.attempts + 1, combined=False)
         members: list[int] = list(row.message.get("members", [])) if row.kind == MessageKind.COALESCED else []
         split = isinstance(failure, Unexpected) and bool(members)
         if split:
-            outcome = Outcome("error", "split", now, f"split, its messages are sent alone: {failure}", outcome.channel)
+            why = f"split, its messages are sent alone: {failure}"
+            outcome = Outcome(AttemptOutcome.ERROR, DeliveryStatus.SPLIT, now, why, outcome.channel)
         error = capped if failure is None else outcome.error
         values: dict[str, Any] = {"status": outcome.status, "claimed_until": None, "last_error": error}
         if failure is None:
@@ -80,17 +81,16 @@ class Recorder:
             await session.commit()
         self._tell(name, row.id, failure, outcome)
         if self._metrics is not None:
-            if outcome.result == "sent":
+            if outcome.result is AttemptOutcome.SENT:
                 self._metrics.delivery_latency.labels(channel=name).observe((now - row.created_at).total_seconds())
-            if outcome.result == "rate_limited":
+            if outcome.result is AttemptOutcome.RATE_LIMITED:
                 self._metrics.rate_limited.labels(channel=name, by="vendor").inc()
             self._metrics.send_duration.labels(channel=name).observe(seconds)
             if config.type == "voice" and reached:
                 self._metrics.voice_calls.labels(channel=name).inc(len(reached))
         if split and isinstance(failure, Unexpected):
             await self.without_attempt(config, members, failure, combined=True)
-            return "split"
-        return "error" if isinstance(failure, Unexpected) else outcome.result
+        return outcome
 
     async def without_attempt(
         self, config: ChannelConfig, ids: Sequence[int], failure: Unexpected, *, combined: bool
@@ -105,7 +105,7 @@ class Recorder:
                     continue
                 outcome = self.decide(config, row, failure, attempts=row.attempts, combined=combined)
                 await store.update_deliveries(
-                    session, [row.id], only_status=row.status, status=outcome.status, parent_id=None,
+                    session, [row.id], only_status=DeliveryStatus(row.status), status=outcome.status, parent_id=None,
                     next_attempt_at=outcome.next_attempt_at, last_error=outcome.error,
                     unexpected_failures=row.unexpected_failures + 1,
                 )  # fmt: skip
@@ -140,20 +140,26 @@ class Recorder:
     def _tell(self, name: str, delivery_id: int, failure: Failure, outcome: Outcome) -> None:
         """Count the outcome (an unexpected failure as `error`, and `dead` too when it was the last) and
         log a failure's line."""
-        if self._metrics is not None:
-            if isinstance(failure, Unexpected) and outcome.result != "error":
-                self._metrics.notifications.labels(channel=name, result="error").inc()
-            self._metrics.notifications.labels(channel=name, result=outcome.result).inc()
+        if isinstance(failure, Unexpected) and outcome.result is not AttemptOutcome.ERROR:
+            count_result(self._metrics, name, AttemptOutcome.ERROR)
+        count_result(self._metrics, name, outcome.result)
         if failure is None:
             return
-        if outcome.result == "rate_limited":
+        if outcome.result is AttemptOutcome.RATE_LIMITED:
             until = outcome.until.isoformat() if outcome.until else "?"
             log.warning("%s: the vendor refused for its rate limit; blocked until %s", name, until)
             return
-        level = logging.ERROR if outcome.status == DeliveryStatus.DEAD else logging.WARNING
-        done = {"dead": "dead", "split": "split"}.get(outcome.status, "will retry")
+        level = logging.ERROR if outcome.status is DeliveryStatus.DEAD else logging.WARNING
+        done = outcome.status if outcome.status in (DeliveryStatus.DEAD, DeliveryStatus.SPLIT) else "will retry"
         log.log(level, "%s: delivery %d %s: %s", name, delivery_id, done, outcome.error)
 
 
 def _reached(failure: Failure) -> tuple[str, ...]:
     return failure.reached if isinstance(failure, ChannelError) else ()
+
+
+def count_result(metrics: Metrics | None, channel: str, result: AttemptOutcome | DeliveryStatus, n: int = 1) -> None:
+    """`alertrouter_notifications_total`: an attempt's outcome, or the status a delivery was parked in
+    without one (coalesced, failed over, capped, unconfigured)."""
+    if metrics is not None:
+        metrics.notifications.labels(channel=channel, result=result).inc(n)

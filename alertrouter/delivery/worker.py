@@ -1,4 +1,6 @@
-"""The delivery loop inside `serve`: expand the outbox, then per channel claim, send, record, retry.
+"""The delivery loop inside `serve`: expand the outbox, then work each channel with something due: its
+lease, failover of critical messages while it is blocked or failing, and its due batches within the
+rate budget, each sent by `delivery.batch` (claim, send, record, retry).
 
 Each channel is worked by one replica at a time (a lease row in `channel_state`), so its rate budget,
 counted from the attempts every replica records, is exact. Every attempt is written before the request
@@ -13,19 +15,17 @@ import contextlib
 import functools
 import logging
 import random
-import time
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Callable, Mapping
+from datetime import datetime
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from alertrouter.channels.base import Channel, ChannelError
+from alertrouter.channels.base import Channel
 from alertrouter.channels.registry import secret_values
-from alertrouter.delivery.expand import ActionLinks, coalesced_row, failover_row, notification_of
+from alertrouter.delivery.batch import LEASE_TTL, BatchSender, Next
+from alertrouter.delivery.expand import ActionLinks, failover_row
 from alertrouter.delivery.outbox import expand_outbox
-from alertrouter.delivery.plan import Batch, plan_batches
+from alertrouter.delivery.plan import plan_batches
 from alertrouter.delivery.policy import Unexpected, masked_exception
-from alertrouter.delivery.record import Recorder
+from alertrouter.delivery.record import Recorder, count_result
 from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import DeliveryStatus, utcnow
@@ -36,18 +36,16 @@ from alertrouter.ruleset.oncall import build_rota
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store import delivery as store
 from alertrouter.store.leases import new_holder
-from alertrouter.store.tables import ChannelStateRow, DeliveryRow
+from alertrouter.store.tables import ChannelStateRow
 
 __all__ = ["DeliveryWorker"]
 
 log = logging.getLogger(__name__)
 
 BATCH = 200  # deliveries looked at per channel and pass
-LEASE_TTL = timedelta(seconds=60)
 FAILOVER_AFTER = 3  # consecutive failures before critical messages go to the failover robot
 STOP_GRACE = 15.0
 LOOP = "delivery"  # its name in LoopHealth and the loop metrics
-_GOES_ON = frozenset({"sent", "skipped", "capped", "error", "split"})  # after these the channel's next batch is sent
 _REMEMBERED = 256  # distinct unexpected errors whose traceback was logged
 
 
@@ -79,14 +77,21 @@ class DeliveryWorker:
         self._secrets = secret_values(ruleset)
         self._logged: dict[str, None] = {}  # signatures of unexpected errors logged with their traceback
         self._metrics = metrics
-        self._base = (external_url or ruleset.global_.external_url or "").rstrip("/")
-        self.actions = actions  # signed acknowledge/silence links in messages; None: no links
         self._interval = interval
         self._slots = asyncio.Semaphore(concurrency)
         self._clock = clock
-        self._rng = rng or random.Random()
-        self._recorder = Recorder(db, metrics=metrics, clock=clock, rng=self._rng)
         self.holder = holder or new_holder()
+        self._sender = BatchSender(
+            db,
+            ruleset,
+            recorder=Recorder(db, metrics=metrics, clock=clock, rng=rng or random.Random()),
+            holder=self.holder,
+            clock=clock,
+            metrics=metrics,
+            unexpected=self._unexpected,
+            base_url=(external_url or ruleset.global_.external_url or "").rstrip("/"),
+            actions=actions,
+        )
         self._wake = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
@@ -182,11 +187,19 @@ class DeliveryWorker:
         )
         for outbox_id, exc in done.quarantined.items():
             self._unexpected(exc, f"expansion of outbox row {outbox_id} (quarantined)")
-        if self._metrics is not None:
-            for row in done.rows:
-                if row["status"] == DeliveryStatus.UNCONFIGURED:
-                    self._metrics.notifications.labels(channel=row["channel"], result="unconfigured").inc()
+        for row in done.rows:
+            if row["status"] == DeliveryStatus.UNCONFIGURED:
+                count_result(self._metrics, row["channel"], DeliveryStatus.UNCONFIGURED)
         return len(done.rows)
+
+    @property
+    def actions(self) -> ActionLinks | None:
+        """Signed acknowledge/silence links in messages; None: no links."""
+        return self._sender.actions
+
+    @actions.setter
+    def actions(self, links: ActionLinks | None) -> None:
+        self._sender.actions = links
 
     # -- one channel ---------------------------------------------------------------------------
     async def _guarded(self, name: str) -> None:
@@ -229,12 +242,14 @@ class DeliveryWorker:
             async with self._db.write() as session:
                 await store.update_channel(session, name, coalesce_backlog=False)
                 await session.commit()
-        if await self._send_due(config, channel, now, coalesce_backlog=bool(state.coalesce_backlog)) == "split":
+        if await self._send_due(config, channel, now, coalesce_backlog=bool(state.coalesce_backlog)):
             # a combined message failed unexpectedly: its messages are due again, each alone, in this pass
             await self._send_due(config, channel, self._clock(), coalesce_backlog=False)
 
-    async def _send_due(self, config: ChannelConfig, channel: Channel, now: datetime, *, coalesce_backlog: bool) -> str:
-        """Send what is due within the budget; the last outcome ("split" if a combined message split)."""
+    async def _send_due(
+        self, config: ChannelConfig, channel: Channel, now: datetime, *, coalesce_backlog: bool
+    ) -> bool:
+        """Send what is due within the budget; whether a combined message split (its messages are due again)."""
         name = config.name
         async with self._db.read() as session:
             budget = None
@@ -246,81 +261,15 @@ class DeliveryWorker:
         batches = plan_batches([p.id for p in pending], budget=budget, coalesce_backlog=coalesce_backlog, alone=alone)
         if pending and not batches and self._metrics is not None:
             self._metrics.rate_limited.labels(channel=name, by="budget").inc()
-        split = ""
+        split = False
         for batch in batches:
             if self._stopping:
                 break
-            outcome = await self._send(config, channel, batch)
-            split = split or ("split" if outcome == "split" else "")
-            if outcome not in _GOES_ON:
-                return outcome  # the vendor is unhappy: stop here, the channel's retry/block state says when to resume
+            step = await self._sender.send(config, channel, batch)
+            if step is Next.STOP:
+                return False  # the vendor is unhappy: stop here, the channel's retry/block state says when to resume
+            split = split or step is Next.SPLIT
         return split
-
-    async def _send(self, config: ChannelConfig, channel: Channel, batch: Batch) -> str:
-        name = config.name
-        now = self._clock()
-        grace = config.timeout * 2 + timedelta(seconds=5)  # outlasts the send, which gives up after timeout + 5s
-        try:
-            async with self._db.write() as session:
-                if not await store.take_channel(session, name=name, holder=self.holder, now=now, until=now + LEASE_TTL):
-                    await session.rollback()
-                    return "lost_lease"
-                delivery_id = batch.ids[0]
-                if batch.coalesced:
-                    coalesced = await self._coalesce(session, batch.ids, now)
-                    if coalesced is None:
-                        await session.rollback()
-                        return "skipped"
-                    delivery_id = coalesced
-                (row,) = await store.deliveries_by_id(session, [delivery_id])
-                recipients, capped = await self._within_cap(session, config, row, now)
-                if capped and not recipients:
-                    await store.update_deliveries(
-                        session,
-                        [row.id],
-                        only_status=DeliveryStatus.PENDING,
-                        status=DeliveryStatus.CAPPED,
-                        last_error=_capped(capped),
-                    )
-                    await session.commit()
-                    self._count(name, "capped")
-                    return "capped"
-                attempt = await store.start_attempt(
-                    session, delivery_id=row.id, channel=name, worker=self.holder, now=now, claimed_until=now + grace
-                )
-                await session.commit()
-        except STORE_ERRORS:
-            raise
-        except Exception as exc:  # preparing these messages failed: they alone wait
-            broken = self._unexpected(exc, f"preparing delivery {', '.join(map(str, batch.ids))} for {name}")
-            await self._recorder.without_attempt(config, batch.ids, broken, combined=batch.coalesced)
-            return "split" if batch.coalesced else "error"
-        if attempt is None:
-            return "skipped"
-        log.debug("delivery %d through %s: claimed, sending", row.id, name)
-        started = time.perf_counter()
-        failure: ChannelError | Unexpected | None = None
-        try:
-            notification = notification_of(
-                row,
-                recipients,
-                base_url=self._base,
-                now=self._clock(),
-                actions=self.actions,
-                locale=self.ruleset.locale(row.receiver),
-                runbook_hosts=self.ruleset.global_.runbook_hosts,
-            )
-            await asyncio.wait_for(channel.send(notification), timeout=config.timeout.total_seconds() + 5)
-        except ChannelError as exc:
-            failure = exc
-        except TimeoutError:
-            failure = ChannelError(f"{name}: no answer within {config.timeout}")
-        except Exception as exc:  # a bug, or a message the channel cannot take: it alone waits
-            failure = self._unexpected(exc, f"send of delivery {row.id} through {name}")
-        seconds = time.perf_counter() - started
-        log.debug("delivery %d through %s: answered in %.1f ms", row.id, name, seconds * 1000)
-        note = _capped(capped) if capped else None
-        return await self._recorder.attempt(config, row, attempt, failure, recipients, note, seconds)
 
     def _unexpected(self, exc: BaseException, what: str) -> Unexpected:
         """Log and count an exception contained to one message, outbox row or channel: with its
@@ -339,37 +288,6 @@ class DeliveryWorker:
         return failure
 
     # -- helpers -------------------------------------------------------------------------------
-    async def _coalesce(self, session: AsyncSession, ids: Sequence[int], now: datetime) -> int | None:
-        """One delivery standing for several; the members point at it and are done when it is."""
-        members = await store.deliveries_by_id(session, ids)
-        if len(members) != len(ids):
-            return None
-        (new_id,) = await store.insert_deliveries(session, [coalesced_row(members, now)])
-        moved = await store.update_deliveries(
-            session, ids, only_status=DeliveryStatus.PENDING, status=DeliveryStatus.COALESCED, parent_id=new_id
-        )
-        if moved != len(ids):
-            return None
-        self._count(members[0].channel, "coalesced", len(ids))
-        return new_id
-
-    async def _within_cap(
-        self, session: AsyncSession, config: ChannelConfig, row: DeliveryRow, now: datetime
-    ) -> tuple[list[str], list[str]]:
-        """(recipients to send to, recipients over their daily cap): an SMS or call storm cannot drain the
-        quota, nor wake the same person all night."""
-        recipients = list(row.message.get("recipients", []))
-        if config.type not in ("sms", "voice") or not recipients:
-            return recipients, []
-        counts = await store.recipient_counts(
-            session, channel=config.name, recipients=recipients, since=now - timedelta(days=1)
-        )
-        allowed = [r for r in recipients if counts.get(r, 0) < config.daily_cap_per_number]
-        capped = [r for r in recipients if r not in allowed]
-        if config.type == "voice" and capped and not row.attempts and self._metrics is not None:
-            self._metrics.voice_calls_capped.labels(channel=config.name).inc(len(capped))
-        return allowed, capped
-
     async def _fail_over(self, config: ChannelConfig, now: datetime) -> None:
         """While a robot is blocked or failing, its critical messages go to the failover robot of the
         same group (once: a delivery already moved is not moved again)."""
@@ -394,7 +312,7 @@ class DeliveryWorker:
                 )
             await session.commit()
         log.warning("%s unavailable: %d critical messages moved to %s", config.name, len(rows), config.failover)
-        self._count(config.name, "failed_over", len(rows))
+        count_result(self._metrics, config.name, DeliveryStatus.FAILED_OVER, len(rows))
         self.nudge()
 
     async def _park_unknown(self, name: str, now: datetime) -> None:
@@ -409,11 +327,3 @@ class DeliveryWorker:
             await session.commit()
         if rows:
             log.warning("%d deliveries for channel %s parked: %s", len(rows), name, error)
-
-    def _count(self, channel: str, result: str, n: int = 1) -> None:
-        if self._metrics is not None:
-            self._metrics.notifications.labels(channel=channel, result=result).inc(n)
-
-
-def _capped(numbers: Sequence[str]) -> str:
-    return f"daily cap reached, not sent to {len(numbers)} number(s)"

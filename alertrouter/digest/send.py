@@ -31,7 +31,7 @@ from alertrouter.digest.summarize import Labelling, summarize
 from alertrouter.digest.types import DigestStats
 from alertrouter.digest.view import RenderedDigest, render_digest
 from alertrouter.i18n import DEFAULT_LANGUAGE
-from alertrouter.model import utcnow
+from alertrouter.model import RunResult, RunStatus, utcnow
 from alertrouter.pipeline import aliases
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.render.templates import Templates
@@ -75,9 +75,9 @@ class DigestTarget:
 
 @dataclass(frozen=True, slots=True)
 class RunOutcome:
-    """`result`: sent | unconfigured | failed | claimed (someone else has or had it) ."""
+    """`result`: sent, unconfigured, failed, or claimed (someone else has or had it)."""
 
-    result: str
+    result: RunResult
     period: str
     detail: dict[str, Any] = field(default_factory=dict)
 
@@ -192,7 +192,7 @@ class DigestRunner:
             run = await get_run(session, job=target.job, period=period)
         if run is None:
             return True
-        return run.status != "done" and run.claimed_until < now and run.attempts < MAX_ATTEMPTS
+        return run.status != RunStatus.DONE and run.claimed_until < now and run.attempts < MAX_ATTEMPTS
 
     async def run(self, target: DigestTarget, period: str, *, force: bool = False) -> RunOutcome:
         """Claim `period` for `target`'s digest and send it; `force` resends a period already done."""
@@ -214,19 +214,19 @@ class DigestRunner:
             status = existing.status if existing is not None else "unknown"
             holder = existing.holder if existing is not None else "?"
             log.info("digest %s %s: not ours (%s by %s), skipped", target.receiver, period, status, holder)
-            return RunOutcome("claimed", period, {"status": status, "holder": holder})
+            return RunOutcome(RunResult.CLAIMED, period, {"status": status, "holder": holder})
         if force:
             log.warning("digest %s %s: resending on request (--force)", target.receiver, period)
         if target.channel is None:
-            detail = {"sent": False, "reason": "unconfigured", "channel": target.channel_name}
-            await self._finish(target, period, "done", detail)
+            detail = {"sent": False, "reason": RunResult.UNCONFIGURED, "channel": target.channel_name}
+            await self._finish(target, period, RunStatus.DONE, detail)
             log.info(
                 "digest %s %s: channel %s is unconfigured, recorded as not sent",
                 target.receiver,
                 period,
                 target.channel_name,
             )
-            return RunOutcome("unconfigured", period, detail)
+            return RunOutcome(RunResult.UNCONFIGURED, period, detail)
         try:
             if not target.recipients:
                 raise ChannelError(f"digest {target.receiver}: no recipients", permanent=True)
@@ -246,8 +246,8 @@ class DigestRunner:
             attempts = await self._attempts(target, period)
             retry_at = now + min(_RETRY_MAX, _RETRY_BASE * 2 ** max(0, attempts - 1))
             error = str(exc) or type(exc).__name__
-            detail = {"sent": False, "reason": "failed", "retry_at": retry_at.isoformat()}
-            await self._finish(target, period, "failed", detail, error=error, retry_at=retry_at)
+            detail = {"sent": False, "reason": RunResult.FAILED, "retry_at": retry_at.isoformat()}
+            await self._finish(target, period, RunStatus.FAILED, detail, error=error, retry_at=retry_at)
             log.error(
                 "digest %s %s: failed (attempt %d of %d, next after %s): %s",
                 target.receiver,
@@ -258,7 +258,7 @@ class DigestRunner:
                 error,
                 exc_info=not isinstance(exc, ChannelError | OSError),  # a bug here deserves its traceback
             )
-            return RunOutcome("failed", period, {**detail, "error": error})
+            return RunOutcome(RunResult.FAILED, period, {**detail, "error": error})
         detail = {
             "sent": True,
             "to": target.recipients,
@@ -267,7 +267,7 @@ class DigestRunner:
             "message_id": str(message["Message-ID"]),
             "alerts": stats.totals.fired,
         }
-        if not await self._finish(target, period, "done", detail):
+        if not await self._finish(target, period, RunStatus.DONE, detail):
             log.warning("digest %s %s: sent, but the claim had expired and was taken over", target.receiver, period)
         log.info(
             "digest %s %s: sent to %s via %s",
@@ -276,7 +276,7 @@ class DigestRunner:
             ", ".join(target.recipients),
             target.channel.name,
         )
-        return RunOutcome("sent", period, detail)
+        return RunOutcome(RunResult.SENT, period, detail)
 
     async def _attempts(self, target: DigestTarget, period: str) -> int:
         async with self._db.read() as session:
@@ -287,7 +287,7 @@ class DigestRunner:
         self,
         target: DigestTarget,
         period: str,
-        status: str,
+        status: RunStatus,
         detail: dict[str, Any],
         *,
         error: str | None = None,

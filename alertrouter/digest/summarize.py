@@ -27,7 +27,8 @@ from alertrouter.digest.types import (
     WeekRows,
 )
 from alertrouter.labels import alert_title
-from alertrouter.model import MessageSnapshot
+from alertrouter.model import DeliveryStatus, MessageSnapshot
+from alertrouter.pipeline.types import Decision
 
 __all__ = ["FLAP_EPISODES", "MECHANISMS", "TOP", "Labelling", "summarize"]
 
@@ -37,7 +38,15 @@ FLAP_EPISODES = 3  # an alert that fired this often in one week is flapping
 # not a reduction: a held alert ends up inhibited or notified, and is counted there.
 # `stale`: resolves held back because the alert's node or exporter went dark ("no data", `pipeline.stale`),
 # by why (source_down, together, returning).
-MECHANISMS = ("inhibited", "aggregated", "rolled_up", "throttled", "silenced", "muted_by_interval", "stale")
+MECHANISMS = (
+    Decision.INHIBITED,
+    Decision.AGGREGATED,
+    Decision.ROLLED_UP,
+    Decision.THROTTLED,
+    Decision.SILENCED,
+    Decision.MUTED_BY_INTERVAL,
+    Decision.STALE,
+)
 _CHANGES = ("firing", "refired", "revived", "resolved", "expired")
 _NONE = "(none)"
 
@@ -119,19 +128,19 @@ def _noise(rows: WeekRows) -> Noise:
             or detail.get("stale_reason")
         )
         # A decision naming no rule (a throttled one, stored as null) is never shown as "None".
-        by_rule[decision][str(rule) if rule else ("repeat interval" if decision == "throttled" else "-")].add(fp)
+        by_rule[decision][str(rule) if rule else ("repeat interval" if decision == Decision.THROTTLED else "-")].add(fp)
     mechanisms = [
         Mechanism(m, len(alerts[m]), _top(Counter({r: len(f) for r, f in by_rule[m].items()}), n=20))
         for m in MECHANISMS
         if alerts.get(m)
     ]
-    unsent = {status: n for status, n in sorted(rows.deliveries.items()) if status != "sent" and n}
+    unsent = {status: n for status, n in sorted(rows.deliveries.items()) if status != DeliveryStatus.SENT and n}
     return Noise(
         alert_changes=sum(rows.changes.get(kind, 0) for kind in _CHANGES),
         payloads=rows.payloads,
         payload_alerts=rows.payload_alerts,
         messages_intended=len(rows.intents),
-        messages_sent=rows.deliveries.get("sent", 0),
+        messages_sent=rows.deliveries.get(DeliveryStatus.SENT, 0),
         messages_unsent=unsent,
         mechanisms=mechanisms,
     )

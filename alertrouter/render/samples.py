@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from alertrouter.channels.base import Mentions, MessageKind, Notification, runbook_link
 from alertrouter.i18n import Locale
 from alertrouter.model import AlertItem, AlertStatus, IncidentKind, MessageSnapshot
+from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.render.templates import Templates
 
 __all__ = ["render_sample", "sample_notifications"]
@@ -59,7 +60,7 @@ def _with_actions(n: Notification, incident_id: int) -> Notification:
 def _sample_item(
     node: str, name: str, severity: str, gpus: Sequence[int], reason: str = "first", ago: int = 12
 ) -> MessageSnapshot:
-    firing = reason != "resolved"
+    firing = reason != NotifyReason.RESOLVED
     opened = _SAMPLE_NOW - timedelta(minutes=ago)
     region = "华北" if node.endswith("19") else "north"
     labels = {"alertname": name, "node": node, "region": region, "rack": "r12", "severity": severity}

@@ -12,7 +12,7 @@ from typing import Any, cast
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.model import DeliveryStatus
+from alertrouter.model import AlertStatus, DeliveryStatus
 from alertrouter.store.handles import deliveries_t, incidents_t, insert_for, revoked_t, secrets_t, silences_t, tokens_t
 from alertrouter.store.tables import (
     IncidentRow,
@@ -59,7 +59,7 @@ async def acknowledge_incident(
         update(incidents_t)
         .where(
             incidents_t.c.id == incident_id,
-            incidents_t.c.status == "firing",
+            incidents_t.c.status == AlertStatus.FIRING,
             incidents_t.c.acknowledged_at.is_(None),
         )
         .values(acknowledged_at=now, acknowledged_by=by)

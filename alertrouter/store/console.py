@@ -16,6 +16,7 @@ from sqlalchemy import Row, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.model import AlertStatus, IncidentKind
+from alertrouter.pipeline.types import Decision
 from alertrouter.store import bulk
 from alertrouter.store.db import Database, describe_error
 from alertrouter.store.handles import attempts_t, deliveries_t
@@ -49,7 +50,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MUTED_DECISIONS = ("inhibited", "held", "silenced", "muted_by_interval", "quarantined")
+MUTED_DECISIONS = (
+    Decision.INHIBITED,
+    Decision.HELD,
+    Decision.SILENCED,
+    Decision.MUTED_BY_INTERVAL,
+    Decision.QUARANTINED,
+)
 CHOICE_MAX = 256  # the longest region the incident filter accepts, so the longest it offers
 
 
@@ -131,7 +138,8 @@ def _parts(counts: dict[tuple[str, str], int]) -> list[tuple[list[str], list[str
     written today) share the part of the usual value they are not."""
     statuses = sorted({s for s, _ in counts})
     kinds = sorted({k for _, k in counts})
-    firing, other_status = [s for s in statuses if s == "firing"], [s for s in statuses if s != "firing"]
+    firing = [s for s in statuses if s == AlertStatus.FIRING]
+    other_status = [s for s in statuses if s != AlertStatus.FIRING]
     cluster = [k for k in kinds if k == IncidentKind.CLUSTER]
     other_kind = [k for k in kinds if k != IncidentKind.CLUSTER]
     parts = [(st, kd) for st in (firing, other_status) for kd in (cluster, other_kind)]
@@ -286,7 +294,7 @@ async def attempts_for(session: AsyncSession, delivery_ids: Iterable[int]) -> di
 
 async def muted_alerts(session: AsyncSession, *, limit: int, offset: int) -> tuple[Sequence[AlertRow], int]:
     """Firing alerts the engine keeps quiet: inhibited, held for a possible source, or silenced."""
-    conditions = [AlertRow.status == "firing", AlertRow.decision.in_(MUTED_DECISIONS)]
+    conditions = [AlertRow.status == AlertStatus.FIRING, AlertRow.decision.in_(MUTED_DECISIONS)]
     total = int(await session.scalar(select(func.count()).select_from(AlertRow).where(*conditions)) or 0)
     stmt = (
         select(AlertRow)
@@ -312,7 +320,7 @@ async def silenced_counts(session: AsyncSession) -> dict[str, int]:
     silence_id = AlertRow.decision_detail["silenced_by"].as_string()
     stmt = (
         select(silence_id, func.count())
-        .where(AlertRow.status == "firing", AlertRow.decision == "silenced")
+        .where(AlertRow.status == AlertStatus.FIRING, AlertRow.decision == Decision.SILENCED)
         .group_by(silence_id)
     )
     return {str(sid): int(n) for sid, n in (await session.execute(stmt)).all() if sid}

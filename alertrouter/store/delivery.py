@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Row, Select, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.model import DeliveryStatus, OutboxStatus
+from alertrouter.model import AttemptOutcome, DeliveryStatus, OutboxStatus
 from alertrouter.store import bulk
 from alertrouter.store.handles import (
     alerts_t,
@@ -68,7 +68,7 @@ async def pending_outbox(session: AsyncSession, *, limit: int) -> Sequence[Outbo
     return (await session.scalars(_fresh(stmt))).all()
 
 
-async def claim_outbox(session: AsyncSession, ids: Sequence[int], *, status: str) -> set[int]:
+async def claim_outbox(session: AsyncSession, ids: Sequence[int], *, status: OutboxStatus) -> set[int]:
     """Mark outbox rows as worked; returns the ids this caller won (another replica may have taken some)."""
     if not ids:
         return set()
@@ -89,7 +89,9 @@ async def quarantine_outbox(session: AsyncSession, errors: Mapping[int, str]) ->
         )
 
 
-async def list_outbox(session: AsyncSession, *, status: str, limit: int = 100) -> tuple[Sequence[Row[Any]], int]:
+async def list_outbox(
+    session: AsyncSession, *, status: OutboxStatus, limit: int = 100
+) -> tuple[Sequence[Row[Any]], int]:
     """Outbox rows of one status newest first (the quarantined ones, for the API), and how many in all."""
     where = outbox_t.c.status == status
     stmt = select(outbox_t).where(where).order_by(outbox_t.c.id.desc()).limit(limit)
@@ -97,7 +99,7 @@ async def list_outbox(session: AsyncSession, *, status: str, limit: int = 100) -
     return (await session.execute(stmt)).all(), int(total)
 
 
-async def count_outbox(session: AsyncSession, *, status: str) -> int:
+async def count_outbox(session: AsyncSession, *, status: OutboxStatus) -> int:
     stmt = select(func.count()).select_from(outbox_t).where(outbox_t.c.status == status)
     return int((await session.execute(stmt)).scalar_one())
 
@@ -144,8 +146,8 @@ async def recover_stale(session: AsyncSession, *, now: datetime) -> int:
         return 0
     await session.execute(
         update(attempts_t)
-        .where(attempts_t.c.delivery_id.in_(ids), attempts_t.c.outcome == "in_flight")
-        .values(outcome="lost", finished_at=now, error="worker stopped during the send")
+        .where(attempts_t.c.delivery_id.in_(ids), attempts_t.c.outcome == AttemptOutcome.IN_FLIGHT)
+        .values(outcome=AttemptOutcome.LOST, finished_at=now, error="worker stopped during the send")
     )
     result = await session.execute(
         update(deliveries_t)
@@ -255,7 +257,7 @@ async def deliveries_by_id(session: AsyncSession, ids: Sequence[int]) -> list[De
 
 
 async def update_deliveries(
-    session: AsyncSession, ids: Sequence[int], *, only_status: str | None, **values: Any
+    session: AsyncSession, ids: Sequence[int], *, only_status: DeliveryStatus | None, **values: Any
 ) -> int:
     if not ids:
         return 0
@@ -280,14 +282,16 @@ async def start_attempt(
         return None
     inserted = await session.execute(
         attempts_t.insert()
-        .values(delivery_id=delivery_id, channel=channel, worker=worker, started_at=now, outcome="in_flight")
+        .values(
+            delivery_id=delivery_id, channel=channel, worker=worker, started_at=now, outcome=AttemptOutcome.IN_FLIGHT
+        )
         .returning(attempts_t.c.id)
     )
     return int(inserted.scalar_one())
 
 
 async def finish_attempt(
-    session: AsyncSession, *, attempt_id: int, outcome: str, error: str | None, now: datetime
+    session: AsyncSession, *, attempt_id: int, outcome: AttemptOutcome, error: str | None, now: datetime
 ) -> None:
     await session.execute(
         update(attempts_t).where(attempts_t.c.id == attempt_id).values(outcome=outcome, error=error, finished_at=now)
@@ -319,7 +323,7 @@ async def record_recipient_sends(
 async def list_deliveries(
     session: AsyncSession,
     *,
-    status: str | None = None,
+    status: DeliveryStatus | None = None,
     channel: str | None = None,
     receiver: str | None = None,
     incident_id: int | None = None,
@@ -346,7 +350,7 @@ async def delivery_attempts(session: AsyncSession, *, delivery_id: int) -> Seque
     return (await session.execute(stmt)).all()
 
 
-async def count_by_channel(session: AsyncSession, *, status: str) -> dict[str, int]:
+async def count_by_channel(session: AsyncSession, *, status: DeliveryStatus) -> dict[str, int]:
     stmt = (
         select(deliveries_t.c.channel, func.count())
         .where(deliveries_t.c.status == status)

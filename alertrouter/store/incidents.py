@@ -187,7 +187,9 @@ async def load_incidents(
     was told; and when each was last written (`updated_at`)."""
     rows = (
         await session.scalars(
-            select(IncidentRow).where(or_(IncidentRow.status == "firing", IncidentRow.updated_at >= resolved_since))
+            select(IncidentRow).where(
+                or_(IncidentRow.status == AlertStatus.FIRING, IncidentRow.updated_at >= resolved_since)
+            )
         )
     ).all()
     notify: dict[str, dict[str, NotifyState]] = {}
@@ -203,7 +205,7 @@ async def load_incidents(
     records = {
         intern(r.key): IncidentRecord(
             key=intern(r.key),
-            firing=r.status == "firing",
+            firing=r.status == AlertStatus.FIRING,
             opened_at=r.opened_at,
             active_since=r.active_since,
             resolved_at=r.resolved_at,
@@ -235,8 +237,8 @@ def acknowledged_keys(resolved_since: datetime) -> Select[tuple[str]]:
     c = incidents_t.c
     return select(c.key).where(
         c.acknowledged_at.is_not(None),
-        c.status.in_(("firing", "resolved")),
-        or_(c.status == "firing", c.updated_at >= resolved_since),
+        c.status.in_((AlertStatus.FIRING, AlertStatus.RESOLVED)),
+        or_(c.status == AlertStatus.FIRING, c.updated_at >= resolved_since),
     )
 
 
@@ -328,8 +330,8 @@ async def move_incidents(session: AsyncSession, moved: Mapping[str, str], now: d
     for old, new in sorted(moved.items()):
         await session.execute(
             update(incidents_t)
-            .where(incidents_t.c.key == old, incidents_t.c.status == "firing")
-            .values(status="resolved", resolved_at=now, updated_at=now)
+            .where(incidents_t.c.key == old, incidents_t.c.status == AlertStatus.FIRING)
+            .values(status=AlertStatus.RESOLVED, resolved_at=now, updated_at=now)
         )
         taken = select(notify_t.c.receiver).where(notify_t.c.incident_key == new).scalar_subquery()
         await session.execute(

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from alertrouter.model import AlertStatus, IncidentKind
 from alertrouter.pipeline.types import Decision
 from alertrouter.store.tables import (
     AlertEpisodeRow,
@@ -39,7 +40,9 @@ __all__ = [
 ]
 
 
-async def iter_alerts(session: AsyncSession, *, status: str | None = None, chunk: int = 500) -> AsyncIterator[AlertRow]:
+async def iter_alerts(
+    session: AsyncSession, *, status: AlertStatus | None = None, chunk: int = 500
+) -> AsyncIterator[AlertRow]:
     """Alerts newest-updated first, streamed in chunks so label filters can run in Python."""
     stmt = select(AlertRow).order_by(AlertRow.updated_at.desc(), AlertRow.fingerprint)
     if status is not None:
@@ -108,7 +111,7 @@ async def migration_version(session: AsyncSession) -> Any:
 
 
 async def list_incidents(
-    session: AsyncSession, *, status: str | None, kind: str | None, limit: int, offset: int
+    session: AsyncSession, *, status: AlertStatus | None, kind: IncidentKind | None, limit: int, offset: int
 ) -> tuple[Sequence[IncidentRow], int]:
     stmt = select(IncidentRow)
     if status is not None:

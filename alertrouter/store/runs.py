@@ -15,7 +15,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, and_, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.model import DeliveryStatus, OutboxStatus
+from alertrouter.model import DeliveryStatus, OutboxStatus, RunStatus
 from alertrouter.store.handles import deliveries_t, insert_for, outbox_t, runs_t
 from alertrouter.store.tables import ScheduledRunRow
 
@@ -48,19 +48,25 @@ async def claim_run(
     inserted = await session.execute(
         insert_for(session, runs_t)
         .values(
-            job=job, period=period, status="running", holder=holder, claimed_until=until, attempts=1, started_at=now
+            job=job,
+            period=period,
+            status=RunStatus.RUNNING,
+            holder=holder,
+            claimed_until=until,
+            attempts=1,
+            started_at=now,
         )
         .on_conflict_do_nothing(index_elements=["job", "period"])  # type: ignore[attr-defined]
     )
     if _rowcount(inserted) == 1:
         return True
     c = runs_t.c
-    retry = and_(c.status.in_(("failed", "running")), c.claimed_until < now, c.attempts < max_attempts)
+    retry = and_(c.status.in_((RunStatus.FAILED, RunStatus.RUNNING)), c.claimed_until < now, c.attempts < max_attempts)
     taken = await session.execute(
         update(runs_t)
-        .where(c.job == job, c.period == period, or_(retry, c.status == "done") if force else retry)
+        .where(c.job == job, c.period == period, or_(retry, c.status == RunStatus.DONE) if force else retry)
         .values(
-            status="running",
+            status=RunStatus.RUNNING,
             holder=holder,
             claimed_until=until,
             attempts=c.attempts + 1,
@@ -79,7 +85,7 @@ async def finish_run(
     period: str,
     holder: str,
     now: datetime,
-    status: str,
+    status: RunStatus,
     detail: Mapping[str, Any],
     error: str | None = None,
     retry_at: datetime | None = None,
@@ -89,7 +95,7 @@ async def finish_run(
     c = runs_t.c
     result = await session.execute(
         update(runs_t)
-        .where(c.job == job, c.period == period, c.holder == holder, c.status == "running")
+        .where(c.job == job, c.period == period, c.holder == holder, c.status == RunStatus.RUNNING)
         .values(
             status=status,
             finished_at=now,
@@ -116,7 +122,7 @@ async def installed_at(session: AsyncSession, *, holder: str, now: datetime) -> 
         .values(
             job=INSTALLED,
             period="-",
-            status="done",
+            status=RunStatus.DONE,
             holder=holder,
             claimed_until=now,
             attempts=1,
@@ -142,7 +148,9 @@ async def prune_history(session: AsyncSession, *, before: datetime) -> dict[str,
             delete(outbox_t).where(outbox_t.c.created_at < before, outbox_t.c.status != OutboxStatus.PENDING)
         ),
         "scheduled_runs": await session.execute(
-            delete(runs_t).where(runs_t.c.started_at < before, runs_t.c.status != "running", runs_t.c.job != INSTALLED)
+            delete(runs_t).where(
+                runs_t.c.started_at < before, runs_t.c.status != RunStatus.RUNNING, runs_t.c.job != INSTALLED
+            )
         ),
     }
     return {name: _rowcount(result) for name, result in counts.items()}

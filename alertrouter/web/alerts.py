@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from alertrouter.labels import Matcher, MatcherError, matches_all, parse_matchers
+from alertrouter.model import AlertStatus
 from alertrouter.pipeline.nodes import INSTANCE, LEARNED, Discovered, NodeIdentity
 from alertrouter.runtime import Runtime, RuntimeDep
 from alertrouter.store import queries
@@ -59,6 +60,8 @@ def node_source(labels: Mapping[str, str], node: str, nodes: NodeIdentity, found
 
 router = APIRouter(prefix="/api/v1", tags=["alerts"])
 
+_STATUSES = f"^({'|'.join(AlertStatus)})$"  # firing|resolved
+
 
 def _parse_filters(filters: list[str]) -> list[Matcher]:
     matchers: list[Matcher] = []
@@ -73,7 +76,7 @@ def _parse_filters(filters: list[str]) -> list[Matcher]:
 @router.get("/alerts", response_model=AlertList)
 async def list_alerts(
     runtime: AuthorizedRuntime,
-    status: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
+    status: Annotated[str | None, Query(pattern=_STATUSES)] = None,
     filter: Annotated[
         list[str], Query(description='Alertmanager matchers, e.g. alertname="GPUHighTemp" or {region=~"n.*"}')
     ] = [],  # noqa: B006 - FastAPI copies query defaults
@@ -84,7 +87,7 @@ async def list_alerts(
     page: list[AlertRead] = []
     total = 0
     async with runtime.db.read() as session:
-        async for row in queries.iter_alerts(session, status=status):
+        async for row in queries.iter_alerts(session, status=None if status is None else AlertStatus(status)):
             if matchers and not matches_all(matchers, row.labels):
                 continue
             if offset <= total < offset + limit:

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
+from alertrouter.model import AlertStatus, IncidentKind
 from alertrouter.store import escalations, queries
 from alertrouter.web.alerts import AuthorizedRuntime, alert_read
 from alertrouter.web.ids import IncidentId, Limit, Offset
@@ -22,17 +23,22 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api/v1", tags=["incidents"])
 
+_STATUSES = f"^({'|'.join(AlertStatus)})$"  # firing|resolved
+_KINDS = f"^({'|'.join(IncidentKind)})$"  # node|cluster
+
 
 @router.get("/incidents", response_model=IncidentList)
 async def list_incidents(
     runtime: AuthorizedRuntime,
-    status: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
-    kind: Annotated[str | None, Query(pattern="^(node|cluster)$")] = None,
+    status: Annotated[str | None, Query(pattern=_STATUSES)] = None,
+    kind: Annotated[str | None, Query(pattern=_KINDS)] = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> IncidentList:
+    state = None if status is None else AlertStatus(status)  # the patterns admit only the enums' values
+    of_kind = None if kind is None else IncidentKind(kind)
     async with runtime.db.read() as session:
-        rows, total = await queries.list_incidents(session, status=status, kind=kind, limit=limit, offset=offset)
+        rows, total = await queries.list_incidents(session, status=state, kind=of_kind, limit=limit, offset=offset)
         return IncidentList(
             incidents=[IncidentRead.model_validate(r) for r in rows], total=total, limit=limit, offset=offset
         )

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.discovery.prometheus import PrometheusLookup
-from alertrouter.model import utcnow
+from alertrouter.model import AlertStatus, utcnow
 from alertrouter.pipeline.nodes import Discovered, NodeIdentity
 from alertrouter.store import nodes as store
 from alertrouter.store import queries
@@ -185,7 +185,7 @@ def node_addresses(
 async def named_nodes(session: AsyncSession, nodes: NodeIdentity, found: Discovered) -> list[NamedNodeRead]:
     """The nodes of the firing alerts, by node then source, each with how many alerts it names so."""
     counts: Counter[tuple[str, str]] = Counter()
-    async for row in queries.iter_alerts(session, status="firing"):
+    async for row in queries.iter_alerts(session, status=AlertStatus.FIRING):
         if row.node is not None:
             counts[row.node, node_source(row.labels, row.node, nodes, found) or ""] += 1
     return [NamedNodeRead(node=n, node_source=s, alerts=c) for (n, s), c in sorted(counts.items())]

@@ -105,9 +105,10 @@ async def list_notifications(
 ) -> DeliveryList:
     """Deliveries newest first: one per incident message and channel, and the coalesced ones that
     stood for several (`parent_id` of the members). `status=dead` lists the dead letters."""
+    wanted = None if status is None else DeliveryStatus(status)  # the pattern admits only its values
     async with runtime.db.read() as session:
         rows, total = await store.list_deliveries(
-            session, status=status, channel=channel, receiver=receiver, incident_id=incident, limit=limit, offset=offset
+            session, status=wanted, channel=channel, receiver=receiver, incident_id=incident, limit=limit, offset=offset
         )
     return DeliveryList(
         notifications=[DeliveryRead.model_validate(r) for r in rows], total=total, limit=limit, offset=offset

@@ -21,6 +21,7 @@ from alertrouter.store.tables import IncidentRow, SilenceRow
 
 __all__ = [
     "MAX_SILENCE",
+    "DeadLetterAction",
     "InputError",
     "LinkOutcome",
     "LinkResult",
@@ -175,6 +176,13 @@ async def expire_silence(runtime: Runtime, *, silence_id: str, by: str) -> bool:
         log.info("silence %s expired by %s", silence_id, by)
         runtime.engine.nudge(force=True)
     return done
+
+
+class DeadLetterAction(enum.StrEnum):
+    """What a person does with a dead letter: the last part of `POST .../deliveries/{id}/{action}`."""
+
+    RETRY = "retry"  # pending again, due now
+    DISCARD = "discard"  # never sent: its status is `discarded`
 
 
 async def retry_dead_letter(runtime: Runtime, *, delivery_id: int, by: str) -> bool:

@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from alertrouter.durations import parse_duration
-from alertrouter.model import DeliveryStatus, utcnow
+from alertrouter.model import AlertStatus, DeliveryStatus, utcnow
 from alertrouter.runtime import RuntimeDep
 from alertrouter.store import actions
 from alertrouter.store import console as store
@@ -69,7 +69,7 @@ async def acknowledge(runtime: RuntimeDep, principal: WritePrincipal, incident_i
     row = await operations.acknowledge(runtime, incident_id=incident_id, by=principal.name)
     if row is None:
         raise HTTPException(404, f"no incident {incident_id}")
-    if row.status != "firing":
+    if row.status != AlertStatus.FIRING:
         raise HTTPException(409, f"incident {incident_id} is resolved")
     return IncidentRead.model_validate(row)
 
@@ -131,9 +131,9 @@ async def dead_letter(
     runtime: RuntimeDep, principal: WritePrincipal, delivery_id: DeliveryId, action: str
 ) -> dict[str, Any]:
     """`retry` a dead letter (pending again, due now) or `discard` it; 409 if it is not a dead letter."""
-    if action == "retry":
+    if action == operations.DeadLetterAction.RETRY:
         done = await operations.retry_dead_letter(runtime, delivery_id=delivery_id, by=principal.name)
-    elif action == "discard":
+    elif action == operations.DeadLetterAction.DISCARD:
         done = await operations.discard_dead_letter(runtime, delivery_id=delivery_id, by=principal.name)
     else:
         raise HTTPException(404, "action: retry or discard")
@@ -143,4 +143,7 @@ async def dead_letter(
         if exists is None:
             raise HTTPException(404, f"no delivery {delivery_id}")
         raise HTTPException(409, f"delivery {delivery_id} is {exists}, not a dead letter")
-    return {"id": delivery_id, "status": DeliveryStatus.PENDING if action == "retry" else DeliveryStatus.DISCARDED}
+    return {
+        "id": delivery_id,
+        "status": DeliveryStatus.PENDING if action == operations.DeadLetterAction.RETRY else DeliveryStatus.DISCARDED,
+    }

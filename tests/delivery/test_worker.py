@@ -222,6 +222,27 @@ async def test_permanent_failure_is_a_dead_letter_without_retry_storm(db: Databa
     assert state.last_error == "errcode 310000 sign mismatch"
 
 
+@pytest.mark.parametrize(
+    ("failure", "calls", "statuses"),
+    [
+        (ChannelError("HTTP 503"), 1, ["pending"] * 4),  # the network's: the next would meet the same
+        (ChannelError("errcode 130101 send too fast", rate_limited=True), 1, ["pending"] * 4),
+        (ValueError("template broke on a label value"), 4, ["pending", "sent", "sent", "sent"]),  # its own
+    ],
+    ids=["transient", "rate-limited", "unexpected"],
+)
+async def test_a_vendor_failure_ends_the_pass_a_message_failure_does_not(
+    db: Database, failure: Exception, calls: int, statuses: list[str]
+) -> None:
+    clock, rules = Clock(), ruleset()
+    robot = ScriptedChannel("robot", script=[failure])
+    w = worker(db, rules, {"robot": robot}, clock)
+    await add(db, [intent(n) for n in range(1, 5)])
+    await w.run_once()
+    assert robot.calls == calls
+    assert [r.status for r in await deliveries(db)] == statuses
+
+
 async def test_gives_up_after_the_configured_time(db: Database) -> None:
     clock, rules = Clock(), ruleset()
     robot = ScriptedChannel("robot", script=[ChannelError("HTTP 503")] * 100)

@@ -76,9 +76,9 @@ async def channels_page(console: ConsoleDep) -> HTMLResponse:
 @router.post("/deliveries/{delivery_id}/{action}")
 async def dead_letter(console: ConsoleDep, delivery_id: ConsoleDeliveryId, action: str) -> Response:
     principal = await console.writer(await read_form(console.request))
-    if action == "retry":
+    if action == operations.DeadLetterAction.RETRY:
         done = await operations.retry_dead_letter(console.runtime, delivery_id=delivery_id, by=principal.name)
-    elif action == "discard":
+    elif action == operations.DeadLetterAction.DISCARD:
         done = await operations.discard_dead_letter(console.runtime, delivery_id=delivery_id, by=principal.name)
     else:
         return console.message(404, N_("Not found"), N_("Dead letters can be retried or discarded."))

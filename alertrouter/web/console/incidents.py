@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from alertrouter.model import IncidentKind
+from alertrouter.model import AlertStatus, IncidentKind
 from alertrouter.render.faults import alert_xid, workload, workloads_text, xid_lines
 from alertrouter.store import console as store
 from alertrouter.store import escalations, queries
@@ -108,7 +108,7 @@ def _prefill_matchers(labels: dict[str, str], *, severity_label: str) -> list[st
 def _faults(row: IncidentRow, alerts: list[AlertRow], console: Console) -> dict[str, Any]:
     """What the GPU alerts' labels say: each distinct XID with its GPUs, meaning and NVIDIA's action, and
     the workloads on the GPUs; of the firing alerts while the incident fires, of all once resolved."""
-    current = [a for a in alerts if a.status == "firing"] if row.status == "firing" else alerts
+    current = [a for a in alerts if a.status == AlertStatus.FIRING] if row.status == AlertStatus.FIRING else alerts
     units = [(dict(a.labels), str(a.labels.get("gpu", ""))) for a in current]
     xids, xids_more = xid_lines(units, console.tr, console.language)
     return {

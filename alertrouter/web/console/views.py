@@ -20,6 +20,7 @@ from alertrouter.model import (
     MessageSnapshot,
     parse_time,
 )
+from alertrouter.pipeline.stale import Reason
 from alertrouter.render.context import unit_cells
 from alertrouter.store.console import AlertTimes
 from alertrouter.store.tables import IncidentRow, SilenceRow
@@ -184,8 +185,8 @@ class Cell:
 def incident_state(row: IncidentRow) -> str:
     """resolved, acknowledged, silenced (every firing alert silenced), no_data (alerts stale: its node or
     exporter went dark, `pipeline.stale`) or notified."""
-    if row.status == "resolved":
-        return "resolved"
+    if row.status == AlertStatus.RESOLVED:
+        return AlertStatus.RESOLVED
     if row.acknowledged_at is not None:
         return "acknowledged"
     summary = row.summary or {}
@@ -203,12 +204,12 @@ def alert_state(tr: NullTranslations, status: object, detail: Mapping[str, Any] 
     (`pipeline.stale`): `no data (gpu-node-07 down)` while the source-down alert of `node` fires, `no data
     (gpu-node-07 was down)` once it resolved, `no data` while nothing explains it yet (held together)."""
     reason = (detail or {}).get("stale_reason")
-    if reason == "source_down":
+    if reason == Reason.SOURCE_DOWN:
         return tr.gettext("no data (%(node)s down)") % {"node": node}
-    if reason == "returning":
+    if reason == Reason.RETURNING:
         return tr.gettext("no data (%(node)s was down)") % {"node": node}
-    if reason in ("together", "resolving"):
-        return word(tr, "no_data" if reason == "together" else "resolving")
+    if reason in (Reason.TOGETHER, Reason.RESOLVING):
+        return word(tr, "no_data" if reason == Reason.TOGETHER else Reason.RESOLVING)
     return word(tr, status)
 
 
@@ -238,7 +239,7 @@ def incident_span(row: IncidentRow, now: datetime, times: AlertTimes | None = No
     """When it started and ended (firing: now), as its alerts say (`store.console.alert_times`): from
     their earliest startsAt to the endsAt that resolved it, as messages tell it. Without alert times (its
     alerts are gone), from when alertrouter opened it to when it resolved it."""
-    if row.status != "resolved":
+    if row.status != AlertStatus.RESOLVED:
         since = times.firing_since if times is not None else None
         return since or row.active_since or row.opened_at, now
     started, ended = (times.started, times.ended) if times is not None else (None, None)
@@ -286,7 +287,7 @@ def incident_headline(tr: NullTranslations, row: IncidentRow, language: str) -> 
         incident=row.key,
         kind=kind,
         reason="",
-        status=AlertStatus.RESOLVED if row.status == "resolved" else AlertStatus.FIRING,
+        status=AlertStatus.RESOLVED if row.status == AlertStatus.RESOLVED else AlertStatus.FIRING,
         severity=row.severity,
         headline=row.headline,
         labels=row.labels or {},

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from alertrouter.channels.base import ChannelError
+from alertrouter.delivery.batch import capped_note
 from alertrouter.delivery.policy import MAX_UNEXPECTED, Unexpected, after_attempt
-from alertrouter.delivery.worker import _capped
 from alertrouter.i18n import translations
 from alertrouter.ruleset.channels import RetryConfig
 from alertrouter.web.console.errors import error_text
@@ -38,7 +38,7 @@ def _error(failure: ChannelError | Unexpected, unexpected: int, *, combined: boo
         (lambda: _error(BOOM, MAX_UNEXPECTED), "意外失败 5 次后转为死信：对方原文：ValueError"),
         (lambda: _error(BOOM, 1, combined=True), "合并消息发送失败，现逐条单独发送：对方原文：ValueError"),
         (lambda: _error(BOOM, 1, age=25 * 60), "1 天后放弃：对方原文：ValueError"),
-        (lambda: _capped(["13800000000", "13800000001"]), "已达每日上限，2 个号码未发送"),
+        (lambda: capped_note(["13800000000", "13800000001"]), "已达每日上限，2 个号码未发送"),
         (lambda: _error(ChannelError("errcode 310000: keywords not in content"), 1), "对方原文：errcode 310000"),
     ],
 )
