@@ -17,7 +17,6 @@ MODULE_MAX = 400
 FUNCTION_MAX = 60
 
 MODULES_OVER: set[str] = {
-    "delivery/worker.py",  # being split with the delivery states (issue 47 §2)
     "render/context.py",  # being split with the typed message (issue 47 §1)
 }
 FUNCTIONS_OVER: set[str] = {
@@ -27,7 +26,6 @@ FUNCTIONS_OVER: set[str] = {
     "app.py:create_app",
     "app.py:lifespan",
     "delivery/expand.py:delivery_rows",
-    "delivery/worker.py:_send",
     "render/context.py:build_item",
     # not split yet
     "digest/send.py:run",  # its run states are being named (issue 47 §2)
