@@ -13,15 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from gettext import NullTranslations
 from typing import Protocol
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from alertrouter.channels.headline import message_headline
-from alertrouter.i18n import Locale, localized_annotations, severity_name, translations
+from alertrouter.i18n import Locale
 from alertrouter.labels import alert_title
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.facts import StormFacts
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.message.words import Words, words_for
 from alertrouter.xid import from_labels, short_line
 
 __all__ = [
@@ -118,10 +119,21 @@ class Notification:
     silence_for: timedelta | None = None
     locale: Locale | None = None  # the receiver's language and time zone; None: the renderer's defaults
     runbook_link: str | None = None  # an alert's runbook_url on a host of `global.runbook_hosts`
+    _words: Words | None = field(default=None, compare=False, repr=False)  # `words`, once asked
 
     @property
     def first(self) -> MessageSnapshot:
         return self.items[0]
+
+    @property
+    def words(self) -> Words:
+        """The words of the receiver's language (English without a locale), asked for once: kept, and
+        carried by `dataclasses.replace` into a variant of the notification (a card without its links)."""
+        language = (self.locale or Locale()).language
+        if self._words is None or self._words.language != language:
+            object.__setattr__(self, "_words", words_for(language))  # a cache of a frozen value's derivative
+        assert self._words is not None
+        return self._words
 
 
 class Renderer(Protocol):
@@ -204,38 +216,31 @@ def truncate_utf8(text: str, limit: int, ellipsis: str = "…") -> str:
     return data[:room].decode("utf-8", errors="ignore") + ellipsis
 
 
-def _severity(tr: NullTranslations, severity: str) -> str:
+def _severity(words: Words, severity: str) -> str:
     """`严重` / `已恢复` in zh-CN (the words the other channels show); in English, and for a severity the
     product does not know, the value as written."""
-    word = severity_name(tr, severity)
+    word = words.severity_name(severity)
     return severity if word == severity.lower() else word
-
-
-def _status(tr: NullTranslations, status: str) -> str:
-    """`触发中` / `已恢复` in zh-CN; `firing` / `resolved` in English."""
-    words = {"firing": tr.gettext("firing"), "resolved": tr.gettext("resolved")}
-    return words.get(status, status)
 
 
 def notification_fields(n: Notification) -> dict[str, str]:
     """The plain values of a notification that short formats (SMS and voice variables) are built from,
     worded in the receiver's language."""
     first = n.first
-    locale = n.locale or Locale()
-    tr = translations(locale.language)
-    labels, summary = first.labels, first.summary
-    units, total = summary.get("units"), summary.get("units_total")
-    if isinstance(units, int):  # a storm's summary counts its GPUs
-        gpus = str(units) if units else ""
-    elif isinstance(units, list) and units:
-        gpus = f"{len(units)}/{total}" if isinstance(total, int) and total else str(len(units))
+    locale, words = n.locale or Locale(), n.words
+    labels, facts = first.labels, first.summary
+    if isinstance(facts, StormFacts):  # a storm counts its GPUs
+        gpus = str(facts.units) if facts.units else ""
+    elif facts.units:
+        gpus = f"{len(facts.units)}/{facts.units_total}" if facts.units_total else str(len(facts.units))
     else:
         gpus = ""
     started = first.started_at or first.opened_at
     since = started.astimezone(ZoneInfo(locale.timezone)).strftime("%H:%M") if started else ""
-    notes = (localized_annotations(a.annotations or {}, locale.language) for a in first.alerts)
+    notes = (words.annotations(a.annotations or {}) for a in first.alerts)
     annotations_summary = next((n["summary"] for n in notes if n.get("summary")), "")
-    count = summary.get("firing", summary.get("alerts", len(first.alerts)))
+    tally = facts.tally
+    count = next((n for n in (tally.firing, tally.alerts) if n is not None), len(first.alerts))
     current = [a for a in first.alerts if a.firing != first.resolved] or list(first.alerts)
     faults = sorted((info for a in current if (info := from_labels(a.labels)) is not None), key=lambda i: i.code)
     pods = sorted(
@@ -248,9 +253,9 @@ def notification_fields(n: Notification) -> dict[str, str]:
     return {
         # A resolved message's severity reads "resolved", as its title does: an SMS template of severity, node
         # and alert (the shipped one) would otherwise say the same when a node comes back as when it went down.
-        "severity": _severity(tr, "resolved" if all(item.resolved for item in n.items) else n.severity),
-        "status": _status(tr, first.status.value),
-        "headline": message_headline(tr, first),
+        "severity": _severity(words, "resolved" if all(item.resolved for item in n.items) else n.severity),
+        "status": words.status[first.status],
+        "headline": message_headline(words, first),
         "alertname": labels.get("alertname") or (alert_title(first.alerts[0].labels) if first.alerts else ""),
         "node": labels.get("node", ""),
         "region": labels.get("region", ""),
@@ -261,6 +266,6 @@ def notification_fields(n: Notification) -> dict[str, str]:
         "link": n.link or "",
         "receiver": n.receiver,
         "incidents": str(len(n.items)),
-        "xid": short_line(tr, faults[0]) if faults else "",
+        "xid": short_line(words.tr, faults[0]) if faults else "",
         "workload": "/".join(filter(None, pods[0])) if pods else "",
     }

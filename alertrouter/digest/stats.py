@@ -12,7 +12,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.digest.types import EpisodeRow, IncidentFact, WeekRows
-from alertrouter.model import MessageError, MessageSnapshot
+from alertrouter.message.snapshot import MessageError, MessageSnapshot
 from alertrouter.store import bulk
 from alertrouter.store.escalations import step_counts
 from alertrouter.store.tables import (

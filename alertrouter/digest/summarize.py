@@ -26,7 +26,7 @@ from alertrouter.digest.types import (
     WeekRows,
 )
 from alertrouter.labels import alert_title
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 
 __all__ = ["FLAP_EPISODES", "MECHANISMS", "TOP", "Labelling", "summarize"]
 
