@@ -30,7 +30,7 @@ PURE = {  # the pure types and helpers every layer may use
 ONLY_FROM = {  # a unit -> the only units it may import
     "pipeline": PURE,
     "model": set(),
-    "message": {"model", "i18n", "labels", "xid"},  # the message and its words: no store, no engine, no I/O
+    "message": {"model", "i18n"},  # the message and its words: no store, no engine, no channel, no I/O
     "labels": {"utf8_matchers", "fingerprints"},  # the matcher grammar: text in, (name, op, value) out; UTF-8 bytes
     "utf8_matchers": set(),
     "durations": set(),

@@ -68,14 +68,15 @@ class Tally:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Tally:
-        return cls(*(_int(d.get(f.name)) for f in fields(cls)))
+        return cls(*[_int(d.get(name)) for name in _TALLY_NAMES])
 
     def put(self, out: dict[str, Any]) -> None:
-        for f in fields(self):
-            _put(out, f.name, getattr(self, f.name))
+        for name in _TALLY_NAMES:
+            _put(out, name, getattr(self, name))
 
 
-_TALLY = frozenset(f.name for f in fields(Tally))
+_TALLY_NAMES = tuple(f.name for f in fields(Tally))
+_TALLY = frozenset(_TALLY_NAMES)
 
 
 @dataclass(frozen=True, slots=True)

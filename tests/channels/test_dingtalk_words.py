@@ -15,6 +15,7 @@ from alertrouter import i18n
 from alertrouter.channels import base
 from alertrouter.channels.dingtalk import DingTalkChannel
 from alertrouter.i18n import Locale
+from alertrouter.message import notification as notifications
 from alertrouter.message import words
 from alertrouter.render import context, templates
 from alertrouter.render.samples import sample_notifications
@@ -48,12 +49,12 @@ async def test_a_dingtalk_send_asks_for_its_words_once(
     robot: FakeDingTalk, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: Counter[str] = Counter()
-    for module in (base, templates, context, words):  # every name the words are asked for by
+    for module in (base, notifications, templates, context, words):  # every name the words are asked for by
         for name in ("words_for", "translations"):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, counting(calls, name, getattr(module, name)))
     monkeypatch.setattr(i18n, "translations", counting(calls, "translations", i18n.translations))
-    monkeypatch.setattr(templates, "build_item", counting(calls, "build_item", templates.build_item))
+    monkeypatch.setattr(templates, "build_item", counting(calls, "build_item", context.build_item))
     config = DingTalkChannelConfig.model_validate(
         {"name": "gpu-oncall", "type": "dingtalk", "url": f"{robot.url}/robot/send", "access_token": TOKEN}
         | {"msgtype": "actionCard"}
