@@ -21,7 +21,9 @@ from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.payloads import PayloadError, parse_api_v2, parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.model import AlertStatus, MessageSnapshot, parse_time, utcnow
+from alertrouter.message.facts import StormFacts
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.model import AlertStatus, parse_time, utcnow
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.types import EvalResult
 from alertrouter.store import Database
@@ -99,8 +101,8 @@ def message_text(message: MessageSnapshot) -> str:
     """A plain rendering of an outbox message (the chat templates render the same snapshot)."""
     status = "RESOLVED" if message.resolved else (message.severity or "alert").upper()
     lines = [f"[{status}] {message.headline}"]
-    members = message.summary.get("members")
-    members = members if isinstance(members, list) else []
+    members = message.summary.members if isinstance(message.summary, StormFacts) else None
+    members = members or ()
     for member in members[:10]:
         lines.append(f"  - {member}")
     if len(members) > 10:

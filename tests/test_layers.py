@@ -26,10 +26,12 @@ PURE = {  # the pure types and helpers every layer may use
     "labelset",
     "utf8_matchers",
     "durations",
+    "message",
 }
 ONLY_FROM = {  # a unit -> the only units it may import
     "pipeline": PURE,
     "model": set(),
+    "message": {"model", "i18n"},  # the message and its words: no store, no engine, no channel, no I/O
     "labels": {"utf8_matchers", "fingerprints"},  # the matcher grammar: text in, (name, op, value) out; UTF-8 bytes
     "utf8_matchers": set(),
     "durations": set(),

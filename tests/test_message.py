@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from alertrouter.model import AlertItem, AlertStatus, AlertView, IncidentKind, MessageError, MessageSnapshot
+from alertrouter.message.snapshot import AlertItem, MessageError, MessageSnapshot
+from alertrouter.model import AlertStatus, AlertView, IncidentKind
 from alertrouter.pipeline.incident import IncidentGroup, message_snapshot
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import IncidentState

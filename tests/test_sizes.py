@@ -17,7 +17,6 @@ MODULE_MAX = 400
 FUNCTION_MAX = 60
 
 MODULES_OVER: set[str] = {
-    "render/context.py",  # being split with the typed message (issue 47 §1)
 }
 FUNCTIONS_OVER: set[str] = {
     # being reworked by the other parts of issue 47 now: app.py's wiring (§4), message/ and render/ (§1),

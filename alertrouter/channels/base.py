@@ -1,4 +1,5 @@
-"""What every channel shares: the notification it is given, the error it raises, the protocol it follows.
+"""What every channel shares: the error it raises, the protocol it follows, and the plain fields of the
+notification it is given (`alertrouter.message.notification`, re-exported here for the channels).
 
 A channel's whole job is one `send(notification)`: render with the templates, fit the vendor's size
 limit, sign, post, and read the vendor's answer. It returns only when the vendor accepted the message
@@ -10,18 +11,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from enum import StrEnum
-from gettext import NullTranslations
 from typing import Protocol
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from alertrouter.channels.headline import message_headline
-from alertrouter.i18n import Locale, localized_annotations, severity_name, translations
+from alertrouter.i18n import Locale
 from alertrouter.labels import alert_title
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.facts import StormFacts
+from alertrouter.message.notification import Mentions, MessageKind, Notification
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.message.words import Words
 from alertrouter.xid import from_labels, short_line
 
 __all__ = [
@@ -68,60 +68,6 @@ class ChannelError(Exception):
         self.retry_after = retry_after
         self.code = code
         self.reached = tuple(reached)
-
-
-class MessageKind(StrEnum):
-    """Which template a notification is rendered with."""
-
-    FIRING = "firing"  # an incident's first message
-    UPDATE = "update"  # more alerts joined, or a repeat of a still-firing incident
-    RESOLVED = "resolved"
-    CLUSTER = "cluster"  # a storm roll-up (cluster incident), first message or update
-    COALESCED = "coalesced"  # several notifications for one robot merged into one message
-
-
-@dataclass(frozen=True, slots=True)
-class Mentions:
-    """Who a chat message should ping (DingTalk `at`, WeCom `mentioned_mobile_list` / `<@userid>`)."""
-
-    mobiles: tuple[str, ...] = ()
-    user_ids: tuple[str, ...] = ()
-    all: bool = False
-
-    def __bool__(self) -> bool:
-        return bool(self.mobiles or self.user_ids or self.all)
-
-
-@dataclass(frozen=True, slots=True)
-class Notification:
-    """What one delivery says, before a channel renders it.
-
-    `items` are the engine's outbox snapshots (see `pipeline.incident.message_snapshot`): one, or several
-    when coalesced, worst severity first. `link` points at the incident page (for coalesced messages,
-    at the notifications list). `recipients`: phone numbers for SMS, addresses for email.
-    `ack_link` / `silence_link`: signed, expiring, single-use links that acknowledge the incident or
-    silence it for `silence_for` (see `alertrouter.auth.links`); set only on messages about one firing
-    incident, and never put in an SMS.
-    """
-
-    kind: MessageKind
-    receiver: str
-    severity: str
-    items: tuple[MessageSnapshot, ...]
-    link: str | None = None
-    mentions: Mentions = field(default_factory=Mentions)
-    recipients: tuple[str, ...] = ()
-    created_at: datetime | None = None
-    delivery_id: int | None = None
-    ack_link: str | None = None
-    silence_link: str | None = None
-    silence_for: timedelta | None = None
-    locale: Locale | None = None  # the receiver's language and time zone; None: the renderer's defaults
-    runbook_link: str | None = None  # an alert's runbook_url on a host of `global.runbook_hosts`
-
-    @property
-    def first(self) -> MessageSnapshot:
-        return self.items[0]
 
 
 class Renderer(Protocol):
@@ -204,38 +150,31 @@ def truncate_utf8(text: str, limit: int, ellipsis: str = "…") -> str:
     return data[:room].decode("utf-8", errors="ignore") + ellipsis
 
 
-def _severity(tr: NullTranslations, severity: str) -> str:
+def _severity(words: Words, severity: str) -> str:
     """`严重` / `已恢复` in zh-CN (the words the other channels show); in English, and for a severity the
     product does not know, the value as written."""
-    word = severity_name(tr, severity)
+    word = words.severity_name(severity)
     return severity if word == severity.lower() else word
-
-
-def _status(tr: NullTranslations, status: str) -> str:
-    """`触发中` / `已恢复` in zh-CN; `firing` / `resolved` in English."""
-    words = {"firing": tr.gettext("firing"), "resolved": tr.gettext("resolved")}
-    return words.get(status, status)
 
 
 def notification_fields(n: Notification) -> dict[str, str]:
     """The plain values of a notification that short formats (SMS and voice variables) are built from,
     worded in the receiver's language."""
     first = n.first
-    locale = n.locale or Locale()
-    tr = translations(locale.language)
-    labels, summary = first.labels, first.summary
-    units, total = summary.get("units"), summary.get("units_total")
-    if isinstance(units, int):  # a storm's summary counts its GPUs
-        gpus = str(units) if units else ""
-    elif isinstance(units, list) and units:
-        gpus = f"{len(units)}/{total}" if isinstance(total, int) and total else str(len(units))
+    locale, words = n.locale or Locale(), n.words
+    labels, facts = first.labels, first.summary
+    if isinstance(facts, StormFacts):  # a storm counts its GPUs
+        gpus = str(facts.units) if facts.units else ""
+    elif facts.units:
+        gpus = f"{len(facts.units)}/{facts.units_total}" if facts.units_total else str(len(facts.units))
     else:
         gpus = ""
     started = first.started_at or first.opened_at
     since = started.astimezone(ZoneInfo(locale.timezone)).strftime("%H:%M") if started else ""
-    notes = (localized_annotations(a.annotations or {}, locale.language) for a in first.alerts)
+    notes = (words.annotations(a.annotations or {}) for a in first.alerts)
     annotations_summary = next((n["summary"] for n in notes if n.get("summary")), "")
-    count = summary.get("firing", summary.get("alerts", len(first.alerts)))
+    tally = facts.tally
+    count = next((n for n in (tally.firing, tally.alerts) if n is not None), len(first.alerts))
     current = [a for a in first.alerts if a.firing != first.resolved] or list(first.alerts)
     faults = sorted((info for a in current if (info := from_labels(a.labels)) is not None), key=lambda i: i.code)
     pods = sorted(
@@ -248,9 +187,9 @@ def notification_fields(n: Notification) -> dict[str, str]:
     return {
         # A resolved message's severity reads "resolved", as its title does: an SMS template of severity, node
         # and alert (the shipped one) would otherwise say the same when a node comes back as when it went down.
-        "severity": _severity(tr, "resolved" if all(item.resolved for item in n.items) else n.severity),
-        "status": _status(tr, first.status.value),
-        "headline": message_headline(tr, first),
+        "severity": _severity(words, "resolved" if all(item.resolved for item in n.items) else n.severity),
+        "status": words.status[first.status],
+        "headline": message_headline(words, first),
         "alertname": labels.get("alertname") or (alert_title(first.alerts[0].labels) if first.alerts else ""),
         "node": labels.get("node", ""),
         "region": labels.get("region", ""),
@@ -261,6 +200,6 @@ def notification_fields(n: Notification) -> dict[str, str]:
         "link": n.link or "",
         "receiver": n.receiver,
         "incidents": str(len(n.items)),
-        "xid": short_line(tr, faults[0]) if faults else "",
+        "xid": short_line(words.tr, faults[0]) if faults else "",
         "workload": "/".join(filter(None, pods[0])) if pods else "",
     }

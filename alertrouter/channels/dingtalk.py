@@ -16,7 +16,6 @@ import httpx
 
 from alertrouter.channels.base import ChannelError, Mentions, Notification, Renderer, truncate_utf8
 from alertrouter.channels.http import deliver, encode_json, fit_body, protect_logs, redact, vendor_code
-from alertrouter.i18n import Locale, span_text, translations
 from alertrouter.ruleset.channels import DingTalkChannelConfig
 
 __all__ = [
@@ -78,14 +77,14 @@ def dingtalk_error(
 
 def action_buttons(notification: Notification) -> list[dict[str, str]]:
     """An actionCard's `btns`: acknowledge, silence (when the message has those links), the incident."""
-    tr = translations((notification.locale or Locale()).language)
-    silence = tr.gettext("Silence")
+    words = notification.words
+    silence = words.tr.gettext("Silence")
     if notification.silence_for:
-        silence = tr.gettext("Silence %(duration)s") % {"duration": span_text(tr, notification.silence_for)}
+        silence = words.tr.gettext("Silence %(duration)s") % {"duration": words.span(notification.silence_for)}
     links = (
-        (tr.gettext("Acknowledge"), notification.ack_link),
+        (words.tr.gettext("Acknowledge"), notification.ack_link),
         (silence, notification.silence_link),
-        (tr.gettext("Details"), notification.link),
+        (words.tr.gettext("Details"), notification.link),
     )
     return [{"title": title, "actionURL": url} for title, url in links if url]
 

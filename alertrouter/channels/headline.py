@@ -10,13 +10,13 @@ then the node shortened further, then the node dropped, before anything of the a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
-from gettext import NullTranslations
-from typing import Any
 
-from alertrouter.i18n import headline, member_line, node_headline
-from alertrouter.model import HEARTBEAT_ALERTNAME, IncidentKind, MessageSnapshot
+from alertrouter.message.facts import MemberFacts, NodeFacts, StormFacts
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.message.words import Words
+from alertrouter.model import HEARTBEAT_ALERTNAME, IncidentKind
 
 __all__ = ["MIN_NODE", "NODE_CAP", "fitted_headline", "message_headline", "short_member_line", "shorten"]
 
@@ -31,29 +31,27 @@ def shorten(value: str, keep: int, ellipsis: str = ELLIPSIS) -> str:
 
 
 def _capped(snapshot: MessageSnapshot, keep: int, ellipsis: str) -> MessageSnapshot:
-    """`snapshot` with the summary's `where` and scope values as a headline shows them."""
-    summary: dict[str, Any] = dict(snapshot.summary)
-    if isinstance(where := summary.get("where"), str):
-        summary["where"] = shorten(where, keep, ellipsis)
-    if isinstance(scope := summary.get("scope"), list):
-        summary["scope"] = [
-            [p[0], shorten(str(p[1]), keep, ellipsis)] if isinstance(p, list | tuple) and len(p) == 2 else p
-            for p in scope
-        ]
-    return replace(snapshot, summary=summary)
+    """`snapshot` with its facts' `where` and scope values as a headline shows them."""
+    facts = snapshot.summary
+    if isinstance(facts, StormFacts):
+        if facts.scope is None:
+            return snapshot
+        scope = tuple((name, shorten(value, keep, ellipsis)) for name, value in facts.scope)
+        return replace(snapshot, summary=replace(facts, scope=scope))
+    if facts.where is None:
+        return snapshot
+    return replace(snapshot, summary=replace(facts, where=shorten(facts.where, keep, ellipsis)))
 
 
-def message_headline(tr: NullTranslations, snapshot: MessageSnapshot) -> str:
-    """`i18n.headline` with the node and scope values cut to `NODE_CAP` characters. A snapshot without
-    the facts (stored before they were) keeps the headline it was stored with, as `i18n.headline` does."""
-    return headline(tr, _capped(snapshot, NODE_CAP, ELLIPSIS))
+def message_headline(words: Words, snapshot: MessageSnapshot) -> str:
+    """`Words.headline` with the node and scope values cut to `NODE_CAP` characters. A snapshot without
+    the facts (stored before they were) keeps the headline it was stored with, as `Words.headline` does."""
+    return words.headline(_capped(snapshot, NODE_CAP, ELLIPSIS))
 
 
-def short_member_line(tr: NullTranslations, member: object, alertname: str, unit_name: str) -> str | None:
-    """`i18n.member_line` (a storm's member node) with its node cut to `NODE_CAP` characters."""
-    if isinstance(member, Mapping) and isinstance(where := member.get("where"), str):
-        member = {**member, "where": shorten(where, NODE_CAP)}
-    return member_line(tr, member, alertname, unit_name)
+def short_member_line(words: Words, member: MemberFacts, alertname: str, unit_name: str) -> str:
+    """`Words.member_line` (a storm's member node) with its node cut to `NODE_CAP` characters."""
+    return words.member_line(replace(member, where=shorten(member.where, NODE_CAP)), alertname, unit_name)
 
 
 def _largest(fits: Callable[[int], bool], lo: int, hi: int) -> int | None:
@@ -70,17 +68,16 @@ def _largest(fits: Callable[[int], bool], lo: int, hi: int) -> int | None:
 
 def _node_facts(snapshot: MessageSnapshot) -> tuple[str, str] | None:
     """(node, alert name) of a node incident's headline (`pipeline.incident.summary_dict` stores them)."""
-    summary = snapshot.summary
-    where, what = summary.get("where"), summary.get("alertname") or snapshot.labels.get("alertname")
-    if snapshot.kind is not IncidentKind.NODE or not isinstance(where, str) or not what:
+    facts, what = snapshot.summary, snapshot.alertname
+    if snapshot.kind is not IncidentKind.NODE or not isinstance(facts, NodeFacts) or facts.where is None or not what:
         return None
     if what == HEARTBEAT_ALERTNAME:  # worded as a blind heartbeat, not from the node
         return None
-    return where, str(what)
+    return facts.where, what
 
 
 def fitted_headline(
-    tr: NullTranslations, snapshot: MessageSnapshot, fits: Callable[[str], bool], ellipsis: str = ELLIPSIS
+    words: Words, snapshot: MessageSnapshot, fits: Callable[[str], bool], ellipsis: str = ELLIPSIS
 ) -> str:
     """`message_headline` when it `fits` (what its reader sees of it, measured the reader's way), or when
     the caller's cut (`ellipsis` after it) still keeps the alert name whole: in English the GPU count comes
@@ -88,7 +85,7 @@ def fitted_headline(
     as little as fits (to `MIN_NODE` characters at least); else the alert name alone, which the caller
     cuts if even that is too long. Storms: `message_headline` (the alert name first in English; in
     Chinese after the scope, capped)."""
-    text = message_headline(tr, snapshot)
+    text = message_headline(words, snapshot)
     facts = _node_facts(snapshot)
     if facts is None or fits(text):
         return text
@@ -99,7 +96,7 @@ def fitted_headline(
     if where:
 
         def worded(keep: int) -> str:
-            return node_headline(tr, shorten(where, keep, ellipsis), what, 0, None)
+            return words.node_headline(shorten(where, keep, ellipsis), what)
 
         hi = min(len(where), NODE_CAP)
         keep = _largest(lambda k: fits(worded(k)), min(MIN_NODE, hi), hi)

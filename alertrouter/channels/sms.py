@@ -32,7 +32,6 @@ from alertrouter.channels.http import protect_logs, redact
 from alertrouter.channels.sms_aliyun import AliyunSms
 from alertrouter.channels.sms_generic import GenericSms
 from alertrouter.channels.sms_tencent import TencentSms
-from alertrouter.i18n import Locale, translations
 from alertrouter.ruleset.channels import SmsChannelConfig
 
 __all__ = [
@@ -157,7 +156,7 @@ def sms_params(notification: Notification, params: Mapping[str, str], max_length
     fields = notification_fields(notification)
     if "headline" in params.values():
         fields["headline"] = fitted_headline(
-            translations((notification.locale or Locale()).language),
+            notification.words,
             notification.first,
             lambda text: len(normalize_sms(neutralise_links(text, ascii_only=True), single_line=True)) <= max_length,
             CUT_MARKER,

@@ -28,7 +28,6 @@ from alertrouter.channels.http import protect_logs, redact
 from alertrouter.channels.sms import CUT_MARKER, normalize_sms, sms_numbers
 from alertrouter.channels.voice_aliyun import AliyunVoice
 from alertrouter.channels.voice_tencent import TencentVoice
-from alertrouter.i18n import Locale, translations
 from alertrouter.ruleset.channels import VoiceChannelConfig
 
 __all__ = ["VoiceChannel", "VoiceProvider", "mask_number", "speakable", "voice_params"]
@@ -75,7 +74,7 @@ def _fit(value: str, max_length: int, empty: str) -> str:
 def voice_params(notification: Notification, params: Mapping[str, str], max_length: int) -> dict[str, str]:
     """Vendor template variable -> spoken value, in the order of `params` (variable -> field)."""
     fields = notification_fields(notification)
-    tr = translations((notification.locale or Locale()).language)
+    words = notification.words
     if "headline" in params.values():  # the alert name said whole, the node shortened
 
         def fits(text: str) -> bool:
@@ -83,8 +82,8 @@ def voice_params(notification: Notification, params: Mapping[str, str], max_leng
             says nothing, so a headline too long drops its count (`gpu node 07 GPUHighTemp`)."""
             return len(speakable(text)) <= max_length and not text.endswith(CUT_MARKER)
 
-        fields["headline"] = fitted_headline(tr, notification.first, fits, CUT_MARKER)
-    empty = tr.gettext("none")  # vendors refuse ""
+        fields["headline"] = fitted_headline(words, notification.first, fits, CUT_MARKER)
+    empty = words.tr.gettext("none")  # vendors refuse ""
     return {variable: _fit(speakable(fields.get(source, "")), max_length, empty) for variable, source in params.items()}
 
 

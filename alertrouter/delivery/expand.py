@@ -13,7 +13,8 @@ from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Mentions, MessageKind, Notification, runbook_link
 from alertrouter.delivery.plan import message_kind
 from alertrouter.i18n import ANNOTATION_VARIANTS, Locale
-from alertrouter.model import DeliveryStatus, MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.model import DeliveryStatus
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.pipeline.oncall import Rota
 from alertrouter.ruleset.channels import ChannelConfig

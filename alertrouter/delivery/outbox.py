@@ -10,7 +10,8 @@ from typing import Any
 
 from alertrouter.delivery.expand import delivery_rows
 from alertrouter.delivery.policy import Unexpected
-from alertrouter.model import MessageSnapshot, OutboxStatus
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.model import OutboxStatus
 from alertrouter.pipeline.oncall import Rota
 from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.ruleset.receivers import ReceiverConfig

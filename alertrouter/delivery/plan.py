@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from alertrouter.channels.base import MessageKind
-from alertrouter.model import IncidentKind, MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.model import IncidentKind
 from alertrouter.pipeline.throttle import NotifyReason
 
 __all__ = ["Batch", "backoff", "message_kind", "plan_batches"]

@@ -9,7 +9,9 @@ import httpx
 from alertrouter.channels.base import ChannelError, Mentions, MessageKind, Notification
 from alertrouter.channels.registry import build_channel
 from alertrouter.i18n import Locale, translations
-from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot, utcnow
+from alertrouter.message.facts import NodeFacts, Tally
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.model import AlertStatus, IncidentKind, utcnow
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
@@ -43,7 +45,7 @@ def test_notification(
         severity="info",
         headline=tr.gettext("alertrouter test message for receiver %(receiver)s") % {"receiver": receiver},
         labels={"alertname": "AlertrouterSendTest", "receiver": receiver},
-        summary={"alerts": 1, "firing": 1},
+        summary=NodeFacts(tally=Tally(alerts=1, firing=1)),
         opened_at=now,
         at=now,
     )

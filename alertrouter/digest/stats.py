@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from alertrouter.digest.types import WeekRows
-from alertrouter.model import MessageError, MessageSnapshot
+from alertrouter.message.snapshot import MessageError, MessageSnapshot
 from alertrouter.store.digest import WeekHistory
 
 __all__ = ["week_rows"]

@@ -27,7 +27,8 @@ from alertrouter.digest.types import (
     WeekRows,
 )
 from alertrouter.labels import alert_title
-from alertrouter.model import DeliveryStatus, MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.model import DeliveryStatus
 from alertrouter.pipeline.types import Decision
 
 __all__ = ["FLAP_EPISODES", "MECHANISMS", "TOP", "Labelling", "summarize"]

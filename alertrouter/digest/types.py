@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.store.digest import EpisodeRow, IncidentFact
 
 __all__ = [

@@ -34,7 +34,8 @@ from alertrouter.digest.words import (
     status_name,
     time_label,
 )
-from alertrouter.i18n import DEFAULT_LANGUAGE, headline, translations
+from alertrouter.i18n import DEFAULT_LANGUAGE, translations
+from alertrouter.message.phrases import headline
 from alertrouter.render.context import LABEL_CAP, clean
 from alertrouter.render.templates import Templates
 from alertrouter.xid import lookup, meaning_text

@@ -19,8 +19,10 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.durations import format_duration
+from alertrouter.message.facts import facts_from_json
+from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.metrics import Metrics
-from alertrouter.model import AlertItem, AlertStatus, IncidentKind, MessageSnapshot
+from alertrouter.model import AlertStatus, IncidentKind
 from alertrouter.pipeline.escalation import (
     Chain,
     EscalationPolicy,
@@ -240,15 +242,16 @@ class Escalator:
             self._chains.pop(chain.incident, None)
         record = records[chain.incident]
         alerts = alerts_of(chain.incident)
+        kind = IncidentKind(record.kind)
         message = MessageSnapshot(
             incident=record.key,
-            kind=IncidentKind(record.kind),
+            kind=kind,
             reason=NotifyReason.ESCALATED.value,
             status=AlertStatus.FIRING,
             severity=record.severity,
             headline=record.headline,
             labels=dict(record.labels),
-            summary={**record.summary, "escalation": note},
+            summary=facts_from_json(kind, {**record.summary, "escalation": note}),
             alerts=tuple(AlertItem(a.fingerprint, dict(a.labels), a.firing) for a in alerts[:20]),
             opened_at=record.opened_at,
             at=now,

@@ -27,6 +27,7 @@ from alertrouter.fingerprints import fingerprint
 from alertrouter.i18n import Locale
 from alertrouter.ingest.batch import IngestBatch
 from alertrouter.labels import MatchType
+from alertrouter.message import phrases
 from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertStatus
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.store.heartbeats import HeartbeatRecord
@@ -175,7 +176,7 @@ def _summary(labels: dict[str, str], since: datetime, locale: Locale) -> str:
             "%(heartbeat)s never heard from since %(since)s: point its Prometheus and Alertmanager at alertrouter"
         )
         return text % {"heartbeat": name, "since": at}
-    return i18n.blind_text(tr, name, at)
+    return phrases.blind_text(tr, name, at)
 
 
 def blind_alert(

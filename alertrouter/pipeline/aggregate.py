@@ -152,7 +152,7 @@ class IncidentSummary:
     def headline(self) -> str:
         """`gpu-node-07: GPUHighTemp on 6/8 GPUs`; cluster incidents build their own (see `storm_headline`).
         Stored in English; messages are worded from `where`, `what` and the units in the receiver's
-        language (`alertrouter.i18n.node_headline`)."""
+        language (`alertrouter.message.phrases.node_headline`)."""
         where, what = self.where, self.what
         if self.units:
             total = f"/{self.units_total}" if self.units_total else ""
@@ -233,7 +233,7 @@ def storm_headline(
     alertname: str, members: Sequence[IncidentSummary], scope_labels: Sequence[str], unit_name: str = "GPUs"
 ) -> str:
     """`GPUHighTemp on 37 nodes in region north, rack r12: 211 GPUs` (stored in English; messages are
-    worded from the storm's summary in the receiver's language, `alertrouter.i18n.storm_headline`)."""
+    worded from the storm's summary in the receiver's language, `alertrouter.message.phrases.storm_headline`)."""
     units = sum(len(m.units) for m in members)
     return counted_storm_headline(alertname, len(members), storm_scope(members, scope_labels), units, unit_name)
 

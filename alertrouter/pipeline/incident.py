@@ -7,7 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from alertrouter.model import AlertItem, AlertStatus, AlertView, IncidentKind, MessageSnapshot
+from alertrouter.message.facts import facts_from_json
+from alertrouter.message.snapshot import AlertItem, MessageSnapshot
+from alertrouter.model import AlertStatus, AlertView, IncidentKind
 from alertrouter.pipeline import aggregate
 from alertrouter.pipeline.aggregate import AggregationRule, IncidentSummary
 from alertrouter.pipeline.rules import CompiledRules
@@ -173,15 +175,16 @@ def message_snapshot(
         shown = sorted(group.eligible or group.alerts, key=lambda v: v.fingerprint)[:MAX_ALERTS_IN_MESSAGE]
         alerts = tuple(AlertItem(v.fingerprint, dict(v.labels), v.firing) for v in shown)
         started, ended = alert_times(group, firing=state.firing, opened_at=state.opened_at)
+    kind = IncidentKind(state.kind)
     return MessageSnapshot(
         incident=state.key,
-        kind=IncidentKind(state.kind),
+        kind=kind,
         reason=reason.value,
         status=AlertStatus.FIRING if state.firing else AlertStatus.RESOLVED,
         severity=state.severity,
         headline=state.headline,
         labels=dict(state.labels),
-        summary=dict(state.summary),
+        summary=facts_from_json(kind, state.summary),
         alerts=alerts,
         opened_at=state.opened_at,
         at=now,

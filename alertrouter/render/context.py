@@ -12,22 +12,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from gettext import NullTranslations
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from alertrouter import i18n
 from alertrouter.channels.headline import message_headline, short_member_line
 from alertrouter.labels import alert_title
-from alertrouter.model import (
-    HEARTBEAT_ALERTNAME,
-    HEARTBEAT_LABEL,
-    AlertItem,
-    AlertStatus,
-    IncidentKind,
-    MessageSnapshot,
-    parse_time,
-)
+from alertrouter.message.facts import NodeFacts, StormFacts, Tally
+from alertrouter.message.snapshot import AlertItem, MessageSnapshot
+from alertrouter.message.words import Words, words_for
+from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertStatus, IncidentKind, parse_time
 from alertrouter.render.faults import alert_xid, workload, workloads_text, xid_lines
 
 __all__ = [
@@ -64,30 +57,6 @@ _UNIT_LABELS = ("gpu", "GPU", "gpu_index", "minor_number")
 # filesystem, disk and network series carry device="/dev/nvme0n1p2", "sda", "eth0", which are no GPU.
 _GPU_DEVICE = re.compile(r"nvidia[0-9]+")
 _NODE_LABELS = ("node", "hostname", "Hostname", "nodename", "kubernetes_node", "instance")
-_ENGLISH = NullTranslations()
-
-
-def _escalation_text(tr: NullTranslations, summary: Mapping[str, Any]) -> str:
-    """`escalated: not acknowledged for 20m, step 2 of 3` (the step's note, `engine.escalation`)."""
-    note = _as_map(summary.get("escalation"))
-    return tr.gettext("escalated: not acknowledged for %(after)s, step %(step)s of %(steps)s") % {
-        "after": i18n.age_text(tr, timedelta(seconds=_int(note.get("after_seconds")))),
-        "step": _int(note.get("step")),
-        "steps": _int(note.get("steps")),
-    }
-
-
-def _reason_text(tr: NullTranslations, reason: str, summary: Mapping[str, Any] | None = None) -> str:
-    """Why an update is sent: `more alerts joined` / `有新的告警加入`; an unknown reason as written."""
-    if reason == "escalated":
-        return _escalation_text(tr, summary or {})
-    reasons = {
-        "first": tr.gettext("new"),
-        "grew": tr.gettext("more alerts joined"),
-        "repeat": tr.gettext("still firing"),
-        "resolved": tr.gettext("resolved"),
-    }
-    return reasons.get(reason, clean(reason, KEY_CAP))
 
 
 _STYLES = {  # severity -> (emoji, WeCom font colour, HTML colour)
@@ -108,14 +77,6 @@ def clean(value: object, cap: int) -> str:
 
 def _as_map(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def _seq(value: object) -> Sequence[Any]:
-    return value if isinstance(value, list | tuple) else ()
-
-
-def _int(value: object, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def _labels(value: object) -> dict[str, str]:
@@ -140,7 +101,7 @@ def _time(value: object) -> datetime | None:
 
 def age_text(delta: timedelta) -> str:
     """`45s`, `12m`, `3h 5m`, `2d 4h` (in English: the console's; messages use the receiver's language)."""
-    return i18n.age_text(_ENGLISH, delta)
+    return words_for().age(delta)
 
 
 def _index(unit: object) -> int | None:
@@ -270,13 +231,13 @@ class LocalClock:
         return self._zoned(t).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def _alert(raw: AlertItem, clock: LocalClock, ref: datetime, tr: NullTranslations, language: str) -> AlertContext:
+def _alert(raw: AlertItem, clock: LocalClock, ref: datetime, words: Words) -> AlertContext:
     labels = _labels(raw.labels)
-    notes = i18n.localized_annotations(raw.annotations or {}, language)  # summary_zh_CN for a zh-CN reader
+    notes = words.annotations(raw.annotations or {})  # summary_zh_CN for a zh-CN reader
     started = _time(raw.starts_at)
     if labels.get("alertname") == HEARTBEAT_ALERTNAME and labels.get(HEARTBEAT_LABEL) and started:
         # alertrouter's own alert: its summary in the receiver's language and time zone
-        notes = {**notes, "summary": i18n.blind_text(tr, labels[HEARTBEAT_LABEL], clock.local(started, ref))}
+        notes = {**notes, "summary": words.blind_text(labels[HEARTBEAT_LABEL], clock.local(started, ref))}
     return AlertContext(
         alertname=clean(alert_title(labels) if labels else "", HEADLINE_CAP),
         unit=_unit(labels),
@@ -286,7 +247,7 @@ def _alert(raw: AlertItem, clock: LocalClock, ref: datetime, tr: NullTranslation
         description=clean(notes.get("description"), ANNOTATION_CAP),
         since=clock.local(started, ref) if started else "",
         labels=labels,
-        xid=alert_xid(labels, tr, language),
+        xid=alert_xid(labels, words.tr, words.language),
         workload=workload(labels),
     )
 
@@ -296,14 +257,12 @@ def _alert_order(a: AlertContext) -> tuple[bool, int, str, str]:
     return (not a.firing, 1 << 30 if index is None else index, a.unit, a.alertname)
 
 
-def _members(tr: NullTranslations, summary: Mapping[str, Any], alertname: str, unit_name: str) -> list[object]:
+def _members(words: Words, facts: StormFacts, alertname: str, unit_name: str) -> list[str]:
     """A storm's member lines: worded from their facts in the receiver's language, or (a snapshot stored
     before the facts were) the stored English headlines."""
-    facts = _seq(summary.get("member_facts"))
-    lines = [short_member_line(tr, f, alertname, unit_name) for f in facts[:MAX_LISTED]]
-    if facts and alertname and all(line is not None for line in lines):
-        return list(lines)
-    return list(_seq(summary.get("members"))[:MAX_LISTED])
+    if facts.member_facts and alertname:
+        return [short_member_line(words, f, alertname, unit_name) for f in facts.member_facts[:MAX_LISTED]]
+    return list((facts.members or ())[:MAX_LISTED])
 
 
 def build_item(
@@ -312,13 +271,13 @@ def build_item(
     fallback_severity: str,
     clock: LocalClock,
     now: datetime,
-    tr: NullTranslations = _ENGLISH,
-    language: str = "en",
+    words: Words | None = None,
 ) -> ItemContext:
     """The template context of one outbox snapshot: its label values, texts and summary are data from
     whoever fired the alerts, cleaned and capped here; any of the summary's keys may be missing.
-    `tr`: the receiver's language, of the words made here (headline, severity, durations, places);
-    `language` its name (the XID table has its own translations)."""
+    `words`: the receiver's language (English when None), of the words made here (headline, severity,
+    durations, places, the XID table's)."""
+    words = words or words_for()
     labels = _labels(raw.labels)
     summary = raw.summary
     ref = _time(raw.at) or now
@@ -326,41 +285,39 @@ def build_item(
     opened = _time(raw.started_at) or _time(raw.opened_at)
     until = (_time(raw.ended_at) or ref) if raw.resolved else ref
     raw_alerts = raw.alerts
-    alerts = tuple(sorted((_alert(a, clock, ref, tr, language) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
+    alerts = tuple(sorted((_alert(a, clock, ref, words) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
     resolved = raw.resolved
     kind = raw.kind
     severity = clean(raw.severity or fallback_severity, KEY_CAP)
     emoji, color, html_color = severity_style(severity, resolved)
-    units_raw = summary.get("units")
-    units = tuple(clean(u, LABEL_CAP) for u in _seq(units_raw))
-    total = _int(summary.get("units_total"))
-    if kind == IncidentKind.CLUSTER:
-        gpus = str(units_raw) if _int(units_raw) else ""
+    node_facts = summary if isinstance(summary, NodeFacts) else NodeFacts()
+    units = tuple(clean(u, LABEL_CAP) for u in node_facts.units or ())
+    total = node_facts.units_total or 0
+    if isinstance(summary, StormFacts):
+        gpus = str(summary.units) if summary.units else ""
     else:
         gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
-    count = _int(summary.get("firing" if not resolved and "firing" in summary else "alerts"), len(raw_alerts))
-    if not resolved and kind == IncidentKind.NODE and _int(summary.get("eligible")) > 0:
-        count = _int(summary.get("eligible"))  # what it lists: muted, held and stale alerts are not told
-    listed = max(len(raw_alerts), _int(summary.get("eligible" if not resolved else "alerts"), count))
+    count, listed = _counts(summary.tally, resolved=resolved, node=kind == IncidentKind.NODE, shown=len(raw_alerts))
     alertname = labels.get("alertname", "") or (alerts[0].alertname if alerts else "")
-    unit_name = clean(summary.get("unit_name") or "GPUs", KEY_CAP)
-    members = tuple(clean(m, LABEL_CAP) for m in _members(tr, summary, alertname, unit_name))
-    nodes = _int(summary.get("nodes"), len(members))
+    unit_name = clean(summary.unit_name or "GPUs", KEY_CAP)
+    storm = summary if isinstance(summary, StormFacts) else StormFacts()
+    members = tuple(clean(m, LABEL_CAP) for m in _members(words, storm, alertname, unit_name))
+    nodes = storm.nodes if storm.nodes is not None else len(members)
     top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
     current = [a for a in alerts if a.firing != resolved]  # what the message is about: firing, or resolved
-    xids, xids_more = xid_lines([(a.labels, a.unit) for a in current], tr, language)
+    xids, xids_more = xid_lines([(a.labels, a.unit) for a in current], words.tr, words.language)
     scope = [(name, labels[name]) for name in ("region", "rack", "cluster") if labels.get(name)]
     # an alert without alertname (Alertmanager accepts those) is named by its label set
-    headline = message_headline(tr, raw) or summary.get("headline") or (alert_title(labels) if labels else "")
+    headline = message_headline(words, raw) or summary.headline or (alert_title(labels) if labels else "")
     return ItemContext(
         incident=clean(raw.incident, KEY_CAP),
         kind=kind,
         reason=clean(raw.reason, KEY_CAP),
-        reason_text=_reason_text(tr, raw.reason, summary),
+        reason_text=words.reason(raw.reason, summary) or clean(raw.reason, KEY_CAP),
         status=AlertStatus.RESOLVED if resolved else AlertStatus.FIRING,
         resolved=resolved,
         severity=severity,
-        severity_label=i18n.severity_word(tr, severity, resolved=resolved),
+        severity_label=words.severity_label(severity, resolved=resolved),
         emoji=emoji,
         color=color,
         html_color=html_color,
@@ -369,9 +326,9 @@ def build_item(
         node=_first(labels, _NODE_LABELS),
         region=labels.get("region", ""),
         rack=labels.get("rack", ""),
-        location=i18n.scope_text(tr, scope),
+        location=words.scope(scope),
         gpus=gpus,
-        unit_name=clean(i18n.unit_label(tr, unit_name), KEY_CAP),
+        unit_name=clean(words.unit_label(unit_name), KEY_CAP),
         units=units[:GRID_MAX],
         units_text=", ".join(units[:GRID_MAX]) + (", …" if len(units) > GRID_MAX else ""),
         grid="" if kind == IncidentKind.CLUSTER else _grid(units, total),
@@ -381,7 +338,7 @@ def build_item(
         description=next((a.description for a in alerts if a.description), ""),
         since=clock.local(opened, ref) if opened else "",
         since_full=clock.full(opened) if opened else "",
-        age=i18n.age_text(tr, until - opened) if opened else "",
+        age=words.age(until - opened) if opened else "",
         alerts=alerts,
         alerts_more=max(0, listed - len(alerts)),
         members=members,
@@ -390,14 +347,26 @@ def build_item(
         xids=xids,
         xids_more=xids_more,
         workloads=workloads_text([a.labels for a in current]),
-        no_data=_no_data(tr, summary),
+        no_data=_no_data(words, node_facts),
     )
 
 
-def _no_data(tr: NullTranslations, summary: Mapping[str, Any]) -> str:
+def _counts(tally: Tally, *, resolved: bool, node: bool, shown: int) -> tuple[int, int]:
+    """(alerts the message counts, alerts it could list): the firing ones while firing, and of a node those
+    that count (muted, held and stale alerts are not told); all of them once resolved. `shown`: the alerts
+    the snapshot carries, for a row that stored no counts."""
+    stored = tally.firing if not resolved and tally.firing is not None else tally.alerts
+    count = shown if stored is None else stored
+    if not resolved and node and (tally.eligible or 0) > 0:
+        count = tally.eligible or 0
+    listed = tally.eligible if not resolved else tally.alerts
+    return count, max(shown, count if listed is None else listed)
+
+
+def _no_data(words: Words, facts: NodeFacts) -> str:
     """The node-down incident that explains the gap in data (`pipeline.incident.summary_dict`), worded."""
-    if not isinstance(summary.get("no_data_source"), str):
+    if facts.no_data is None:
         return ""
-    node = clean(summary.get("no_data_node") or summary.get("where"), LABEL_CAP)
-    cause = clean(summary.get("no_data_cause"), LABEL_CAP)
-    return i18n.no_data_text(tr, node=node or "?", cause=cause or "?", down=summary.get("no_data_down") is True)
+    node = clean(facts.no_data.node or facts.where, LABEL_CAP)
+    cause = clean(facts.no_data.cause, LABEL_CAP)
+    return words.no_data(node=node or "?", cause=cause or "?", down=facts.no_data.down)

@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, runbook_link
 from alertrouter.i18n import Locale
-from alertrouter.model import AlertItem, AlertStatus, IncidentKind, MessageSnapshot
+from alertrouter.message.facts import MemberFacts, NodeFacts, StormFacts, Tally
+from alertrouter.message.snapshot import AlertItem, MessageSnapshot
+from alertrouter.model import AlertStatus, IncidentKind
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.render.templates import Templates
 
@@ -78,9 +80,15 @@ def _sample_item(
         for g in gpus
     )
     n = len(gpus)
-    summary = {"headline": head, "where": node, "alertname": name, "units": [str(g) for g in gpus], "units_total": 8}
-    summary |= {"unit_name": "GPUs", "alerts": n}
-    summary |= {"firing": n * firing, "eligible": n * firing, "muted": 0}
+    summary = NodeFacts(
+        headline=head,
+        where=node,
+        alertname=name,
+        units=tuple(str(g) for g in gpus),
+        units_total=8,
+        unit_name="GPUs",
+        tally=Tally(alerts=n, firing=n * firing, eligible=n * firing, muted=0),
+    )
     return MessageSnapshot(
         incident=f"gpu-by-node/{name}/{node}",
         kind=IncidentKind.NODE,
@@ -100,9 +108,17 @@ def sample_notifications() -> dict[str, Notification]:
     """One realistic notification per message kind, at a fixed time; firing ones with action links."""
     nodes = [_sample_item(f"gpu-node-{i:02d}", "GPUHighTemp", "critical", range(6 if i < 26 else 5)) for i in range(37)]
     head = "GPUHighTemp on 37 nodes in region north: 211 GPUs"
-    summary = {"headline": head, "nodes": 37, "units": 211, "members": [n.headline for n in nodes], "alerts": 211}
-    summary |= {"alertname": "GPUHighTemp", "unit_name": "GPUs", "scope": [["region", "north"]]}
-    summary["member_facts"] = [{"where": n.labels["node"], "units": len(n.alerts), "units_total": 8} for n in nodes]
+    summary = StormFacts(
+        headline=head,
+        nodes=37,
+        units=211,
+        members=tuple(n.headline for n in nodes),
+        alertname="GPUHighTemp",
+        unit_name="GPUs",
+        scope=(("region", "north"),),
+        member_facts=tuple(MemberFacts(n.labels["node"], len(n.alerts), 8) for n in nodes),
+        tally=Tally(alerts=211),
+    )
     cluster = replace(
         nodes[0],
         incident="cluster/gpu-by-node/GPUHighTemp/north",

@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from gettext import NullTranslations
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -24,16 +23,10 @@ from markupsafe import Markup
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, truncate_utf8, utf8_len
 from alertrouter.channels.headline import fitted_headline
-from alertrouter.i18n import (
-    DEFAULT_LANGUAGE,
-    DEFAULT_TIMEZONE,
-    Locale,
-    severity_name,
-    severity_word,
-    span_text,
-    translations,
-)
-from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot
+from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, Locale
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.message.words import Words, words_for
+from alertrouter.model import AlertStatus, IncidentKind
 from alertrouter.paths import data_dir
 from alertrouter.render.context import (
     CONTROL_CHARS,
@@ -118,25 +111,17 @@ def _severity_counts(items: Sequence[ItemContext]) -> tuple[tuple[str, int], ...
     return tuple(counts.items())
 
 
-def _counts_text(tr: NullTranslations, counts: Sequence[tuple[str, int]]) -> str:
-    """`3 critical, 9 warning` / `3 条严重，9 条警告`."""
-    parts = (tr.gettext("%(n)s %(severity)s") % {"n": n, "severity": severity_name(tr, s)} for s, n in counts)
-    return tr.gettext(", ").join(parts)
-
-
-def _title(
-    n: Notification, items: Sequence[ItemContext], tr: NullTranslations, text: Callable[[str], str] = str
-) -> str:
+def _title(n: Notification, items: Sequence[ItemContext], words: Words, text: Callable[[str], str] = str) -> str:
     """`[CRITICAL] headline`, `[RESOLVED] headline`, `12 notifications: 3 critical, 9 warning`; `text`
     is applied to what came from labels (severities, the headline), not to the product's brackets."""
     if n.kind is MessageKind.COALESCED:
         total = len(n.items)
-        counts = text(_counts_text(tr, _severity_counts(items)))
-        return tr.ngettext("%(num)s notification: %(counts)s", "%(num)s notifications: %(counts)s", total) % {
+        counts = text(words.counts(_severity_counts(items)))
+        return words.tr.ngettext("%(num)s notification: %(counts)s", "%(num)s notifications: %(counts)s", total) % {
             "num": total,
             "counts": counts,
         }
-    label = tr.gettext("RESOLVED") if n.kind is MessageKind.RESOLVED else text(items[0].severity_label)
+    label = words.severity_label("", resolved=True) if n.kind is MessageKind.RESOLVED else text(items[0].severity_label)
     return f"[{label}] {text(items[0].headline or items[0].incident)}"
 
 
@@ -166,6 +151,12 @@ class _Prepared:
         return {**self.top, "incident": items[0] if items else self.items[0], "items": items, "items_more": more}
 
 
+def _same_items(a: Notification, b: Notification) -> bool:
+    """Whether two notifications' items are told the same: the same snapshots, time, severity and locale
+    (the links, mentions and recipients are no part of the items)."""
+    return a.items is b.items and (a.created_at, a.severity, a.locale) == (b.created_at, b.severity, b.locale)
+
+
 class Templates:
     """The Renderer of `alertrouter.channels.base`: built-in templates, overridden file by file by a user dir."""
 
@@ -181,12 +172,13 @@ class Templates:
         loop gives each the receiver's; samples and tests may not)."""
         self.default = Locale(language, timezone)
         self._clock(self.default)  # an unknown zone or language fails here, not at the first message
-        translations(language)
+        words_for(language)
         self.builtin_dir = builtin_dir or data_dir("templates")
         self.user_dir = user_dir
         dirs = [d for d in (user_dir, self.builtin_dir) if d is not None]
         self._loader = ChoiceLoader([FileSystemLoader(d) for d in dirs])
         self._envs: dict[tuple[str, str], ImmutableSandboxedEnvironment] = {}
+        self._last: tuple[Notification, tuple[ItemContext, ...], Words] | None = None
 
     @staticmethod
     def _clock(locale: Locale) -> LocalClock:
@@ -213,7 +205,7 @@ class Templates:
         language = language or self.default.language
         env = self._envs.get((style, language))
         if env is None:
-            env = self._envs[style, language] = environment(self._loader, style, translations(language))
+            env = self._envs[style, language] = environment(self._loader, style, words_for(language).tr)
         return env.get_template(f"{channel}/{kind}.{fmt}.j2")
 
     def locale(self, notification: Notification) -> Locale:
@@ -249,31 +241,37 @@ class Templates:
         """DingTalk's title and the email subject: one line of plain text (see `plain_title`), the alert
         name kept whole within `limit_bytes` where it can be (`fitted_headline`: the node is shortened)."""
         limit = TITLE_LIMIT if limit_bytes is None else limit_bytes
-        tr = translations(self.locale(notification).language)
-        items = self._items(notification)
+        items, words = self._items(notification)
         if notification.kind is not MessageKind.COALESCED and notification.items:
 
             def with_headline(text: str) -> str:
-                return _title(notification, (replace(items[0], headline=clean(text, HEADLINE_CAP)),), tr, plain_title)
+                return _title(
+                    notification, (replace(items[0], headline=clean(text, HEADLINE_CAP)),), words, plain_title
+                )
 
-            fitted = fitted_headline(tr, notification.first, lambda text: utf8_len(with_headline(text)) <= limit)
+            fitted = fitted_headline(words, notification.first, lambda text: utf8_len(with_headline(text)) <= limit)
             items = (replace(items[0], headline=clean(fitted, HEADLINE_CAP)), *items[1:])
-        return truncate_utf8(_title(notification, items, tr, plain_title), limit)
+        return truncate_utf8(_title(notification, items, words, plain_title), limit)
 
-    def _items(self, n: Notification) -> tuple[ItemContext, ...]:
+    def _items(self, n: Notification) -> tuple[tuple[ItemContext, ...], Words]:
+        """The items' context and the words they are told in, made once per notification: a channel asks
+        for its title and then renders its text, maybe several times to fit a size (and without the action
+        links on a DingTalk card: the same items). Kept for the last notification only, by identity of its
+        items, which are never changed once made."""
+        last = self._last
+        if last is not None and _same_items(last[0], n):
+            return last[1], last[2]
+        words = n.words if n.locale is not None else words_for(self.default.language)
         now = n.created_at or datetime.now(UTC)
         raws = n.items[:MAX_LISTED] or (_NOTHING,)
-        locale = self.locale(n)
-        clock, tr = self._clock(locale), translations(locale.language)
-        language = locale.language
-        return tuple(
-            build_item(r, fallback_severity=n.severity, clock=clock, now=now, tr=tr, language=language) for r in raws
-        )
+        clock = self._clock(self.locale(n))
+        items = tuple(build_item(r, fallback_severity=n.severity, clock=clock, now=now, words=words) for r in raws)
+        self._last = (n, items, words)
+        return items, words
 
     def _prepare(self, channel: str, fmt: str, n: Notification) -> _Prepared:
-        items = self._items(n)
+        items, words = self._items(n)
         locale = self.locale(n)
-        tr = translations(locale.language)
         style = style_for(channel, fmt)
         counts = _severity_counts(items)
         resolved = n.kind is MessageKind.RESOLVED or all(i.resolved for i in items)
@@ -284,7 +282,7 @@ class Templates:
             "language": locale.language,
             "receiver": clean(n.receiver, KEY_CAP),
             "severity": clean(n.severity, KEY_CAP),
-            "severity_label": severity_word(tr, clean(n.severity, KEY_CAP), resolved=resolved),
+            "severity_label": words.severity_label(clean(n.severity, KEY_CAP), resolved=resolved),
             "emoji": emoji,
             "color": color,
             "html_color": html_color,
@@ -292,12 +290,12 @@ class Templates:
             "ack_link": _product_link(n.ack_link, style),
             "silence_link": _product_link(n.silence_link, style),
             "runbook_link": _product_link(n.runbook_link, style),
-            "silence_for": span_text(tr, n.silence_for) if n.silence_for else "",
-            "title": truncate_utf8(_title(n, items, tr), HEADLINE_CAP),
+            "silence_for": words.span(n.silence_for) if n.silence_for else "",
+            "title": truncate_utf8(_title(n, items, words), HEADLINE_CAP),
             "mention": _mention(channel, fmt, n.mentions),
             "items_total": len(n.items),
             "counts": counts,
-            "counts_text": _counts_text(tr, counts),
+            "counts_text": words.counts(counts),
             "created": self._clock(locale).full(created),
         }
         return _Prepared(top, items, max(0, len(n.items) - len(items)), n.kind is MessageKind.COALESCED)

@@ -23,7 +23,7 @@ from alertrouter.channels.email import EmailChannel
 from alertrouter.channels.feishu import FeishuChannel
 from alertrouter.channels.wecom import MARKDOWN_MAX_BYTES, TEXT_MAX_BYTES, WeComChannel
 from alertrouter.i18n import Locale
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset.channels import (
     DingTalkChannelConfig,

@@ -21,7 +21,7 @@ from aiosmtplib.email import flatten_message
 
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.channels.email import EmailChannel, InlineImage, build_email, smtp_error
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.ruleset.channels import EmailChannelConfig
 from support.channels import ITEM, notification
 from support.contract import (

@@ -20,7 +20,7 @@ from alertrouter.channels.base import Channel, MessageKind, Notification, utf8_l
 from alertrouter.channels.email import SUBJECT_LIMIT_BYTES, EmailChannel
 from alertrouter.channels.headline import NODE_CAP
 from alertrouter.i18n import Locale
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset.channels import (
     DingTalkChannelConfig,
@@ -39,7 +39,7 @@ NODE = ("gpu-node-07-" + "a100-sxm4-80gb-rack12-north-" * 147)[:4096]
 HEAD = NODE[:NODE_CAP]  # what a headline shows of it, before its ellipsis
 EN = Locale("en", "Asia/Shanghai")
 ZH = Locale("zh-CN", "Asia/Shanghai")
-# The words each language puts around the node and the alert name, as `alertrouter.i18n.node_headline` does.
+# The words each language puts around the node and the alert name, as `alertrouter.message.phrases.node_headline` does.
 HEADLINE = {"en": f"{HEAD}…: {ALERT} on 2/8 GPUs", "zh-CN": f"{HEAD}…：2/8 块 GPU {ALERT}"}
 SEVERITY = {"en": "CRITICAL", "zh-CN": "严重"}
 

@@ -10,7 +10,7 @@ import pytest
 
 from alertrouter.channels.sms import gsm7_compatible, sms_params
 from alertrouter.i18n import Locale
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.ruleset.channels import SMS_FIELDS
 from support.channels import ITEM, notification
 

@@ -22,7 +22,7 @@ from alertrouter.channels.sms import (
     sms_text,
 )
 from alertrouter.i18n import Locale
-from alertrouter.model import AlertItem, MessageSnapshot
+from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset.channels import SmsChannelConfig
 from support.channels import ITEM, notification

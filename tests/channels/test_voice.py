@@ -13,7 +13,7 @@ from alertrouter.channels.base import ChannelError, MessageKind
 from alertrouter.channels.registry import build_channel
 from alertrouter.channels.voice import VoiceChannel, speakable, voice_params
 from alertrouter.i18n import Locale
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.ruleset.channels import VoiceChannelConfig
 from support.channels import ITEM, notification
 

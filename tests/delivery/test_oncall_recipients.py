@@ -9,7 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from alertrouter.delivery.expand import delivery_rows
-from alertrouter.model import AlertStatus, IncidentKind, MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.model import AlertStatus, IncidentKind
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.oncall import build_rota
 

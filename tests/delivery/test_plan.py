@@ -9,7 +9,7 @@ import pytest
 
 from alertrouter.channels.base import MessageKind
 from alertrouter.delivery.plan import Batch, backoff, message_kind, plan_batches
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.pipeline.aggregate import severity_rank
 
 

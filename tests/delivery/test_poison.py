@@ -22,8 +22,8 @@ from alertrouter.channels.base import Notification
 from alertrouter.channels.registry import build_channels
 from alertrouter.delivery.policy import MAX_UNEXPECTED
 from alertrouter.delivery.worker import DeliveryWorker
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.metrics import Metrics
-from alertrouter.model import MessageSnapshot
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Intent
 from alertrouter.render.templates import Templates

@@ -14,8 +14,8 @@ from sqlalchemy import select
 
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.delivery.worker import DeliveryWorker
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.metrics import Metrics
-from alertrouter.model import MessageSnapshot
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Intent
 from alertrouter.ruleset.schema import Ruleset

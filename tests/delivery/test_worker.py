@@ -19,7 +19,7 @@ from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.i18n import Locale
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Intent
 from alertrouter.ruleset.schema import Ruleset

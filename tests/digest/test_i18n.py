@@ -174,9 +174,8 @@ def _data(stats: DigestStats) -> list[str]:
     if stats.receiver is not None:
         values |= {stats.receiver.receiver} | {i.headline for i in stats.receiver.incidents}
         for i in stats.receiver.incidents:  # the worded headline's data: node, alert name, label values
-            values |= (
-                set(i.snapshot.labels.values()) | {str(i.snapshot.summary.get("where", ""))} if i.snapshot else set()
-            )
+            stored = i.snapshot.to_json()["summary"] if i.snapshot else {}  # as the outbox row holds it
+            values |= set(i.snapshot.labels.values()) | {str(stored.get("where", ""))} if i.snapshot else set()
     return sorted((v for v in values if v and v != "(none)"), key=len, reverse=True)
 
 

@@ -14,7 +14,7 @@ from alertrouter.i18n import Locale
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.store import Database
 from alertrouter.store.tables import OutboxRow

@@ -15,8 +15,9 @@ from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.liveness.monitor import HeartbeatMonitor
 from alertrouter.liveness.watch import Heard, Step
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.message.words import words_for
 from alertrouter.metrics import Metrics
-from alertrouter.model import MessageSnapshot
 from alertrouter.render.context import LocalClock, build_item
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.store import Database
@@ -110,7 +111,11 @@ async def test_a_silent_source_is_raised_after_its_timeout_routed_and_resolved_o
     snapshot = replace(snapshot, alerts=sent)
     zh = translations("zh-CN")
     item = build_item(
-        snapshot, fallback_severity="critical", clock=LocalClock(ZoneInfo("Asia/Shanghai")), now=clock.now, tr=zh
+        snapshot,
+        fallback_severity="critical",
+        clock=LocalClock(ZoneInfo("Asia/Shanghai")),
+        now=clock.now,
+        words=words_for("zh-CN"),
     )
     assert item.headline == "监控失明：prometheus-north"
     assert item.summary == "监控失明：prometheus-north 自 16:01 CST 起无心跳"  # the receiver's language and zone

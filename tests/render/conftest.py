@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"

@@ -14,11 +14,11 @@ from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
 
-from alertrouter import i18n
 from alertrouter.channels.base import MessageKind, Notification
 from alertrouter.cli.main import main
 from alertrouter.i18n import Locale, catalogue_path, translations
-from alertrouter.model import MessageSnapshot
+from alertrouter.message import phrases
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.pipeline.aggregate import IncidentSummary, storm_headline
 from alertrouter.render.samples import render_sample, sample_notifications
 from alertrouter.render.templates import Templates
@@ -217,40 +217,42 @@ def test_the_english_wording_is_the_stored_headline(
     units: tuple[str, ...], group: dict[str, str], total: int | None
 ) -> None:
     s = _summary(units, group, total)
-    worded = i18n.node_headline(translations("en"), s.where, s.what, len(s.units), s.units_total, "GPUs")
+    worded = phrases.node_headline(translations("en"), s.where, s.what, len(s.units), s.units_total, "GPUs")
     assert worded == s.headline
 
 
 def test_the_english_storm_wording_is_the_stored_headline() -> None:
     members = [_summary(tuple(str(g) for g in range(8)), {"node": f"n{i}"}) for i in range(40)]
     stored = storm_headline("GPUXidError", members, ["region", "rack"])
-    worded = i18n.storm_headline(
+    worded = phrases.storm_headline(
         translations("en"), "GPUXidError", 40, [("region", "north"), ("rack", "r12")], 320, "GPUs"
     )
     assert worded == stored == "GPUXidError on 40 nodes in region north, rack r12: 320 GPUs"
     down = [_summary((), {"node": f"n{i}"}) for i in range(8)]
-    assert i18n.storm_headline(translations("en"), "NodeDown", 8, [], 0, "GPUs") == storm_headline("NodeDown", down, [])
+    assert phrases.storm_headline(translations("en"), "NodeDown", 8, [], 0, "GPUs") == storm_headline(
+        "NodeDown", down, []
+    )
 
 
 def test_chinese_headlines_are_worded_from_data() -> None:
     zh = translations("zh-CN")
-    assert i18n.node_headline(zh, "gpu-node-07", "GPUHighTemp", 6, 8) == "gpu-node-07：6/8 块 GPU GPUHighTemp"
-    assert i18n.node_headline(zh, "gpu-node-07", "NodeDown", 0, None) == "gpu-node-07：NodeDown"
-    storm = i18n.storm_headline(zh, "GPUXidError", 40, [("region", "north"), ("rack", "r12")], 320, "GPUs")
+    assert phrases.node_headline(zh, "gpu-node-07", "GPUHighTemp", 6, 8) == "gpu-node-07：6/8 块 GPU GPUHighTemp"
+    assert phrases.node_headline(zh, "gpu-node-07", "NodeDown", 0, None) == "gpu-node-07：NodeDown"
+    storm = phrases.storm_headline(zh, "GPUXidError", 40, [("region", "north"), ("rack", "r12")], 320, "GPUs")
     assert storm == "north 区 r12 机架 40 个节点 GPUXidError，共 320 块 GPU"
-    assert i18n.unit_count(zh, "4", "NICs") == "4 个 NICs"  # a configured unit name is data
+    assert phrases.unit_count(zh, "4", "NICs") == "4 个 NICs"  # a configured unit name is data
 
 
 def test_a_snapshot_stored_before_the_facts_renders_with_its_stored_headline() -> None:
     old = node_item()  # as rows already in the outbox are: no `where`, no `alertname` in the summary
     snap = MessageSnapshot.from_json(old)
-    assert i18n.headline(translations("zh-CN"), snap) == "gpu-node-07: GPUHighTemp on 6/8 GPUs"
+    assert phrases.headline(translations("zh-CN"), snap) == "gpu-node-07: GPUHighTemp on 6/8 GPUs"
     n = replace(notification(MessageKind.FIRING, [old]), locale=ZH)
     out = Templates(builtin_dir=TEMPLATES_DIR).render("wecom", "md", n)
     assert "gpu-node-07: GPUHighTemp on 6/8 GPUs" in out
     assert "> 节点： **gpu-node-07**" in out
     storm = MessageSnapshot.from_json(cluster_item(members=["gpu-node-01: GPUHighTemp on 6/8 GPUs"]))
-    assert i18n.headline(translations("zh-CN"), storm) == "GPUHighTemp on many nodes"
+    assert phrases.headline(translations("zh-CN"), storm) == "GPUHighTemp on many nodes"
 
 
 def test_a_new_snapshot_is_worded_in_the_receivers_language() -> None:

@@ -18,7 +18,7 @@ from alertrouter.channels.base import MessageKind
 from alertrouter.channels.sms import sms_params, sms_text
 from alertrouter.delivery.expand import enrich
 from alertrouter.i18n import Locale, localized_annotations
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 
 from .conftest import node_item, notification

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification, notification_fields
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules

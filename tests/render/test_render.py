@@ -11,7 +11,7 @@ from jinja2 import UndefinedError
 from jinja2.exceptions import SecurityError
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, utf8_len
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.context import unit_cells
 from alertrouter.render.samples import render_sample, sample_notifications
 from alertrouter.render.templates import Templates

@@ -10,7 +10,7 @@ import pytest
 
 from alertrouter.channels.base import MessageKind, runbook_link
 from alertrouter.i18n import Locale
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 
 from .conftest import TEMPLATES_DIR, node_item, notification

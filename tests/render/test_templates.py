@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification, utf8_len
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.samples import sample_notifications
 from alertrouter.render.templates import Templates
 

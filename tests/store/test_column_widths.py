@@ -23,7 +23,8 @@ from alertrouter.ingest.limits import MAX_ALERTNAME, MAX_LABEL_VALUE
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.model import KEY_MAX, NAME_MAX, MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.model import KEY_MAX, NAME_MAX
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Decision, Intent
 from alertrouter.render.templates import Templates

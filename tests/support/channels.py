@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from alertrouter.channels.base import MessageKind, Notification
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 
 # One node incident as the engine's `message_snapshot` stores it in the outbox (`to_json()`).
 ITEM: dict[str, Any] = {

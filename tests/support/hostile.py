@@ -19,7 +19,7 @@ from alertrouter.channels.base import Notification
 from alertrouter.delivery.expand import ActionLinks, coalesced_row, enrich, notification_of
 from alertrouter.delivery.plan import message_kind
 from alertrouter.i18n import LANGUAGES, Locale
-from alertrouter.model import MessageSnapshot
+from alertrouter.message.snapshot import MessageSnapshot
 
 BASE_URL = "https://alertrouter.invalid"  # a host no strategy below ever produces
 NOW = datetime(2026, 11, 21, 10, 5, tzinfo=UTC)

@@ -29,6 +29,7 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 from alertrouter import i18n, xid
 from alertrouter.ingest.body import BodyTooLarge, read_body
 from alertrouter.labels import alert_title
+from alertrouter.message import phrases
 from alertrouter.model import utcnow
 from alertrouter.paths import data_dir
 from alertrouter.runtime import Runtime, RuntimeDep
@@ -83,13 +84,13 @@ def environment(user_dir: Path | None, language: str = i18n.DEFAULT_LANGUAGE, ti
     env.filters["alert_title"] = alert_title  # labels -> alertname, or the label set when it has none
     env.filters["urlquote"] = lambda value: quote(str(value), safe="")
     env.filters["headline"] = lambda row: views.incident_headline(tr, row, language)
-    env.filters["severity"] = lambda value: i18n.severity_name(tr, str(value))
+    env.filters["severity"] = lambda value: phrases.severity_name(tr, str(value))
     env.filters["word"] = lambda value: views.word(tr, value)  # a state, a decision, an outcome
     env.filters["who"] = lambda name: views.who(tr, name)
     env.filters["localized"] = lambda notes: i18n.localized_annotations(notes or {}, language)  # summary_zh_CN
     env.filters["error"] = lambda text: errors.error_text(tr, language, text)  # a delivery's stored error
     env.filters["message_kind"] = lambda kind: views.message_kind(tr, kind)
-    env.globals["units"] = lambda count, unit_name: i18n.unit_count(tr, str(count), str(unit_name))
+    env.globals["units"] = lambda count, unit_name: phrases.unit_count(tr, str(count), str(unit_name))
     env.globals["language"] = language
     env.globals["xid_catalog"] = xid.CATALOG_URL
     env.globals["languages"] = [(code, views.LANGUAGE_NAMES[code]) for code in i18n.LANGUAGES]

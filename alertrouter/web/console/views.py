@@ -12,14 +12,10 @@ from gettext import NullTranslations
 from typing import Any
 
 from alertrouter import i18n
-from alertrouter.model import (
-    HEARTBEAT_ALERTNAME,
-    AlertStatus,
-    IncidentKind,
-    MessageError,
-    MessageSnapshot,
-    parse_time,
-)
+from alertrouter.message import phrases
+from alertrouter.message.facts import NodeFacts, Tally, facts_from_json
+from alertrouter.message.snapshot import MessageError, MessageSnapshot
+from alertrouter.model import HEARTBEAT_ALERTNAME, AlertStatus, IncidentKind, parse_time
 from alertrouter.pipeline.stale import Reason
 from alertrouter.render.context import unit_cells
 from alertrouter.store.console import AlertTimes
@@ -189,12 +185,11 @@ def incident_state(row: IncidentRow) -> str:
         return AlertStatus.RESOLVED
     if row.acknowledged_at is not None:
         return "acknowledged"
-    summary = row.summary or {}
-    stale = summary.get("stale")
-    if isinstance(stale, int) and stale > 0 and not summary.get("eligible"):
+    tally = Tally.from_json(row.summary or {})
+    if (tally.stale or 0) > 0 and not tally.eligible:
         return "no_data"
-    firing, silenced = summary.get("firing"), summary.get("silenced")
-    if isinstance(firing, int) and isinstance(silenced, int) and firing > 0 and silenced >= firing:
+    firing, silenced = tally.firing, tally.silenced
+    if firing is not None and silenced is not None and firing > 0 and silenced >= firing:
         return "silenced"
     return "notified"
 
@@ -218,7 +213,8 @@ _ENGLISH = NullTranslations()
 
 def gpu_grid(summary: Mapping[str, Any], tr: NullTranslations = _ENGLISH) -> list[Cell]:
     """One cell per unit of the node, lit when it alerts (`render.context.unit_cells`, as in chat)."""
-    cells = unit_cells(summary.get("units"), summary.get("units_total"))
+    facts = NodeFacts.from_json(summary)
+    cells = unit_cells(facts.units, facts.units_total)
     return [_cell(tr, str(i), lit) for i, lit in enumerate(cells)]
 
 
@@ -232,7 +228,7 @@ def _cell(tr: NullTranslations, unit: str, firing: bool) -> Cell:
 
 def duration_text(delta: timedelta | None, tr: NullTranslations = _ENGLISH) -> str:
     """`45s`, `12m`, `3h 5m`, `2d 4h` (`12 分钟`, ...)."""
-    return "" if delta is None else i18n.age_text(tr, delta)
+    return "" if delta is None else phrases.age_text(tr, delta)
 
 
 def incident_span(row: IncidentRow, now: datetime, times: AlertTimes | None = None) -> tuple[datetime, datetime]:
@@ -275,7 +271,7 @@ def short_time(value: datetime | str | None, zone: tzinfo = UTC) -> str:
 
 def incident_headline(tr: NullTranslations, row: IncidentRow, language: str) -> str:
     """The incident's headline worded in the page's language from the facts in its summary, as messages
-    word it (`i18n.headline`); English pages show the stored headline, which is the same words (except
+    word it (`message.phrases.headline`); English pages show the stored headline, which is the same words (except
     for a silent heartbeat's incident, worded "monitoring is blind: <name>" in every language)."""
     if language == i18n.DEFAULT_LANGUAGE and (row.labels or {}).get("alertname") != HEARTBEAT_ALERTNAME:
         return row.headline
@@ -291,9 +287,9 @@ def incident_headline(tr: NullTranslations, row: IncidentRow, language: str) -> 
         severity=row.severity,
         headline=row.headline,
         labels=row.labels or {},
-        summary=row.summary or {},
+        summary=facts_from_json(kind, row.summary),
     )
-    return i18n.headline(tr, snapshot) or row.headline
+    return phrases.headline(tr, snapshot) or row.headline
 
 
 def delivery_headline(message: object, tr: NullTranslations = _ENGLISH) -> str:
@@ -303,7 +299,7 @@ def delivery_headline(message: object, tr: NullTranslations = _ENGLISH) -> str:
     if not isinstance(items, list) or not items:
         return ""
     try:
-        return i18n.headline(tr, MessageSnapshot.from_json(items[0]))
+        return phrases.headline(tr, MessageSnapshot.from_json(items[0]))
     except MessageError:
         return ""
 
