@@ -18,25 +18,25 @@ from alertrouter import __version__
 from alertrouter.auth.keys import load_signers
 from alertrouter.auth.webhook import Authenticator
 from alertrouter.channels.registry import build_channels, secret_values
-from alertrouter.checkpoints import Checkpointer
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
-from alertrouter.heap import settle_heap, time_collections
 from alertrouter.ingest.activity import IngestActivity
 from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.liveness.monitor import HeartbeatMonitor
-from alertrouter.logs import redact_secrets
-from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
+from alertrouter.process.checkpoints import Checkpointer
+from alertrouter.process.heap import settle_heap, time_collections
+from alertrouter.process.logs import redact_secrets
+from alertrouter.process.loops import LoopHealth
+from alertrouter.process.scheduler import build_scheduler
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
 from alertrouter.runtime import Runtime
-from alertrouter.scheduler import build_scheduler
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade

@@ -31,7 +31,7 @@ PURE = {  # the pure types and helpers every layer may use
 ONLY_FROM = {  # a unit -> the only units it may import
     "pipeline": PURE,
     "model": set(),
-    "message": {"model", "i18n"},  # the message and its words: no store, no engine, no channel, no I/O
+    "message": {"model"},  # the message and its words (and their catalogues): no store, no engine, no channel
     "labels": {"utf8_matchers", "fingerprints"},  # the matcher grammar: text in, (name, op, value) out; UTF-8 bytes
     "utf8_matchers": set(),
     "durations": set(),
@@ -48,7 +48,13 @@ NEVER = {  # a unit -> units it must not import
     "discovery": {"store", "engine", "delivery", "channels", "ingest", "render", "digest", "web", "settings"},
     # the heartbeat monitor raises its alert through ingest (stored, then decided by the engine like any)
     "liveness": {"engine", "delivery", "channels", "render", "digest", "web", "settings"},
+    # the process's own machinery (loops, logs, the collector, checkpoints, the scheduler) serves every stage
+    # and is served by none of those that use it
+    "process": {"engine", "ingest", "delivery", "channels", "web", "discovery", "liveness", "cli", "app"},
+    # the XID catalogue and what a GPU fault means: read by messages, the console and the digest
+    "gpu": {"store", "engine", "delivery", "channels", "ingest", "render", "digest", "web", "settings"},
 }
+ROOT_MAX = 13  # the package root: entry points and the few pure primitives; the rest lives in its stage's package
 # Settings hold values: they read environment variables and check their shape with these modules of
 # pure functions (no I/O, no state, nothing else of alertrouter); what is built from them (an
 # `Authenticator`, a `Database`) is built by the entry points.
@@ -178,3 +184,8 @@ def test_the_lowest_layers_import_only_what_is_below_them(unit: str) -> None:
 @pytest.mark.parametrize("unit", sorted(NEVER))
 def test_a_layer_never_reaches_up(unit: str) -> None:
     assert GRAPH.get(unit, set()) & NEVER[unit] == set()
+
+
+def test_the_package_root_holds_at_most_a_few_modules() -> None:
+    root = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(root) <= ROOT_MAX, root

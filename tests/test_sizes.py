@@ -16,7 +16,7 @@ PACKAGE = Path(alertrouter.__file__).resolve().parent
 MODULE_MAX = 400
 FUNCTION_MAX = 60
 
-MODULES_OVER: set[str] = {}
+MODULES_OVER: set[str] = set()
 FUNCTIONS_OVER: set[str] = {
     # being reworked by the other parts of issue 47 now: app.py's wiring (§4), message/ and render/ (§1),
     # delivery/ (§2), the digest's statistics (§4)

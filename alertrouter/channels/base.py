@@ -16,13 +16,13 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from alertrouter.channels.headline import message_headline
-from alertrouter.i18n import Locale
+from alertrouter.gpu.xid import from_labels, short_line
 from alertrouter.labels import alert_title
 from alertrouter.message.facts import StormFacts
+from alertrouter.message.i18n import Locale
 from alertrouter.message.notification import Mentions, MessageKind, Notification
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.message.words import Words
-from alertrouter.xid import from_labels, short_line
 
 __all__ = [
     "Channel",

@@ -12,9 +12,9 @@ from pydantic import ValidationError
 
 from alertrouter.digest.period import due_period, parse_week, shift_week, week_of
 from alertrouter.digest.send import DigestRunner, DigestTarget
-from alertrouter.i18n import LANGUAGES
-from alertrouter.logs import configure_logging
+from alertrouter.message.i18n import LANGUAGES
 from alertrouter.model import RunResult, utcnow
+from alertrouter.process.logs import configure_logging
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import ConfigError, Ruleset, load_ruleset
 from alertrouter.ruleset.build import compile_rules

@@ -23,7 +23,7 @@ from alertrouter.cli.routes import add_routes_parser
 from alertrouter.cli.rules import load_rules
 from alertrouter.cli.sendtest import add_send_test_parser
 from alertrouter.cli.simulate import add_simulate_parser
-from alertrouter.logs import configure_logging
+from alertrouter.process.logs import configure_logging
 from alertrouter.ruleset import matcher_notes
 from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.settings import ListenRefused, Settings, get_settings

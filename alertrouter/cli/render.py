@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES
+from alertrouter.message.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES
 from alertrouter.render.samples import render_sample
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import ConfigError, load_ruleset

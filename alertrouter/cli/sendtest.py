@@ -10,7 +10,7 @@ from typing import Any
 
 from alertrouter.cli.rules import load_rules
 from alertrouter.delivery.sendtest import send_test
-from alertrouter.logs import configure_logging
+from alertrouter.process.logs import configure_logging
 from alertrouter.render.templates import Templates
 from alertrouter.settings import get_settings
 

@@ -13,7 +13,7 @@ from typing import Any
 from alertrouter.cli.rules import at_time, load_pipeline
 from alertrouter.durations import parse_duration
 from alertrouter.labels import format_label_set
-from alertrouter.simulate import SimulationError, Step, simulate
+from alertrouter.replay.simulate import SimulationError, Step, simulate
 
 __all__ = ["add_simulate_parser", "cmd_simulate"]
 

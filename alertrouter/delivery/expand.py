@@ -12,7 +12,7 @@ from alertrouter.auth.links import Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Mentions, MessageKind, Notification, runbook_link
 from alertrouter.delivery.plan import message_kind
-from alertrouter.i18n import ANNOTATION_VARIANTS, Locale
+from alertrouter.message.i18n import ANNOTATION_VARIANTS, Locale
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.model import DeliveryStatus
 from alertrouter.pipeline.aggregate import severity_rank

@@ -8,8 +8,8 @@ import httpx
 
 from alertrouter.channels.base import ChannelError, Mentions, MessageKind, Notification
 from alertrouter.channels.registry import build_channel
-from alertrouter.i18n import Locale, translations
 from alertrouter.message.facts import NodeFacts, Tally
+from alertrouter.message.i18n import Locale, translations
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.model import AlertStatus, IncidentKind, utcnow
 from alertrouter.pipeline.throttle import NotifyReason

@@ -26,9 +26,9 @@ from alertrouter.delivery.outbox import expand_outbox
 from alertrouter.delivery.plan import plan_batches
 from alertrouter.delivery.policy import Unexpected, masked_exception
 from alertrouter.delivery.record import Recorder, count_result
-from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import DeliveryStatus, utcnow
+from alertrouter.process.loops import LoopHealth
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.ruleset.channels import ChannelConfig

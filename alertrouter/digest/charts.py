@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from alertrouter.digest.chart_types import CHART_WIDTH, CJK_FAMILY, SEVERITY_COLORS, Chart, chart_fonts
 from alertrouter.digest.types import Count, DayCount, Noise
-from alertrouter.i18n import translations
+from alertrouter.message.i18n import translations
 
 # The shared types are re-exported: callers draw and show charts through this module alone.
 __all__ = ["CHART_WIDTH", "CJK_FAMILY", "SEVERITY_COLORS", "Chart", "chart_fonts", "draw_charts", "font_file"]

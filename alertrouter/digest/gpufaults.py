@@ -2,7 +2,7 @@
 
 Definitions (docs/en/xid.md; the digest's footnote says the same):
 - A GPU fault is an alert episode that began firing in the week and whose labels name an XID (`xid`, or
-  dcgm-exporter's `err_code`; `alertrouter.xid.from_labels`). Several alerts about one XID of one GPU
+  dcgm-exporter's `err_code`; `alertrouter.gpu.xid.from_labels`). Several alerts about one XID of one GPU
   starting at the same time (two rules on the same series) are one fault.
 - A node's mean time between GPU faults is the period's length divided by the node's faults: 168 h over
   4 faults is 42 h. Nodes without a fault are not listed (their MTBF is longer than the period).
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 
 from alertrouter.digest.types import EpisodeRow, GpuFault, NodeFaults, RmaCandidate
-from alertrouter.xid import from_labels
+from alertrouter.gpu.xid import from_labels
 
 __all__ = ["RMA_REPEATS", "RMA_XIDS", "gpu_faults", "node_faults", "rma_candidates"]
 

@@ -30,7 +30,7 @@ from alertrouter.digest.stats import week_rows
 from alertrouter.digest.summarize import Labelling, summarize
 from alertrouter.digest.types import DigestStats
 from alertrouter.digest.view import RenderedDigest, render_digest
-from alertrouter.i18n import DEFAULT_LANGUAGE
+from alertrouter.message.i18n import DEFAULT_LANGUAGE
 from alertrouter.model import RunResult, RunStatus, utcnow
 from alertrouter.pipeline import aliases
 from alertrouter.pipeline.rules import CompiledRules

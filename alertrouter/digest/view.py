@@ -34,11 +34,11 @@ from alertrouter.digest.words import (
     status_name,
     time_label,
 )
-from alertrouter.i18n import DEFAULT_LANGUAGE, translations
+from alertrouter.gpu.xid import lookup, meaning_text
+from alertrouter.message.i18n import DEFAULT_LANGUAGE, translations
 from alertrouter.message.phrases import headline
 from alertrouter.render.context import LABEL_CAP, clean
 from alertrouter.render.templates import Templates
-from alertrouter.xid import lookup, meaning_text
 
 __all__ = ["RenderedDigest", "format_duration", "render_digest"]
 

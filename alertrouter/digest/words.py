@@ -13,7 +13,7 @@ from gettext import NullTranslations
 
 from babel.dates import format_date, format_datetime
 
-from alertrouter.i18n import translations
+from alertrouter.message.i18n import translations
 from alertrouter.message.phrases import severity_name
 
 __all__ = [

@@ -57,7 +57,7 @@ class Book:
         self, series: str, claims: Iterable[Claim], now: datetime, courtesy: Callable[[], None] = _nothing
     ) -> None:
         """A successful answer of `series`. `courtesy`: called before each claim, when this runs in a worker
-        thread (`alertrouter.courtesy`), as in `resolve`."""
+        thread (`alertrouter.process.courtesy`), as in `resolve`."""
         before = self._claims.get(series, {})
         fresh = {}
         for c in claims:

@@ -171,7 +171,7 @@ def claims_of(
     """Every (key, node) pair `series` states, deduplicated, in no given order (sorting a big cluster's
     300,000 held the interpreter 0.1-0.3 s); series that state nothing usable (no node, an address that
     is not one) are skipped, as is a key that is the node's own name. `courtesy`: called before each
-    label set, when this runs in a worker thread (`alertrouter.courtesy`)."""
+    label set, when this runs in a worker thread (`alertrouter.process.courtesy`)."""
     out: set[Claim] = set()
 
     def add(key: str | None, node: str, source: str) -> None:

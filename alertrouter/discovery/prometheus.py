@@ -27,13 +27,13 @@ import httpx
 import orjson
 
 from alertrouter import __version__
-from alertrouter.courtesy import Courtesy
 from alertrouter.discovery.book import Book, Resolved
 from alertrouter.discovery.parse import BadAnswer, claims_of, decode_vector, query_of, topology_of, vector
-from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.pipeline.nodes import Discovered
+from alertrouter.process.courtesy import Courtesy
+from alertrouter.process.loops import LoopHealth
 from alertrouter.ruleset.topology import PrometheusLookupConfig
 
 __all__ = ["LOOP_NAME", "LookupProblem", "PrometheusLookup"]
@@ -74,7 +74,7 @@ class PrometheusLookup:
         self.config = config
         self.book = Book(keep_for)
         # The claims of a big cluster are 300,000 items of Python in a worker thread: it pauses every 2 ms
-        # (`alertrouter.courtesy`), or the event loop waits out the 5 ms switch interval at every turn.
+        # (`alertrouter.process.courtesy`), or the event loop waits out the 5 ms switch interval at every turn.
         self._courtesy = Courtesy()
         self._metrics = metrics
         self._loops = loops or LoopHealth(metrics)

@@ -119,7 +119,7 @@ def decision_changes(
     decision object share its row detail and trail entry (read-only, as every stored detail is).
     `rekeyed`: alerts whose node a learned alias renamed, written even when their decision is the same
     (the row's `node` and `incident_key` are what the console filters on). `courtesy`: called before each
-    alert, when this runs in a worker thread (`alertrouter.courtesy`)."""
+    alert, when this runs in a worker thread (`alertrouter.process.courtesy`)."""
     changes = DecisionChanges()
     shared: dict[bytes, dict[str, Any]] = {}
     # The alerts that count in a node incident share one decision object (`Outcomes.tell_node`): its

@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.courtesy import Courtesy
 from alertrouter.engine.claims import Claims, Learning
 from alertrouter.engine.decisions import (
     DecisionChanges,
@@ -31,7 +30,6 @@ from alertrouter.engine.lease import EngineLease
 from alertrouter.engine.live import RECENT, LiveAlerts
 from alertrouter.engine.records import RecordBook
 from alertrouter.engine.unwritable import raise_unwritable
-from alertrouter.heap import freeze_held
 from alertrouter.metrics import Metrics
 from alertrouter.pipeline import aliases
 from alertrouter.pipeline.evaluate import Evaluator
@@ -46,6 +44,8 @@ from alertrouter.pipeline.types import (
     RecordsAfter,
     record_changes,
 )
+from alertrouter.process.courtesy import Courtesy
+from alertrouter.process.heap import freeze_held
 from alertrouter.store import Database, is_outage
 from alertrouter.store import incidents as store
 from alertrouter.store import nodes as node_store
@@ -109,7 +109,7 @@ class Passes:
         self._metrics = metrics
         self._clock = clock
         self.lease = lease
-        # Passes run in a worker thread that lets the event loop in every 2 ms (`alertrouter.courtesy`), and so
+        # Passes run in a worker thread that lets the event loop in every 2 ms (`alertrouter.process.courtesy`), and so
         # does working out a big pass's decision changes.
         self._courtesy = Courtesy()
         self._evaluator = Evaluator(pipeline, courtesy=self._courtesy)

@@ -20,12 +20,12 @@ from alertrouter.engine.cadence import INGEST_QUIET, Cadence, after_ingest_burst
 from alertrouter.engine.decisions import Poisoned
 from alertrouter.engine.lease import EngineLease
 from alertrouter.engine.passes import Passes
-from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.types import Decision, EvalResult, LiveAlert
+from alertrouter.process.loops import LoopHealth
 from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage
 from alertrouter.store import incidents as store
 from alertrouter.store.leases import new_holder

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from alertrouter.ingest.touches import TouchBuffer
-from alertrouter.loops import LoopHealth
 from alertrouter.model import utcnow
+from alertrouter.process.loops import LoopHealth
 from alertrouter.store import STORE_ERRORS, Database, retention
 from alertrouter.store import alerts as store
 

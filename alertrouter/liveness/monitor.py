@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from alertrouter.i18n import Locale
 from alertrouter.ingest.batch import IngestBatch, IngestResult
 from alertrouter.liveness import watch
 from alertrouter.liveness.watch import Step
-from alertrouter.loops import LoopHealth
+from alertrouter.message.i18n import Locale
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
+from alertrouter.process.loops import LoopHealth
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.store import STORE_ERRORS, Database, describe_error, leases
 from alertrouter.store import heartbeats as store

@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from alertrouter import i18n
 from alertrouter.fingerprints import fingerprint
-from alertrouter.i18n import Locale
 from alertrouter.ingest.batch import IngestBatch
 from alertrouter.labels import MatchType
-from alertrouter.message import phrases
+from alertrouter.message import i18n, phrases
+from alertrouter.message.i18n import Locale
 from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertStatus
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.store.heartbeats import HeartbeatRecord

@@ -16,9 +16,9 @@ from functools import cache
 from gettext import NullTranslations
 from typing import TypeVar
 
-from alertrouter.i18n import DEFAULT_LANGUAGE, localized_annotations, translations
 from alertrouter.message import phrases
 from alertrouter.message.facts import EscalationNote, Facts, MemberFacts
+from alertrouter.message.i18n import DEFAULT_LANGUAGE, localized_annotations, translations
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.model import AlertStatus
 

@@ -73,7 +73,7 @@ class Evaluator:
 
     def __init__(self, pipeline: CompiledRules, *, courtesy: Callable[[], None] | None = None) -> None:
         """`courtesy`: called between items of a pass's loops (an alert, an incident, a storm), by a
-        pass run in a worker thread to let the event loop in (`alertrouter.courtesy`)."""
+        pass run in a worker thread to let the event loop in (`alertrouter.process.courtesy`)."""
         self.pipeline = pipeline
         self._courtesy = courtesy or _nothing
         self._inhibitor = Inhibitor(pipeline.inhibit_rules)

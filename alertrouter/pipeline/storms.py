@@ -273,7 +273,7 @@ def storm_state(
         "units": tally.units,
         "members": [s.headline for s in head],
         "alerts": len(firing),
-        # the facts messages word the storm from, in each receiver's language (alertrouter.i18n)
+        # the facts messages word the storm from, in each receiver's language (alertrouter.message.i18n)
         "alertname": alertname,
         "unit_name": rule.unit_name,
         "scope": [list(pair) for pair in scope],

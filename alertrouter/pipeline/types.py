@@ -231,7 +231,7 @@ def record_changes(
     """The records a store would hold differently after persisting `result`: those of the incidents the
     pass evaluated whose record changed, and those it moved to another key (they resolved quietly).
     Worked out from what the pass evaluated only: a pass after one webhook does not copy every record.
-    `courtesy`: called before each incident, when this runs in a worker thread (`alertrouter.courtesy`)."""
+    `courtesy`: called before each incident, when this runs in a worker thread (`alertrouter.process.courtesy`)."""
     changes = RecordChanges(moved=frozenset(result.moved))
     moved_from = {new: old for old, new in result.moved.items()}
     told: dict[str, list[tuple[str, NotifyState]]] = {}  # incident -> (receiver, what it was told now)

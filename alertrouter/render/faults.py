@@ -1,5 +1,5 @@
 """What a GPU alert's labels say about the fault, for messages: the XID's meaning and NVIDIA's action
-(`alertrouter.xid`), and the workload the GPU was running (dcgm-exporter's `exported_namespace` and
+(`alertrouter.gpu.xid`), and the workload the GPU was running (dcgm-exporter's `exported_namespace` and
 `exported_pod` under the Kubernetes mapping). Values arrive cleaned and capped (`render.context`)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from gettext import NullTranslations
 
-from alertrouter import xid
+from alertrouter.gpu import xid
 
 __all__ = ["MAX_WORKLOADS", "MAX_XIDS", "alert_xid", "workload", "workloads_text", "xid_lines"]
 

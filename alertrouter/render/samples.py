@@ -7,8 +7,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, runbook_link
-from alertrouter.i18n import Locale
 from alertrouter.message.facts import MemberFacts, NodeFacts, StormFacts, Tally
+from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.model import AlertStatus, IncidentKind
 from alertrouter.pipeline.throttle import NotifyReason

@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification, truncate_utf8, utf8_len
 from alertrouter.channels.headline import fitted_headline
-from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, Locale
+from alertrouter.message.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, Locale
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.message.words import Words, words_for
 from alertrouter.model import AlertStatus, IncidentKind

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from alertrouter.durations import parse_duration
-from alertrouter.i18n import LANGUAGES
 from alertrouter.labels import Matcher, MatcherError, parse_matchers
+from alertrouter.message.i18n import LANGUAGES
 from alertrouter.model import NAME_MAX
 
 __all__ = ["Duration", "LegacyMap", "Name", "Section", "known_language", "scalar_text"]

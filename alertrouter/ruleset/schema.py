@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from alertrouter.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES, Locale
 from alertrouter.labels import is_valid_label_name
+from alertrouter.message.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES, Locale
 from alertrouter.ruleset.base import Duration, LegacyMap, Matchers, Name, Section, known_language, scalar_text
 from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.ruleset.heartbeats import HeartbeatConfig

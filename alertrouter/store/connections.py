@@ -15,8 +15,9 @@ __all__ = ["AUTO_CHECKPOINT_PAGES", "PING_IDLE", "check_on_checkout", "install_s
 
 
 # SQLite's automatic checkpoint copies the log into the database file inside the commit after which the
-# log holds this many pages. `serve` checkpoints every second off the commits' path (alertrouter/checkpoints.py):
-# this mark (ten times SQLite's default, 40 MiB with 4 KiB pages) only bounds the log should that stop.
+# log holds this many pages. `serve` checkpoints every second off the commits' path
+# (alertrouter/process/checkpoints.py): this mark (ten times SQLite's default, 40 MiB with 4 KiB pages) only
+# bounds the log should that stop.
 AUTO_CHECKPOINT_PAGES = 10_000
 
 

@@ -7,7 +7,7 @@ only one thread runs Python at a time: a thread that wants the interpreter waits
 interval (CPython's default 5 ms) before the running one is made to let go, and the event loop
 wants it back after every trip to the store's thread. Two remedies are compared with neither: a
 shorter switch interval for the whole process (0.5 ms; tried and not kept), and the engine's own
-(`alertrouter.courtesy`: the evaluating thread sleeps briefly every 2 ms of its work, so that a thread
+(`alertrouter.process.courtesy`: the evaluating thread sleeps briefly every 2 ms of its work, so that a thread
 waiting for the interpreter takes it at once). In-process: the app on a fresh SQLite store and the
 shipped rules; 8 GPU alerts per node (dcgm-exporter labels, scraped by IP) posted as Alertmanager
 webhooks and decided by the engine. Then, arm after arm in interleaved rounds: the console's incident
@@ -39,9 +39,9 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
 from alertrouter.app import create_app  # noqa: E402
-from alertrouter.courtesy import Courtesy  # noqa: E402
 from alertrouter.model import utcnow  # noqa: E402
 from alertrouter.pipeline.evaluate import Evaluator  # noqa: E402
+from alertrouter.process.courtesy import Courtesy  # noqa: E402
 from alertrouter.ruleset import load_ruleset  # noqa: E402
 from alertrouter.runtime import Runtime  # noqa: E402
 from alertrouter.settings import Settings  # noqa: E402

@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 
 from alertrouter.discovery.prometheus import PrometheusLookup
-from alertrouter.heap import settle_heap
+from alertrouter.process.heap import settle_heap
 from alertrouter.ruleset.topology import PrometheusLookupConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"

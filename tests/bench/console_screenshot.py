@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from playwright.sync_api import sync_playwright
 
 from alertrouter.auth.passwords import hash_password
-from alertrouter.i18n import LANGUAGES
+from alertrouter.message.i18n import LANGUAGES
 from alertrouter.web.console.language import LANGUAGE_COOKIE
 from e2e.harness import gpu_labels, webhook, webhook_alert
 from support.procs import REPO, start_alertrouter

@@ -31,7 +31,7 @@ from sqlalchemy import select
 
 from alertrouter.digest.period import week_bounds
 from alertrouter.digest.send import DigestRunner
-from alertrouter.i18n import LANGUAGES
+from alertrouter.message.i18n import LANGUAGES
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules

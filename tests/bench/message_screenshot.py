@@ -21,7 +21,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from alertrouter.i18n import LANGUAGES, Locale
+from alertrouter.message.i18n import LANGUAGES, Locale
 from alertrouter.render.samples import sample_notifications
 from alertrouter.render.templates import Templates
 

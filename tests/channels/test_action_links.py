@@ -22,7 +22,7 @@ from alertrouter.channels.dingtalk import ACK_TITLE, BUTTON_TITLE, MAX_BODY_BYTE
 from alertrouter.channels.email import EmailChannel
 from alertrouter.channels.feishu import FeishuChannel
 from alertrouter.channels.wecom import MARKDOWN_MAX_BYTES, TEXT_MAX_BYTES, WeComChannel
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset.channels import (

@@ -11,12 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from alertrouter import i18n
 from alertrouter.channels import base
 from alertrouter.channels.dingtalk import DingTalkChannel
-from alertrouter.i18n import Locale
+from alertrouter.message import i18n, words
 from alertrouter.message import notification as notifications
-from alertrouter.message import words
+from alertrouter.message.i18n import Locale
 from alertrouter.render import context, templates
 from alertrouter.render.samples import sample_notifications
 from alertrouter.render.templates import Templates

@@ -19,7 +19,7 @@ from alertrouter.channels import dingtalk, feishu, sms, voice, wecom
 from alertrouter.channels.base import Channel, MessageKind, Notification, utf8_len
 from alertrouter.channels.email import SUBJECT_LIMIT_BYTES, EmailChannel
 from alertrouter.channels.headline import NODE_CAP
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset.channels import (

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from alertrouter.channels.sms import gsm7_compatible, sms_params
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.ruleset.channels import SMS_FIELDS
 from support.channels import ITEM, notification

@@ -21,7 +21,7 @@ from alertrouter.channels.sms import (
     sms_params,
     sms_text,
 )
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset.channels import SmsChannelConfig

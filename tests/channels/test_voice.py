@@ -12,7 +12,7 @@ import pytest
 from alertrouter.channels.base import ChannelError, MessageKind
 from alertrouter.channels.registry import build_channel
 from alertrouter.channels.voice import VoiceChannel, speakable, voice_params
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.ruleset.channels import VoiceChannelConfig
 from support.channels import ITEM, notification

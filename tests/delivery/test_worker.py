@@ -18,7 +18,7 @@ from alertrouter.auth.signing import Signer, TokenError
 from alertrouter.channels.base import ChannelError, Notification
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import Intent

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from alertrouter.digest.send import DigestRunner, digest_targets
-from alertrouter.i18n import Locale
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.liveness.monitor import HeartbeatMonitor
 from alertrouter.liveness.watch import Step
+from alertrouter.message.i18n import Locale
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules

@@ -15,10 +15,10 @@ from sqlalchemy import func, select
 from alertrouter.digest.period import next_send
 from alertrouter.digest.send import DigestRunner
 from alertrouter.metrics import Metrics
+from alertrouter.process.scheduler import Scheduler
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset, load_ruleset
 from alertrouter.ruleset.build import compile_rules
-from alertrouter.scheduler import Scheduler
 from alertrouter.store import Database, retention
 from alertrouter.store.tables import (
     AlertEventRow,

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 from alertrouter.digest.summarize import Labelling, summarize
 from alertrouter.digest.types import WeekRows
 from alertrouter.digest.words import mechanism_name
-from alertrouter.i18n import translations
+from alertrouter.message.i18n import translations
 
 START = datetime(2026, 11, 16, tzinfo=UTC)
 

@@ -285,7 +285,7 @@ def test_anything_else_is_left_to_vector_to_name(content: bytes) -> None:
 
 
 def test_the_work_of_a_refresh_offers_a_pause_per_item() -> None:
-    """Run in a worker thread, each step offers the event loop a pause (`alertrouter.courtesy`) before
+    """Run in a worker thread, each step offers the event loop a pause (`alertrouter.process.courtesy`) before
     each label set, claim and key: a big cluster's are hundreds of thousands."""
     offered: list[str] = []
     pods = labels_of("kube_pod_info")

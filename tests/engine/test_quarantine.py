@@ -17,10 +17,10 @@ from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.labelset import LabelSet
-from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.pipeline.types import Decision
+from alertrouter.process.loops import LoopHealth
 from alertrouter.store import Database, queries
 from alertrouter.store.tables import AlertEventRow, AlertRow, OutboxRow
 from support.scenario import shipped_pipeline

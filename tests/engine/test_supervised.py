@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 
 from alertrouter.app import create_app
-from alertrouter.loops import STALL_FLOOR, LoopHealth
+from alertrouter.process.loops import STALL_FLOOR, LoopHealth
 from alertrouter.ruleset import load_ruleset
 from alertrouter.settings import Settings
 

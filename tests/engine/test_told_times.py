@@ -10,10 +10,10 @@ import pytest
 
 from alertrouter.channels.base import MessageKind, Notification
 from alertrouter.engine.runner import EngineRunner
-from alertrouter.i18n import Locale
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
+from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 from alertrouter.store import Database

@@ -18,9 +18,9 @@ from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
-from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.pipeline.types import Decision
+from alertrouter.process.loops import LoopHealth
 from alertrouter.store import Database, queries
 from alertrouter.store.tables import AlertRow, NodeAliasRow, OutboxRow
 from support.scenario import shipped_pipeline
@@ -186,7 +186,7 @@ async def test_a_refusal_no_item_explains_is_a_loop_error_not_an_outage(
     await refuse("leases", "name", "engine")  # type: ignore[operator]
     await Ingestor(db, TouchBuffer()).ingest(parse_webhook(webhook([dcgm(7, 0)])).batch)
     errors = {"loop": "engine"}
-    with caplog.at_level(logging.ERROR, logger="alertrouter.loops"):
+    with caplog.at_level(logging.ERROR, logger="alertrouter.process.loops"):
         runner.start()
         try:
             for _ in range(500):  # bounded: the first failed pass is what the test waits for

@@ -9,12 +9,12 @@ from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 from alertrouter.engine.runner import EngineRunner
-from alertrouter.i18n import Locale, translations
 from alertrouter.ingest.payloads import parse_webhook
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.liveness.monitor import HeartbeatMonitor
 from alertrouter.liveness.watch import Heard, Step
+from alertrouter.message.i18n import Locale, translations
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.message.words import words_for
 from alertrouter.metrics import Metrics

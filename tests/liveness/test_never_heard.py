@@ -9,10 +9,10 @@ from datetime import timedelta
 
 import pytest
 
-from alertrouter.i18n import Locale
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.liveness.watch import Step, blind_alert, blind_labels
+from alertrouter.message.i18n import Locale
 from alertrouter.metrics import Metrics
 from alertrouter.store import Database
 from alertrouter.store import heartbeats as store

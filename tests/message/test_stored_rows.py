@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification, notification_fields
-from alertrouter.i18n import Locale
 from alertrouter.message.facts import EscalationNote, MemberFacts, NoData, NodeFacts, StormFacts, Tally
+from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 

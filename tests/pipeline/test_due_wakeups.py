@@ -122,7 +122,7 @@ def test_a_full_pass_takes_every_wake_up_whatever_its_limit() -> None:
 
 def test_a_pass_offers_the_interpreter_before_each_alert_incident_and_storm_it_takes() -> None:
     """The engine evaluates in a worker thread; between two items of its loops it calls its courtesy,
-    which lets the event loop in (`alertrouter.courtesy`): one alert, one incident, one storm is the
+    which lets the event loop in (`alertrouter.process.courtesy`): one alert, one incident, one storm is the
     longest the loop waits for beyond that."""
     calls = [0]
 

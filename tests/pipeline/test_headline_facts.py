@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from alertrouter.i18n import translations
+from alertrouter.message.i18n import translations
 from alertrouter.message.phrases import headline
 from support.scenario import Scenario, gpu_labels
 

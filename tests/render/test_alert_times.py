@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from alertrouter.channels.base import MessageKind, Notification
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.render.templates import Templates
 
 SHANGHAI = Locale("en", "Asia/Shanghai")

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from alertrouter.channels.base import Mentions, MessageKind, Notification
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.render.templates import Templates
 
 from .conftest import node_item, notification

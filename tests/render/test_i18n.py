@@ -16,8 +16,8 @@ from babel.messages.pofile import read_po
 
 from alertrouter.channels.base import MessageKind, Notification
 from alertrouter.cli.main import main
-from alertrouter.i18n import Locale, catalogue_path, translations
 from alertrouter.message import phrases
+from alertrouter.message.i18n import Locale, catalogue_path, translations
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.pipeline.aggregate import IncidentSummary, storm_headline
 from alertrouter.render.samples import render_sample, sample_notifications
@@ -28,7 +28,7 @@ from .conftest import TEMPLATES_DIR, cluster_item, node_item, notification
 ROOT = Path(__file__).resolve().parents[2]
 ZH = Locale("zh-CN", "Asia/Shanghai")
 EN = Locale("en", "Asia/Shanghai")
-# Every word the product writes in English in a message, as templates and `alertrouter.i18n` had them.
+# Every word the product writes in English in a message, as templates and `alertrouter.message.i18n` had them.
 ENGLISH_UI = (
     "Node", "Nodes", "Where", "Since", "since", "Lasted", "lasted", "Alerts", "firing", "resolved", "more",
     "alerts", "nodes", "notification", "notifications", "Acknowledge", "Silence", "Open", "incident", "Incident",

@@ -17,7 +17,7 @@ import yaml
 from alertrouter.channels.base import MessageKind
 from alertrouter.channels.sms import sms_params, sms_text
 from alertrouter.delivery.expand import enrich
-from alertrouter.i18n import Locale, localized_annotations
+from alertrouter.message.i18n import Locale, localized_annotations
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 

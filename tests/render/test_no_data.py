@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from alertrouter.channels.base import MessageKind, Notification
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.pipeline.silence import Silence
 from alertrouter.render.templates import Templates
 from support.scenario import Scenario, dcgm_labels

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from alertrouter.channels.base import MessageKind, runbook_link
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.render.templates import Templates
 

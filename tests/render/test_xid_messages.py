@@ -15,7 +15,7 @@ import pytest
 
 from alertrouter.channels.base import MessageKind, Notification, utf8_len
 from alertrouter.channels.sms import TEXT_LIMIT_BYTES, sms_text
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.render.templates import Templates
 
 from .conftest import AT, OPENED, notification

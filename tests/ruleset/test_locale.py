@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from alertrouter.i18n import Locale
+from alertrouter.message.i18n import Locale
 from alertrouter.ruleset import ConfigError, load_ruleset
 
 RECEIVERS = """

@@ -1,4 +1,4 @@
-"""Watching a computing thread's courtesy (`alertrouter.courtesy`) in tests: which threads offered the
+"""Watching a computing thread's courtesy (`alertrouter.process.courtesy`) in tests: which threads offered the
 event loop a pause, and how many pauses a wrapped step offered."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from alertrouter.courtesy import Courtesy
+from alertrouter.process.courtesy import Courtesy
 
 
 def record_callers(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:

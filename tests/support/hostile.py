@@ -18,7 +18,7 @@ from alertrouter.auth.signing import Signer
 from alertrouter.channels.base import Notification
 from alertrouter.delivery.expand import ActionLinks, coalesced_row, enrich, notification_of
 from alertrouter.delivery.plan import message_kind
-from alertrouter.i18n import LANGUAGES, Locale
+from alertrouter.message.i18n import LANGUAGES, Locale
 from alertrouter.message.snapshot import MessageSnapshot
 
 BASE_URL = "https://alertrouter.invalid"  # a host no strategy below ever produces

@@ -7,7 +7,7 @@ reads. Whoever wants the other language says so once with the switch."""
 
 from __future__ import annotations
 
-from alertrouter.i18n import LANGUAGES
+from alertrouter.message.i18n import LANGUAGES
 
 __all__ = ["LANGUAGE_COOKIE", "REMEMBER", "choose_language"]
 

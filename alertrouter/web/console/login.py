@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from alertrouter.i18n import LANGUAGES
+from alertrouter.message.i18n import LANGUAGES
 from alertrouter.web import operations
 from alertrouter.web.access import SESSION_COOKIE
 from alertrouter.web.console.language import LANGUAGE_COOKIE, REMEMBER

@@ -5,7 +5,7 @@ like the message templates), rendered with autoescape on: label values and every
 reach a page only as escaped text. Pages send a Content-Security-Policy without scripts.
 
 Each page is written in the language `language.choose_language` picks for the person, with Jinja2's i18n
-extension over the same gettext catalogue as the messages (`alertrouter.i18n.translations`), and shows
+extension over the same gettext catalogue as the messages (`alertrouter.message.i18n.translations`), and shows
 times in the rules' `global.timezone`. Words said from Python (page titles, errors) are marked with `N_`
 and translated when the page is rendered.
 """
@@ -26,10 +26,10 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
-from alertrouter import i18n, xid
+from alertrouter.gpu import xid
 from alertrouter.ingest.body import BodyTooLarge, read_body
 from alertrouter.labels import alert_title
-from alertrouter.message import phrases
+from alertrouter.message import i18n, phrases
 from alertrouter.model import utcnow
 from alertrouter.paths import data_dir
 from alertrouter.runtime import Runtime, RuntimeDep

@@ -18,9 +18,9 @@ from alertrouter.model import utcnow
 from alertrouter.pipeline.route import Route
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.timeinterval import describe_spec
+from alertrouter.replay.simulate import SimulationError, Step, simulate
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules
-from alertrouter.simulate import SimulationError, Step, simulate
 from alertrouter.web.console.pages import ConsoleDep, PageError, check_csrf, read_form
 from alertrouter.web.console.views import N_
 

@@ -11,8 +11,7 @@ from functools import lru_cache
 from gettext import NullTranslations
 from typing import Any
 
-from alertrouter import i18n
-from alertrouter.message import phrases
+from alertrouter.message import i18n, phrases
 from alertrouter.message.facts import NodeFacts, Tally, facts_from_json
 from alertrouter.message.snapshot import MessageError, MessageSnapshot
 from alertrouter.model import HEARTBEAT_ALERTNAME, AlertStatus, IncidentKind, parse_time

@@ -12,7 +12,7 @@ import pytest
 from alertrouter.channels.base import ChannelError
 from alertrouter.delivery.batch import capped_note
 from alertrouter.delivery.policy import MAX_UNEXPECTED, Unexpected, after_attempt
-from alertrouter.i18n import translations
+from alertrouter.message.i18n import translations
 from alertrouter.ruleset.channels import RetryConfig
 from alertrouter.web.console.errors import error_text
 

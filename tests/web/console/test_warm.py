@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from alertrouter import i18n
+from alertrouter.message import i18n
 from alertrouter.web.console.language import LANGUAGE_COOKIE
 from alertrouter.web.console.pages import console_templates, environment_of
 from support.scenario import gpu_labels

@@ -44,7 +44,7 @@ ANNOTATION_VARIANTS = tuple(
     for language in LANGUAGES
     if language != "en"
 )
-LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
 _CATALOGUES = {"zh-CN": "zh_CN"}  # language -> gettext locale directory
 
 

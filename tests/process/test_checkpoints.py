@@ -1,4 +1,4 @@
-"""SQLite's write-ahead log checkpointed by a loop of its own (`alertrouter.checkpoints`), not by the
+"""SQLite's write-ahead log checkpointed by a loop of its own (`alertrouter.process.checkpoints`), not by the
 commit that crosses SQLite's automatic mark (1,000 pages by default: https://sqlite.org/wal.html)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from alertrouter.checkpoints import Checkpointer
-from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
+from alertrouter.process.checkpoints import Checkpointer
+from alertrouter.process.loops import LoopHealth
 from alertrouter.store import Database
 
 BLOB = 200_000  # bytes per row: about 50 pages of 4 KiB

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/"  # NVIDIA's XID catalog: each code's whole workflow
-DATA_FILE = Path(__file__).resolve().parent / "data" / "xid.csv"
+DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "xid.csv"
 XID_LABELS = ("xid", "err_code")  # the shipped rules' label first, then dcgm-exporter's own
 _MAX_CODE = 100_000  # well above any XID NVIDIA has numbered; bigger is garbage
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from alertrouter import i18n, xid
+from alertrouter.gpu import xid
+from alertrouter.message import i18n
 
 EN = i18n.translations("en")
 ZH = i18n.translations("zh-CN")

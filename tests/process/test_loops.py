@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from alertrouter.loops import STALL_FLOOR, LoopHealth
 from alertrouter.metrics import Metrics
+from alertrouter.process.loops import STALL_FLOOR, LoopHealth
 
 
 class Clock:
@@ -55,7 +55,7 @@ def test_errors_are_counted_and_logged_with_traceback_once_per_distinct_error(
     health = LoopHealth(metrics, clock=Clock())
     health.register("delivery", interval=1.0)
     assert sample(metrics, "alertrouter_loop_errors_total", "delivery") == 0
-    caplog.set_level(logging.WARNING, logger="alertrouter.loops")
+    caplog.set_level(logging.WARNING, logger="alertrouter.process.loops")
     for _ in range(3):
         try:
             int("²")

@@ -25,10 +25,10 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from alertrouter.digest.period import due_period, week_bounds
 from alertrouter.digest.send import DigestRunner, DigestTarget
-from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
 from alertrouter.model import RunResult, RunStatus, utcnow
 from alertrouter.pipeline.rules import CompiledRules
+from alertrouter.process.loops import LoopHealth
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.schedule import DAYS

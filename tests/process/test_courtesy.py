@@ -1,8 +1,8 @@
-"""A computing thread's courtesy (`alertrouter.courtesy`): a pause every so often of its work, no more."""
+"""A computing thread's courtesy (`alertrouter.process.courtesy`): a pause every so often of its work, no more."""
 
 from __future__ import annotations
 
-from alertrouter.courtesy import Courtesy
+from alertrouter.process.courtesy import Courtesy
 
 
 class Time:

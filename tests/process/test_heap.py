@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from alertrouter.heap import GEN0_THRESHOLD, settle_heap, time_collections
+from alertrouter.process.heap import GEN0_THRESHOLD, settle_heap, time_collections
 
 
 @pytest.fixture(autouse=True)

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from alertrouter.loops import LoopHealth
 from alertrouter.metrics import Metrics
+from alertrouter.process.loops import LoopHealth
 
 __all__ = ["CHECKPOINT_EVERY", "Checkpoint", "Checkpointer"]
 
