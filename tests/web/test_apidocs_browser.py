@@ -5,23 +5,18 @@ operations, and neither page nor any script it runs asked another host for anyth
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import pytest
 
-from support.need import need
+from support.browser import chromium
 from support.procs import Proc, start_alertrouter
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, ConsoleMessage, Page, Route
+
 pytestmark = pytest.mark.e2e
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
-
-try:
-    from playwright.sync_api import Browser, ConsoleMessage, Page, Route, sync_playwright
-except ImportError:  # pragma: no cover - reported by the fixture below
-    sync_playwright = None  # type: ignore[assignment]
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +39,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    need(sync_playwright is not None, "the playwright Python package is not installed (pip install -e '.[dev]')")
-    need(CHROMIUM.exists(), "Debian's chromium is not installed (bash .ci/setup installs it)")
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as started:
+        yield started
 
 
 @pytest.fixture

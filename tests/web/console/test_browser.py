@@ -8,8 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -18,25 +17,18 @@ from alertrouter.auth.links import LINK_PURPOSE, Action, action_link
 from alertrouter.auth.signing import Signer
 from alertrouter.model import utcnow
 from alertrouter.web.console.language import LANGUAGE_COOKIE
-from support.need import need
+from support.browser import chromium
 from support.procs import Proc, start_alertrouter
 from support.scenario import gpu_labels
 from support.webhooks import webhook
 
 from .conftest import HOOK, PASSWORD, SECRET, TOKEN, USERS, WEBHOOK_TOKEN
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Dialog, Page
+
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 HOSTILE_NODE = '"><img src=x onerror=alert(1)>'
 HOSTILE_SUMMARY = "<script>alert(1)</script>"
 LANGUAGES = ["en", "zh-CN"]
@@ -62,11 +54,6 @@ SAYS: dict[str, dict[str, str]] = {
     },
 }
 SILENCED_NODE = {"en": "gpu-node-09", "zh-CN": "gpu-node-11"}  # one node per language: each run its own silence
-
-try:
-    from playwright.sync_api import Browser, Dialog, Page, sync_playwright
-except ImportError:  # pragma: no cover - reported by the fixture below
-    sync_playwright = None  # type: ignore[assignment]
 
 
 def wait_for(check: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
@@ -124,14 +111,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    need(sync_playwright is not None, "the playwright Python package is not installed (pip install -e '.[dev]')")
-    need(CHROMIUM.exists(), "Debian's chromium is not installed (bash .ci/setup installs it)")
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as started:
+        yield started
 
 
 @pytest.fixture(params=LANGUAGES)
