@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from cluster.box import ClusterBox
-from cluster.scenarios import MARKS, on_a_box
+from cluster.scenarios import MARKS, Boxes, Scenario
 from cluster.told import told
 from e2e.harness import wait_for
 
@@ -67,12 +67,16 @@ def run(box: ClusterBox) -> Outcome:
     return Outcome(heard, page, told(box), lost, back, r.json()["total"])
 
 
+def _box() -> ClusterBox:
+    return ClusterBox(nodes=1, group_interval="2s", heartbeat_timeout="20s", watchdog_repeat="2s", resend_delay="1s")
+
+
+SCENARIO = Scenario(box=_box, run=run)
+
+
 @pytest.fixture(scope="module")
-def outcome() -> Iterator[Outcome]:
-    box = lambda: ClusterBox(  # noqa: E731 - the box of this module, started by on_a_box
-        nodes=1, group_interval="2s", heartbeat_timeout="20s", watchdog_repeat="2s", resend_delay="1s"
-    )
-    with on_a_box(box, run) as found:
+def outcome(boxes: Boxes) -> Iterator[Outcome]:
+    with boxes.outcome(SCENARIO) as found:
         yield found
 
 
