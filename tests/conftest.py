@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -43,13 +44,34 @@ def pg_database() -> Iterator[str]:
         pg.drop_database(name)
 
 
+@pytest.fixture(scope="session")
+def sqlite_migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One SQLite file migrated to head for the session: each test gets a copy (migrating a file costs far
+    more than copying it, and hundreds of tests ask for one)."""
+    path = tmp_path_factory.mktemp("sqlite-migrated") / "alertrouter.db"
+    upgrade(f"sqlite+aiosqlite:///{path}")
+    return path
+
+
+def copy_sqlite(source: Path, target: Path) -> None:
+    """`source` copied to `target` through SQLite's backup API, so a page still in the write-ahead log
+    (alertrouter runs SQLite in WAL mode) is copied too."""
+    src, dst = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+
+
 @pytest.fixture(params=BACKENDS)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A migrated, empty database, once on SQLite and once on PostgreSQL."""
+    """A migrated, empty database, once on SQLite (a copy of the session's migrated file) and once on
+    PostgreSQL (the session's database, emptied)."""
     if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'alertrouter.db'}"
-        upgrade(url)
-        return url
+        path = tmp_path / "alertrouter.db"
+        copy_sqlite(request.getfixturevalue("sqlite_migrated"), path)
+        return f"sqlite+aiosqlite:///{path}"
     name: str = request.getfixturevalue("pg_database")
     pg.truncate(name, [t.name for t in Base.metadata.sorted_tables])
     return pg.url_for(name)

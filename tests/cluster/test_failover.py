@@ -16,7 +16,7 @@ import pytest
 
 from cluster.box import DINGTALK_CORE, WECOM_KEY, ClusterBox
 from cluster.failover import NODES, STORM, STORM_NAMES, XID48, Failover, run_failover
-from cluster.scenarios import MARKS, on_a_box
+from cluster.scenarios import MARKS, Boxes, Scenario
 from cluster.told import clock
 
 pytestmark = MARKS
@@ -24,9 +24,12 @@ pytestmark = MARKS
 CRITICAL = {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}  # routes.yml's oncall-core receiver
 
 
+SCENARIO = Scenario(box=lambda: ClusterBox(nodes=NODES), run=run_failover)
+
+
 @pytest.fixture(scope="module")
-def failover() -> Iterator[Failover]:
-    with on_a_box(lambda: ClusterBox(nodes=NODES), run_failover) as outcome:
+def failover(boxes: Boxes) -> Iterator[Failover]:
+    with boxes.outcome(SCENARIO) as outcome:
         yield outcome
 
 

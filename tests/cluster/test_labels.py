@@ -22,15 +22,18 @@ from cluster.labels import (
     name,
     run_labels,
 )
-from cluster.scenarios import MARKS, on_a_box
+from cluster.scenarios import MARKS, Boxes, Scenario
 from cluster.told import about, clock
 
 pytestmark = MARKS
 
 
+SCENARIO = Scenario(box=labels_box, run=run_labels)
+
+
 @pytest.fixture(scope="module")
-def labels() -> Iterator[Labels]:
-    with on_a_box(labels_box, run_labels) as outcome:
+def labels(boxes: Boxes) -> Iterator[Labels]:
+    with boxes.outcome(SCENARIO) as outcome:
         yield outcome
 
 

@@ -31,7 +31,7 @@ from cluster.node_life import (
     node_life_box,
     run_node_life,
 )
-from cluster.scenarios import MARKS, on_a_box
+from cluster.scenarios import MARKS, Boxes, Scenario
 from cluster.told import about, clock, lasted
 
 pytestmark = MARKS
@@ -46,9 +46,12 @@ CRITICAL = {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
 WARNING = {"dingtalk-ops": 1, "email-ops": 1}
 
 
+SCENARIO = Scenario(box=node_life_box, run=run_node_life)
+
+
 @pytest.fixture(scope="module")
-def life() -> Iterator[NodeLife]:
-    with on_a_box(node_life_box, run_node_life) as outcome:
+def life(boxes: Boxes) -> Iterator[NodeLife]:
+    with boxes.outcome(SCENARIO) as outcome:
         yield outcome
 
 

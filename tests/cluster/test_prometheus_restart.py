@@ -16,7 +16,7 @@ import pytest
 
 from cluster.box import ClusterBox
 from cluster.restart import DOWN, HOT, MARKER, NODES, XID48, Restart, run_restart
-from cluster.scenarios import MARKS, on_a_box
+from cluster.scenarios import MARKS, Boxes, Scenario
 from cluster.told import clock
 from e2e.harness import parse_time
 
@@ -36,9 +36,12 @@ def _second(text: str) -> datetime:
     return _time(text).replace(microsecond=0)
 
 
+SCENARIO = Scenario(box=lambda: ClusterBox(nodes=NODES), run=run_restart)
+
+
 @pytest.fixture(scope="module")
-def restart() -> Iterator[Restart]:
-    with on_a_box(lambda: ClusterBox(nodes=NODES), run_restart) as outcome:
+def restart(boxes: Boxes) -> Iterator[Restart]:
+    with boxes.outcome(SCENARIO) as outcome:
         yield outcome
 
 

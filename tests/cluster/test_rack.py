@@ -18,7 +18,7 @@ import pytest
 
 from cluster.box import DINGTALK_CORE, DINGTALK_OPS, OPS_EMAIL, WECOM_KEY, ClusterBox
 from cluster.rack import DARK, DARK_NAMES, HOT, NODES, XID48, Rack, run_rack
-from cluster.scenarios import MARKS, on_a_box
+from cluster.scenarios import MARKS, Boxes, Scenario
 from cluster.told import clock
 from support.fakes.dingtalk import MAX_BODY_BYTES as DINGTALK_MAX_BODY
 from support.fakes.wecom import MAX_CONTENT_BYTES as WECOM_MAX_CONTENT
@@ -26,9 +26,12 @@ from support.fakes.wecom import MAX_CONTENT_BYTES as WECOM_MAX_CONTENT
 pytestmark = MARKS
 
 
+SCENARIO = Scenario(box=lambda: ClusterBox(nodes=NODES), run=run_rack)
+
+
 @pytest.fixture(scope="module")
-def rack() -> Iterator[Rack]:
-    with on_a_box(lambda: ClusterBox(nodes=NODES), run_rack) as outcome:
+def rack(boxes: Boxes) -> Iterator[Rack]:
+    with boxes.outcome(SCENARIO) as outcome:
         yield outcome
 
 
