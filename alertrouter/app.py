@@ -154,8 +154,8 @@ async def _warm_console(app: FastAPI, runtime: Runtime) -> None:
     """What the console's first views after a start would pay, paid as `serve` starts, while it has
     nothing else to do: its pages compiled one at a time (in a worker thread) once ingest has been quiet
     for `WARM_QUIET` and no engine pass runs, then the incident list's filter menus read. Compiling them
-    all at once is half a second of CPU, which held the first alert's pass after a start 213 ms back
-    (bench_delivery). A failure only means the first view pays it."""
+    all at once held the first alert's pass after a start back (bench_delivery measures it). A failure only
+    means the first view pays it."""
     started = time.perf_counter()
 
     async def idle() -> None:

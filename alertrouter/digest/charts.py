@@ -1,6 +1,6 @@
 """The digest's charts as PNG bytes (matplotlib's Agg backend: headless, no fonts fetched, no network).
 
-matplotlib (with NumPy and Pillow, about 55 MB of a process) is imported only when a chart is drawn
+matplotlib (with NumPy and Pillow, a large part of a process's memory) is imported only when a chart is drawn
 (`alertrouter.digest.drawing`), not when `serve` starts: most processes never draw one.
 
 Only the object-oriented API is used (`Figure` + `FigureCanvasAgg`), never pyplot, so no global figure

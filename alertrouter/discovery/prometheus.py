@@ -73,8 +73,9 @@ class PrometheusLookup:
     ) -> None:
         self.config = config
         self.book = Book(keep_for)
-        # The claims of a big cluster are 300,000 items of Python in a worker thread: it pauses every 2 ms
-        # (`alertrouter.process.courtesy`), or the event loop waits out the 5 ms switch interval at every turn.
+        # The claims of a big cluster are hundreds of thousands of items of Python in a worker thread: it
+        # pauses now and then (`alertrouter.process.courtesy`), or the event loop waits out CPython's switch
+        # interval at every turn.
         self._courtesy = Courtesy()
         self._metrics = metrics
         self._loops = loops or LoopHealth(metrics)
@@ -122,7 +123,7 @@ class PrometheusLookup:
                 failures.setdefault((failed.problem, failed.detail), []).append(series)
                 continue
             # kube_pod_info is a series per pod (100,000 in a big cluster): read and kept off the event loop,
-            # which keeps answering webhooks (taking them in was 100 ms of it)
+            # which keeps answering webhooks (taking them in was a long stretch of it)
             if series == "kube_node_labels":
                 topology = await asyncio.to_thread(topology_of, labels, self.config.node_labels)
                 await asyncio.to_thread(self.book.took_topology, topology, now)

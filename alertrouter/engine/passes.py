@@ -109,8 +109,8 @@ class Passes:
         self._metrics = metrics
         self._clock = clock
         self.lease = lease
-        # Passes run in a worker thread that lets the event loop in every 2 ms (`alertrouter.process.courtesy`), and so
-        # does working out a big pass's decision changes.
+        # Passes run in a worker thread that lets the event loop in now and then (`alertrouter.process.courtesy`),
+        # and so does working out a big pass's decision changes.
         self._courtesy = Courtesy()
         self._evaluator = Evaluator(pipeline, courtesy=self._courtesy)
         # The live alerts and the incident records as stored, kept in step with what each pass reads and
@@ -170,7 +170,7 @@ class Passes:
         records = read.records
         if folds(result.evaluated):
             rewritten = record_changes(records, result)
-        else:  # a full pass's 30,000 incidents: 70 ms of building and comparing records, beside the loop
+        else:  # a full pass's every incident: building and comparing records takes long, beside the loop
             rewritten = await asyncio.to_thread(record_changes, records, result, courtesy=self._courtesy)
         after = RecordsAfter(records, rewritten)
         # Only the incidents whose record changed are written: `updated_at` is when one last changed.
@@ -289,8 +289,8 @@ class Passes:
         self._claims.written(learning, now)
         self._discovered_seen = discovered
         if changes is None:
-            # A full pass decides every live alert again (108,000 of them: 280 ms to compare with what is
-            # stored, which the event loop would wait out): beside it, pausing as the evaluation does.
+            # A full pass decides every live alert again (comparing each with what is stored takes long,
+            # which the event loop would wait out): beside it, pausing as the evaluation does.
             # The pass lock keeps everything it reads as it is meanwhile (the handoff from ingest goes elsewhere).
             changes = await asyncio.to_thread(self._decision_changes, result, now, self._courtesy)
         if self._folded:

@@ -2,8 +2,8 @@
 
 In WAL mode a commit appends the pages it changed to the log. By default the commit after which the log
 holds 1,000 pages also copies the log into the database file and syncs it (SQLite's automatic
-checkpoint): about 10 ms at the scale benchmark's 80,000 alerts, charged to whichever webhook or engine
-pass it fell on, every few commits (every other engine pass there). `serve` leaves that automatic
+checkpoint), a cost that grows with the store and was charged to whichever webhook or engine pass it
+fell on, every few commits (every other engine pass in the scale benchmark). `serve` leaves that automatic
 checkpoint as a safety net only (`store.connections.AUTO_CHECKPOINT_PAGES`, set on every connection) and
 checkpoints once a second from a connection of its own, in a worker thread: PASSIVE, so it never waits
 for the writer or a reader, nor makes them wait; what it cannot copy yet (pages a reader still needs)

@@ -17,9 +17,9 @@ def settle_heap() -> None:
     the collector's view, and collect young objects in larger, rarer batches.
 
     The engine holds every live alert and a storm allocates hundreds of thousands of small objects.
-    With the defaults, a storm of 8,000 new alerts triggered full collections of about 100 ms each
-    (250 to 550 ms per storm, measured with `gc.callbacks`), during which no webhook was answered.
-    After this, about 25 ms in all. Nothing here stops garbage from being collected: frozen
+    With the defaults, a storm of new alerts triggered several full collections (seen with
+    `gc.callbacks`), during which no webhook was answered; after this, far fewer and shorter ones
+    (the figures are in tests/bench/results/history/). Nothing here stops garbage from being collected: frozen
     objects stay alive as long as they are referenced, and cycles among new objects are found as
     before.
     """

@@ -160,17 +160,16 @@ def _pg_sql(
     As `jsonb` the document is parsed once, and a JSON column's value (labels, annotations) is taken out
     of it as it is stored; as `json`, PostgreSQL lexed the document once for the rows and then each such
     value again as text into `jsonb`, a hash table per row on the way: with the document as `jsonb` its
-    CPU for 8,000 new webhook alerts went from 44-46 to 36-40 us per alert (about a fifth of it the parse).
+    CPU per new webhook alert fell by about a sixth (tests/bench/results/history/ingest.md).
 
     Datetimes are read as `timestamptz` (orjson writes each with its offset) and stored as the naive
     UTC the columns hold; a JSON column's `null` stays JSON `null`, as SQLAlchemy stores `None`
     (the recordset would make it SQL NULL).
 
-    A column marked apart (`raw_events.body`, a stored payload: 75 kB of JSON text per webhook of 100
-    alerts) is not in the document but one array parameter of its own after it (`$param + 1`, ...),
-    zipped with the recordset by `ROWS FROM`: inside the document it was a JSON string, escaped by
-    orjson on the event loop (45 us per webhook) and lexed back character by character by PostgreSQL
-    (200 us per webhook, about 2 us of its CPU per new alert).
+    A column marked apart (`raw_events.body`, a stored payload: tens of kilobytes of JSON text per webhook)
+    is not in the document but one array parameter of its own after it (`$param + 1`, ...), zipped with
+    the recordset by `ROWS FROM`: inside the document it was a JSON string, escaped by orjson on the
+    event loop and lexed back character by character by PostgreSQL, for every webhook.
 
     An insert may also read `extra` fields of the document that are not columns (name, SQL type),
     set `computed` columns from SQL expressions over them (column, expression), and keep only the
@@ -237,8 +236,8 @@ async def _sqlite(session: AsyncSession, sql: str, params: Any, *, many: bool = 
     """SQLite: run `sql` on the session's own connection, in its transaction, through aiosqlite itself:
     the rows it read, or with `many` (an executemany) how many rows it wrote. SQLAlchemy's execution
     around a driver statement (a greenlet switch, an execution context, a result with its cursor
-    metadata, and for a read two trips to the connection's thread) cost 70-100 us of the event loop
-    per statement, against 25 us here. A driver error is raised as SQLAlchemy raises it (`is_outage`
+    metadata, and for a read two trips to the connection's thread) cost the event loop several times
+    what this does per statement. A driver error is raised as SQLAlchemy raises it (`is_outage`
     tells a locked store from a refused row by its class)."""
     connection = await session.connection()
     driver: Any = connection.sync_connection.connection.driver_connection  # type: ignore[union-attr]
@@ -312,8 +311,8 @@ async def insert_returning(
 ) -> list[tuple[Any, ...]]:
     """`insert` (a row clashing on `on_conflict_do_nothing` skipped), giving the `returning` columns of
     each row written (as plain driver values: no datetime or JSON columns there), in no given order.
-    Ingest logs each commit's payloads so, and through SQLAlchemy's ORM execution that was 250 us of
-    the event loop per commit on SQLite, against 25 us per row here."""
+    Ingest logs each commit's payloads so, and through SQLAlchemy's ORM execution that cost the event
+    loop several times what this does per commit on SQLite."""
     if not rows:
         return []
     check_columns(table, returning)

@@ -45,8 +45,8 @@ def check_on_checkout(engine: AsyncEngine, idle: float) -> None:
     when it has been idle for `idle` seconds.
 
     SQLAlchemy's `pool_pre_ping` pings at every checkout; asyncpg's adapter pings in a transaction of
-    its own (BEGIN, the ping, ROLLBACK): three round trips, 250 us of the event loop per transaction,
-    2.5 us per alert of a 100-alert payload. A connection the server closed (a restart, an
+    its own (BEGIN, the ping, ROLLBACK): three round trips per transaction, each a wake-up of the event
+    loop. A connection the server closed (a restart, an
     administrator's `pg_terminate_backend`) is known closed without a round trip, since asyncpg sees
     the socket close; what needs the ping is one whose peer vanished without a word (a proxy or a
     network that dropped an idle connection), and that happens to connections left idle, which are
@@ -76,8 +76,8 @@ def skip_idle_rollbacks(engine: AsyncEngine) -> None:
     A session rolls back when it closes and the pool once more when it takes the connection back, even
     after a commit: a read cost two trips to aiosqlite's thread that did nothing (Python's sqlite3 only
     sends ROLLBACK when a transaction is open, and a SELECT outside one opens none), each a wake-up of
-    that thread and of the event loop: 150 us of the event loop per read, a push re-confirming 100
-    alerts costs about 1,500 us in all. The same check, made before the trip instead of in it."""
+    that thread and of the event loop, for every read of a push re-confirming what is stored. The same
+    check, made before the trip instead of in it."""
     dialect = engine.sync_engine.dialect
     rollback = dialect.do_rollback
 

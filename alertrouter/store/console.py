@@ -158,7 +158,7 @@ async def filter_choices(session: AsyncSession) -> dict[str, list[str]]:
 class FilterChoices:
     """`filter_choices`, held, and read again in the background once `ttl` seconds old.
 
-    The distinct regions are a scan of every incident's labels (68 ms at 30,000 incidents); the menus
+    The distinct regions are a scan of every incident's labels (growing with the incidents); the menus
     change when a new region or severity first appears, so menus up to `ttl` old are enough. A console
     list answers with the menus held while they are read again: none waits for the scan but a list read
     before any are held (`serve` reads them once idle after it starts). During a storm, when the list is read most,

@@ -166,16 +166,15 @@ class Database:
         """A session for reads that are each one statement and need not agree with one another (a
         push's stored states). On PostgreSQL it runs no transaction: a statement is its own snapshot,
         and the BEGIN and ROLLBACK around it were two more round trips, each a wake-up of the event
-        loop (a re-sent push of 100 alerts: 10.9 -> 9.0 us of the loop per alert, with the checkout's
-        ping 8.2 -> 7.6). SQLite's driver opens no transaction for a read anyway."""
+        loop. SQLite's driver opens no transaction for a read anyway."""
         async with self._single_reads() as session:
             yield session
 
     def read_driver(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """PostgreSQL: the driver's own connection (asyncpg's) from the pool, for reads outside a
         transaction, each statement its own snapshot (a re-sent push's stored states, the engine's
-        quick reads), without SQLAlchemy's session and execution around it: 700 -> 470 us of the event
-        loop per read of 100 alerts' states in-process. The pool's checks on checkout apply as for any
+        quick reads), without SQLAlchemy's session and execution around it, which cost the event loop about
+        half as much again per read. The pool's checks on checkout apply as for any
         session. The driver's failure raises as SQLAlchemy would raise a store's failure
         (`OperationalError`, with the driver's error as `orig`, so `is_outage` reads its SQLSTATE); any
         other error raised in the block (a row the caller could not decode) as it is, not made an

@@ -32,8 +32,8 @@ __all__ = ["as_utc", "select_in", "select_in_driver", "select_in_now", "select_w
 
 
 def as_utc(value: datetime) -> datetime:
-    """`value.replace(tzinfo=UTC)` for a naive UTC `value`, in a tenth of its time (46 ns instead of
-    500 ns on CPython 3.11, whose `replace` parses keywords): exact, since datetime arithmetic is in
+    """`value.replace(tzinfo=UTC)` for a naive UTC `value`, in a tenth of its time (CPython 3.11's
+    `replace` parses keywords): exact, since datetime arithmetic is in
     whole microseconds. Three per alert read, for every alert of every payload."""
     return UTC_EPOCH + (value - NAIVE_EPOCH) if value.tzinfo is None else value.replace(tzinfo=UTC)
 
@@ -75,7 +75,7 @@ def _converters(
 def _names(dialect: str, table: Table, columns: tuple[str, ...]) -> str:
     # JSON is read as text on PostgreSQL too, and decoded as on SQLite: the driver's codec would go
     # through the engine's deserializer, which interns every short value for the engine's long-lived
-    # labels (`db.json_loads`), work wasted on states that are compared and dropped (2.8 us per alert).
+    # labels (`db.json_loads`), work wasted on states that are compared and dropped.
     return ", ".join(
         f"{quote(c)}::TEXT" if dialect == "postgresql" and isinstance(table.c[c].type, JSON) else quote(c)
         for c in columns
@@ -91,7 +91,7 @@ def _read(dialect: str, table: Table, columns: tuple[str, ...], key: str, lock: 
         where = f"{quote(key)} IN (SELECT value FROM json_each(?))"  # noqa: S608 (names checked above)
     elif dialect == "postgresql":
         # One array parameter, not one per key: a prepared `IN ($1, ..., $100)` gets a generic plan that
-        # compares every row with every key, which grew to 20 ms per payload on a fresh, unanalysed table.
+        # compares every row with every key, which grew with the table on a fresh, unanalysed one.
         where = f"{quote(key)} = ANY($1::{table.c[key].type.compile(dialect=PG_DIALECT)}[])"
     else:
         raise RuntimeError(f"unsupported database dialect {dialect!r}")
@@ -133,7 +133,8 @@ def select_in_now(
     The rows come back as one JSON document, in one step of the statement: Python's `sqlite3` lets the
     interpreter go around every step and must take it back after each, and while another thread runs
     Python (the engine's evaluation, during a pass) each taking back waits for that thread's switch
-    interval. Row by row, a read of 100 states took 100-250 ms during a storm's pass."""
+    interval. Row by row, a read of a payload's states waited out one switch interval per row during a
+    storm's pass."""
     if not values:
         return []
     read = _read_now(table, tuple(columns), key)

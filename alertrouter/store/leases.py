@@ -41,8 +41,8 @@ async def hold_lease(session: AsyncSession, *, name: str, holder: str, now: date
     lock is gone. Otherwise (no row yet, or held by another) the row is made if missing and read."""
     c = leases_t.c
     if session.get_bind().dialect.name == "sqlite":
-        # At driver speed (`bulk.sqlite_rows`): through SQLAlchemy's execution this update was 1.2-1.5 ms of
-        # an engine pass at 100,000 live alerts, in trips to the connection's thread, against 0.3 here.
+        # At driver speed (`bulk.sqlite_rows`): through SQLAlchemy's execution this update cost an engine pass
+        # several trips to the connection's thread, against one here.
         params = (holder, sqlite_datetime(until), name, holder, sqlite_datetime(now))
         if await sqlite_rows(session, _RENEW, params):
             return True

@@ -111,9 +111,9 @@ def environment_of(app: FastAPI, runtime: Runtime, language: str) -> Environment
 
 def console_templates(app: FastAPI, runtime: Runtime) -> list[tuple[Environment, str]]:
     """Every console template, in the environment of every language the console speaks: what `serve`
-    compiles ahead of the first views after a start (`app._warm_console`). Compiling the incident list
-    took 15 ms, every page 170 ms a language, paid by the first person to open each page after a
-    restart, often during the incident that made them look."""
+    compiles ahead of the first views after a start (`app._warm_console`). Otherwise compiling each page,
+    in each language, is paid by the first person to open it after a restart, often during the incident
+    that made them look."""
     out = []
     for language in i18n.LANGUAGES:
         env = environment_of(app, runtime, language)
