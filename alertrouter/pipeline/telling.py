@@ -8,11 +8,19 @@ from collections.abc import Callable, Mapping, Set
 from dataclasses import replace
 from datetime import datetime
 
+from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.pipeline.aggregate import AggregationRule
 from alertrouter.pipeline.incident import IncidentGroup, message_snapshot
 from alertrouter.pipeline.route import RouteMatch, match_routes, severity_interval
 from alertrouter.pipeline.rules import CompiledRules
-from alertrouter.pipeline.throttle import NotifyState, ThrottlePolicy, needs_update, next_state, told_since
+from alertrouter.pipeline.throttle import (
+    NotifyReason,
+    NotifyState,
+    ThrottlePolicy,
+    needs_update,
+    next_state,
+    told_since,
+)
 from alertrouter.pipeline.timeinterval import IntervalClock, IntervalMute
 from alertrouter.pipeline.types import AlertDecision, Decision, EvalResult, IncidentRecord, IncidentState, Intent
 
@@ -29,6 +37,32 @@ def with_mutes(decision: AlertDecision, mutes: Mapping[str, IntervalMute]) -> Al
         outside_active={r: m.intervals for r, m in mutes.items() if m.outside_active},
         mute_ends_at=min((m.until for m in mutes.values() if m.until), default=None),
     )
+
+
+def throttle_policy(rule: AggregationRule, route: RouteMatch, severity: str) -> ThrottlePolicy:
+    """The route's throttle for an incident of `severity`; the aggregation rule's own waits win."""
+    return ThrottlePolicy(
+        group_wait=rule.group_wait if rule.group_wait is not None else route.policy.group_wait,
+        group_interval=rule.group_interval if rule.group_interval is not None else route.policy.group_interval,
+        repeat_interval=severity_interval(route.policy, severity),
+        send_resolved=route.policy.send_resolved,
+        max_repeats=route.policy.max_repeats,
+    )
+
+
+def told_message(
+    state: IncidentState,
+    reason: NotifyReason,
+    group: IncidentGroup | None,
+    previous: NotifyState | None,
+    now: datetime,
+    span: Callable[[], tuple[datetime | None, datetime | None]] | None,
+) -> MessageSnapshot:
+    """The message for one receiver: since the start that receiver was told, when that is earlier than its
+    alerts' start now (they resolved and fired again between two messages: `told_since`)."""
+    message = message_snapshot(state, reason, group, now, span=span() if span is not None else (None, None))
+    since = told_since(previous, message.started_at)
+    return message if since == message.started_at else replace(message, started_at=since)
 
 
 class Teller:
@@ -130,9 +164,8 @@ class Teller:
         quiet: bool,
         span: Callable[[], tuple[datetime | None, datetime | None]] | None = None,
     ) -> tuple[bool, datetime | None]:
-        """Decide per receiver; returns (whether anything was intended, the earliest time this incident
-        must be looked at again: a hold-down's end, a group wait, the next repeat). `span`: when the
-        alerts of an incident with no `group` (a storm's) started and ended, asked only for a message."""
+        """Decide per receiver: (anything intended, when to look at the incident again: a hold-down's end,
+        a group wait, the next repeat). `span`: when a storm's alerts (no `group`) started and ended."""
         sent = False
         earliest: datetime | None = None
         for route in routes:
@@ -152,13 +185,7 @@ class Teller:
                 # Nothing to show, but not because it is over: muted or held alerts are not resolved
                 # (and a resolved target that is still muted gets no resolved message, as in Alertmanager).
                 continue
-            policy = ThrottlePolicy(
-                group_wait=rule.group_wait if rule.group_wait is not None else route.policy.group_wait,
-                group_interval=rule.group_interval if rule.group_interval is not None else route.policy.group_interval,
-                repeat_interval=severity_interval(route.policy, state.severity),
-                send_resolved=route.policy.send_resolved,
-                max_repeats=route.policy.max_repeats,
-            )
+            policy = throttle_policy(rule, route, state.severity)
             decision = needs_update(
                 previous,
                 firing,
@@ -171,12 +198,8 @@ class Teller:
                 if decision.next_at is not None:
                     earliest = decision.next_at if earliest is None else min(earliest, decision.next_at)
                 continue
-            times = span() if span is not None else (None, None)
-            message = message_snapshot(state, decision.reason, group, now, span=times)
-            since = told_since(previous, message.started_at)
-            if since != message.started_at:
-                message = replace(message, started_at=since)
-            new = next_state(previous, decision.reason, firing, now, since)
+            message = told_message(state, decision.reason, group, previous, now, span)
+            new = next_state(previous, decision.reason, firing, now, message.started_at)
             # When the receiver is next due (a repeat), so an idle engine wakes for it.
             follow = needs_update(
                 new, firing, active_since=state.active_since, now=now, policy=policy, acknowledged=state.acknowledged
