@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Set
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.pipeline.aggregate import AggregationRule
@@ -39,11 +39,16 @@ def with_mutes(decision: AlertDecision, mutes: Mapping[str, IntervalMute]) -> Al
     )
 
 
+def group_interval(rule: AggregationRule, route: RouteMatch) -> timedelta:
+    """The aggregation rule's own group interval, else the route's."""
+    return rule.group_interval if rule.group_interval is not None else route.policy.group_interval
+
+
 def throttle_policy(rule: AggregationRule, route: RouteMatch, severity: str) -> ThrottlePolicy:
     """The route's throttle for an incident of `severity`; the aggregation rule's own waits win."""
     return ThrottlePolicy(
         group_wait=rule.group_wait if rule.group_wait is not None else route.policy.group_wait,
-        group_interval=rule.group_interval if rule.group_interval is not None else route.policy.group_interval,
+        group_interval=group_interval(rule, route),
         repeat_interval=severity_interval(route.policy, severity),
         send_resolved=route.policy.send_resolved,
         max_repeats=route.policy.max_repeats,
@@ -116,8 +121,7 @@ class Teller:
                 continue
             if self.mute(route, now) is not None:
                 continue
-            interval = rule.group_interval if rule.group_interval is not None else route.policy.group_interval
-            at = previous.last_sent_at + interval
+            at = previous.last_sent_at + group_interval(rule, route)
             due = at if due is None else max(due, at)
         return due
 
