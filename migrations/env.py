@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from alertrouter.settings import get_settings
@@ -13,6 +14,9 @@ from alertrouter.store.db import Database
 from alertrouter.store.tables import Base, UTCDateTime
 
 target_metadata = Base.metadata
+# Replicas that start together on one PostgreSQL database all migrate it: the first takes this lock for
+# its transaction, the others wait, then find the schema at head. Any fixed key will do ("alertrou").
+_MIGRATION_LOCK = 0x616C65727472_6F75
 
 
 def _url() -> str:
@@ -28,6 +32,8 @@ def _render_item(type_: str, obj: object, autogen_context: object) -> str | bool
 
 
 def _run(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
