@@ -5,9 +5,11 @@ says what its name promises."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,6 +19,7 @@ from alertrouter.gpu.xid import from_labels
 from alertrouter.ingest.payloads import parse_webhook
 from support.dcgm import KUBERNETES_WORKLOAD_LABELS, XID_TEXT, gpu_problems, uuid_clashes
 from support.gpu_fixtures import GO_ZERO_TIME, GpuFixture, load, names
+from support.procs import run_tool, tool
 
 REPO = Path(__file__).resolve().parents[2]
 STORIES = {"xid79_then_xid45", "xid48_twice_11_days", "dcgm4_err_code", "servicemonitor_xid13"}
@@ -137,3 +140,40 @@ def test_the_servicemonitor_shape_names_the_workload_and_not_the_node_address() 
         assert (labels["pod"], labels["instance"]) == ("nvidia-dcgm-exporter-5x7kq", "10.244.3.17:9400")
         assert "node" not in labels
         assert labels["prometheus"] == "monitoring/kube-prometheus-stack-prometheus"
+
+
+def _rule_test(alert: dict[str, Any]) -> dict[str, Any]:
+    """A promtool test group: the series the alert came from, and the alert itself as expected output."""
+    labels = dict(alert["labels"])
+    alertname, xid = labels.pop("alertname"), labels["xid"]
+    series = {k: v for k, v in labels.items() if k not in ("severity", "xid")}
+    selector = ",".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in series.items())
+    return {
+        "interval": "1m",
+        "input_series": [{"series": f"DCGM_FI_DEV_XID_ERRORS{{{selector}}}", "values": f"{xid}x3"}],
+        "alert_rule_test": [
+            {
+                "eval_time": "1m",
+                "alertname": alertname,
+                "exp_alerts": [{"exp_labels": labels, "exp_annotations": alert["annotations"]}],
+            }
+        ],
+    }
+
+
+def test_the_shipped_rules_alerts_are_what_gpu_rules_yml_renders(tmp_path: Path) -> None:
+    """Every GPUXidError and GPUFallenOffBus of the fixtures, labels and both languages' text, is exactly what
+    Prometheus makes of the series it names under the shipped rules (promtool, which compares them exactly)."""
+    shipped = [
+        a
+        for name in names()
+        for a in load(name).alerts()
+        if a["labels"]["alertname"] in ("GPUXidError", "GPUFallenOffBus")
+    ]
+    assert len(shipped) == 18  # all but the site rule's DcgmXidErrors
+    firing = [a for a in shipped if a["status"] == "firing"]
+    (tmp_path / "gpu.rules.yml").write_text((REPO / "rules/prometheus/gpu.rules.yml").read_text(encoding="utf-8"))
+    tests = {"rule_files": ["gpu.rules.yml"], "evaluation_interval": "1m", "tests": [_rule_test(a) for a in firing]}
+    (tmp_path / "fixtures.tests.yml").write_text(yaml.safe_dump(tests, allow_unicode=True), encoding="utf-8")
+    result = run_tool([tool("promtool", "prometheus"), "test", "rules", "fixtures.tests.yml"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
