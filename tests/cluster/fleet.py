@@ -9,8 +9,9 @@ by one threaded server on one port, at distinct paths:
 Prometheus scrapes `127.0.0.1:<port>` with `__metrics_path__` set per target; the scrape config gives each
 target the `instance` it would have in a real fleet (`10.0.0.7:9100`, `10.0.0.7:9400`), see `box.py`.
 
-Metric names, HELP texts and labels are dcgm-exporter's and node-exporter's own (dcgm-exporter 3.x default
-counters; `DCGM_FI_DEV_XID_ERRORS` is the last XID code, not a count). Half the nodes spell the host label
+Metric names, HELP texts and labels are dcgm-exporter's and node-exporter's own (dcgm-exporter's default
+counters, see dcgm.py; `DCGM_FI_DEV_XID_ERRORS` is the last XID code, not a count). Each GPU has a UUID of
+its own (`Gpu.uuid`), which `move_gpu` carries to another slot or node. Half the nodes spell the host label
 `Hostname` (dcgm-exporter before May 2026), the other half `hostname`, as fleets in the middle of an upgrade
 do. A node that goes dark answers 503 on both paths, so Prometheus records `up == 0` for both targets and
 the node's series go stale, as when a rack loses power.
@@ -24,6 +25,8 @@ Other ways a node shows up or goes away, each one switch on the node:
   the bare-metal `instance`): a `region`, a Kubernetes pod IP as `instance`, a relabelled `node`.
 - `host_name`: what dcgm-exporter writes in its `Hostname`/`hostname` label (the node's name unless set,
   e.g. the dcgm-exporter pod's name under older GPU Operator charts).
+- `rma_csv`, `err_labels`: the node's dcgm-exporter also exports the RMA fields a site enables in its counters
+  CSV, and err_code/err_msg on its XID series (dcgm.py); `set_gpus` and `nvlink_errors` drive them.
 """
 
 from __future__ import annotations
@@ -31,64 +34,18 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from cluster.dcgm import NVLINK_COUNTERS, Gpu, exposition, labels_text, number
+
 __all__ = ["Fleet", "Gpu", "Node"]
 
-MODEL = "NVIDIA H100 80GB HBM3"
-DRIVER = "535.129.03"
-FB_TOTAL_MIB = 81559  # what DCGM reports as FB_USED + FB_FREE on an H100 80GB
-PCI_BUS = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")  # HGX H100 board, as in e2e.harness
 GIB = 1024**3
-
-# (name, type, HELP) in dcgm-exporter's default-counters.csv order.
-_DCGM = (
-    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
-    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
-    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
-    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
-    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
-    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."),
-    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
-    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
-    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
-    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
-    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
-    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
-    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."),
-)
-
-
-@dataclass
-class Gpu:
-    """What a test may change on one GPU; the defaults are a healthy, moderately busy H100."""
-
-    temp: float = 45.0
-    xid: int = 0
-    fb_used: int = 24000
-    util: float = 40.0
-    power: float = 310.0
-
-    def values(self, started: float) -> dict[str, float]:
-        return {
-            "DCGM_FI_DEV_SM_CLOCK": 1980,
-            "DCGM_FI_DEV_MEM_CLOCK": 2619,
-            "DCGM_FI_DEV_MEMORY_TEMP": self.temp - 6,
-            "DCGM_FI_DEV_GPU_TEMP": self.temp,
-            "DCGM_FI_DEV_POWER_USAGE": self.power,
-            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 9.1e9 + started,
-            "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 0,
-            "DCGM_FI_DEV_GPU_UTIL": self.util,
-            "DCGM_FI_DEV_MEM_COPY_UTIL": self.util / 2,
-            "DCGM_FI_DEV_XID_ERRORS": self.xid,
-            "DCGM_FI_DEV_FB_FREE": FB_TOTAL_MIB - self.fb_used,
-            "DCGM_FI_DEV_FB_USED": self.fb_used,
-            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": 180000,
-        }
 
 
 @dataclass
@@ -105,6 +62,8 @@ class Node:
     booted: float = field(default=1_790_000_000.0)
     target_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # exporter -> scrape target labels
     host_name: str | None = None  # dcgm-exporter's host label value; None: the node's name
+    rma_csv: bool = False  # its counters CSV enables retired pages, NVLink errors, ROW_REMAP_PENDING
+    err_labels: bool = False  # err_code/err_msg on DCGM_FI_DEV_XID_ERRORS (dcgm-exporter 3.3.6 and later)
 
     @property
     def name(self) -> str:
@@ -115,22 +74,13 @@ class Node:
         return f"10.0.0.{self.index}"
 
     def dcgm_metrics(self) -> str:
-        lines: list[str] = []
-        per_gpu = [(g, gpu.values(self.booted)) for g, gpu in enumerate(self.gpus)]
-        for metric, kind, help_text in _DCGM:
-            lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} {kind}"]
-            for g, values in per_gpu:
-                labels = {
-                    "gpu": str(g),
-                    "UUID": "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{self.name}/{g}")),
-                    "pci_bus_id": f"00000000:{PCI_BUS[g % len(PCI_BUS)]}:00.0",
-                    "device": f"nvidia{g}",
-                    "modelName": MODEL,
-                    self.host_label: self.host_name or self.name,
-                    "DCGM_FI_DRIVER_VERSION": DRIVER,
-                }
-                lines.append(f"{metric}{_labels(labels)} {_num(values[metric])}")
-        return "\n".join(lines) + "\n"
+        return exposition(
+            self.gpus,
+            host=(self.host_label, self.host_name or self.name),
+            started=self.booted,
+            rma_csv=self.rma_csv,
+            err_labels=self.err_labels,
+        )
 
     def node_metrics(self) -> str:
         uname = {
@@ -146,41 +96,30 @@ class Node:
         lines = [
             "# HELP node_uname_info Labeled system information as provided by the uname system call.",
             "# TYPE node_uname_info gauge",
-            f"node_uname_info{_labels(uname)} 1",
+            f"node_uname_info{labels_text(uname)} 1",
             "# HELP node_boot_time_seconds Node boot time, in unixtime.",
             "# TYPE node_boot_time_seconds gauge",
-            f"node_boot_time_seconds {_num(self.booted)}",
+            f"node_boot_time_seconds {number(self.booted)}",
             "# HELP node_memory_MemAvailable_bytes Memory information field MemAvailable_bytes.",
             "# TYPE node_memory_MemAvailable_bytes gauge",
-            f"node_memory_MemAvailable_bytes {_num(self.mem_available)}",
+            f"node_memory_MemAvailable_bytes {number(self.mem_available)}",
             "# HELP node_memory_MemTotal_bytes Memory information field MemTotal_bytes.",
             "# TYPE node_memory_MemTotal_bytes gauge",
-            f"node_memory_MemTotal_bytes {_num(self.mem_total)}",
+            f"node_memory_MemTotal_bytes {number(self.mem_total)}",
             "# HELP node_filesystem_avail_bytes Filesystem space available to non-root users in bytes.",
             "# TYPE node_filesystem_avail_bytes gauge",
-            f"node_filesystem_avail_bytes{_labels(root)} {_num(self.disk_avail)}",
-            f"node_filesystem_avail_bytes{_labels(run)} {_num(200 * 2**20)}",
+            f"node_filesystem_avail_bytes{labels_text(root)} {number(self.disk_avail)}",
+            f"node_filesystem_avail_bytes{labels_text(run)} {number(200 * 2**20)}",
             "# HELP node_filesystem_size_bytes Filesystem size in bytes.",
             "# TYPE node_filesystem_size_bytes gauge",
-            f"node_filesystem_size_bytes{_labels(root)} {_num(self.disk_size)}",
-            f"node_filesystem_size_bytes{_labels(run)} {_num(205 * 2**20)}",
+            f"node_filesystem_size_bytes{labels_text(root)} {number(self.disk_size)}",
+            f"node_filesystem_size_bytes{labels_text(run)} {number(205 * 2**20)}",
             "# HELP node_filesystem_readonly Filesystem read-only status.",
             "# TYPE node_filesystem_readonly gauge",
-            f"node_filesystem_readonly{_labels(root)} 0",
-            f"node_filesystem_readonly{_labels(run)} 0",
+            f"node_filesystem_readonly{labels_text(root)} 0",
+            f"node_filesystem_readonly{labels_text(run)} 0",
         ]
         return "\n".join(lines) + "\n"
-
-
-def _labels(labels: dict[str, str]) -> str:
-    def esc(v: str) -> str:
-        return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-    return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in labels.items()) + "}"
-
-
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 class Fleet:
@@ -192,7 +131,8 @@ class Fleet:
 
     def __init__(self, nodes: int, gpus: int = 8, *, listeners: Iterable[int] = ()) -> None:
         self.nodes = [
-            Node(i, [Gpu() for _ in range(gpus)], "Hostname" if i % 2 else "hostname") for i in range(1, nodes + 1)
+            Node(i, [Gpu(uuid=_uuid(i, g)) for g in range(gpus)], "Hostname" if i % 2 else "hostname")
+            for i in range(1, nodes + 1)
         ]
         self.lock = threading.Lock()
         self.scrapes: dict[str, int] = {}
@@ -204,13 +144,33 @@ class Fleet:
         return self.nodes[index - 1]
 
     def set_gpus(self, index: int, gpus: Iterable[int], **values: Any) -> None:
-        """Set fields of `Gpu` (temp=, xid=, fb_used=, util=, power=) on some GPUs of node `index`."""
+        """Set fields of `Gpu` (temp=, xid=, fb_used=, util=, power=, row_remap_failure=, retired_dbe=, ...)
+        on some GPUs of node `index`."""
         with self.lock:
             for g in gpus:
                 for name, value in values.items():
                     if name not in Gpu.__dataclass_fields__:
                         raise AttributeError(f"Gpu has no field {name!r}")
                     setattr(self.node(index).gpus[g], name, value)
+
+    def nvlink_errors(self, index: int, gpus: Iterable[int], counter: str, per_second: float) -> None:
+        """From now on the NVLink error `counter` (crc_flit, crc_data, replay, recovery) of these GPUs of node
+        `index` grows `per_second`; 0 stops it, and what it counted stays."""
+        attr = f"nvlink_{counter}"
+        if attr not in NVLINK_COUNTERS:
+            raise AttributeError(f"no NVLink error counter {counter!r}")
+        now = time.time()
+        with self.lock:
+            for g in gpus:
+                gpu = self.node(index).gpus[g]
+                setattr(gpu, attr, getattr(gpu, attr).rising(per_second, now))
+
+    def move_gpu(self, one: tuple[int, int], other: tuple[int, int]) -> None:
+        """Swap the GPUs at two (node, slot) places, as boards moved by hand: each keeps its UUID and state."""
+        with self.lock:
+            (a, i), (b, j) = one, other
+            first, second = self.node(a).gpus, self.node(b).gpus
+            first[i], second[j] = second[j], first[i]
 
     def go_dark(self, indexes: Iterable[int]) -> None:
         """Power off these nodes at once: both their exporters stop answering (503)."""
@@ -305,6 +265,11 @@ class Fleet:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _uuid(node: int, slot: int) -> str:
+    """The UUID of the GPU first found at `slot` of node `node` (as e2e.harness.gpu_labels names it)."""
+    return "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_DNS, f"gpu-node-{node:02d}/{slot}"))
 
 
 class _Server(ThreadingHTTPServer):
