@@ -119,3 +119,28 @@ def test_one_node_s_gpus_with_one_application_xid_are_one_message_to_the_owner(r
     assert [(m.receiver, m.message.headline) for m in sc.messages()] == [
         ("workload-owner", "gpu-node-07: GPUXidError on 8/8 GPUs")
     ]
+
+
+def test_the_shipped_routes_example_sends_faults_by_action_and_on_by_severity(tmp_path: Path) -> None:
+    """rules/routes.yml's commented example, uncommented, with receivers of those names."""
+    shutil.copytree(REPO / "rules", tmp_path / "rules")
+    routes = tmp_path / "rules" / "routes.yml"
+    text = routes.read_text()
+    example = [line for line in text.splitlines() if line.startswith("    # - matchers: ['xid_action")]
+    assert len(example) == 2
+    for line in text.splitlines():
+        if line.startswith(("    # - matchers: ['xid_action", "    #   receiver:", "    #   continue:")):
+            text = text.replace(line + "\n", line.replace("    # ", "    ", 1) + "\n", 1)
+    routes.write_text(text)
+    (tmp_path / "rules" / "zz-owners.yml").write_text("receivers: [{name: workload-owner}, {name: infrastructure}]\n")
+    sc = Scenario(compile_rules(load_ruleset(tmp_path / "rules", {})))
+    sc.fire(dcgm_labels("10.0.0.1", "gpu-node-01", 2, xid="13", exported_pod="llama-3-worker-0"))
+    sc.fire(dcgm_labels("10.0.0.2", "gpu-node-02", 3, "GPUFallenOffBus", xid="79"))
+    sc.run(MIN)
+    sent = sorted((m.message.headline.split(":")[0], m.receiver) for m in sc.messages())
+    assert sent == [
+        ("gpu-node-01", "oncall-core"),
+        ("gpu-node-01", "workload-owner"),
+        ("gpu-node-02", "infrastructure"),
+        ("gpu-node-02", "oncall-core"),
+    ]
