@@ -8,6 +8,9 @@ reset": not a fault either.
 
 The table keeps NVIDIA's words (the meaning, and the catalog's "Resolution Bucket (Immediate Action)");
 `ACTIONS` groups those buckets into the few classes a message shows, worded in the receiver's language.
+What triage reads besides (`data/xid_triage.csv`): the investigatory bucket, the kind of fault
+(hardware, application, informational; `unknown` for a code that table does not list) and whether the
+catalog calls the code a consequence of a fault elsewhere (sympathetic, Xid 154's linkage).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ __all__ = [
     "ACTIONS",
     "CATALOG_URL",
     "DATA_FILE",
+    "KINDS",
+    "TRIAGE_FILE",
     "XID_LABELS",
     "XidInfo",
     "action_text",
@@ -38,6 +43,8 @@ __all__ = [
 
 CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/"  # NVIDIA's XID catalog: each code's whole workflow
 DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "xid.csv"
+TRIAGE_FILE = DATA_FILE.with_name("xid_triage.csv")
+KINDS = ("hardware", "application", "informational", "unknown")
 XID_LABELS = ("xid", "err_code")  # the shipped rules' label first, then dcgm-exporter's own
 _MAX_CODE = 100_000  # well above any XID NVIDIA has numbered; bigger is garbage
 
@@ -72,23 +79,41 @@ class XidInfo:
     meaning: str = ""  # NVIDIA's words
     meaning_zh: str = ""
     bucket: str = ""
+    investigatory: str = ""  # the catalog's "Resolution Bucket (Investigatory)", as written there
+    kind: str = "unknown"  # one of KINDS
+    consequence: bool = False  # the catalog calls it a report of a fault elsewhere (sympathetic, Xid 154)
 
     @property
     def action(self) -> str:
         """The class of what to do first: restart_app, reset_gpu, reboot_node, contact_support, ..."""
         return ACTIONS.get(self.bucket, "see_docs")
 
+    @property
+    def fatal(self) -> bool:
+        """A hardware fault whose first action is more than ignoring it: what repeats on one GPU point at."""
+        return self.kind == "hardware" and self.bucket not in ("", "IGNORE")
 
-def _read(path: Path) -> dict[int, XidInfo]:
+
+def _rows(path: Path) -> list[dict[str, str]]:
     with path.open(encoding="utf-8", newline="") as f:
-        rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return {int(r["code"]): XidInfo(int(r["code"]), True, r["meaning"], r["meaning_zh"], r["action"]) for r in rows}
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _read(path: Path, triage: Path) -> dict[int, XidInfo]:
+    facts = {int(r["code"]): r for r in _rows(triage)}
+    out: dict[int, XidInfo] = {}
+    for r in _rows(path):
+        code = int(r["code"])
+        t = facts.get(code)
+        extra = (t["investigatory"], t["kind"], t["consequence"] == "1") if t else ("", "unknown", False)
+        out[code] = XidInfo(code, True, r["meaning"], r["meaning_zh"], r["action"], *extra)
+    return out
 
 
 @cache
 def table() -> Mapping[int, XidInfo]:
     """code -> XidInfo, read once."""
-    return _read(DATA_FILE)
+    return _read(DATA_FILE, TRIAGE_FILE)
 
 
 def parse_code(value: object) -> int | None:

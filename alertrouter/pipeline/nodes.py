@@ -19,7 +19,7 @@ import functools
 import ipaddress
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -164,6 +164,9 @@ class NodeIdentity:
     alert known only by IP and a dcgm alert known by hostname land on one node. `learned`: address ->
     node learned from alerts (`pipeline.aliases`). `discovered`: what a lookup (Prometheus) found.
 
+    `derive`: labels worked out from an alert's own (`gpu.labels.ActionLabel`: `xid_action`), added like
+    topology labels, only where the alert lacks them.
+
     Precedence: `aliases` (written by people), then `discovered`, then `learned`; topology labels from
     `topology` (written by people) over discovered ones, and an alert's own labels over both."""
 
@@ -174,6 +177,7 @@ class NodeIdentity:
     learned: Mapping[str, str] = field(default_factory=dict)
     learned_ttl: timedelta = timedelta(days=7)
     discovered: Discovered = NOTHING_DISCOVERED
+    derive: Callable[[Mapping[str, str]], Iterable[tuple[str, str]]] | None = None
 
     def node_of(self, labels: Mapping[str, str]) -> str | None:
         named = self.named(labels)
@@ -262,15 +266,19 @@ class NodeIdentity:
 
     def enrich(self, labels: Mapping[str, str]) -> LabelSet:
         """The labels the stages match on: the original ones, the node key under `label`, and
-        topology labels the alert does not already have (an alert's own labels always win). A compact
-        `LabelSet`, not a dict: the engine keeps one per live alert (its `AlertView.labels`)."""
+        topology and derived labels the alert does not already have (an alert's own labels always win). A
+        compact `LabelSet`, not a dict: the engine keeps one per live alert (its `AlertView.labels`)."""
         node = self.node_of(labels)
-        if node is None:
+        derived = tuple(self.derive(labels)) if self.derive is not None else ()
+        if node is None and not derived:
             return labels if type(labels) is LabelSet else LabelSet(labels)
         out = labels.as_dict() if type(labels) is LabelSet else dict(labels)
-        out[self.label] = node
-        for name, value in self.topology.get(node, {}).items():
-            out.setdefault(name, value)
-        for name, value in self.discovered.topology.get(node, {}).items():
+        if node is not None:
+            out[self.label] = node
+            for name, value in self.topology.get(node, {}).items():
+                out.setdefault(name, value)
+            for name, value in self.discovered.topology.get(node, {}).items():
+                out.setdefault(name, value)
+        for name, value in derived:
             out.setdefault(name, value)
         return LabelSet(out)

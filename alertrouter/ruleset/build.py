@@ -27,6 +27,7 @@ from alertrouter.pipeline.timeinterval import (
 )
 from alertrouter.ruleset.check_oncall import check_oncall, escalation_policies
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem
+from alertrouter.ruleset.gpu_triage import action_label
 from alertrouter.ruleset.oncall import build_rota
 from alertrouter.ruleset.routes import ALL_SEVERITIES, UNLIMITED_REPEATS, RouteConfig
 from alertrouter.ruleset.schema import AggregationConfig, InhibitRuleConfig, Ruleset
@@ -339,6 +340,7 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
             topology=ruleset.topology.nodes,
             aliases=ruleset.topology.aliases,
             learned_ttl=ruleset.topology.learned_alias_ttl,
+            derive=action_label(ruleset.gpu_triage),
         ),
         inhibit_rules=tuple(r for r in inhibit if r is not None),
         aggregation=tuple(_aggregation_rule(a) for a in ruleset.aggregation),

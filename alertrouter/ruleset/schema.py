@@ -11,6 +11,7 @@ from alertrouter.labels import is_valid_label_name
 from alertrouter.message.i18n import DEFAULT_LANGUAGE, DEFAULT_TIMEZONE, LANGUAGES, Locale
 from alertrouter.ruleset.base import Duration, LegacyMap, Matchers, Name, Section, known_language, scalar_text
 from alertrouter.ruleset.channels import ChannelConfig
+from alertrouter.ruleset.gpu_triage import GpuTriageConfig
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.ruleset.oncall import OnCallConfig
 from alertrouter.ruleset.receivers import ReceiverConfig
@@ -147,6 +148,7 @@ class RuleFile(Section):
     oncall: OnCallConfig | None = None
     heartbeats: list[HeartbeatConfig] | None = None
     stale: StaleConfig | None = None
+    gpu_triage: GpuTriageConfig | None = None
 
 
 class Ruleset(Section):
@@ -164,6 +166,7 @@ class Ruleset(Section):
     oncall: OnCallConfig = Field(default_factory=lambda: OnCallConfig())
     heartbeats: list[HeartbeatConfig] = Field(default_factory=list)
     stale: StaleConfig | None = None  # None: nothing is stale (every resolve told as it comes)
+    gpu_triage: GpuTriageConfig = Field(default_factory=lambda: GpuTriageConfig())
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(
