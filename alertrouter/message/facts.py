@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
+from alertrouter.message.gpu_triage import GpuTriageFacts
 from alertrouter.model import IncidentKind, parse_time
 
 __all__ = [
@@ -187,6 +188,7 @@ class NodeFacts:
     no_data: NoData | None = None
     escalation: EscalationNote | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    triage: GpuTriageFacts | None = None  # the GPU triage of its Xid alerts, when it has one
 
     @property
     def kind(self) -> IncidentKind:
@@ -195,6 +197,8 @@ class NodeFacts:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> NodeFacts:
         since = d.get("no_data_since")
+        triage = GpuTriageFacts.from_json(d.get("triage"))  # a malformed one is kept as it was (`extra`)
+        known = _NODE_KEYS if triage is None else _NODE_KEYS | {"triage"}
         return cls(
             headline=_str(d.get("headline")),
             where=_str(d.get("where")),
@@ -206,7 +210,8 @@ class NodeFacts:
             no_data_since=parse_time(since) if isinstance(since, str) else None,
             no_data=NoData.from_json(d),
             escalation=EscalationNote.from_json(d.get("escalation")),
-            extra={k: v for k, v in d.items() if k not in _NODE_KEYS},
+            extra={k: v for k, v in d.items() if k not in known},
+            triage=triage,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -224,6 +229,8 @@ class NodeFacts:
         _put(out, "no_data_since", None if self.no_data_since is None else self.no_data_since.isoformat())
         if self.no_data is not None:
             self.no_data.put(out)
+        if self.triage is not None:
+            out["triage"] = self.triage.to_json()
         if self.escalation is not None:
             out["escalation"] = self.escalation.to_json()
         return out | dict(self.extra)
