@@ -27,7 +27,7 @@ from alertrouter.pipeline.timeinterval import (
 )
 from alertrouter.ruleset.check_oncall import check_oncall, escalation_policies
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem
-from alertrouter.ruleset.gpu_triage import action_label
+from alertrouter.ruleset.gpu_triage import action_label, follow_on_rules
 from alertrouter.ruleset.oncall import build_rota
 from alertrouter.ruleset.routes import ALL_SEVERITIES, UNLIMITED_REPEATS, RouteConfig
 from alertrouter.ruleset.schema import AggregationConfig, InhibitRuleConfig, Ruleset
@@ -352,4 +352,5 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
         escalations=policies,
         rota=build_rota(ruleset.oncall),
         stale=stale_rule(ruleset.stale),
+        follow_ons=follow_on_rules(ruleset.gpu_triage),
     )
