@@ -16,6 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from alertrouter.channels.headline import message_headline, short_member_line
+from alertrouter.gpu.triage_words import triage_lines
 from alertrouter.labels import alert_title
 from alertrouter.message.facts import NodeFacts, StormFacts, Tally
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
@@ -306,6 +307,9 @@ def build_item(
     top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
     current = [a for a in alerts if a.firing != resolved]  # what the message is about: firing, or resolved
     xids, xids_more = xid_lines([(a.labels, a.unit) for a in current], words.tr, words.language)
+    if node_facts.triage is not None and not resolved:  # the root and its follow-ons first: what to do
+        triaged = triage_lines(words.tr, words.language, node_facts.triage)
+        xids = tuple(clean(line, HEADLINE_CAP) for line in triaged) + xids
     scope = [(name, labels[name]) for name in ("region", "rack", "cluster") if labels.get(name)]
     # an alert without alertname (Alertmanager accepts those) is named by its label set
     headline = message_headline(words, raw) or summary.headline or (alert_title(labels) if labels else "")
