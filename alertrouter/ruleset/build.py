@@ -11,6 +11,7 @@ from datetime import UTC, timedelta
 
 from alertrouter.labels import Matcher, MatcherError, matchers_from_legacy
 from alertrouter.pipeline.aggregate import AggregationRule, RollupRule
+from alertrouter.pipeline.folding import FOLLOW_ON_RULE
 from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.pipeline.route import NO_ESCALATION, UNLIMITED, Route
@@ -51,8 +52,9 @@ class _Problems:
 
 def _inhibit_names(cfgs: Sequence[InhibitRuleConfig]) -> list[str]:
     """One name per rule. Alertmanager's names are optional and need not be unique (it only logs a
-    repeat); the engine reports which rule muted an alert, so a repeated name gets the rule's position."""
-    taken: set[str] = set()
+    repeat); the engine reports which rule muted an alert, so a repeated name gets the rule's position, as
+    does one named `gpu-follow-on`."""
+    taken: set[str] = {FOLLOW_ON_RULE}  # the folding of follow-on Xids reports this name (`pipeline.folding`)
     names: list[str] = []
     for i, cfg in enumerate(cfgs):
         name = cfg.name or f"inhibit_rules[{i}]"
