@@ -26,7 +26,6 @@ FUNCTIONS_OVER: set[str] = {
     "render/context.py:build_item",
     # not split yet
     "ingest/plan.py:_plan_alert",
-    "store/bulksql.py:pg_sql",  # bulk.py's SQL text, moved out of it: split next
     "web/receive.py:_ingest",
 }
 

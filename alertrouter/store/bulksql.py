@@ -59,58 +59,68 @@ def pg_sql(
     computed: tuple[tuple[str, str], ...] = (),
     where: str = "",
 ) -> str:
-    """The rows arrive as one JSON array of objects, parameter `$param`, read by `jsonb_to_recordset`.
+    """The rows arrive as one JSON array of objects, parameter `$param`, read by `jsonb_to_recordset`
+    (`_pg_rows`); an update sets the other columns where `key` matches, an insert selects them.
+
+    Datetimes are read as `timestamptz` (orjson writes each with its offset) and stored as the naive
+    UTC the columns hold; a JSON column's `null` stays JSON `null`, as SQLAlchemy stores `None`
+    (the recordset would make it SQL NULL).
+
+    An insert may also read `extra` fields of the document that are not columns (name, SQL type),
+    set `computed` columns from SQL expressions over them (column, expression), and keep only the
+    rows `where` holds (an SQL condition over `v`)."""
+    rows = _pg_rows(table, binds, param, extra)
+    if key:
+        sets = ", ".join(f"{quote(c)} = {_pg_value(table, c)}" for c in binds if c not in key)
+        match = " AND ".join(f"{quote(table.name)}.{quote(c)} = {_pg_value(table, c)}" for c in key)
+        return f"UPDATE {quote(table.name)} SET {sets} FROM {rows} WHERE {match}"  # noqa: S608 (names checked)
+    check_columns(table, tuple(c for c, _ in computed))
+    names = ", ".join(map(quote, (*binds, *(c for c, _ in computed))))
+    selected = ", ".join([*(_pg_value(table, c) for c in binds), *(expression for _, expression in computed)])
+    kept = f" WHERE {where}" if where else ""
+    return (
+        f"INSERT INTO {quote(table.name)} ({names}) SELECT {selected} FROM {rows}{kept}"  # noqa: S608 (names checked)
+        + _on_conflict(binds, conflict, do_update)
+    )
+
+
+def _pg_rows(table: Table, binds: tuple[str, ...], param: int, extra: tuple[tuple[str, str], ...]) -> str:
+    """The statement's rows, `v`: the document `$param` as a recordset of the `binds` and `extra` fields.
 
     As `jsonb` the document is parsed once, and a JSON column's value (labels, annotations) is taken out
     of it as it is stored; as `json`, PostgreSQL lexed the document once for the rows and then each such
     value again as text into `jsonb`, a hash table per row on the way: with the document as `jsonb` its
     CPU per new webhook alert fell by about a sixth (tests/bench/results/history/ingest.md).
 
-    Datetimes are read as `timestamptz` (orjson writes each with its offset) and stored as the naive
-    UTC the columns hold; a JSON column's `null` stays JSON `null`, as SQLAlchemy stores `None`
-    (the recordset would make it SQL NULL).
-
     A column marked apart (`raw_events.body`, a stored payload: tens of kilobytes of JSON text per webhook)
     is not in the document but one array parameter of its own after it (`$param + 1`, ...), zipped with
     the recordset by `ROWS FROM`: inside the document it was a JSON string, escaped by orjson on the
-    event loop and lexed back character by character by PostgreSQL, for every webhook.
-
-    An insert may also read `extra` fields of the document that are not columns (name, SQL type),
-    set `computed` columns from SQL expressions over them (column, expression), and keep only the
-    rows `where` holds (an SQL condition over `v`)."""
-
-    def record_type(c: str) -> str:
-        col_type = table.c[c].type
-        if isinstance(col_type, UTCDateTime):
-            return "TIMESTAMP WITH TIME ZONE"
-        return "JSONB" if isinstance(col_type, JSON) else col_type.compile(dialect=PG_DIALECT)
-
-    def value(c: str) -> str:
-        col_type = table.c[c].type
-        if isinstance(col_type, UTCDateTime):
-            return f"(v.{quote(c)} AT TIME ZONE 'UTC')"
-        return f"COALESCE(v.{quote(c)}, 'null'::JSONB)" if isinstance(col_type, JSON) else f"v.{quote(c)}"
-
+    event loop and lexed back character by character by PostgreSQL, for every webhook."""
     apart = apart_columns(table, binds)
     inside = [c for c in binds if c not in apart]
     fields = [*inside, *(name for name, _ in extra)]
-    record = ", ".join([*(f"{quote(c)} {record_type(c)}" for c in inside), *(f"{quote(n)} {t}" for n, t in extra)])
-    rows = f"jsonb_to_recordset(${param}::JSONB) AS v({record})"
-    if apart:
-        arrays = "".join(
-            f", unnest(${param + 1 + i}::{table.c[c].type.compile(dialect=PG_DIALECT)}[])" for i, c in enumerate(apart)
-        )
-        aliases = ", ".join(map(quote, (*fields, *apart)))
-        rows = f"ROWS FROM (jsonb_to_recordset(${param}::JSONB) AS ({record}){arrays}) AS v({aliases})"
-    if key:
-        sets = ", ".join(f"{quote(c)} = {value(c)}" for c in binds if c not in key)
-        match = " AND ".join(f"{quote(table.name)}.{quote(c)} = {value(c)}" for c in key)
-        return f"UPDATE {quote(table.name)} SET {sets} FROM {rows} WHERE {match}"  # noqa: S608 (names checked)
-    check_columns(table, tuple(c for c, _ in computed))
-    names = ", ".join(map(quote, (*binds, *(c for c, _ in computed))))
-    selected = ", ".join([*map(value, binds), *(expression for _, expression in computed)])
-    kept = f" WHERE {where}" if where else ""
-    return (
-        f"INSERT INTO {quote(table.name)} ({names}) SELECT {selected} FROM {rows}{kept}"  # noqa: S608 (names checked)
-        + _on_conflict(binds, conflict, do_update)
+    columns = (f"{quote(c)} {_pg_record_type(table, c)}" for c in inside)
+    record = ", ".join([*columns, *(f"{quote(n)} {t}" for n, t in extra)])
+    if not apart:
+        return f"jsonb_to_recordset(${param}::JSONB) AS v({record})"
+    arrays = "".join(
+        f", unnest(${param + 1 + i}::{table.c[c].type.compile(dialect=PG_DIALECT)}[])" for i, c in enumerate(apart)
     )
+    aliases = ", ".join(map(quote, (*fields, *apart)))
+    return f"ROWS FROM (jsonb_to_recordset(${param}::JSONB) AS ({record}){arrays}) AS v({aliases})"
+
+
+def _pg_record_type(table: Table, c: str) -> str:
+    """Column `c`'s type in the recordset: datetimes with their offset, JSON as `jsonb`."""
+    col_type = table.c[c].type
+    if isinstance(col_type, UTCDateTime):
+        return "TIMESTAMP WITH TIME ZONE"
+    return "JSONB" if isinstance(col_type, JSON) else col_type.compile(dialect=PG_DIALECT)
+
+
+def _pg_value(table: Table, c: str) -> str:
+    """Column `c`'s value read from the recordset as the column stores it: naive UTC, JSON `null` kept."""
+    col_type = table.c[c].type
+    if isinstance(col_type, UTCDateTime):
+        return f"(v.{quote(c)} AT TIME ZONE 'UTC')"
+    return f"COALESCE(v.{quote(c)}, 'null'::JSONB)" if isinstance(col_type, JSON) else f"v.{quote(c)}"
