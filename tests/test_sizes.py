@@ -27,7 +27,6 @@ FUNCTIONS_OVER: set[str] = {
     "render/context.py:build_item",
     # not split yet
     "digest/send.py:run",  # its run states are being named (issue 47 §2)
-    "ingest/plan.py:_plan_alert",
     "store/bulk.py:_pg_sql",  # its module is at 396 lines: split the module first
     "web/receive.py:_ingest",
 }
