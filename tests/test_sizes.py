@@ -28,7 +28,6 @@ FUNCTIONS_OVER: set[str] = {
     # not split yet
     "digest/send.py:run",  # its run states are being named (issue 47 §2)
     "store/bulk.py:_pg_sql",  # its module is at 396 lines: split the module first
-    "web/receive.py:_ingest",
 }
 
 
