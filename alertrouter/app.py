@@ -15,8 +15,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
 from alertrouter import __version__
-from alertrouter.auth.keys import load_signers
+from alertrouter.auth.keys import Signers, load_signers
 from alertrouter.auth.webhook import Authenticator
+from alertrouter.channels.base import Channel
 from alertrouter.channels.registry import build_channels, secret_values
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
@@ -63,68 +64,32 @@ def webhook_authenticator(settings: Settings) -> Authenticator:
 async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     """Every long-lived part, each given what it needs when it is built (the signing key may live in
     the store, hence async). Nothing is started here."""
-    db_busy_timeout = max(0.1, settings.store_timeout.total_seconds() * 0.8)
     db = Database(
         settings.database_url,
         sqlite_synchronous=settings.sqlite_synchronous,
         pool_size=settings.db_pool_size,
-        busy_timeout=db_busy_timeout,
+        busy_timeout=_busy_timeout(settings),
     )
     touches = TouchBuffer()
     activity = IngestActivity()
     metrics = Metrics()
     loops = LoopHealth(metrics)
     metrics.config_hash.labels(hash=ruleset.config_hash).set(1)
-    maintenance = Maintenance(
-        db,
-        touches,
-        interval=settings.touch_flush_interval,
-        retention=settings.raw_event_retention,
-        on_expired=metrics.expired.inc,
-        loops=loops,
-    )
+    maintenance = _maintenance(settings, db, touches, metrics, loops)
     secret_key = settings.secret_key.get_secret_value() if settings.secret_key is not None else None
     signers = await load_signers(db, secret_key)
     http = httpx.AsyncClient(timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=100))
     channels = build_channels(ruleset, client=http, renderer=Templates(settings.templates_dir))
-    delivery = None
-    if settings.deliver:
-        delivery = DeliveryWorker(
-            db,
-            ruleset,
-            channels,
-            metrics=metrics,
-            interval=settings.delivery_interval.total_seconds(),
-            concurrency=settings.delivery_concurrency,
-            actions=ActionLinks(signers.link, settings.link_ttl, settings.link_silence),
-            loops=loops,
-        )
-    lookup = None
-    if ruleset.topology.prometheus is not None:
-        lookup = PrometheusLookup(
-            ruleset.topology.prometheus, keep_for=ruleset.topology.lookup_keep_for, metrics=metrics, loops=loops
-        )
-    engine = EngineRunner(
-        db,
-        compile_rules(ruleset),
-        metrics,
-        interval=settings.engine_interval,
-        min_gap=settings.engine_min_gap,
-        on_intents=delivery.nudge if delivery is not None else None,
-        ingest_quiet=activity.quiet_for,
-        loops=loops,
-        discovered=lookup.snapshot if lookup is not None else None,
-        freeze_after_full=True,
-    )
-    if lookup is not None:
-        lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names
+    delivery = _delivery(settings, ruleset, db, channels, signers, metrics, loops)
+    lookup = _lookup(ruleset, metrics, loops)
+    engine = _engine(settings, ruleset, db, activity, delivery, lookup, metrics, loops)
     ingestor = Ingestor(db, touches, activity=activity, on_committed=engine.committed)
     monitor = HeartbeatMonitor(
         db, ruleset.heartbeats, ingestor.ingest, locale=ruleset.locale(""), metrics=metrics, loops=loops
     )
     checkpoints = None
     if (sqlite_file := db.sqlite_file) is not None:
-        checkpoints = Checkpointer(sqlite_file, busy_timeout=db_busy_timeout, metrics=metrics, loops=loops)
+        checkpoints = Checkpointer(sqlite_file, busy_timeout=_busy_timeout(settings), metrics=metrics, loops=loops)
     return Runtime(
         settings=settings,
         ruleset=ruleset,
@@ -145,6 +110,87 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         heartbeats=monitor,
         checkpoints=checkpoints,
     )
+
+
+def _busy_timeout(settings: Settings) -> float:
+    """How long SQLite waits for a lock: most of `store_timeout`, at least 0.1 s."""
+    return max(0.1, settings.store_timeout.total_seconds() * 0.8)
+
+
+def _maintenance(
+    settings: Settings, db: Database, touches: TouchBuffer, metrics: Metrics, loops: LoopHealth
+) -> Maintenance:
+    """The loop that flushes ingest's `last_seen` touches and prunes the raw log past its retention."""
+    return Maintenance(
+        db,
+        touches,
+        interval=settings.touch_flush_interval,
+        retention=settings.raw_event_retention,
+        on_expired=metrics.expired.inc,
+        loops=loops,
+    )
+
+
+def _delivery(
+    settings: Settings,
+    ruleset: Ruleset,
+    db: Database,
+    channels: dict[str, Channel],
+    signers: Signers,
+    metrics: Metrics,
+    loops: LoopHealth,
+) -> DeliveryWorker | None:
+    """The outbox worker, unless this process does not deliver (`ALERTROUTER_DELIVER` off)."""
+    if not settings.deliver:
+        return None
+    return DeliveryWorker(
+        db,
+        ruleset,
+        channels,
+        metrics=metrics,
+        interval=settings.delivery_interval.total_seconds(),
+        concurrency=settings.delivery_concurrency,
+        actions=ActionLinks(signers.link, settings.link_ttl, settings.link_silence),
+        loops=loops,
+    )
+
+
+def _lookup(ruleset: Ruleset, metrics: Metrics, loops: LoopHealth) -> PrometheusLookup | None:
+    """The node lookup, when the rules name a Prometheus (`topology.prometheus`)."""
+    if ruleset.topology.prometheus is None:
+        return None
+    return PrometheusLookup(
+        ruleset.topology.prometheus, keep_for=ruleset.topology.lookup_keep_for, metrics=metrics, loops=loops
+    )
+
+
+def _engine(
+    settings: Settings,
+    ruleset: Ruleset,
+    db: Database,
+    activity: IngestActivity,
+    delivery: DeliveryWorker | None,
+    lookup: PrometheusLookup | None,
+    metrics: Metrics,
+    loops: LoopHealth,
+) -> EngineRunner:
+    """The engine, wired to what it nudges (delivery, once it has intents) and what nudges it (a new
+    node map from the lookup)."""
+    engine = EngineRunner(
+        db,
+        compile_rules(ruleset),
+        metrics,
+        interval=settings.engine_interval,
+        min_gap=settings.engine_min_gap,
+        on_intents=delivery.nudge if delivery is not None else None,
+        ingest_quiet=activity.quiet_for,
+        loops=loops,
+        discovered=lookup.snapshot if lookup is not None else None,
+        freeze_after_full=True,
+    )
+    if lookup is not None:
+        lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names
+    return engine
 
 
 WARM_QUIET = 1.0  # seconds without a stored payload before the console is warmed a page further
