@@ -1,4 +1,4 @@
-"""The FastAPI application: wiring of runtime, routers and lifecycle."""
+"""The FastAPI application: its runtime built, started and stopped with it, its routers installed (`web.wiring`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ import time
 from collections.abc import AsyncIterator
 
 import httpx
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi import FastAPI
 
 from alertrouter import __version__
 from alertrouter.auth.keys import Signers, load_signers
@@ -39,12 +37,10 @@ from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
-from alertrouter.store import STORE_ERRORS, Database, describe_error
+from alertrouter.store import Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import alerts, amv2, console, health, heartbeats, incidents, nodes, notifications, receive, writes
-from alertrouter.web.apidocs import install_api_docs
+from alertrouter.web import wiring
 from alertrouter.web.console.pages import console_templates
-from alertrouter.web.params import NO_NUL, BadParameter, is_console, problem_of
 
 __all__ = ["build_runtime", "create_app", "webhook_authenticator"]
 
@@ -240,64 +236,14 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         redact_secrets(secret_values(ruleset))
         runtime = await build_runtime(settings, ruleset)
         app.state.runtime = runtime
-        runtime.maintenance.start()
-        if runtime.checkpoints is not None:
-            runtime.checkpoints.start()
-        if runtime.lookup is not None:
-            runtime.lookup.start()
-            # The first pass then names nodes as Prometheus does, instead of by address and moving them
-            # a moment later; a Prometheus that does not answer in time delays nothing further.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(runtime.lookup.answered.wait(), runtime.lookup.config.timeout.total_seconds())
-        runtime.engine.start()
-        if runtime.heartbeats is not None:
-            runtime.heartbeats.start()
-        if runtime.delivery is not None:
-            runtime.delivery.start()
-        if runtime.scheduler is not None:
-            runtime.scheduler.start()
-        for name, missing in unconfigured_channels(ruleset).items():
-            log.warning("channel %s has no %s: its messages are recorded, not sent", name, " or ".join(missing))
-        log.info(
-            "alertrouter %s ready: store %s, rules %s (hash %s)",
-            __version__,
-            runtime.db.dialect,
-            ", ".join(ruleset.sources) or "defaults",
-            ruleset.config_hash,
-        )
-        timer = None
-        warming = None
-        if server:
-            warming = asyncio.create_task(_warm_console(app, runtime), name="alertrouter-console-warm")
-            settle_heap()
-            pause = runtime.metrics.gc_pause
-            timer = time_collections([pause.labels(generation=str(g)).observe for g in range(3)])
+        await _start(runtime)
+        _log_ready(runtime)
+        serving = _serving(app, runtime) if server else contextlib.nullcontext()
         try:
-            yield
+            async with serving:
+                yield
         finally:
-            if timer is not None:
-                gc.callbacks.remove(timer)
-            if warming is not None and not warming.done():
-                warming.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await warming
-            await runtime.filter_choices.stop()
-            if runtime.scheduler is not None:
-                await runtime.scheduler.stop()
-            if runtime.heartbeats is not None:
-                await runtime.heartbeats.stop()
-            await runtime.engine.stop()
-            if runtime.lookup is not None:
-                await runtime.lookup.stop()
-            if runtime.delivery is not None:
-                await runtime.delivery.stop()
-            await runtime.maintenance.stop()
-            if runtime.checkpoints is not None:
-                await runtime.checkpoints.stop()
-            for channel in runtime.channels.values():
-                await channel.aclose()
-            await runtime.http.aclose()
-            await runtime.db.dispose()
+            await _stop(runtime)
 
     app = FastAPI(
         title="alertrouter",
@@ -307,38 +253,78 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         docs_url=None,  # install_api_docs: /docs and /redoc with packaged assets, no CDN
         redoc_url=None,
     )
-
-    async def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
-        """Any endpoint whose store call fails answers like ingest does: 503, retry later, never a 500."""
-        runtime = getattr(request.app.state, "runtime", None)
-        if runtime is not None:
-            runtime.metrics.db_errors.labels(operation=request.url.path).inc()
-        log.error("store unavailable for %s %s: %s", request.method, request.url.path, describe_error(exc))
-        return JSONResponse(
-            {"error": "store unavailable, retry later"},
-            status_code=503,
-            headers={"Retry-After": receive.RETRY_AFTER_SECONDS},
-        )
-
-    async def bad_parameter(request: Request, exc: Exception) -> Response:
-        """A parameter that cannot be read is a 400 naming it, as the API's own checks answer (FastAPI's
-        default is a 422); a console page answers with a page."""
-        bad = problem_of(exc) if isinstance(exc, RequestValidationError) else exc
-        assert isinstance(bad, BadParameter)
-        if is_console(request):
-            return await console.bad_request(request, bad)
-        return JSONResponse({"detail": str(bad)}, status_code=400)
-
-    for error in STORE_ERRORS:
-        app.add_exception_handler(error, store_unavailable)
-    app.add_exception_handler(RequestValidationError, bad_parameter)
-    app.add_exception_handler(BadParameter, bad_parameter)
-    app.include_router(receive.router)  # no parameters; a payload's U+0000 is ingest's (`ingest.payloads`)
-    for router in (alerts.router, incidents.router, nodes.router, heartbeats.router, notifications.router):
-        app.include_router(router, dependencies=NO_NUL)
-    app.include_router(health.router)
-    app.include_router(writes.router, dependencies=NO_NUL)
-    amv2.install(app)  # Alertmanager's API v2 for amtool and Grafana
-    console.install(app)
-    install_api_docs(app)
+    wiring.install(app)
     return app
+
+
+async def _start(runtime: Runtime) -> None:
+    """Every loop started, the engine's once the node lookup has had its first answer (or its timeout)."""
+    runtime.maintenance.start()
+    if runtime.checkpoints is not None:
+        runtime.checkpoints.start()
+    if runtime.lookup is not None:
+        runtime.lookup.start()
+        # The first pass then names nodes as Prometheus does, instead of by address and moving them
+        # a moment later; a Prometheus that does not answer in time delays nothing further.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(runtime.lookup.answered.wait(), runtime.lookup.config.timeout.total_seconds())
+    runtime.engine.start()
+    if runtime.heartbeats is not None:
+        runtime.heartbeats.start()
+    if runtime.delivery is not None:
+        runtime.delivery.start()
+    if runtime.scheduler is not None:
+        runtime.scheduler.start()
+
+
+def _log_ready(runtime: Runtime) -> None:
+    """The channels that cannot send named, then the one line that says the process serves."""
+    ruleset = runtime.ruleset
+    for name, missing in unconfigured_channels(ruleset).items():
+        log.warning("channel %s has no %s: its messages are recorded, not sent", name, " or ".join(missing))
+    log.info(
+        "alertrouter %s ready: store %s, rules %s (hash %s)",
+        __version__,
+        runtime.db.dialect,
+        ", ".join(ruleset.sources) or "defaults",
+        ruleset.config_hash,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _serving(app: FastAPI, runtime: Runtime) -> AsyncIterator[None]:
+    """`serve`'s own process while it runs: the console warmed in the background, the heap settled and
+    the collector's pauses timed; on the way out, before the runtime stops, the warming cancelled."""
+    warming = asyncio.create_task(_warm_console(app, runtime), name="alertrouter-console-warm")
+    settle_heap()
+    pause = runtime.metrics.gc_pause
+    timer = time_collections([pause.labels(generation=str(g)).observe for g in range(3)])
+    try:
+        yield
+    finally:
+        gc.callbacks.remove(timer)
+        if not warming.done():
+            warming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await warming
+
+
+async def _stop(runtime: Runtime) -> None:
+    """Every loop stopped, about the reverse of `_start`, then the channels, the HTTP client and the store."""
+    await runtime.filter_choices.stop()
+    if runtime.scheduler is not None:
+        await runtime.scheduler.stop()
+    if runtime.heartbeats is not None:
+        await runtime.heartbeats.stop()
+    await runtime.engine.stop()
+    if runtime.lookup is not None:
+        await runtime.lookup.stop()
+    if runtime.delivery is not None:
+        await runtime.delivery.stop()
+    await runtime.maintenance.stop()
+    if runtime.checkpoints is not None:
+        await runtime.checkpoints.stop()
+    for channel in runtime.channels.values():
+        await channel.aclose()
+    await runtime.http.aclose()
+    await runtime.db.dispose()
