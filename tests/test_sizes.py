@@ -54,6 +54,15 @@ def test_the_package_is_read() -> None:
     assert lengths["metrics.py:__init__"] > 1
 
 
+def test_a_long_function_is_measured_whole() -> None:
+    # decorators not counted, a nested function on its own and inside its parent, methods by their name
+    body = "\n".join(f"    x{i} = {i}" for i in range(FUNCTION_MAX))
+    source = f"@cache\ndef long():\n{body}\n    def inner():\n        pass\n\n"
+    source += "class A:\n    def m(self):\n        pass\n"
+    lengths = function_lengths({"m.py": source})
+    assert lengths == {"m.py:long": FUNCTION_MAX + 3, "m.py:inner": 2, "m.py:m": 2}
+
+
 def test_no_module_is_over_400_lines() -> None:
     over = {name: n for name, n in module_lengths(MODULES).items() if n > MODULE_MAX and name not in MODULES_OVER}
     assert not over, f"modules over {MODULE_MAX} lines: {over}"
