@@ -9,8 +9,8 @@ from __future__ import annotations
 from alertrouter.store.tables.access import LoginFailureRow, RevokedSessionRow, SecretRow, UsedTokenRow
 from alertrouter.store.tables.alerts import AlertChangeCounterRow, AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
 from alertrouter.store.tables.base import Base, UTCDateTime
-from alertrouter.store.tables.gpus import GpuEventRow, GpuRow
 from alertrouter.store.tables.deliveries import ChannelStateRow, DeliveryAttemptRow, DeliveryRow, RecipientSendRow
+from alertrouter.store.tables.gpus import GpuEventRow, GpuRow
 from alertrouter.store.tables.incidents import (
     EscalationRow,
     IncidentRow,
