@@ -14,6 +14,7 @@ from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.ruleset.oncall import OnCallConfig
 from alertrouter.ruleset.receivers import ReceiverConfig
+from alertrouter.ruleset.rma import RmaConfig
 from alertrouter.ruleset.routes import RouteConfig
 from alertrouter.ruleset.schedule import zone
 from alertrouter.ruleset.stale import StaleConfig
@@ -147,6 +148,7 @@ class RuleFile(Section):
     oncall: OnCallConfig | None = None
     heartbeats: list[HeartbeatConfig] | None = None
     stale: StaleConfig | None = None
+    rma: RmaConfig | None = None
 
 
 class Ruleset(Section):
@@ -164,6 +166,7 @@ class Ruleset(Section):
     oncall: OnCallConfig = Field(default_factory=lambda: OnCallConfig())
     heartbeats: list[HeartbeatConfig] = Field(default_factory=list)
     stale: StaleConfig | None = None  # None: nothing is stale (every resolve told as it comes)
+    rma: RmaConfig = Field(default_factory=lambda: RmaConfig())  # the shipped defaults unless a file says
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(
