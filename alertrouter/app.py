@@ -22,7 +22,9 @@ from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
+from alertrouter.gpu.rma import relevant
 from alertrouter.ingest.activity import IngestActivity
+from alertrouter.ingest.gpus import GpuRecorder
 from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
@@ -36,11 +38,24 @@ from alertrouter.process.scheduler import build_scheduler
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
+from alertrouter.ruleset.rma import rma_rules
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
 from alertrouter.store import STORE_ERRORS, Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import alerts, amv2, console, health, heartbeats, incidents, nodes, notifications, receive, writes
+from alertrouter.web import (
+    alerts,
+    amv2,
+    console,
+    gpus,
+    health,
+    heartbeats,
+    incidents,
+    nodes,
+    notifications,
+    receive,
+    writes,
+)
 from alertrouter.web.apidocs import install_api_docs
 from alertrouter.web.console.pages import console_templates
 from alertrouter.web.params import NO_NUL, BadParameter, is_console, problem_of
@@ -104,9 +119,10 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         lookup = PrometheusLookup(
             ruleset.topology.prometheus, keep_for=ruleset.topology.lookup_keep_for, metrics=metrics, loops=loops
         )
+    compiled = compile_rules(ruleset)
     engine = EngineRunner(
         db,
-        compile_rules(ruleset),
+        compiled,
         metrics,
         interval=settings.engine_interval,
         min_gap=settings.engine_min_gap,
@@ -118,7 +134,8 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     )
     if lookup is not None:
         lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names
-    ingestor = Ingestor(db, touches, activity=activity, on_committed=engine.committed)
+    recorder = GpuRecorder(compiled.nodes, relevant(rma_rules(ruleset.rma)))
+    ingestor = Ingestor(db, touches, activity=activity, on_committed=engine.committed, gpus=recorder)
     monitor = HeartbeatMonitor(
         db, ruleset.heartbeats, ingestor.ingest, locale=ruleset.locale(""), metrics=metrics, loops=loops
     )
@@ -288,7 +305,7 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
     app.add_exception_handler(RequestValidationError, bad_parameter)
     app.add_exception_handler(BadParameter, bad_parameter)
     app.include_router(receive.router)  # no parameters; a payload's U+0000 is ingest's (`ingest.payloads`)
-    for router in (alerts.router, incidents.router, nodes.router, heartbeats.router, notifications.router):
+    for router in (alerts.router, incidents.router, nodes.router, gpus.router, heartbeats.router, notifications.router):
         app.include_router(router, dependencies=NO_NUL)
     app.include_router(health.router)
     app.include_router(writes.router, dependencies=NO_NUL)
