@@ -84,13 +84,13 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     try:
         rules = rma_rules(load_ruleset(settings.config).rma)
     except ConfigError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
+        for config_problem in exc.problems:
+            print(config_problem, file=sys.stderr)
         return 2
-    problem = asyncio.run(probe(settings.database_url))
-    if problem is not None:
+    unusable = asyncio.run(probe(settings.database_url))
+    if unusable is not None:
         where = masked(settings.database_url)
-        print(f"the store at ALERTROUTER_DATABASE_URL={where} cannot be used: {problem}", file=sys.stderr)
+        print(f"the store at ALERTROUTER_DATABASE_URL={where} cannot be used: {unusable}", file=sys.stderr)
         return 2
     reports = asyncio.run(_read(settings.database_url, rules, rma=args.rma))
     if args.csv:
