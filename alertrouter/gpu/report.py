@@ -62,6 +62,7 @@ class GpuReport:
     first_seen: datetime
     last_seen: datetime
     events: tuple[GpuEvent, ...]
+    where: tuple[Sighting, ...]  # where each of `events` was seen, in the same order
     verdict: RmaVerdict
     places: tuple[Place, ...]
     conflict: bool
@@ -85,8 +86,10 @@ def is_candidate(rows: Sequence[EventSeen], rules: Sequence[RmaRule] = DEFAULT_R
 
 
 def report(gpu: GpuSeen, rows: Sequence[EventSeen], rules: Sequence[RmaRule] = DEFAULT_RULES) -> GpuReport:
-    events = sorted(gpu_events(rows), key=lambda e: (e.at, e.xid or 0, e.alertname))
-    seen = tuple(places(Sighting(r.node, r.slot, r.at) for r in rows))
+    rows = sorted(rows, key=lambda r: (r.at, r.xid or 0, r.alertname))
+    events = gpu_events(rows)
+    where = tuple(Sighting(r.node, r.slot, r.at) for r in rows)
+    seen = tuple(places(where))
     return GpuReport(
         uuid=gpu.uuid,
         serial=gpu.serial,
@@ -97,6 +100,7 @@ def report(gpu: GpuSeen, rows: Sequence[EventSeen], rules: Sequence[RmaRule] = D
         first_seen=gpu.first_seen,
         last_seen=gpu.last_seen,
         events=tuple(events),
+        where=where,
         verdict=evaluate(events, rules),
         places=seen,
         conflict=conflicting(seen),
