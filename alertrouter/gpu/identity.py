@@ -9,7 +9,8 @@ relabelled fleets also say `uuid` or `gpu_uuid`. Under a ServiceMonitor only the
 Hostile input: an alert without a UUID has no history key and records nothing (a node/slot key would
 merge two GPUs that swapped slots, the exact thing this keys around). A UUID longer than `NAME_MAX`
 names no real GPU and records nothing; any other value longer than `NAME_MAX` is left out (never cut:
-a cut serial would name another board). Two GPUs claiming one UUID are told apart by where they were
+a cut serial would name another board), but the node, which is cut as the engine cuts it (`bounded`), so
+a GPU's node is the one its alerts are on. Two GPUs claiming one UUID are told apart by where they were
 seen (`places`, `conflicting`): their sightings are kept side by side, never merged silently.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
 
-from alertrouter.model import NAME_MAX
+from alertrouter.model import NAME_MAX, bounded
 from alertrouter.pipeline.nodes import NodeIdentity
 
 __all__ = [
@@ -76,7 +77,7 @@ def identity_of(labels: Mapping[str, str], nodes: NodeIdentity = _DEFAULT_NODES)
         uuid=uuid,
         serial=_value(labels, SERIAL_LABELS),
         model=_value(labels, MODEL_LABELS),
-        node=node if node is not None and len(node) <= NAME_MAX else None,
+        node=None if node is None else bounded(node, NAME_MAX),
         slot=_value(labels, ("gpu",)),
         pci_bus_id=_value(labels, ("pci_bus_id",)),
     )

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from alertrouter.gpu.identity import GpuIdentity, Sighting, conflicting, identity_of, places
-from alertrouter.model import NAME_MAX
+from alertrouter.model import NAME_MAX, bounded
 from alertrouter.pipeline.nodes import NodeIdentity
 
 UUID = "GPU-8f3c2a1e-5b7d-4c9e-a1f2-3d4e5f6a7b8c"
@@ -110,7 +110,8 @@ def test_values_too_long_are_left_out_not_cut() -> None:
     long = "x" * (NAME_MAX + 1)
     gpu = identity_of({**BARE_METAL, "serial": long, "modelName": long, "gpu": long, "Hostname": long})
     assert gpu is not None
-    assert (gpu.uuid, gpu.serial, gpu.model, gpu.slot, gpu.node) == (UUID, None, None, None, None)
+    assert (gpu.uuid, gpu.serial, gpu.model, gpu.slot) == (UUID, None, None, None)
+    assert gpu.node == bounded(long, NAME_MAX)  # as the engine stores the alert's node
     assert identity_of({**BARE_METAL, "UUID": "G" * NAME_MAX}) is not None  # at the limit: kept
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from alertrouter.model import utcnow
+from alertrouter.model import NAME_MAX, bounded, utcnow
 from alertrouter.runtime import Runtime
 from support.scenario import dcgm_labels
 from support.webhooks import webhook
@@ -55,7 +55,7 @@ async def test_a_second_xid_48_eleven_days_later_makes_an_rma_candidate(app_clie
 
 
 async def test_only_gpu_alerts_with_an_xid_or_an_rma_alertname_and_a_uuid_are_recorded(app_client: Client) -> None:
-    client, _ = app_client
+    client, runtime = app_client
     start = utcnow().replace(microsecond=0) - timedelta(hours=1)
     no_uuid = {k: v for k, v in dcgm_labels("10.0.0.8", "gpu-node-08", 1, xid="79").items() if k != "UUID"}
     alerts = [
@@ -64,20 +64,28 @@ async def test_only_gpu_alerts_with_an_xid_or_an_rma_alertname_and_a_uuid_are_re
         dcgm_labels("10.0.0.7", "gpu-node-07", 2, alertname="GPURowRemapFailure"),  # no Xid, an RMA alert
         no_uuid,  # no history key
         dcgm_labels("10.0.0.7", "gpu-node-07", 4, xid="0"),  # dcgm's "no Xid since the reset"
+        dcgm_labels("10.0.0.7", "gpu-node-07", 5, xid="48", UUID="GPU-" + "f" * 4000),  # no real UUID is this long
+        dcgm_labels("10.0.0.7", "gpu-node-07", 6, xid="48", modelName="H" * 4000, Hostname="n" * 4000),
     ]
     await _post(client, webhook(alerts, starts_at=start))
     body = (await client.get("/api/v1/gpus", headers=AUTH)).json()
-    assert [(g["uuid"], g["rma_candidate"]) for g in body["gpus"]] == [
+    assert [(g["uuid"], g["rma_candidate"]) for g in body["gpus"]] == [  # by node, then index
         ("GPU-gpu-node-07-0", False),
         ("GPU-gpu-node-07-2", True),
+        ("GPU-gpu-node-07-6", False),
     ]
+    # values longer than a column are left out, never cut; the node is cut as the engine cuts it
+    assert (body["gpus"][2]["model"], body["gpus"][2]["node"]) == (None, bounded("n" * 4000, NAME_MAX))
+    await runtime.engine.run_once()
+    alerts = (await client.get("/api/v1/alerts", headers=AUTH)).json()["alerts"]
+    assert body["gpus"][2]["node"] in {a["node"] for a in alerts}
     remap = body["gpus"][1]
     assert remap["events"] == [{"xid": None, "alertname": "GPURowRemapFailure", "at": _iso(start)}]
     assert remap["reason"] == "GPURowRemapFailure once (rule row-remap-failure)"
     rma = (await client.get("/api/v1/gpus", params={"rma": "true"}, headers=AUTH)).json()
     assert (rma["total"], [g["uuid"] for g in rma["gpus"]]) == (1, ["GPU-gpu-node-07-2"])
     page = (await client.get("/api/v1/gpus", params={"limit": 1, "offset": 1}, headers=AUTH)).json()
-    assert (page["total"], [g["uuid"] for g in page["gpus"]]) == (2, ["GPU-gpu-node-07-2"])
+    assert (page["total"], [g["uuid"] for g in page["gpus"]]) == (3, ["GPU-gpu-node-07-2"])
 
 
 async def test_two_gpus_claiming_one_uuid_are_flagged_not_merged(app_client: Client) -> None:
