@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from alertrouter.cli.main import main
 from alertrouter.gpu.rma import DEFAULT_RULES, RmaRule
 from alertrouter.ruleset import ConfigError, load_ruleset
 from alertrouter.ruleset.rma import rma_rules
@@ -77,3 +78,11 @@ def test_the_section_twice(tmp_path: Path) -> None:
     (tmp_path / "a.yml").write_text(ROUTE + "rma: {rules: []}\n")
     (tmp_path / "b.yml").write_text("rma: {rules: []}\n")
     assert problems(tmp_path) == [f"{tmp_path / 'b.yml'}:rma: section already defined in {tmp_path / 'a.yml'}"]
+
+
+def test_check_config_names_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "a.yml"
+    f.write_text(ROUTE + "rma:\n  rules:\n    - {name: a, xids: [0], count: 2, window: 30d}\n")
+    assert main(["check-config", str(tmp_path)]) == 1
+    out = capsys.readouterr()
+    assert f"{f}:rma.rules[0].xids: not an Xid: 0 (a whole number from 1)" in out.out + out.err
