@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 EVENT_KEY = ("uuid", "fingerprint", "at")  # one alert episode about one GPU, however often it is re-sent
+_GPU_ROWS = 100  # rows of `gpus` per upsert: 8 values each
 
 
 async def record_gpus(
@@ -39,9 +40,9 @@ async def record_gpus(
     A GPU already stored takes the new node, slot and `last_seen`; its serial, model and PCI bus id are
     kept where the new sighting lacks them, and `first_seen` stays. An event already stored (by
     `EVENT_KEY`) is skipped. Rows go in uuid order: concurrent writers lock them in one order."""
-    if gpus:
-        ordered = sorted(gpus, key=lambda r: str(r["uuid"]))
-        stmt = insert_for(session, gpus_t).values(ordered)
+    # A multi-row VALUES binds every value: slices keep it under the 999 parameters of older SQLite builds.
+    for part in bulk.slices(sorted(gpus, key=lambda r: str(r["uuid"])), _GPU_ROWS):
+        stmt = insert_for(session, gpus_t).values(list(part))
         new = stmt.excluded  # type: ignore[attr-defined]
         await session.execute(
             stmt.on_conflict_do_update(  # type: ignore[attr-defined]

@@ -69,3 +69,13 @@ async def test_read_gpus_filters_on_the_events(db: Database) -> None:
         keep = store.GpuFilter(xids=frozenset({13}), alertnames=frozenset(), keep=lambda ev: len(ev) == 2)
         rows, _, total = await store.read_gpus(session, limit=10, offset=0, only=keep)
         assert ([r.uuid for r in rows], total) == (["GPU-1"], 1)
+
+
+async def test_a_fleet_wide_burst_in_one_commit(db: Database) -> None:
+    # An Xid on every GPU of 40 nodes at once: more GPUs than one multi-row VALUES may bind on older SQLite.
+    gpus = [_gpu(f"gpu-node-{n:02d}", str(g), T0) | {"uuid": f"GPU-{n}-{g}"} for n in range(40) for g in range(8)]
+    events = [_event(T0) | {"uuid": row["uuid"]} for row in gpus]
+    await _record(db, gpus, events)
+    async with db.read() as session:
+        assert await store.count_gpus(session) == 320
+        assert sum(len(e) for e in (await store.events_of(session, [r["uuid"] for r in gpus])).values()) == 320
