@@ -13,6 +13,9 @@ The shipped defaults (`DEFAULT_RULES`, also written out in `rules/rma.yml`) foll
 - Xid 79 (fallen off the bus): the catalog's action is a node reboot; repeated on one GPU it is the
   board, riser or slot. NVSentinel's health-events analyzer likewise flags the same fatal Xid repeating
   on one GPU (NVIDIA/NVSentinel, docs/configuration/health-events-analyzer.md).
+- The shipped Prometheus rules' RMA alerts (rules/prometheus/gpu.rules.yml, group `gpu-rma`, after DCGM's
+  health watch): a page retirement limit reached (GPUs before Ampere) once; rows remapped for an
+  uncorrectable error twice (one is repaired by the GPU, more are the evidence).
 The 30-day window is this module's choice: long enough for a GPU reset and a week of jobs between two
 faults, short enough that two faults a year apart on a large fleet do not condemn a board.
 """
@@ -80,6 +83,20 @@ DEFAULT_RULES: tuple[RmaRule, ...] = (
         xids=frozenset({79}),
         alertnames=frozenset({"GPUFallenOffBus"}),
         description="the GPU fell off the bus again",
+    ),
+    RmaRule(
+        "retired-pages-limit",
+        1,
+        timedelta(days=30),
+        alertnames=frozenset({"GPURetiredPagesDBELimit", "GPURetiredPagesLimit"}),
+        description="DCGM's page retirement limit is reached (GPUs before Ampere)",
+    ),
+    RmaRule(
+        "uncorrectable-remaps-repeated",
+        2,
+        timedelta(days=30),
+        alertnames=frozenset({"GPUUncorrectableRemappedRows"}),
+        description="rows remapped for uncorrectable errors again",
     ),
 )
 

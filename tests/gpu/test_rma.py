@@ -39,6 +39,16 @@ def xid(code: int, days: float, alertname: str = "GPUXidError") -> GpuEvent:
             "Xid 79 twice in 6 hours (rule fallen-off-bus-repeated)",
         ),
         (
+            [GpuEvent(alertname="GPURetiredPagesDBELimit", at=T0)],
+            "retired-pages-limit",
+            "GPURetiredPagesDBELimit once (rule retired-pages-limit)",
+        ),
+        (
+            [GpuEvent(alertname="GPUUncorrectableRemappedRows", at=T0 + timedelta(days=d)) for d in (0, 4)],
+            "uncorrectable-remaps-repeated",
+            "GPUUncorrectableRemappedRows twice in 4 days (rule uncorrectable-remaps-repeated)",
+        ),
+        (
             [xid(48, 0), xid(48, 1), xid(64, 2)],
             "dbe-repeated",  # the first rule met gives the evidence; every rule met is in the reason
             "Xid 48 twice in 1 day (rule dbe-repeated); Xid 64 once (rule row-remap-failure)",
@@ -62,6 +72,8 @@ def test_candidates(events: list[GpuEvent], rule: str, reason: str) -> None:
         [xid(13, d) for d in range(10)],  # application faults, however many
         [xid(31, 0), xid(43, 0), xid(45, 0)],
         [GpuEvent(alertname="GPUHighTemp", at=T0), GpuEvent(alertname="GPUHighTemp", at=T0)],
+        [GpuEvent(alertname="GPUUncorrectableRemappedRows", at=T0)],  # one is repaired by the GPU
+        [GpuEvent(alertname="GPURowRemapPending", at=T0)] * 3,  # a reset applies it
     ],
 )
 def test_not_candidates(events: list[GpuEvent]) -> None:
@@ -85,4 +97,10 @@ def test_a_configured_rule_by_alertname_or_xid() -> None:
 
 
 def test_relevant_alertnames() -> None:
-    assert relevant(DEFAULT_RULES) == {"GPURowRemapFailure", "GPUFallenOffBus"}
+    assert relevant(DEFAULT_RULES) == {
+        "GPURowRemapFailure",
+        "GPUFallenOffBus",
+        "GPURetiredPagesDBELimit",
+        "GPURetiredPagesLimit",
+        "GPUUncorrectableRemappedRows",
+    }
