@@ -21,7 +21,9 @@ from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
+from alertrouter.gpu.rma import relevant
 from alertrouter.ingest.activity import IngestActivity
+from alertrouter.ingest.gpus import GpuRecorder
 from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
@@ -35,6 +37,7 @@ from alertrouter.process.scheduler import build_scheduler
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
+from alertrouter.ruleset.rma import rma_rules
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
 from alertrouter.store import Database, describe_error
@@ -79,7 +82,9 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     delivery = _delivery(settings, ruleset, db, channels, signers, metrics, loops)
     lookup = _lookup(ruleset, metrics, loops)
     engine = _engine(settings, ruleset, db, activity, delivery, lookup, metrics, loops)
-    ingestor = Ingestor(db, touches, activity=activity, on_committed=engine.committed)
+    # a GPU's events are recorded as its alerts are committed: under the node names the engine uses
+    recorder = GpuRecorder(engine.pipeline.nodes, relevant(rma_rules(ruleset.rma)))
+    ingestor = Ingestor(db, touches, activity=activity, on_committed=engine.committed, gpus=recorder)
     monitor = HeartbeatMonitor(
         db, ruleset.heartbeats, ingestor.ingest, locale=ruleset.locale(""), metrics=metrics, loops=loops
     )

@@ -9,7 +9,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
 from alertrouter.store import STORE_ERRORS, describe_error
-from alertrouter.web import alerts, amv2, console, health, heartbeats, incidents, nodes, notifications, receive, writes
+from alertrouter.web import (
+    alerts,
+    amv2,
+    console,
+    gpus,
+    health,
+    heartbeats,
+    incidents,
+    nodes,
+    notifications,
+    receive,
+    writes,
+)
 from alertrouter.web.apidocs import install_api_docs
 from alertrouter.web.params import NO_NUL, BadParameter, is_console, problem_of
 
@@ -25,7 +37,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, bad_parameter)
     app.add_exception_handler(BadParameter, bad_parameter)
     app.include_router(receive.router)  # no parameters; a payload's U+0000 is ingest's (`ingest.payloads`)
-    for router in (alerts.router, incidents.router, nodes.router, heartbeats.router, notifications.router):
+    for router in (alerts.router, incidents.router, nodes.router, gpus.router, heartbeats.router, notifications.router):
         app.include_router(router, dependencies=NO_NUL)
     app.include_router(health.router)
     app.include_router(writes.router, dependencies=NO_NUL)
