@@ -65,12 +65,14 @@ async def stored(db: Database) -> dict[str, Any]:
         {"key": i.key, "kind": i.kind, "status": i.status, "headline": i.headline, "summary": i.summary}
         for i in await rows(db, IncidentRow)
     ]
-    return {"incidents": incidents, "outbox": [o.message for o in sorted(await rows(db, OutboxRow), key=lambda o: o.id)]}
+    outbox = sorted(await rows(db, OutboxRow), key=lambda o: o.id)
+    return {"incidents": incidents, "outbox": [o.message for o in outbox]}
 
 
 def engine(db: Database, pipeline: CompiledRules | None = None) -> tuple[Clock, Ingestor, EngineRunner]:
     clock = Clock()
-    return clock, Ingestor(db, TouchBuffer(), clock=clock), EngineRunner(db, pipeline or shipped_pipeline(), clock=clock)
+    runner = EngineRunner(db, pipeline or shipped_pipeline(), clock=clock)
+    return clock, Ingestor(db, TouchBuffer(), clock=clock), runner
 
 
 async def stale(db: Database, dump: Dump, _: Path) -> None:
@@ -115,7 +117,8 @@ async def escalation(db: Database, dump: Dump, tmp_path: Path) -> None:
 async def gpus(db: Database, dump: Dump, _: Path) -> None:
     """Six hot GPUs of one node."""
     clock, ingestor, runner = engine(db)
-    await ingestor.ingest(parse_webhook(webhook([gpu_labels("gpu-node-07", g, region="north") for g in range(6)])).batch)
+    hot = [gpu_labels("gpu-node-07", g, region="north") for g in range(6)]
+    await ingestor.ingest(parse_webhook(webhook(hot)).batch)
     await run_for(runner, clock, 2 * MIN)
     await dump("node")
 
@@ -251,7 +254,8 @@ async def test_the_facts_read_back_are_the_ones_stated(db: Database) -> None:
     storm = records['gpu-by-node/cluster{alertname="GPUHighTemp",region="north"}'].summary
     assert isinstance(storm, StormFacts)
     assert (storm.nodes, storm.units, storm.scope) == (8, 15, (("region", "north"), ("rack", "r12")))
-    assert storm.member_facts is not None and storm.member_facts[2] == MemberFacts("gpu-node-02", 3, 8)
+    assert storm.member_facts is not None
+    assert storm.member_facts[2] == MemberFacts("gpu-node-02", 3, 8)
     await read_back(db, "escalation")
     async with db.read() as session:
         messages = (await session.scalars(select(OutboxRow.message).where(OutboxRow.reason == "escalated"))).all()
