@@ -2,11 +2,12 @@
 nodes and members, why data went missing, an escalation step. The engine writes them; every reader (the
 renderer, the channels, the console, the simulator) reads fields, never keys.
 
-The engine holds them as incident records' summaries (one per live incident: compact, compared by value, so
-a record unchanged by a pass keeps its object). On disk they are the outbox message's and the incident row's
-`summary` object, in the shape the engine has always written (`to_json`). Reading is lenient (`facts_from_json`): a
-stored summary is JSON anyone may have written, and older rows lack keys; a value of the wrong type reads
-as absent, as the readers before these types treated it, and a key absent stays absent when written back.
+The engine holds them as its incident records' summaries (one per live incident: compact, compared by
+value, so a record a pass leaves unchanged keeps its object). On disk they are the outbox message's and the
+incident row's `summary` object, in the shape the engine has always written (`to_json`). Reading is lenient
+(`facts_from_json`): a stored summary is JSON anyone may have written, and older rows lack keys; a value of
+the wrong type reads as absent, as the readers before these types treated it, and a key absent stays absent
+when written back.
 Keys the types do not know are kept (`extra`), so a row reads back as it was written.
 """
 
@@ -238,7 +239,8 @@ class NodeFacts:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The keys in the order the engine has always written them; `units_total` (null when unknown) with `units`."""
+        """The keys in the order the engine has always written them; `units_total` (null when unknown)
+        with `units`."""
         out: dict[str, Any] = {}
         _put(out, "headline", self.headline)
         _put(out, "where", self.where)
