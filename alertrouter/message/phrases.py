@@ -117,7 +117,7 @@ def node_headline(
     tr: NullTranslations, where: str, what: str, units: int, total: int | None, unit_name: str = "GPUs"
 ) -> str:
     """`gpu-node-07: GPUHighTemp on 6/8 GPUs` / `gpu-node-07：6/8 块 GPU GPUHighTemp`; the English is the
-    same as the stored headline (`pipeline.aggregate.IncidentSummary.headline`)."""
+    stored headline (`pipeline.aggregate.IncidentSummary.headline` calls it untranslated)."""
     if units:
         count = unit_count(tr, f"{units}/{total}" if total else str(units), unit_name)
         if where:
@@ -130,7 +130,8 @@ def storm_headline(
     tr: NullTranslations, alertname: str, nodes: int, scope: Sequence[tuple[str, str]], units: int, unit_name: str
 ) -> str:
     """`GPUXidError on 40 nodes in region north, rack r12: 320 GPUs` /
-    `north 区 r12 机架 40 个节点 GPUXidError，共 320 块 GPU` (as `pipeline.aggregate.storm_headline`)."""
+    `north 区 r12 机架 40 个节点 GPUXidError，共 320 块 GPU`; untranslated, the stored headline
+    (`pipeline.aggregate.counted_storm_headline`)."""
     values = {"what": alertname, "nodes": nodes, "scope": scope_text(tr, scope)}
     if scope:
         text = tr.ngettext("%(what)s on %(nodes)s node in %(scope)s", "%(what)s on %(nodes)s nodes in %(scope)s", nodes)

@@ -364,7 +364,7 @@ def _counts(tally: Tally, *, resolved: bool, node: bool, shown: int) -> tuple[in
 
 
 def _no_data(words: Words, facts: NodeFacts) -> str:
-    """The node-down incident that explains the gap in data (`pipeline.incident.summary_dict`), worded."""
+    """The node-down incident that explains the gap in data (`pipeline.incident.node_facts`), worded."""
     if facts.no_data is None:
         return ""
     node = clean(facts.no_data.node or facts.where, LABEL_CAP)
