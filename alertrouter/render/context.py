@@ -16,12 +16,12 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from alertrouter.channels.headline import message_headline, short_member_line
+from alertrouter.gpu.faults import alert_xid, workload, workloads_text, xid_lines
 from alertrouter.labels import alert_title
 from alertrouter.message.facts import NodeFacts, StormFacts, Tally
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.message.words import Words, words_for
 from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertStatus, IncidentKind, parse_time
-from alertrouter.render.faults import alert_xid, workload, workloads_text, xid_lines
 
 __all__ = [
     "ANNOTATION_CAP",
