@@ -1,6 +1,7 @@
 """The digest's wording made in Python, in the digest's language: dates (CLDR patterns from the catalogue,
-names of days and months from Babel's locale data), durations, and the names of the product's own
-categories (severities it knows, noise mechanisms, notification reasons, delivery outcomes).
+names of days and months from Babel's locale data), and the names of the product's own categories
+(severities it knows, noise mechanisms, notification reasons, delivery outcomes); its durations are
+`message.ages.table_duration`.
 
 What the stats hold as label values (alert names, nodes, regions, rule names, a severity the product does
 not know) is data and is shown as written.
@@ -8,7 +9,7 @@ not know) is data and is shown as written.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from gettext import NullTranslations
 
 from babel.dates import format_date, format_datetime
@@ -19,7 +20,6 @@ from alertrouter.message.phrases import severity_name
 __all__ = [
     "NONE",
     "day_label",
-    "duration",
     "mechanism_name",
     "range_label",
     "reason_name",
@@ -55,21 +55,6 @@ def time_label(at: datetime, language: str) -> str:
     """A local time (`at` already in the zone): `Wed 19 Nov 15:00` / `11月19日 周三 15:00`."""
     pattern = translations(language).pgettext("date format", "EEE dd MMM HH:mm")
     return format_datetime(at, pattern, tzinfo=at.tzinfo, locale=_babel_locale(language))
-
-
-def duration(tr: NullTranslations, value: timedelta | None) -> str:
-    """`45s`, `12m`, `3h 05m`, `2d 4h` (`45 秒`, `3 小时 05 分钟`, ...); an em dash for no value."""
-    if value is None:
-        return "—"
-    seconds = int(value.total_seconds())
-    if seconds < 60:
-        return tr.gettext("%(s)ss") % {"s": seconds}
-    minutes, hours = seconds // 60, seconds // 3600
-    if hours == 0:
-        return tr.gettext("%(m)sm") % {"m": minutes}
-    if hours < 48:
-        return tr.gettext("%(h)sh %(m)sm") % {"h": hours, "m": f"{minutes % 60:02d}"}
-    return tr.gettext("%(d)sd %(h)sh") % {"d": hours // 24, "h": hours % 24}
 
 
 def severity_label(tr: NullTranslations, severity: str) -> str:

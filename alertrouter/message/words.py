@@ -16,7 +16,7 @@ from functools import cache
 from gettext import NullTranslations
 from typing import TypeVar
 
-from alertrouter.message import phrases
+from alertrouter.message import ages, phrases
 from alertrouter.message.facts import EscalationNote, Facts, MemberFacts
 from alertrouter.message.i18n import DEFAULT_LANGUAGE, localized_annotations, translations
 from alertrouter.message.snapshot import MessageSnapshot
@@ -113,10 +113,10 @@ class Words:
         return tr.gettext(", ").join(parts)
 
     def age(self, delta: timedelta) -> str:
-        return phrases.age_text(self.tr, delta)
+        return ages.age_text(self.tr, delta)
 
     def span(self, delta: timedelta) -> str:
-        return phrases.span_text(self.tr, delta)
+        return ages.span_text(self.tr, delta)
 
     def scope(self, scope: Sequence[tuple[str, str]]) -> str:
         return phrases.scope_text(self.tr, scope)

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -34,7 +34,6 @@ __all__ = [
     "AlertContext",
     "ItemContext",
     "LocalClock",
-    "age_text",
     "build_item",
     "clean",
     "severity_style",
@@ -97,11 +96,6 @@ def _unit(labels: Mapping[str, str]) -> str:
 def _time(value: object) -> datetime | None:
     t = parse_time(value)
     return t if t is not None and t.year > 1 else None  # Alertmanager's zero time: not set
-
-
-def age_text(delta: timedelta) -> str:
-    """`45s`, `12m`, `3h 5m`, `2d 4h` (in English: the console's; messages use the receiver's language)."""
-    return words_for().age(delta)
 
 
 def _index(unit: object) -> int | None:

@@ -12,6 +12,7 @@ from gettext import NullTranslations
 from typing import Any
 
 from alertrouter.message import i18n, phrases
+from alertrouter.message.ages import age_text
 from alertrouter.message.facts import NodeFacts, Tally, facts_from_json
 from alertrouter.message.snapshot import MessageError, MessageSnapshot
 from alertrouter.model import HEARTBEAT_ALERTNAME, AlertStatus, IncidentKind, parse_time
@@ -226,8 +227,8 @@ def _cell(tr: NullTranslations, unit: str, firing: bool) -> Cell:
 
 
 def duration_text(delta: timedelta | None, tr: NullTranslations = _ENGLISH) -> str:
-    """`45s`, `12m`, `3h 5m`, `2d 4h` (`12 分钟`, ...)."""
-    return "" if delta is None else phrases.age_text(tr, delta)
+    """`45s`, `12m`, `3h 5m`, `2d 4h` (`12 分钟`, ...): `message.ages.age_text`, as messages say it."""
+    return "" if delta is None else age_text(tr, delta)
 
 
 def incident_span(row: IncidentRow, now: datetime, times: AlertTimes | None = None) -> tuple[datetime, datetime]:
