@@ -1,7 +1,7 @@
 """The phrases messages are made of, in the language of the translations given: severities, places,
-units, headlines (ages are `message.ages`'). `message.words.Words` holds them for one language, as a
-message asks for them; a caller without a message (the console, the digest, the heartbeat's summary)
-uses them directly.
+units, headlines (ages are `message.ages`', the fixed words `message.vocabulary`'s). `message.words.Words`
+holds them for one language, as a message asks for them; a caller without a message (the console, the
+digest, the heartbeat's summary) uses them directly.
 
 Made in Python from facts rather than in templates; alert names, label values and annotations are data
 and are never translated.
@@ -14,6 +14,7 @@ from gettext import NullTranslations
 
 from alertrouter.message.facts import MemberFacts, StormFacts
 from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.message.vocabulary import SEVERITY_NAMES, STATUS, say
 from alertrouter.model import AlertStatus
 
 __all__ = [
@@ -25,38 +26,18 @@ __all__ = [
     "node_headline",
     "scope_text",
     "severity_name",
-    "severity_word",
     "storm_headline",
     "unit_count",
     "unit_label",
 ]
 
 
-_SEVERITIES = {"critical", "warning", "info"}
-
-
-def severity_word(tr: NullTranslations, severity: str, *, resolved: bool = False) -> str:
-    """`CRITICAL` / `严重`; a severity the product does not know is data and shown as written (upper case)."""
-    if resolved:
-        return tr.gettext("RESOLVED")
-    if severity.lower() in _SEVERITIES:
-        return {
-            "critical": tr.gettext("CRITICAL"),
-            "warning": tr.gettext("WARNING"),
-            "info": tr.gettext("INFO"),
-        }[severity.lower()]
-    return severity.upper() or tr.gettext("ALERT")
-
-
 def severity_name(tr: NullTranslations, severity: str) -> str:
-    """`critical` / `严重` in running text (the coalesced counts)."""
+    """`critical` / `严重` in running text (the coalesced counts); `resolved` / `已恢复`; a severity the
+    product does not know is data, shown as written."""
     if severity == AlertStatus.RESOLVED:
-        return tr.gettext("resolved")
-    if severity.lower() in _SEVERITIES:
-        return {"critical": tr.gettext("critical"), "warning": tr.gettext("warning"), "info": tr.gettext("info")}[
-            severity.lower()
-        ]
-    return severity
+        return STATUS[AlertStatus.RESOLVED].said(tr)
+    return say(tr, SEVERITY_NAMES, severity.lower()) or severity
 
 
 def scope_text(tr: NullTranslations, scope: Sequence[tuple[str, str]]) -> str:
