@@ -24,7 +24,6 @@ FUNCTIONS_OVER: set[str] = {
     "app.py:create_app",
     "app.py:lifespan",
     "delivery/expand.py:delivery_rows",
-    "render/context.py:build_item",
     # not split yet
     "digest/send.py:run",  # its run states are being named (issue 47 §2)
     "ingest/plan.py:_plan_alert",
