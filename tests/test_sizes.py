@@ -17,10 +17,7 @@ MODULE_MAX = 400
 FUNCTION_MAX = 60
 
 MODULES_OVER: set[str] = set()
-FUNCTIONS_OVER: set[str] = {
-    # being reworked with the message's words (issue 47 §1)
-    "render/context.py:build_item",
-}
+FUNCTIONS_OVER: set[str] = set()
 
 
 def _modules() -> dict[str, str]:

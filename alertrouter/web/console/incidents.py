@@ -8,9 +8,9 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from alertrouter.gpu.faults import alert_xid, workload, workloads_text, xid_lines
 from alertrouter.message.facts import NoData
 from alertrouter.model import AlertStatus, IncidentKind
-from alertrouter.render.faults import alert_xid, workload, workloads_text, xid_lines
 from alertrouter.store import console as store
 from alertrouter.store import escalations, queries
 from alertrouter.store.delivery import incident_ids
