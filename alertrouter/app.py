@@ -1,4 +1,4 @@
-"""The FastAPI application: wiring of runtime, routers and lifecycle."""
+"""The FastAPI application: its runtime built, started and stopped with it, its routers installed (`web.wiring`)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,20 @@ import time
 from collections.abc import AsyncIterator
 
 import httpx
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi import FastAPI
 
 from alertrouter import __version__
-from alertrouter.auth.keys import load_signers
+from alertrouter.auth.keys import Signers, load_signers
 from alertrouter.auth.webhook import Authenticator
+from alertrouter.channels.base import Channel
 from alertrouter.channels.registry import build_channels, secret_values
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
+from alertrouter.gpu.rma import relevant
 from alertrouter.ingest.activity import IngestActivity
+from alertrouter.ingest.gpus import GpuRecorder
 from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
@@ -36,14 +37,13 @@ from alertrouter.process.scheduler import build_scheduler
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
+from alertrouter.ruleset.rma import rma_rules
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
-from alertrouter.store import STORE_ERRORS, Database, describe_error
+from alertrouter.store import Database, describe_error
 from alertrouter.store.migrate import head_revision, upgrade
-from alertrouter.web import alerts, amv2, console, health, heartbeats, incidents, nodes, notifications, receive, writes
-from alertrouter.web.apidocs import install_api_docs
+from alertrouter.web import wiring
 from alertrouter.web.console.pages import console_templates
-from alertrouter.web.params import NO_NUL, BadParameter, is_console, problem_of
 
 __all__ = ["build_runtime", "create_app", "webhook_authenticator"]
 
@@ -63,68 +63,34 @@ def webhook_authenticator(settings: Settings) -> Authenticator:
 async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     """Every long-lived part, each given what it needs when it is built (the signing key may live in
     the store, hence async). Nothing is started here."""
-    db_busy_timeout = max(0.1, settings.store_timeout.total_seconds() * 0.8)
     db = Database(
         settings.database_url,
         sqlite_synchronous=settings.sqlite_synchronous,
         pool_size=settings.db_pool_size,
-        busy_timeout=db_busy_timeout,
+        busy_timeout=_busy_timeout(settings),
     )
     touches = TouchBuffer()
     activity = IngestActivity()
     metrics = Metrics()
     loops = LoopHealth(metrics)
     metrics.config_hash.labels(hash=ruleset.config_hash).set(1)
-    maintenance = Maintenance(
-        db,
-        touches,
-        interval=settings.touch_flush_interval,
-        retention=settings.raw_event_retention,
-        on_expired=metrics.expired.inc,
-        loops=loops,
-    )
+    maintenance = _maintenance(settings, db, touches, metrics, loops)
     secret_key = settings.secret_key.get_secret_value() if settings.secret_key is not None else None
     signers = await load_signers(db, secret_key)
     http = httpx.AsyncClient(timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=100))
     channels = build_channels(ruleset, client=http, renderer=Templates(settings.templates_dir))
-    delivery = None
-    if settings.deliver:
-        delivery = DeliveryWorker(
-            db,
-            ruleset,
-            channels,
-            metrics=metrics,
-            interval=settings.delivery_interval.total_seconds(),
-            concurrency=settings.delivery_concurrency,
-            actions=ActionLinks(signers.link, settings.link_ttl, settings.link_silence),
-            loops=loops,
-        )
-    lookup = None
-    if ruleset.topology.prometheus is not None:
-        lookup = PrometheusLookup(
-            ruleset.topology.prometheus, keep_for=ruleset.topology.lookup_keep_for, metrics=metrics, loops=loops
-        )
-    engine = EngineRunner(
-        db,
-        compile_rules(ruleset),
-        metrics,
-        interval=settings.engine_interval,
-        min_gap=settings.engine_min_gap,
-        on_intents=delivery.nudge if delivery is not None else None,
-        ingest_quiet=activity.quiet_for,
-        loops=loops,
-        discovered=lookup.snapshot if lookup is not None else None,
-        freeze_after_full=True,
-    )
-    if lookup is not None:
-        lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names
-    ingestor = Ingestor(db, touches, activity=activity, on_committed=engine.committed)
+    delivery = _delivery(settings, ruleset, db, channels, signers, metrics, loops)
+    lookup = _lookup(ruleset, metrics, loops)
+    engine = _engine(settings, ruleset, db, activity, delivery, lookup, metrics, loops)
+    # a GPU's events are recorded as its alerts are committed: under the node names the engine uses
+    recorder = GpuRecorder(engine.pipeline.nodes, relevant(rma_rules(ruleset.rma)))
+    ingestor = Ingestor(db, touches, activity=activity, on_committed=engine.committed, gpus=recorder)
     monitor = HeartbeatMonitor(
         db, ruleset.heartbeats, ingestor.ingest, locale=ruleset.locale(""), metrics=metrics, loops=loops
     )
     checkpoints = None
     if (sqlite_file := db.sqlite_file) is not None:
-        checkpoints = Checkpointer(sqlite_file, busy_timeout=db_busy_timeout, metrics=metrics, loops=loops)
+        checkpoints = Checkpointer(sqlite_file, busy_timeout=_busy_timeout(settings), metrics=metrics, loops=loops)
     return Runtime(
         settings=settings,
         ruleset=ruleset,
@@ -145,6 +111,87 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         heartbeats=monitor,
         checkpoints=checkpoints,
     )
+
+
+def _busy_timeout(settings: Settings) -> float:
+    """How long SQLite waits for a lock: most of `store_timeout`, at least 0.1 s."""
+    return max(0.1, settings.store_timeout.total_seconds() * 0.8)
+
+
+def _maintenance(
+    settings: Settings, db: Database, touches: TouchBuffer, metrics: Metrics, loops: LoopHealth
+) -> Maintenance:
+    """The loop that flushes ingest's `last_seen` touches and prunes the raw log past its retention."""
+    return Maintenance(
+        db,
+        touches,
+        interval=settings.touch_flush_interval,
+        retention=settings.raw_event_retention,
+        on_expired=metrics.expired.inc,
+        loops=loops,
+    )
+
+
+def _delivery(
+    settings: Settings,
+    ruleset: Ruleset,
+    db: Database,
+    channels: dict[str, Channel],
+    signers: Signers,
+    metrics: Metrics,
+    loops: LoopHealth,
+) -> DeliveryWorker | None:
+    """The outbox worker, unless this process does not deliver (`ALERTROUTER_DELIVER` off)."""
+    if not settings.deliver:
+        return None
+    return DeliveryWorker(
+        db,
+        ruleset,
+        channels,
+        metrics=metrics,
+        interval=settings.delivery_interval.total_seconds(),
+        concurrency=settings.delivery_concurrency,
+        actions=ActionLinks(signers.link, settings.link_ttl, settings.link_silence),
+        loops=loops,
+    )
+
+
+def _lookup(ruleset: Ruleset, metrics: Metrics, loops: LoopHealth) -> PrometheusLookup | None:
+    """The node lookup, when the rules name a Prometheus (`topology.prometheus`)."""
+    if ruleset.topology.prometheus is None:
+        return None
+    return PrometheusLookup(
+        ruleset.topology.prometheus, keep_for=ruleset.topology.lookup_keep_for, metrics=metrics, loops=loops
+    )
+
+
+def _engine(
+    settings: Settings,
+    ruleset: Ruleset,
+    db: Database,
+    activity: IngestActivity,
+    delivery: DeliveryWorker | None,
+    lookup: PrometheusLookup | None,
+    metrics: Metrics,
+    loops: LoopHealth,
+) -> EngineRunner:
+    """The engine, wired to what it nudges (delivery, once it has intents) and what nudges it (a new
+    node map from the lookup)."""
+    engine = EngineRunner(
+        db,
+        compile_rules(ruleset),
+        metrics,
+        interval=settings.engine_interval,
+        min_gap=settings.engine_min_gap,
+        on_intents=delivery.nudge if delivery is not None else None,
+        ingest_quiet=activity.quiet_for,
+        loops=loops,
+        discovered=lookup.snapshot if lookup is not None else None,
+        freeze_after_full=True,
+    )
+    if lookup is not None:
+        lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names
+    return engine
 
 
 WARM_QUIET = 1.0  # seconds without a stored payload before the console is warmed a page further
@@ -194,64 +241,14 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         redact_secrets(secret_values(ruleset))
         runtime = await build_runtime(settings, ruleset)
         app.state.runtime = runtime
-        runtime.maintenance.start()
-        if runtime.checkpoints is not None:
-            runtime.checkpoints.start()
-        if runtime.lookup is not None:
-            runtime.lookup.start()
-            # The first pass then names nodes as Prometheus does, instead of by address and moving them
-            # a moment later; a Prometheus that does not answer in time delays nothing further.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(runtime.lookup.answered.wait(), runtime.lookup.config.timeout.total_seconds())
-        runtime.engine.start()
-        if runtime.heartbeats is not None:
-            runtime.heartbeats.start()
-        if runtime.delivery is not None:
-            runtime.delivery.start()
-        if runtime.scheduler is not None:
-            runtime.scheduler.start()
-        for name, missing in unconfigured_channels(ruleset).items():
-            log.warning("channel %s has no %s: its messages are recorded, not sent", name, " or ".join(missing))
-        log.info(
-            "alertrouter %s ready: store %s, rules %s (hash %s)",
-            __version__,
-            runtime.db.dialect,
-            ", ".join(ruleset.sources) or "defaults",
-            ruleset.config_hash,
-        )
-        timer = None
-        warming = None
-        if server:
-            warming = asyncio.create_task(_warm_console(app, runtime), name="alertrouter-console-warm")
-            settle_heap()
-            pause = runtime.metrics.gc_pause
-            timer = time_collections([pause.labels(generation=str(g)).observe for g in range(3)])
+        await _start(runtime)
+        _log_ready(runtime)
+        serving = _serving(app, runtime) if server else contextlib.nullcontext()
         try:
-            yield
+            async with serving:
+                yield
         finally:
-            if timer is not None:
-                gc.callbacks.remove(timer)
-            if warming is not None and not warming.done():
-                warming.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await warming
-            await runtime.filter_choices.stop()
-            if runtime.scheduler is not None:
-                await runtime.scheduler.stop()
-            if runtime.heartbeats is not None:
-                await runtime.heartbeats.stop()
-            await runtime.engine.stop()
-            if runtime.lookup is not None:
-                await runtime.lookup.stop()
-            if runtime.delivery is not None:
-                await runtime.delivery.stop()
-            await runtime.maintenance.stop()
-            if runtime.checkpoints is not None:
-                await runtime.checkpoints.stop()
-            for channel in runtime.channels.values():
-                await channel.aclose()
-            await runtime.http.aclose()
-            await runtime.db.dispose()
+            await _stop(runtime)
 
     app = FastAPI(
         title="alertrouter",
@@ -261,38 +258,78 @@ def create_app(settings: Settings, ruleset: Ruleset, *, server: bool = False) ->
         docs_url=None,  # install_api_docs: /docs and /redoc with packaged assets, no CDN
         redoc_url=None,
     )
-
-    async def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
-        """Any endpoint whose store call fails answers like ingest does: 503, retry later, never a 500."""
-        runtime = getattr(request.app.state, "runtime", None)
-        if runtime is not None:
-            runtime.metrics.db_errors.labels(operation=request.url.path).inc()
-        log.error("store unavailable for %s %s: %s", request.method, request.url.path, describe_error(exc))
-        return JSONResponse(
-            {"error": "store unavailable, retry later"},
-            status_code=503,
-            headers={"Retry-After": receive.RETRY_AFTER_SECONDS},
-        )
-
-    async def bad_parameter(request: Request, exc: Exception) -> Response:
-        """A parameter that cannot be read is a 400 naming it, as the API's own checks answer (FastAPI's
-        default is a 422); a console page answers with a page."""
-        bad = problem_of(exc) if isinstance(exc, RequestValidationError) else exc
-        assert isinstance(bad, BadParameter)
-        if is_console(request):
-            return await console.bad_request(request, bad)
-        return JSONResponse({"detail": str(bad)}, status_code=400)
-
-    for error in STORE_ERRORS:
-        app.add_exception_handler(error, store_unavailable)
-    app.add_exception_handler(RequestValidationError, bad_parameter)
-    app.add_exception_handler(BadParameter, bad_parameter)
-    app.include_router(receive.router)  # no parameters; a payload's U+0000 is ingest's (`ingest.payloads`)
-    for router in (alerts.router, incidents.router, nodes.router, heartbeats.router, notifications.router):
-        app.include_router(router, dependencies=NO_NUL)
-    app.include_router(health.router)
-    app.include_router(writes.router, dependencies=NO_NUL)
-    amv2.install(app)  # Alertmanager's API v2 for amtool and Grafana
-    console.install(app)
-    install_api_docs(app)
+    wiring.install(app)
     return app
+
+
+async def _start(runtime: Runtime) -> None:
+    """Every loop started, the engine's once the node lookup has had its first answer (or its timeout)."""
+    runtime.maintenance.start()
+    if runtime.checkpoints is not None:
+        runtime.checkpoints.start()
+    if runtime.lookup is not None:
+        runtime.lookup.start()
+        # The first pass then names nodes as Prometheus does, instead of by address and moving them
+        # a moment later; a Prometheus that does not answer in time delays nothing further.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(runtime.lookup.answered.wait(), runtime.lookup.config.timeout.total_seconds())
+    runtime.engine.start()
+    if runtime.heartbeats is not None:
+        runtime.heartbeats.start()
+    if runtime.delivery is not None:
+        runtime.delivery.start()
+    if runtime.scheduler is not None:
+        runtime.scheduler.start()
+
+
+def _log_ready(runtime: Runtime) -> None:
+    """The channels that cannot send named, then the one line that says the process serves."""
+    ruleset = runtime.ruleset
+    for name, missing in unconfigured_channels(ruleset).items():
+        log.warning("channel %s has no %s: its messages are recorded, not sent", name, " or ".join(missing))
+    log.info(
+        "alertrouter %s ready: store %s, rules %s (hash %s)",
+        __version__,
+        runtime.db.dialect,
+        ", ".join(ruleset.sources) or "defaults",
+        ruleset.config_hash,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _serving(app: FastAPI, runtime: Runtime) -> AsyncIterator[None]:
+    """`serve`'s own process while it runs: the console warmed in the background, the heap settled and
+    the collector's pauses timed; on the way out, before the runtime stops, the warming cancelled."""
+    warming = asyncio.create_task(_warm_console(app, runtime), name="alertrouter-console-warm")
+    settle_heap()
+    pause = runtime.metrics.gc_pause
+    timer = time_collections([pause.labels(generation=str(g)).observe for g in range(3)])
+    try:
+        yield
+    finally:
+        gc.callbacks.remove(timer)
+        if not warming.done():
+            warming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await warming
+
+
+async def _stop(runtime: Runtime) -> None:
+    """Every loop stopped, about the reverse of `_start`, then the channels, the HTTP client and the store."""
+    await runtime.filter_choices.stop()
+    if runtime.scheduler is not None:
+        await runtime.scheduler.stop()
+    if runtime.heartbeats is not None:
+        await runtime.heartbeats.stop()
+    await runtime.engine.stop()
+    if runtime.lookup is not None:
+        await runtime.lookup.stop()
+    if runtime.delivery is not None:
+        await runtime.delivery.stop()
+    await runtime.maintenance.stop()
+    if runtime.checkpoints is not None:
+        await runtime.checkpoints.stop()
+    for channel in runtime.channels.values():
+        await channel.aclose()
+    await runtime.http.aclose()
+    await runtime.db.dispose()

@@ -67,7 +67,7 @@ def _largest(fits: Callable[[int], bool], lo: int, hi: int) -> int | None:
 
 
 def _node_facts(snapshot: MessageSnapshot) -> tuple[str, str] | None:
-    """(node, alert name) of a node incident's headline (`pipeline.incident.summary_dict` stores them)."""
+    """(node, alert name) of a node incident's headline (`pipeline.incident.node_facts` states them)."""
     facts, what = snapshot.summary, snapshot.alertname
     if snapshot.kind is not IncidentKind.NODE or not isinstance(facts, NodeFacts) or facts.where is None or not what:
         return None

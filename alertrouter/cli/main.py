@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from alertrouter import __version__
 from alertrouter.app import create_app
 from alertrouter.cli.digest import add_digest_parser
+from alertrouter.cli.gpus import add_gpus_parser
 from alertrouter.cli.importer import add_import_parser
 from alertrouter.cli.oncall import add_oncall_parser
 from alertrouter.cli.passwords import add_hash_password_parser
@@ -174,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_send_test_parser(sub)
     add_digest_parser(sub)
     add_oncall_parser(sub)
+    add_gpus_parser(sub)
     add_hash_password_parser(sub)
     add_import_parser(sub)
     return parser

@@ -18,7 +18,7 @@ from alertrouter.model import DeliveryStatus
 from alertrouter.pipeline.aggregate import severity_rank
 from alertrouter.pipeline.oncall import Rota
 from alertrouter.ruleset.channels import ChannelConfig
-from alertrouter.ruleset.receivers import ReceiverConfig
+from alertrouter.ruleset.receivers import ReceiverChannelConfig, ReceiverConfig
 from alertrouter.store.tables import DeliveryRow, OutboxRow
 
 __all__ = [
@@ -79,43 +79,83 @@ def delivery_rows(
         mobiles, user_ids = list(mentions.mobiles), list(mentions.user_ids)
         oncall: list[dict[str, str]] = []
         if rota is not None and (ref.oncall or mentions.oncall):
-            at = outbox.created_at
-            for schedule, person in rota.people_on_call(mentions.oncall, at):
-                oncall.append({"schedule": schedule, "person": person.name, "name": person.label})
-                _add(mobiles, person.mobile)
-                _add(user_ids, person.wecom if channel.type == "wecom" else person.dingtalk)
-            for schedule, person in rota.people_on_call(ref.oncall, at):
-                oncall.append({"schedule": schedule, "person": person.name, "name": person.label})
-                _add(recipients, person.email if channel.type == "email" else person.mobile)
+            oncall = _on_call(rota, ref, channel.type, outbox.created_at, recipients, mobiles, user_ids)
+        body = {
+            "items": [snapshot.to_json()],
+            "mentions": {"mobiles": mobiles, "user_ids": user_ids, "all": mentions.all},
+            "recipients": recipients,
+        } | ({"oncall": oncall} if oncall else {})
+        configured = channel.name not in unconfigured
         rows.append(
-            {
-                "outbox_id": outbox.id,
-                "parent_id": None,
-                "incident_key": outbox.incident_key,
-                "incident_id": incident_ids.get(outbox.incident_key),
-                "receiver": outbox.receiver,
-                "channel": channel.name,
-                "kind": message_kind(snapshot).value,
-                "severity": snapshot.severity,
-                "severity_rank": severity_rank(snapshot.severity, severities),
-                "message": {
-                    "items": [snapshot.to_json()],
-                    "mentions": {"mobiles": mobiles, "user_ids": user_ids, "all": mentions.all},
-                    "recipients": recipients,
-                }
-                | ({"oncall": oncall} if oncall else {}),
-                "status": DeliveryStatus.UNCONFIGURED if channel.name in unconfigured else DeliveryStatus.PENDING,
-                "attempts": 0,
-                "created_at": outbox.created_at,
-                "next_attempt_at": now,
-                "claimed_until": None,
-                "sent_at": None,
-                "last_error": "the channel has no credentials in this deployment"
-                if channel.name in unconfigured
-                else None,
-            }
+            _row(
+                outbox,
+                snapshot,
+                channel.name,
+                body,
+                configured,
+                incident_ids=incident_ids,
+                severities=severities,
+                now=now,
+            )
         )
     return rows
+
+
+def _on_call(
+    rota: Rota,
+    ref: ReceiverChannelConfig,
+    channel_type: str,
+    at: datetime,
+    recipients: list[str],
+    mobiles: list[str],
+    user_ids: list[str],
+) -> list[dict[str, str]]:
+    """Who is on call at `at` for the schedules `ref` mentions (added to `mobiles` and the chat's
+    `user_ids`) and sends to (added to `recipients`: an address by email, else a mobile); each as the
+    delivery records them."""
+    oncall: list[dict[str, str]] = []
+    for schedule, person in rota.people_on_call(ref.mentions.oncall, at):
+        oncall.append({"schedule": schedule, "person": person.name, "name": person.label})
+        _add(mobiles, person.mobile)
+        _add(user_ids, person.wecom if channel_type == "wecom" else person.dingtalk)
+    for schedule, person in rota.people_on_call(ref.oncall, at):
+        oncall.append({"schedule": schedule, "person": person.name, "name": person.label})
+        _add(recipients, person.email if channel_type == "email" else person.mobile)
+    return oncall
+
+
+def _row(
+    outbox: OutboxRow,
+    snapshot: MessageSnapshot,
+    channel: str,
+    body: dict[str, Any],
+    configured: bool,
+    *,
+    incident_ids: Mapping[str, int],
+    severities: Sequence[str],
+    now: datetime,
+) -> dict[str, Any]:
+    """A delivery of `outbox`'s message `body` on `channel`, due `now`: pending, or never sent when the
+    channel is not `configured` (no credentials in this deployment)."""
+    return {
+        "outbox_id": outbox.id,
+        "parent_id": None,
+        "incident_key": outbox.incident_key,
+        "incident_id": incident_ids.get(outbox.incident_key),
+        "receiver": outbox.receiver,
+        "channel": channel,
+        "kind": message_kind(snapshot).value,
+        "severity": snapshot.severity,
+        "severity_rank": severity_rank(snapshot.severity, severities),
+        "message": body,
+        "status": DeliveryStatus.PENDING if configured else DeliveryStatus.UNCONFIGURED,
+        "attempts": 0,
+        "created_at": outbox.created_at,
+        "next_attempt_at": now,
+        "claimed_until": None,
+        "sent_at": None,
+        "last_error": None if configured else "the channel has no credentials in this deployment",
+    }
 
 
 def _add(values: list[str], value: str) -> None:

@@ -197,6 +197,42 @@ class DigestRunner:
     async def run(self, target: DigestTarget, period: str, *, force: bool = False) -> RunOutcome:
         """Claim `period` for `target`'s digest and send it; `force` resends a period already done."""
         now = self._clock()
+        taken = await self._claim(target, period, now=now, force=force)
+        if taken is not None:
+            return taken
+        if force:
+            log.warning("digest %s %s: resending on request (--force)", target.receiver, period)
+        channel = target.channel
+        if channel is None:
+            detail = {"sent": False, "reason": RunResult.UNCONFIGURED, "channel": target.channel_name}
+            await self._finish(target, period, RunStatus.DONE, detail)
+            log.info(
+                "digest %s %s: channel %s is unconfigured, recorded as not sent",
+                target.receiver,
+                period,
+                target.channel_name,
+            )
+            return RunOutcome(RunResult.UNCONFIGURED, period, detail)
+        try:
+            stats, rendered, message = await self._send(target, channel, period, resend=now if force else None)
+        except Exception as exc:
+            return await self._failed(target, period, exc, now=now)
+        detail = {
+            "sent": True,
+            "to": target.recipients,
+            "channel": channel.name,
+            "subject": rendered.subject,
+            "message_id": str(message["Message-ID"]),
+            "alerts": stats.totals.fired,
+        }
+        if not await self._finish(target, period, RunStatus.DONE, detail):
+            log.warning("digest %s %s: sent, but the claim had expired and was taken over", target.receiver, period)
+        log.info("digest %s %s: sent to %s via %s", target.receiver, period, ", ".join(target.recipients), channel.name)
+        return RunOutcome(RunResult.SENT, period, detail)
+
+    async def _claim(self, target: DigestTarget, period: str, *, now: datetime, force: bool) -> RunOutcome | None:
+        """None when the run of `period` is ours now (committed before any work); else the outcome
+        `claimed`, with who has or had it."""
         async with self._db.write() as session:
             claimed = await claim_run(
                 session,
@@ -210,73 +246,53 @@ class DigestRunner:
             )
             existing = None if claimed else await get_run(session, job=target.job, period=period)
             await session.commit()
-        if not claimed:
-            status = existing.status if existing is not None else "unknown"
-            holder = existing.holder if existing is not None else "?"
-            log.info("digest %s %s: not ours (%s by %s), skipped", target.receiver, period, status, holder)
-            return RunOutcome(RunResult.CLAIMED, period, {"status": status, "holder": holder})
-        if force:
-            log.warning("digest %s %s: resending on request (--force)", target.receiver, period)
-        if target.channel is None:
-            detail = {"sent": False, "reason": RunResult.UNCONFIGURED, "channel": target.channel_name}
-            await self._finish(target, period, RunStatus.DONE, detail)
-            log.info(
-                "digest %s %s: channel %s is unconfigured, recorded as not sent",
-                target.receiver,
-                period,
-                target.channel_name,
-            )
-            return RunOutcome(RunResult.UNCONFIGURED, period, detail)
-        try:
-            if not target.recipients:
-                raise ChannelError(f"digest {target.receiver}: no recipients", permanent=True)
-            stats, rendered = await self.build(target, period)
-            message = build_email(
-                sender=target.channel.from_,
-                to=target.recipients,
-                subject=rendered.subject,
-                text=rendered.text,
-                html=rendered.html,
-                inline_images=[InlineImage(c.cid, c.png) for c in rendered.charts],
-                date=self._clock(),
-                message_id=_message_id(target, period, target.channel.from_, now if force else None),
-            )
-            await send_email(target.channel, message, ssl_context=self._ssl_context)
-        except Exception as exc:
-            attempts = await self._attempts(target, period)
-            retry_at = now + min(_RETRY_MAX, _RETRY_BASE * 2 ** max(0, attempts - 1))
-            error = str(exc) or type(exc).__name__
-            detail = {"sent": False, "reason": RunResult.FAILED, "retry_at": retry_at.isoformat()}
-            await self._finish(target, period, RunStatus.FAILED, detail, error=error, retry_at=retry_at)
-            log.error(
-                "digest %s %s: failed (attempt %d of %d, next after %s): %s",
-                target.receiver,
-                period,
-                attempts,
-                MAX_ATTEMPTS,
-                retry_at.isoformat(timespec="minutes"),
-                error,
-                exc_info=not isinstance(exc, ChannelError | OSError),  # a bug here deserves its traceback
-            )
-            return RunOutcome(RunResult.FAILED, period, {**detail, "error": error})
-        detail = {
-            "sent": True,
-            "to": target.recipients,
-            "channel": target.channel.name,
-            "subject": rendered.subject,
-            "message_id": str(message["Message-ID"]),
-            "alerts": stats.totals.fired,
-        }
-        if not await self._finish(target, period, RunStatus.DONE, detail):
-            log.warning("digest %s %s: sent, but the claim had expired and was taken over", target.receiver, period)
-        log.info(
-            "digest %s %s: sent to %s via %s",
+        if claimed:
+            return None
+        status = existing.status if existing is not None else "unknown"
+        holder = existing.holder if existing is not None else "?"
+        log.info("digest %s %s: not ours (%s by %s), skipped", target.receiver, period, status, holder)
+        return RunOutcome(RunResult.CLAIMED, period, {"status": status, "holder": holder})
+
+    async def _send(
+        self, target: DigestTarget, channel: EmailChannelConfig, period: str, *, resend: datetime | None
+    ) -> tuple[DigestStats, RenderedDigest, EmailMessage]:
+        """Build `period`'s digest and mail it through `channel`; a resend (at `resend`) gets a Message-ID
+        of its own. No recipients is a permanent failure, raised like any other."""
+        if not target.recipients:
+            raise ChannelError(f"digest {target.receiver}: no recipients", permanent=True)
+        stats, rendered = await self.build(target, period)
+        message = build_email(
+            sender=channel.from_,
+            to=target.recipients,
+            subject=rendered.subject,
+            text=rendered.text,
+            html=rendered.html,
+            inline_images=[InlineImage(c.cid, c.png) for c in rendered.charts],
+            date=self._clock(),
+            message_id=_message_id(target, period, channel.from_, resend),
+        )
+        await send_email(channel, message, ssl_context=self._ssl_context)
+        return stats, rendered, message
+
+    async def _failed(self, target: DigestTarget, period: str, exc: Exception, *, now: datetime) -> RunOutcome:
+        """Record the run as failed, due again after a backoff that doubles with each attempt (from the
+        claim's `now`), and log why."""
+        attempts = await self._attempts(target, period)
+        retry_at = now + min(_RETRY_MAX, _RETRY_BASE * 2 ** max(0, attempts - 1))
+        error = str(exc) or type(exc).__name__
+        detail = {"sent": False, "reason": RunResult.FAILED, "retry_at": retry_at.isoformat()}
+        await self._finish(target, period, RunStatus.FAILED, detail, error=error, retry_at=retry_at)
+        log.error(
+            "digest %s %s: failed (attempt %d of %d, next after %s): %s",
             target.receiver,
             period,
-            ", ".join(target.recipients),
-            target.channel.name,
+            attempts,
+            MAX_ATTEMPTS,
+            retry_at.isoformat(timespec="minutes"),
+            error,
+            exc_info=None if isinstance(exc, ChannelError | OSError) else exc,  # a bug here deserves its traceback
         )
-        return RunOutcome(RunResult.SENT, period, detail)
+        return RunOutcome(RunResult.FAILED, period, {**detail, "error": error})
 
     async def _attempts(self, target: DigestTarget, period: str) -> int:
         async with self._db.read() as session:

@@ -25,7 +25,6 @@ from alertrouter.digest.types import Count, DigestStats, GpuFault, ReceiverSecti
 from alertrouter.digest.words import (
     NONE,
     day_label,
-    duration,
     mechanism_name,
     range_label,
     reason_name,
@@ -35,6 +34,7 @@ from alertrouter.digest.words import (
     time_label,
 )
 from alertrouter.gpu.xid import lookup, meaning_text
+from alertrouter.message.ages import table_duration
 from alertrouter.message.i18n import DEFAULT_LANGUAGE, translations
 from alertrouter.message.phrases import headline
 from alertrouter.render.context import LABEL_CAP, clean
@@ -55,7 +55,7 @@ class RenderedDigest:
 
 def format_duration(value: timedelta | None, tr: NullTranslations | None = None) -> str:
     """`45s`, `12m`, `3h 05m`, `2d 4h` (in `tr`'s language; English without); an em dash for no value."""
-    return duration(tr or NullTranslations(), value)
+    return table_duration(tr or NullTranslations(), value)
 
 
 def _n(value: int) -> str:

@@ -1,6 +1,7 @@
 """The digest's wording made in Python, in the digest's language: dates (CLDR patterns from the catalogue,
-names of days and months from Babel's locale data), durations, and the names of the product's own
-categories (severities it knows, noise mechanisms, notification reasons, delivery outcomes).
+names of days and months from Babel's locale data), and the names of the product's own categories
+(severities it knows, noise mechanisms, notification reasons, delivery outcomes), read from
+`message.vocabulary`; its durations are `message.ages.table_duration`.
 
 What the stats hold as label values (alert names, nodes, regions, rule names, a severity the product does
 not know) is data and is shown as written.
@@ -8,18 +9,18 @@ not know) is data and is shown as written.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from gettext import NullTranslations
 
 from babel.dates import format_date, format_datetime
 
 from alertrouter.message.i18n import translations
 from alertrouter.message.phrases import severity_name
+from alertrouter.message.vocabulary import DELIVERY_OUTCOMES, DIGEST_REASONS, MECHANISMS, say
 
 __all__ = [
     "NONE",
     "day_label",
-    "duration",
     "mechanism_name",
     "range_label",
     "reason_name",
@@ -57,21 +58,6 @@ def time_label(at: datetime, language: str) -> str:
     return format_datetime(at, pattern, tzinfo=at.tzinfo, locale=_babel_locale(language))
 
 
-def duration(tr: NullTranslations, value: timedelta | None) -> str:
-    """`45s`, `12m`, `3h 05m`, `2d 4h` (`45 秒`, `3 小时 05 分钟`, ...); an em dash for no value."""
-    if value is None:
-        return "—"
-    seconds = int(value.total_seconds())
-    if seconds < 60:
-        return tr.gettext("%(s)ss") % {"s": seconds}
-    minutes, hours = seconds // 60, seconds // 3600
-    if hours == 0:
-        return tr.gettext("%(m)sm") % {"m": minutes}
-    if hours < 48:
-        return tr.gettext("%(h)sh %(m)sm") % {"h": hours, "m": f"{minutes % 60:02d}"}
-    return tr.gettext("%(d)sd %(h)sh") % {"d": hours // 24, "h": hours % 24}
-
-
 def severity_label(tr: NullTranslations, severity: str) -> str:
     """A severity the product knows in the digest's language; `all` (every severity) too; others as written."""
     if severity == "all":
@@ -82,46 +68,19 @@ def severity_label(tr: NullTranslations, severity: str) -> str:
 
 
 def mechanism_name(tr: NullTranslations, name: str) -> str:
-    """What kept alerts from being messages of their own (`summarize.MECHANISMS`)."""
-    names = {
-        "inhibited": tr.pgettext("mechanism", "inhibited"),
-        "aggregated": tr.pgettext("mechanism", "aggregated"),
-        "rolled_up": tr.pgettext("mechanism", "rolled up"),
-        "throttled": tr.pgettext("mechanism", "throttled"),
-        "silenced": tr.pgettext("mechanism", "silenced"),
-        "muted_by_interval": tr.pgettext("mechanism", "muted by interval"),
-        "held": tr.pgettext("mechanism", "held"),
-        "stale": tr.pgettext("mechanism", "stale (no data)"),
-    }
-    return names.get(name, name.replace("_", " "))
+    """What kept alerts from being messages of their own (`summarize.MECHANISMS`,
+    `message.vocabulary.MECHANISMS`); another as written, its underscores spaces."""
+    return say(tr, MECHANISMS, name) or name.replace("_", " ")
 
 
 def reason_name(tr: NullTranslations, reason: str) -> str:
-    """Why a message was intended (`pipeline.throttle.NotifyReason`)."""
-    names = {
-        "first": tr.pgettext("reason", "first"),
-        "grew": tr.pgettext("reason", "grew"),
-        "repeat": tr.pgettext("reason", "repeat"),
-        "resolved": tr.pgettext("reason", "resolved"),
-        "escalated": tr.pgettext("reason", "escalated"),
-    }
-    return names.get(reason, reason)
+    """Why a message was intended (`pipeline.throttle.NotifyReason`, `message.vocabulary.DIGEST_REASONS`)."""
+    return say(tr, DIGEST_REASONS, reason) or reason
 
 
 def status_name(tr: NullTranslations, status: str) -> str:
-    """A delivery outcome other than sent (`model.DeliveryStatus`)."""
-    names = {
-        "pending": tr.pgettext("delivery", "pending"),
-        "sending": tr.pgettext("delivery", "sending"),
-        "dead": tr.pgettext("delivery", "dead"),
-        "coalesced": tr.pgettext("delivery", "coalesced"),
-        "failed_over": tr.pgettext("delivery", "failed over"),
-        "split": tr.pgettext("delivery", "split"),
-        "capped": tr.pgettext("delivery", "capped"),
-        "unconfigured": tr.pgettext("delivery", "unconfigured"),
-        "discarded": tr.pgettext("delivery", "discarded"),
-    }
-    return names.get(status, status)
+    """A delivery outcome other than sent (`model.DeliveryStatus`, `message.vocabulary.DELIVERY_OUTCOMES`)."""
+    return say(tr, DELIVERY_OUTCOMES, status) or status
 
 
 def rule_name(tr: NullTranslations, rule: str) -> str:

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.durations import format_duration
-from alertrouter.message.facts import facts_from_json
+from alertrouter.message.facts import EscalationNote
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.metrics import Metrics
 from alertrouter.model import AlertStatus, IncidentKind
@@ -49,16 +49,17 @@ _AT_ONCE = datetime.min.replace(tzinfo=UTC)
 AlertsOf = Callable[[str], Sequence[LiveAlert]]
 
 
-def escalation_note(policy: EscalationPolicy, step: int) -> dict[str, Any]:
-    """What a step's message carries in its summary (`render.context` words it): 1-based step."""
-    return {
-        "policy": policy.name,
-        "step": step + 1,
-        "steps": len(policy.steps),
-        "after": format_duration(policy.steps[step].after),
-        "after_seconds": int(policy.steps[step].after.total_seconds()),
-        "receivers": list(policy.steps[step].receivers),
-    }
+def escalation_note(policy: EscalationPolicy, step: int) -> EscalationNote:
+    """What a step's message carries in its summary (`render.context` words it) and its trail entry
+    states (`to_json`): 1-based step."""
+    return EscalationNote(
+        policy=policy.name,
+        step=step + 1,
+        steps=len(policy.steps),
+        after=format_duration(policy.steps[step].after),
+        after_seconds=int(policy.steps[step].after.total_seconds()),
+        receivers=policy.steps[step].receivers,
+    )
 
 
 @dataclass(slots=True)
@@ -230,7 +231,8 @@ class Escalator:
             return
         after = advance(chain, policy)
         note = escalation_note(policy, chain.next_step)
-        entry = {"event": "step", "at": now.isoformat(), **note}
+        stated = note.to_json()
+        entry = {"event": "step", "at": now.isoformat(), **stated}
         if not await store.save_step(session, chain, after, entry, now):
             log.warning("escalation step %s of %s already taken elsewhere", chain.next_step + 1, chain.incident)
             self._chains.pop(chain.incident, None)
@@ -251,23 +253,23 @@ class Escalator:
             severity=record.severity,
             headline=record.headline,
             labels=dict(record.labels),
-            summary=facts_from_json(kind, {**record.summary, "escalation": note}),
+            summary=replace(record.summary, escalation=note),
             alerts=tuple(AlertItem(a.fingerprint, dict(a.labels), a.firing) for a in alerts[:20]),
             opened_at=record.opened_at,
             at=now,
             started_at=min((a.starts_at for a in alerts if a.firing), default=None),
         )
-        for receiver in note["receivers"]:
+        for receiver in note.receivers:
             done.intents.append(Intent(record.key, receiver, NotifyReason.ESCALATED, message))
-        done.steps.append((policy.name, note["step"]))
-        done.events += _events(alerts, now, {"event": "step", **note})
+        done.steps.append((policy.name, note.step))
+        done.events += _events(alerts, now, {"event": "step", **stated})
         log.info(
             "escalation: %s not acknowledged for %s, step %d/%d -> %s",
             record.key,
-            note["after"],
-            note["step"],
-            note["steps"],
-            ", ".join(note["receivers"]),
+            note.after,
+            note.step,
+            note.steps,
+            ", ".join(note.receivers),
         )
 
 

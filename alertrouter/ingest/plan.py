@@ -114,6 +114,21 @@ def _plan_alert(plan: Plan, current: AlertState | None, alert: IncomingAlert, no
     else:
         plan.updates[fp] = row
 
+    _plan_history(plan, kind, fp, starts_at, ends_at, alert, now)
+    return new_state
+
+
+def _plan_history(
+    plan: Plan,
+    kind: Transition,
+    fp: str,
+    starts_at: datetime,
+    ends_at: datetime | None,
+    alert: IncomingAlert,
+    now: datetime,
+) -> None:
+    """The episode row `kind` opens, closes or reopens, and the history event it makes: for a change
+    only (`_plan_alert` returns before this for an alert seen again unchanged)."""
     if kind in (Transition.NEW_FIRING, Transition.REFIRED):
         plan.new_episodes.append(_episode(fp, starts_at, None, None, now, None))
     elif kind in (Transition.NEW_RESOLVED, Transition.CLOSED_EPISODE):
@@ -141,7 +156,6 @@ def _plan_alert(plan: Plan, current: AlertState | None, alert: IncomingAlert, no
             "detail": detail,
         }
     )
-    return new_state
 
 
 def _episode(

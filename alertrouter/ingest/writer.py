@@ -17,11 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.ingest.activity import IngestActivity
 from alertrouter.ingest.batch import IngestBatch, IngestResult, body_digest
+from alertrouter.ingest.gpus import GpuRecorder
 from alertrouter.ingest.plan import Plan, plan_alerts, plan_group, raw_row
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.model import utcnow
 from alertrouter.store import Database, describe_error, is_outage
 from alertrouter.store import alerts as store
+from alertrouter.store.gpus import record_gpus
 
 __all__ = ["Ingestor"]
 
@@ -70,9 +72,12 @@ class Ingestor:
         activity: IngestActivity | None = None,
         on_committed: Callable[[Sequence[Mapping[str, Any]]], None] | None = None,
         group_wait: float | None = None,
+        gpus: GpuRecorder | None = None,
     ) -> None:
         self._db = db
         self._touches = touches
+        # What a commit records about GPUs (`ingest.gpus`): the events of alerts naming a GPU's UUID.
+        self._gpus = gpus if gpus is not None else GpuRecorder()
         self._clock = clock
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._recent_max = recent_digests
@@ -303,9 +308,12 @@ class Ingestor:
         alerts is stored: each is planned as new, and a new alert only inserts rows. None when one of
         them is stored after all (or the statement was refused for one payload's values): nothing was
         written, and the group goes the transaction's way, which reads the states and isolates a payload
-        at fault. A new alert's first webhook waits for one round trip to PostgreSQL instead of five
-        (A/B through `serve`: tests/bench/results/history/ingest.md)."""
+        at fault; likewise a group with GPU events to record (`ingest.gpus`: rare, and one more table).
+        A new alert's first webhook waits for one round trip to PostgreSQL instead of five (A/B through
+        `serve`: tests/bench/results/history/ingest.md)."""
         plan, results, event_slices = plan_group(batches, {}, now)
+        if self._gpus.rows(batches, plan, now):
+            return None  # GPU events go in the transaction's way, with the alerts that carry them
         for batch, (start, end) in zip(batches, event_slices, strict=True):
             for event in plan.events[start:end]:
                 event["raw_digest"] = batch.digest
@@ -362,6 +370,8 @@ class Ingestor:
         if inserted != len(plan.new_alerts):
             await session.rollback()
             raise _InsertRace
+        if gpus := self._gpus.rows(batches, plan, now):
+            await record_gpus(session, gpus.gpus, gpus.events)
         await store.update_alerts(session, [plan.updates[fp] for fp in sorted(plan.updates)])
         await store.close_episodes(session, plan.closed_episodes)
         await store.reopen_episodes(session, plan.reopened_episodes)

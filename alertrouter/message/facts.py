@@ -2,24 +2,29 @@
 nodes and members, why data went missing, an escalation step. The engine writes them; every reader (the
 renderer, the channels, the console, the simulator) reads fields, never keys.
 
-On disk they are the outbox message's `summary` object, in the shape `pipeline.incident.summary_dict` and
-`pipeline.storms.storm_state` have always written (`to_json`). Reading is lenient (`facts_from_json`): a
-stored summary is JSON anyone may have written, and older rows lack keys; a value of the wrong type reads
-as absent, as the readers before these types treated it, and a key absent stays absent when written back.
+The engine holds them as its incident records' summaries (one per live incident: compact, compared by
+value, so a record a pass leaves unchanged keeps its object). On disk they are the outbox message's and the
+incident row's `summary` object, in the shape the engine has always written (`to_json`). Reading is lenient
+(`facts_from_json`): a stored summary is JSON anyone may have written, and older rows lack keys; a value of
+the wrong type reads as absent, as the readers before these types treated it, and a key absent stays absent
+when written back.
 Keys the types do not know are kept (`extra`), so a row reads back as it was written.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from alertrouter.message.gpu_triage import GpuTriageFacts
 from alertrouter.model import IncidentKind, parse_time
 
 __all__ = [
+    "NO_EXTRA",
     "EscalationNote",
     "Facts",
     "MemberFacts",
@@ -28,6 +33,7 @@ __all__ = [
     "StormFacts",
     "Tally",
     "facts_from_json",
+    "shared_tally",
 ]
 
 
@@ -36,7 +42,8 @@ def _int(value: object) -> int | None:
 
 
 def _str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
+    """Text as one shared object per value (`sys.intern`): names and nodes repeat across a fleet's records."""
+    return sys.intern(value) if type(value) is str else value if isinstance(value, str) else None
 
 
 def _text(value: object) -> str:
@@ -45,7 +52,15 @@ def _text(value: object) -> str:
 
 
 def _texts(value: object) -> tuple[str, ...] | None:
-    return tuple(_text(v) for v in value) if isinstance(value, list | tuple) else None
+    return tuple(sys.intern(_text(v)) for v in value) if isinstance(value, list | tuple) else None
+
+
+NO_EXTRA: Mapping[str, Any] = MappingProxyType({})  # every facts' `extra` that holds nothing: one object
+
+
+def _extra(d: Mapping[str, Any], known: frozenset[str]) -> Mapping[str, Any]:
+    extra = {k: v for k, v in d.items() if k not in known}
+    return extra or NO_EXTRA
 
 
 def _put(out: dict[str, Any], key: str, value: object) -> None:
@@ -69,7 +84,7 @@ class Tally:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Tally:
-        return cls(*[_int(d.get(name)) for name in _TALLY_NAMES])
+        return shared_tally(cls(*[_int(d.get(name)) for name in _TALLY_NAMES]))
 
     def put(self, out: dict[str, Any]) -> None:
         for name in _TALLY_NAMES:
@@ -78,6 +93,20 @@ class Tally:
 
 _TALLY_NAMES = tuple(f.name for f in fields(Tally))
 _TALLY = frozenset(_TALLY_NAMES)
+# Equal tallies, one object: most of a fleet's incidents count the same few numbers (1 alert, 1 firing,
+# ...). Bounded: past it, a new tally keeps its own object.
+_TALLIES: dict[Tally, Tally] = {}
+TALLIES_MAX = 10_000
+
+
+def shared_tally(tally: Tally) -> Tally:
+    """The one object held for tallies equal to `tally` (it, the first time)."""
+    held = _TALLIES.get(tally)
+    if held is not None:
+        return held
+    if len(_TALLIES) < TALLIES_MAX:
+        _TALLIES[tally] = tally
+    return tally
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +216,7 @@ class NodeFacts:
     no_data_since: datetime | None = None
     no_data: NoData | None = None
     escalation: EscalationNote | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=lambda: NO_EXTRA)
     triage: GpuTriageFacts | None = None  # the GPU triage of its Xid alerts, when it has one
 
     @property
@@ -210,12 +239,13 @@ class NodeFacts:
             no_data_since=parse_time(since) if isinstance(since, str) else None,
             no_data=NoData.from_json(d),
             escalation=EscalationNote.from_json(d.get("escalation")),
-            extra={k: v for k, v in d.items() if k not in known},
+            extra=_extra(d, known),
             triage=triage,
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The keys in the order `summary_dict` writes them; `units_total` (null when unknown) with `units`."""
+        """The keys in the order the engine has always written them; `units_total` (null when unknown)
+        with `units`."""
         out: dict[str, Any] = {}
         _put(out, "headline", self.headline)
         _put(out, "where", self.where)
@@ -260,7 +290,7 @@ class StormFacts:
     member_facts: tuple[MemberFacts, ...] | None = None
     tally: Tally = Tally()
     escalation: EscalationNote | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=lambda: NO_EXTRA)
 
     @property
     def kind(self) -> IncidentKind:
@@ -279,7 +309,7 @@ class StormFacts:
             member_facts=_members(d.get("member_facts")),
             tally=Tally.from_json(d),
             escalation=EscalationNote.from_json(d.get("escalation")),
-            extra={k: v for k, v in d.items() if k not in _STORM_KEYS},
+            extra=_extra(d, _STORM_KEYS),
         )
 
     def to_json(self) -> dict[str, Any]:

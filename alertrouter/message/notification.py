@@ -5,23 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import StrEnum
 
 from alertrouter.message.i18n import Locale
 from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.message.vocabulary import MessageKind
 from alertrouter.message.words import Words, words_for
 
 __all__ = ["Mentions", "MessageKind", "Notification"]
-
-
-class MessageKind(StrEnum):
-    """Which template a notification is rendered with."""
-
-    FIRING = "firing"  # an incident's first message
-    UPDATE = "update"  # more alerts joined, or a repeat of a still-firing incident
-    RESOLVED = "resolved"
-    CLUSTER = "cluster"  # a storm roll-up (cluster incident), first message or update
-    COALESCED = "coalesced"  # several notifications for one robot merged into one message
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
-"""The phrases messages are made of, in the language of the translations given: severities, ages,
-places, units, headlines. `message.words.Words` holds them for one language, as a message asks for them;
-a caller without a message (the console, the digest, the heartbeat's summary) uses them directly.
+"""The phrases messages are made of, in the language of the translations given: severities, places,
+units, headlines (ages are `message.ages`', the fixed words `message.vocabulary`'s). `message.words.Words`
+holds them for one language, as a message asks for them; a caller without a message (the console, the
+digest, the heartbeat's summary) uses them directly.
 
 Made in Python from facts rather than in templates; alert names, label values and annotations are data
 and are never translated.
@@ -9,15 +10,14 @@ and are never translated.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 from gettext import NullTranslations
 
 from alertrouter.message.facts import MemberFacts, StormFacts
 from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.message.vocabulary import SEVERITY_NAMES, STATUS, say
 from alertrouter.model import AlertStatus
 
 __all__ = [
-    "age_text",
     "blind_headline",
     "blind_text",
     "headline",
@@ -26,62 +26,18 @@ __all__ = [
     "node_headline",
     "scope_text",
     "severity_name",
-    "severity_word",
-    "span_text",
     "storm_headline",
     "unit_count",
     "unit_label",
 ]
 
 
-_SEVERITIES = {"critical", "warning", "info"}
-
-
-def severity_word(tr: NullTranslations, severity: str, *, resolved: bool = False) -> str:
-    """`CRITICAL` / `严重`; a severity the product does not know is data and shown as written (upper case)."""
-    if resolved:
-        return tr.gettext("RESOLVED")
-    if severity.lower() in _SEVERITIES:
-        return {
-            "critical": tr.gettext("CRITICAL"),
-            "warning": tr.gettext("WARNING"),
-            "info": tr.gettext("INFO"),
-        }[severity.lower()]
-    return severity.upper() or tr.gettext("ALERT")
-
-
 def severity_name(tr: NullTranslations, severity: str) -> str:
-    """`critical` / `严重` in running text (the coalesced counts)."""
+    """`critical` / `严重` in running text (the coalesced counts); `resolved` / `已恢复`; a severity the
+    product does not know is data, shown as written."""
     if severity == AlertStatus.RESOLVED:
-        return tr.gettext("resolved")
-    if severity.lower() in _SEVERITIES:
-        return {"critical": tr.gettext("critical"), "warning": tr.gettext("warning"), "info": tr.gettext("info")}[
-            severity.lower()
-        ]
-    return severity
-
-
-def age_text(tr: NullTranslations, delta: timedelta) -> str:
-    """`45s`, `12m`, `3h 5m`, `2d 4h` (`12 分钟`, `3 小时 5 分钟`, ...)."""
-    s = max(0, int(delta.total_seconds()))
-    if s < 60:
-        return tr.gettext("%(s)ss") % {"s": s}
-    if s < 3600:
-        return tr.gettext("%(m)sm") % {"m": s // 60}
-    if s < 86400:
-        if s % 3600 >= 60:
-            return tr.gettext("%(h)sh %(m)sm") % {"h": s // 3600, "m": s % 3600 // 60}
-        return tr.gettext("%(h)sh") % {"h": s // 3600}
-    return tr.gettext("%(d)sd %(h)sh") % {"d": s // 86400, "h": s % 86400 // 3600}
-
-
-def span_text(tr: NullTranslations, delta: timedelta) -> str:
-    """A length of time said in words, as `age_text` but whole days alone: a silence's `1h`, `1d`
-    (`1 小时`, `1 天`), never the config's `1h30m` spelling."""
-    s = max(0, int(delta.total_seconds()))
-    if s >= 86400 and s % 86400 == 0:
-        return tr.gettext("%(d)sd") % {"d": s // 86400}
-    return age_text(tr, delta)
+        return STATUS[AlertStatus.RESOLVED].said(tr)
+    return say(tr, SEVERITY_NAMES, severity.lower()) or severity
 
 
 def scope_text(tr: NullTranslations, scope: Sequence[tuple[str, str]]) -> str:
@@ -117,7 +73,7 @@ def node_headline(
     tr: NullTranslations, where: str, what: str, units: int, total: int | None, unit_name: str = "GPUs"
 ) -> str:
     """`gpu-node-07: GPUHighTemp on 6/8 GPUs` / `gpu-node-07：6/8 块 GPU GPUHighTemp`; the English is the
-    same as the stored headline (`pipeline.aggregate.IncidentSummary.headline`)."""
+    stored headline (`pipeline.aggregate.IncidentSummary.headline` calls it untranslated)."""
     if units:
         count = unit_count(tr, f"{units}/{total}" if total else str(units), unit_name)
         if where:
@@ -130,7 +86,8 @@ def storm_headline(
     tr: NullTranslations, alertname: str, nodes: int, scope: Sequence[tuple[str, str]], units: int, unit_name: str
 ) -> str:
     """`GPUXidError on 40 nodes in region north, rack r12: 320 GPUs` /
-    `north 区 r12 机架 40 个节点 GPUXidError，共 320 块 GPU` (as `pipeline.aggregate.storm_headline`)."""
+    `north 区 r12 机架 40 个节点 GPUXidError，共 320 块 GPU`; untranslated, the stored headline
+    (`pipeline.aggregate.counted_storm_headline`)."""
     values = {"what": alertname, "nodes": nodes, "scope": scope_text(tr, scope)}
     if scope:
         text = tr.ngettext("%(what)s on %(nodes)s node in %(scope)s", "%(what)s on %(nodes)s nodes in %(scope)s", nodes)

@@ -94,7 +94,7 @@ class MessageSnapshot:
 
     `reason` is the throttle's `NotifyReason` (first, grew, repeat, resolved); `summary` holds the
     incident's facts of its kind (`message.facts`: a node's units and counts, a storm's nodes and members),
-    stored as the summary object `pipeline.incident.summary_dict` and the storm roll-up write; `alerts` are at most
+    as the engine states them (`pipeline.incident.node_facts`, `pipeline.storms.storm_state`); `alerts` are at most
     `pipeline.incident.MAX_ALERTS_IN_MESSAGE` of the incident's alerts.
 
     `started_at` is the alerts' own start (the earliest `startsAt`), `ended_at` a resolved incident's end

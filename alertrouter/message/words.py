@@ -8,56 +8,27 @@ stay `_()` calls in the templates.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cache
 from gettext import NullTranslations
-from typing import TypeVar
 
-from alertrouter.message import phrases
+from alertrouter.message import ages, phrases, vocabulary
 from alertrouter.message.facts import EscalationNote, Facts, MemberFacts
 from alertrouter.message.i18n import DEFAULT_LANGUAGE, localized_annotations, translations
 from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.message.vocabulary import Reason, Severity, enum_of
 from alertrouter.model import AlertStatus
 
 __all__ = ["Reason", "Severity", "Words", "words_for"]
 
 
-class Severity(enum.StrEnum):
-    """The severities the product words; any other is data, shown as written."""
-
-    CRITICAL = "critical"
-    WARNING = "warning"
-    INFO = "info"
-
-
-class Reason(enum.StrEnum):
-    """Why a message is sent (`pipeline.throttle.NotifyReason`'s values), as its words are keyed."""
-
-    FIRST = "first"
-    GREW = "grew"
-    REPEAT = "repeat"
-    RESOLVED = "resolved"
-    ESCALATED = "escalated"
-
-
-_E = TypeVar("_E", bound=enum.StrEnum)
-
-
-def _enum_of(kind: type[_E], value: str) -> _E | None:
-    try:
-        return kind(value)
-    except ValueError:
-        return None
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class Words:
     """Every word of one language a message is told in: the fixed ones worded when made, keyed by enum
-    (`labels`: `CRITICAL` / `严重` in a title; `names`: `critical` / `严重` in running text), and the
-    phrases made from a message's facts (`headline`, `age`, ...)."""
+    (`labels`: `CRITICAL` / `严重` in a title; `names`: `critical` / `严重` in running text), said from
+    `message.vocabulary`'s catalogues, and the phrases made from a message's facts (`headline`, `age`, ...)."""
 
     language: str
     tr: NullTranslations
@@ -68,35 +39,30 @@ class Words:
 
     @classmethod
     def of(cls, language: str, tr: NullTranslations) -> Words:
-        labels = {s: phrases.severity_word(tr, s) for s in Severity}
-        names = {s: phrases.severity_name(tr, s) for s in Severity}
-        status = {AlertStatus.FIRING: tr.gettext("firing"), AlertStatus.RESOLVED: tr.gettext("resolved")}
-        reasons = {
-            Reason.FIRST: tr.gettext("new"),
-            Reason.GREW: tr.gettext("more alerts joined"),
-            Reason.REPEAT: tr.gettext("still firing"),
-            Reason.RESOLVED: tr.gettext("resolved"),
-        }
+        labels = {s: term.said(tr) for s, term in vocabulary.SEVERITY_LABELS.items()}
+        names = {s: term.said(tr) for s, term in vocabulary.SEVERITY_NAMES.items()}
+        status = {s: term.said(tr) for s, term in vocabulary.STATUS.items()}
+        reasons = {r: term.said(tr) for r, term in vocabulary.REASONS.items()}
         return cls(language, tr, labels, names, status, reasons)
 
     def severity_label(self, severity: str, *, resolved: bool = False) -> str:
         """`CRITICAL` / `严重`, `RESOLVED` / `已恢复`; an unknown severity upper case, an empty one `ALERT`."""
         if resolved:
             return self.tr.gettext("RESOLVED")
-        known = _enum_of(Severity, severity.lower())
+        known = enum_of(Severity, severity.lower())
         return self.labels[known] if known is not None else severity.upper() or self.tr.gettext("ALERT")
 
     def severity_name(self, severity: str) -> str:
         """`critical` / `严重` in running text; `resolved` / `已恢复`; an unknown severity as written."""
         if severity == AlertStatus.RESOLVED:
             return self.status[AlertStatus.RESOLVED]
-        known = _enum_of(Severity, severity.lower())
+        known = enum_of(Severity, severity.lower())
         return self.names[known] if known is not None else severity
 
     def reason(self, reason: str, facts: Facts | None = None) -> str | None:
         """Why an update is sent (`more alerts joined` / `有新的告警加入`); an escalation's step from its note;
         None for a reason the product does not know."""
-        known = _enum_of(Reason, reason)
+        known = enum_of(Reason, reason)
         if known is Reason.ESCALATED:
             note = (facts.escalation if facts is not None else None) or EscalationNote()
             return self.tr.gettext("escalated: not acknowledged for %(after)s, step %(step)s of %(steps)s") % {
@@ -113,10 +79,10 @@ class Words:
         return tr.gettext(", ").join(parts)
 
     def age(self, delta: timedelta) -> str:
-        return phrases.age_text(self.tr, delta)
+        return ages.age_text(self.tr, delta)
 
     def span(self, delta: timedelta) -> str:
-        return phrases.span_text(self.tr, delta)
+        return ages.span_text(self.tr, delta)
 
     def scope(self, scope: Sequence[tuple[str, str]]) -> str:
         return phrases.scope_text(self.tr, scope)

@@ -16,9 +16,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from gettext import NullTranslations
 
 from alertrouter.labels import Matcher, alert_title, format_label_set, matches_all
 from alertrouter.labelset import LabelSet
+from alertrouter.message import phrases
 from alertrouter.model import KEY_MAX, AlertView, bounded
 
 __all__ = [
@@ -41,6 +43,8 @@ __all__ = [
 ]
 
 _ALERTNAME = "alertname"
+# The stored headlines are the messages' phrases in English: their words exist once (`message.phrases`).
+_ENGLISH = NullTranslations()
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,14 +155,10 @@ class IncidentSummary:
     @property
     def headline(self) -> str:
         """`gpu-node-07: GPUHighTemp on 6/8 GPUs`; cluster incidents build their own (see `storm_headline`).
-        Stored in English; messages are worded from `where`, `what` and the units in the receiver's
-        language (`alertrouter.message.phrases.node_headline`)."""
-        where, what = self.where, self.what
-        if self.units:
-            total = f"/{self.units_total}" if self.units_total else ""
-            count = f"{len(self.units)}{total} {self.extra.get('unit_name', 'GPUs')}"
-            return f"{where}: {what} on {count}" if where else f"{what} on {count}"
-        return f"{where}: {what}" if where else what
+        Stored in English: `message.phrases.node_headline` untranslated, as messages word it from `where`,
+        `what` and the units in the receiver's language."""
+        unit_name = self.extra.get("unit_name", "GPUs")
+        return phrases.node_headline(_ENGLISH, self.where, self.what, len(self.units), self.units_total, unit_name)
 
 
 def common_labels(label_sets: Iterable[Mapping[str, str]]) -> Mapping[str, str]:
@@ -232,8 +232,8 @@ def scope_of(common: Mapping[str, str], scope_labels: Sequence[str]) -> list[tup
 def storm_headline(
     alertname: str, members: Sequence[IncidentSummary], scope_labels: Sequence[str], unit_name: str = "GPUs"
 ) -> str:
-    """`GPUHighTemp on 37 nodes in region north, rack r12: 211 GPUs` (stored in English; messages are
-    worded from the storm's summary in the receiver's language, `alertrouter.message.phrases.storm_headline`)."""
+    """`GPUHighTemp on 37 nodes in region north, rack r12: 211 GPUs`: `counted_storm_headline` of the
+    members' units and the scope they share."""
     units = sum(len(m.units) for m in members)
     return counted_storm_headline(alertname, len(members), storm_scope(members, scope_labels), units, unit_name)
 
@@ -241,11 +241,6 @@ def storm_headline(
 def counted_storm_headline(
     alertname: str, nodes: int, scope: Sequence[tuple[str, str]], units: int, unit_name: str = "GPUs"
 ) -> str:
-    """`storm_headline` from its counts and scope."""
-    where = ", ".join(f"{name} {value}" for name, value in scope)
-    text = f"{alertname} on {nodes} nodes"
-    if where:
-        text += f" in {where}"
-    if units:
-        text += f": {units} {unit_name}"
-    return text
+    """A storm's stored headline from its counts and scope: `message.phrases.storm_headline` untranslated,
+    as messages word it from the storm's facts in the receiver's language."""
+    return phrases.storm_headline(_ENGLISH, alertname, nodes, scope, units, unit_name)

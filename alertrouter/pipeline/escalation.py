@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from alertrouter.message.facts import Facts
 from alertrouter.pipeline.route import RouteMatch
 
 __all__ = [
@@ -74,15 +75,16 @@ def policy_for(
     return None
 
 
-def quiet_reason(summary: Mapping[str, object], parent: str | None) -> Stop | None:
-    """Why a firing incident should page no one any more, from its stored summary
-    (`pipeline.incident.summary_dict`): rolled up into a storm, or every firing alert muted."""
+def quiet_reason(summary: Facts, parent: str | None) -> Stop | None:
+    """Why a firing incident should page no one any more, from its summary's counts
+    (`pipeline.incident.node_facts`): rolled up into a storm, or every firing alert muted. Without
+    the counts (a storm's summary has none), nothing says so."""
     if parent is not None:
         return Stop.ROLLED_UP
-    firing, eligible, silenced = (summary.get(k) for k in ("firing", "eligible", "silenced"))
-    if not (isinstance(firing, int) and isinstance(eligible, int)) or firing <= 0 or eligible > 0:
+    firing, eligible, silenced = summary.tally.firing, summary.tally.eligible, summary.tally.silenced
+    if firing is None or eligible is None or firing <= 0 or eligible > 0:
         return None
-    return Stop.SILENCED if isinstance(silenced, int) and silenced > 0 else Stop.INHIBITED
+    return Stop.SILENCED if silenced is not None and silenced > 0 else Stop.INHIBITED
 
 
 def step_due(chain: Chain, now: datetime) -> bool:

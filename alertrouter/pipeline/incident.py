@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from alertrouter.message.facts import facts_from_json
+from alertrouter.message.facts import Facts, NoData, NodeFacts, Tally, shared_tally
 from alertrouter.message.gpu_triage import GpuTriageFacts
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.model import AlertStatus, AlertView, IncidentKind
@@ -26,8 +26,8 @@ __all__ = [
     "merge_moved",
     "message_snapshot",
     "next_incident_state",
+    "node_facts",
     "storm_span",
-    "summary_dict",
     "triaged_incident",
     "worst_severity",
 ]
@@ -88,38 +88,36 @@ def worst_severity(alerts: Iterable[AlertView], pipeline: CompiledRules) -> str:
     return aggregate.worst_severity(alerts, severity_label=pipeline.severity_label, severities=pipeline.severities)
 
 
-def summary_dict(summary: IncidentSummary, group: IncidentGroup) -> dict[str, object]:
-    out = _summary_dict(summary, group)
-    if group.stale:  # only then, so what is stored for every other incident stays as it was
-        out["stale"] = group.no_data
-        out["resolving"] = len(group.stale) - group.no_data
-        if group.no_data_since is not None:
-            out["no_data_since"] = group.no_data_since.isoformat()
-    if group.no_data_source is not None and (group.stale or not group.firing):
-        # while stale, and once resolved (its resolved message says why data was missing); not in a new firing
-        out["no_data_source"] = group.no_data_source
-        out["no_data_cause"] = group.no_data_cause
-        out["no_data_node"] = group.no_data_node
-        out["no_data_down"] = group.no_data_down
-    if group.triage is not None:  # only then, as the stale keys
-        out["triage"] = group.triage.to_json()
-    return out
-
-
-def _summary_dict(summary: IncidentSummary, group: IncidentGroup) -> dict[str, object]:
-    return {
-        "headline": summary.headline,
-        "where": summary.where,
-        "alertname": summary.what,
-        "units": list(summary.units),
-        "units_total": summary.units_total,
-        "unit_name": summary.extra.get("unit_name", ""),
-        "alerts": len(group.alerts),
-        "firing": group.firing,
-        "eligible": len(group.eligible),
-        "muted": group.muted,
-        "silenced": group.silenced,
-    }
+def node_facts(summary: IncidentSummary, group: IncidentGroup, headline: str) -> NodeFacts:
+    """What a node incident's messages state (`headline`: its stored one, `summary.headline`, one object
+    for both). The stale counts only while some alert is stale, so what every other incident states
+    stays as it was; what explains missing data while stale, and once resolved (its resolved message says
+    why data was missing), not in a new firing."""
+    stale = bool(group.stale)
+    tally = Tally(
+        alerts=len(group.alerts),
+        firing=group.firing,
+        eligible=len(group.eligible),
+        muted=group.muted,
+        silenced=group.silenced,
+        stale=group.no_data if stale else None,
+        resolving=len(group.stale) - group.no_data if stale else None,
+    )
+    no_data = None
+    if group.no_data_source is not None and (stale or not group.firing):
+        no_data = NoData(group.no_data_source, group.no_data_cause, group.no_data_node, group.no_data_down)
+    return NodeFacts(
+        headline=headline,
+        where=summary.where,
+        alertname=summary.what,
+        units=summary.units,
+        units_total=summary.units_total,
+        unit_name=summary.extra.get("unit_name", ""),
+        tally=shared_tally(tally),
+        no_data_since=group.no_data_since if stale else None,
+        no_data=no_data,
+        triage=group.triage,  # only when it has one, as the stale counts
+    )
 
 
 def next_incident_state(
@@ -133,7 +131,7 @@ def next_incident_state(
     severity: str,
     headline: str,
     labels: Mapping[str, str],
-    summary: Mapping[str, object],
+    summary: Facts,
     parent: str | None,
     now: datetime,
     activated: datetime | None = None,
@@ -164,7 +162,7 @@ def next_incident_state(
         severity=severity,
         headline=headline,
         labels=labels,
-        summary=record.summary if record is not None and record.summary == summary else dict(summary),
+        summary=record.summary if record is not None and record.summary == summary else summary,
         parent=parent,
         opened_at=opened_at,
         active_since=active_since,
@@ -198,7 +196,7 @@ def message_snapshot(
         severity=state.severity,
         headline=state.headline,
         labels=dict(state.labels),
-        summary=facts_from_json(kind, state.summary),
+        summary=state.summary,
         alerts=alerts,
         opened_at=state.opened_at,
         at=now,

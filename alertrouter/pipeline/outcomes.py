@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from alertrouter.model import IncidentKind
-from alertrouter.pipeline.incident import NodeIncident, next_incident_state, storm_span, summary_dict, worst_severity
+from alertrouter.pipeline.incident import NodeIncident, next_incident_state, node_facts, storm_span, worst_severity
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.sorting import earliest
 from alertrouter.pipeline.storms import Storms, ending_state, storm_state
@@ -136,6 +136,7 @@ class Outcomes:
     def tell_node(self, node: NodeIncident, record: IncidentRecord | None, now: datetime, result: EvalResult) -> None:
         group, summary, all_labels = node.group, node.summary, node.labels
         severity = summary.severity or worst_severity(group.alerts, self.pipeline)
+        headline = summary.headline
         state = next_incident_state(
             record,
             key=group.key,
@@ -144,9 +145,9 @@ class Outcomes:
             firing=group.firing > 0,
             eligible=bool(group.eligible),
             severity=severity,
-            headline=summary.headline,
+            headline=headline,
             labels=all_labels,
-            summary=summary_dict(summary, group),
+            summary=node_facts(summary, group, headline),
             parent=group.parent,
             now=now,
             activated=min((v.first_seen for v in group.eligible if v.first_seen), default=None),

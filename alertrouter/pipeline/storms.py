@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from alertrouter.labels import alert_title
+from alertrouter.message.facts import MemberFacts, StormFacts, Tally, shared_tally
 from alertrouter.model import IncidentKind
 from alertrouter.pipeline.aggregate import (
     AggregationRule,
@@ -267,18 +269,18 @@ def storm_state(
     labels = {k: v for k, v in shared.items() if k != pipeline.nodes.label}
     firing = tally.firing
     head = tally.first_parts(MAX_ALERTS_IN_MESSAGE)
-    summary: dict[str, Any] = {
-        "headline": headline,
-        "nodes": tally.members,
-        "units": tally.units,
-        "members": [s.headline for s in head],
-        "alerts": len(firing),
+    summary = StormFacts(
+        headline=headline,
+        nodes=tally.members,
+        units=tally.units,
+        members=tuple(s.headline for s in head),
+        tally=shared_tally(Tally(alerts=len(firing))),
         # the facts messages word the storm from, in each receiver's language (alertrouter.message.i18n)
-        "alertname": alertname,
-        "unit_name": rule.unit_name,
-        "scope": [list(pair) for pair in scope],
-        "member_facts": [{"where": s.where, "units": len(s.units), "units_total": s.units_total} for s in head],
-    }
+        alertname=alertname,
+        unit_name=rule.unit_name,
+        scope=tuple(scope),
+        member_facts=tuple(MemberFacts(s.where, len(s.units), s.units_total) for s in head),
+    )
     state = next_incident_state(
         record,
         key=key,
@@ -327,8 +329,14 @@ def ending_state(
         severity=record.severity,
         headline=headline,
         labels=labels,
-        summary={**record.summary, "headline": headline, "alerts": 0},
+        summary=_ended(record, headline),
         parent=None,
         now=now,
     )
     return state, rule
+
+
+def _ended(record: IncidentRecord, headline: str) -> StormFacts:
+    """A storm's summary as it ends: as last stated, with the headline of all its alerts and none counting."""
+    facts = record.summary if isinstance(record.summary, StormFacts) else StormFacts()
+    return replace(facts, headline=headline, tally=shared_tally(replace(facts.tally, alerts=0)))

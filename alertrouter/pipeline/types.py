@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from alertrouter.message.facts import Facts, NodeFacts
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.pipeline.throttle import NotifyReason, NotifyState
 
@@ -136,7 +137,7 @@ class IncidentRecord:
     severity: str = ""
     headline: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
-    summary: Mapping[str, Any] = field(default_factory=dict)
+    summary: Facts = field(default_factory=NodeFacts)
 
     @property
     def inhibited(self) -> bool:
@@ -144,13 +145,12 @@ class IncidentRecord:
         return self.firing and inhibited_only(self.summary)
 
 
-def inhibited_only(summary: Mapping[str, Any]) -> bool:
-    """Whether an incident's stored summary (`pipeline.incident.summary_dict`) had firing alerts, all of them
-    inhibited: none counting, none in hold-down, none silenced (a silence's end is told at once)."""
-    if not isinstance(summary, Mapping):  # a stored summary is JSON: anything may have been written there
-        return False
-    firing, muted, silenced, eligible = (summary.get(k) for k in ("firing", "muted", "silenced", "eligible"))
-    return isinstance(firing, int) and firing > 0 and muted == firing and silenced == 0 and eligible == 0
+def inhibited_only(summary: Facts) -> bool:
+    """Whether an incident's summary (`pipeline.incident.node_facts`) had firing alerts, all of them
+    inhibited: none counting, none in hold-down, none silenced (a silence's end is told at once). A
+    summary without the counts (a storm's, a row stored by hand) says no."""
+    t = summary.tally
+    return t.firing is not None and t.firing > 0 and t.muted == t.firing and t.silenced == 0 and t.eligible == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +162,7 @@ class IncidentState:
     severity: str
     headline: str
     labels: Mapping[str, str]
-    summary: Mapping[str, Any]
+    summary: Facts
     parent: str | None
     opened_at: datetime
     active_since: datetime | None

@@ -10,19 +10,20 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from alertrouter.channels.headline import message_headline, short_member_line
+from alertrouter.gpu.faults import alert_xid, workload, workloads_text, xid_lines
 from alertrouter.gpu.triage_words import triage_lines
 from alertrouter.labels import alert_title
-from alertrouter.message.facts import NodeFacts, StormFacts, Tally
+from alertrouter.message.facts import Facts, NodeFacts, StormFacts, Tally
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.message.words import Words, words_for
-from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertStatus, IncidentKind, parse_time
-from alertrouter.render.faults import alert_xid, workload, workloads_text, xid_lines
+from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, IncidentKind, parse_time
+from alertrouter.render.items import AlertContext, ItemContext, first_of, node_of
 
 __all__ = [
     "ANNOTATION_CAP",
@@ -32,13 +33,9 @@ __all__ = [
     "KEY_CAP",
     "LABEL_CAP",
     "MAX_LISTED",
-    "AlertContext",
-    "ItemContext",
     "LocalClock",
-    "age_text",
     "build_item",
     "clean",
-    "severity_style",
     "unit_cells",
 ]
 
@@ -57,16 +54,6 @@ _UNIT_LABELS = ("gpu", "GPU", "gpu_index", "minor_number")
 # `device` names a GPU only as a GPU device node (dcgm-exporter's device="nvidia3"); node-exporter's
 # filesystem, disk and network series carry device="/dev/nvme0n1p2", "sda", "eth0", which are no GPU.
 _GPU_DEVICE = re.compile(r"nvidia[0-9]+")
-_NODE_LABELS = ("node", "hostname", "Hostname", "nodename", "kubernetes_node", "instance")
-
-
-_STYLES = {  # severity -> (emoji, WeCom font colour, HTML colour)
-    "critical": ("🔴", "warning", "#c62828"),
-    "warning": ("🟠", "warning", "#ef6c00"),
-    "info": ("🔵", "comment", "#1565c0"),
-}
-_OTHER_STYLE = ("⚪", "comment", "#616161")
-_RESOLVED_STYLE = ("✅", "info", "#2e7d32")
 
 
 def clean(value: object, cap: int) -> str:
@@ -85,12 +72,8 @@ def _labels(value: object) -> dict[str, str]:
     return {clean(k, KEY_CAP): clean(v, LABEL_CAP) for k, v in items}
 
 
-def _first(labels: Mapping[str, str], names: Sequence[str]) -> str:
-    return next((labels[n] for n in names if labels.get(n)), "")
-
-
 def _unit(labels: Mapping[str, str]) -> str:
-    unit = _first(labels, _UNIT_LABELS)
+    unit = first_of(labels, _UNIT_LABELS)
     device = labels.get("device", "")
     return unit or (device if _GPU_DEVICE.fullmatch(device) else "")
 
@@ -98,11 +81,6 @@ def _unit(labels: Mapping[str, str]) -> str:
 def _time(value: object) -> datetime | None:
     t = parse_time(value)
     return t if t is not None and t.year > 1 else None  # Alertmanager's zero time: not set
-
-
-def age_text(delta: timedelta) -> str:
-    """`45s`, `12m`, `3h 5m`, `2d 4h` (in English: the console's; messages use the receiver's language)."""
-    return words_for().age(delta)
 
 
 def _index(unit: object) -> int | None:
@@ -127,86 +105,6 @@ def unit_cells(units: object, total: object) -> tuple[bool, ...]:
 def _grid(units: Sequence[str], total: int) -> str:
     """`■■■□■□■□`, or "" where `unit_cells` has no grid."""
     return "".join("■" if lit else "□" for lit in unit_cells(units, total))
-
-
-@dataclass(frozen=True, slots=True)
-class AlertContext:
-    """One alert of an incident, as templates see it (`incident.alerts`)."""
-
-    alertname: str
-    unit: str  # the GPU index (label gpu / GPU / gpu_index / minor_number / device), or ""
-    node: str
-    firing: bool
-    summary: str  # annotations.summary
-    description: str
-    since: str  # local start time, "18:00 CST"
-    labels: Mapping[str, str]
-    xid: str = ""  # "XID 79: GPU has fallen off the bus — action: reboot the node", or ""
-    workload: str = ""  # "ml-team/train-llama-0" (exported_namespace/exported_pod), or ""
-
-
-@dataclass(frozen=True, slots=True)
-class ItemContext:
-    """One outbox snapshot, as templates see it (`incident`, and each of `items`)."""
-
-    incident: str  # the incident key
-    kind: str  # node | cluster
-    reason: str  # first | grew | repeat | resolved
-    reason_text: str  # new | more alerts joined | still firing | resolved
-    status: str  # firing | resolved
-    resolved: bool
-    severity: str
-    severity_label: str  # CRITICAL, or RESOLVED (in the receiver's language: 严重, 已恢复)
-    emoji: str
-    color: str  # WeCom <font color>: info | comment | warning
-    html_color: str
-    headline: str
-    alertname: str
-    node: str
-    region: str
-    rack: str
-    location: str  # "region north, rack r12"
-    gpus: str  # "6/8" (node) or "211" (cluster) or ""
-    unit_name: str  # "GPUs" / "GPU" (the rule's `count.name`, a label of the receiver's language)
-    units: tuple[str, ...]  # at most GRID_MAX shown
-    units_text: str  # "0, 1, 2, 3, 5, 7"
-    grid: str  # "■■■□■□■□" or ""
-    count: int  # alerts (firing ones while firing)
-    nodes: int  # member nodes of a cluster incident
-    summary: str  # the most common annotations.summary
-    description: str
-    since: str  # "18:00 CST", or "11-20 18:00 CST" on another day
-    since_full: str  # "2026-11-21 18:00 CST"
-    age: str  # "12m": firing for, or (resolved) lasted
-    alerts: tuple[AlertContext, ...]
-    alerts_more: int
-    members: tuple[str, ...]  # cluster: member node headlines
-    members_more: int
-    labels: Mapping[str, str]
-    xids: tuple[str, ...] = ()  # one line per distinct XID, with the GPUs that reported it
-    xids_more: int = 0
-    workloads: str = ""  # "ml/train-0, ml/train-1 +2": the workloads on the alerting GPUs
-    no_data: str = ""  # "No data: gpu-node-07 is down (NodeDown)": what explains its gap in data, or ""
-
-    def shown(self, k: int) -> ItemContext:
-        """This item listing at most `k` entries of its main list (members for clusters)."""
-        if self.kind == IncidentKind.CLUSTER:
-            members = self.members[:k]
-            return replace(self, members=members, members_more=self.members_more + len(self.members) - len(members))
-        alerts = self.alerts[:k]
-        xids = self.xids[: max(k, 1)]  # the first XID stays: it says what to do
-        return replace(
-            self,
-            alerts=alerts,
-            alerts_more=self.alerts_more + len(self.alerts) - len(alerts),
-            xids=xids,
-            xids_more=self.xids_more + len(self.xids) - len(xids),
-        )
-
-
-def severity_style(severity: str, resolved: bool) -> tuple[str, str, str]:
-    """(emoji, WeCom font colour, HTML colour) of a severity; resolved has its own."""
-    return _RESOLVED_STYLE if resolved else _STYLES.get(severity.lower(), _OTHER_STYLE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +140,7 @@ def _alert(raw: AlertItem, clock: LocalClock, ref: datetime, words: Words) -> Al
     return AlertContext(
         alertname=clean(alert_title(labels) if labels else "", HEADLINE_CAP),
         unit=_unit(labels),
-        node=_first(labels, _NODE_LABELS),
+        node=node_of(labels),
         firing=raw.firing,
         summary=clean(notes.get("summary"), ANNOTATION_CAP),
         description=clean(notes.get("description"), ANNOTATION_CAP),
@@ -258,12 +156,49 @@ def _alert_order(a: AlertContext) -> tuple[bool, int, str, str]:
     return (not a.firing, 1 << 30 if index is None else index, a.unit, a.alertname)
 
 
-def _members(words: Words, facts: StormFacts, alertname: str, unit_name: str) -> list[str]:
-    """A storm's member lines: worded from their facts in the receiver's language, or (a snapshot stored
-    before the facts were) the stored English headlines."""
-    if facts.member_facts and alertname:
-        return [short_member_line(words, f, alertname, unit_name) for f in facts.member_facts[:MAX_LISTED]]
-    return list((facts.members or ())[:MAX_LISTED])
+def _storm_members(words: Words, facts: Facts, alertname: str, unit_name: str) -> tuple[tuple[str, ...], int]:
+    """A storm's member lines and how many nodes it has: the lines worded from their facts in the
+    receiver's language, or (a snapshot stored before the facts were) the stored English headlines.
+    A node incident has none."""
+    storm = facts if isinstance(facts, StormFacts) else StormFacts()
+    if storm.member_facts and alertname:
+        lines = [short_member_line(words, f, alertname, unit_name) for f in storm.member_facts[:MAX_LISTED]]
+    else:
+        lines = list((storm.members or ())[:MAX_LISTED])
+    members = tuple(clean(m, LABEL_CAP) for m in lines)
+    return members, storm.nodes if storm.nodes is not None else len(members)
+
+
+def _node_units(facts: Facts) -> tuple[tuple[str, ...], int, str]:
+    """A node's alerting units, how many it has, and the count a message shows (`6/8`); a storm's count
+    of units (`211`) and no units of its own."""
+    if isinstance(facts, StormFacts):
+        return (), 0, str(facts.units) if facts.units else ""
+    units = tuple(clean(u, LABEL_CAP) for u in facts.units or ())
+    total = facts.units_total or 0
+    return units, total, (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
+
+
+def _times(raw: MessageSnapshot, clock: LocalClock, ref: datetime, words: Words) -> tuple[str, str, str]:
+    """(since, since_full, age) from the alerts' own times; a row stored before they were: from when
+    alertrouter opened it to when it decided. A resolved incident's age is how long it lasted."""
+    opened = _time(raw.started_at) or _time(raw.opened_at)
+    if opened is None:
+        return "", "", ""
+    until = (_time(raw.ended_at) or ref) if raw.resolved else ref
+    return clock.local(opened, ref), clock.full(opened), words.age(until - opened)
+
+
+def _headline(words: Words, raw: MessageSnapshot, labels: Mapping[str, str]) -> str:
+    """The headline in the receiver's language; the stored one for a snapshot without the facts; an
+    alert without alertname (Alertmanager accepts those) named by its label set."""
+    return message_headline(words, raw) or raw.summary.headline or (alert_title(labels) if labels else "")
+
+
+def _top_summary(alerts: Sequence[AlertContext], resolved: bool) -> str:
+    """The most common summary of the alerts the message is about (firing, or resolved); else any."""
+    top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
+    return top[0][0] if top else next((a.summary for a in alerts if a.summary), "")
 
 
 def build_item(
@@ -274,75 +209,50 @@ def build_item(
     now: datetime,
     words: Words | None = None,
 ) -> ItemContext:
-    """The template context of one outbox snapshot: its label values, texts and summary are data from
-    whoever fired the alerts, cleaned and capped here; any of the summary's keys may be missing.
-    `words`: the receiver's language (English when None), of the words made here (headline, severity,
-    durations, places, the XID table's)."""
+    """The template context of one outbox snapshot: label values, texts and facts are data from whoever
+    fired the alerts, cleaned and capped here; any of the facts may be missing. `words`: the receiver's
+    language (English when None), asked for by the caller once per message."""
     words = words or words_for()
     labels = _labels(raw.labels)
-    summary = raw.summary
     ref = _time(raw.at) or now
-    # The alerts' own times; a row stored before they were: when alertrouter opened it, and decided.
-    opened = _time(raw.started_at) or _time(raw.opened_at)
-    until = (_time(raw.ended_at) or ref) if raw.resolved else ref
-    raw_alerts = raw.alerts
-    alerts = tuple(sorted((_alert(a, clock, ref, words) for a in raw_alerts[:MAX_LISTED]), key=_alert_order))
-    resolved = raw.resolved
-    kind = raw.kind
+    alerts = tuple(sorted((_alert(a, clock, ref, words) for a in raw.alerts[:MAX_LISTED]), key=_alert_order))
     severity = clean(raw.severity or fallback_severity, KEY_CAP)
-    emoji, color, html_color = severity_style(severity, resolved)
-    node_facts = summary if isinstance(summary, NodeFacts) else NodeFacts()
-    units = tuple(clean(u, LABEL_CAP) for u in node_facts.units or ())
-    total = node_facts.units_total or 0
-    if isinstance(summary, StormFacts):
-        gpus = str(summary.units) if summary.units else ""
-    else:
-        gpus = (f"{len(units)}/{total}" if total else str(len(units))) if units else ""
-    count, listed = _counts(summary.tally, resolved=resolved, node=kind == IncidentKind.NODE, shown=len(raw_alerts))
     alertname = labels.get("alertname", "") or (alerts[0].alertname if alerts else "")
-    unit_name = clean(summary.unit_name or "GPUs", KEY_CAP)
-    storm = summary if isinstance(summary, StormFacts) else StormFacts()
-    members = tuple(clean(m, LABEL_CAP) for m in _members(words, storm, alertname, unit_name))
-    nodes = storm.nodes if storm.nodes is not None else len(members)
-    top = Counter(a.summary for a in alerts if a.summary and a.firing != resolved).most_common(1)
-    current = [a for a in alerts if a.firing != resolved]  # what the message is about: firing, or resolved
+    unit_name = clean(raw.summary.unit_name or "GPUs", KEY_CAP)
+    units, total, gpus = _node_units(raw.summary)
+    node = raw.kind == IncidentKind.NODE
+    count, listed = _counts(raw.summary.tally, resolved=raw.resolved, node=node, shown=len(raw.alerts))
+    members, nodes = _storm_members(words, raw.summary, alertname, unit_name)
+    current = [a for a in alerts if a.firing != raw.resolved]  # what the message is about: firing, or resolved
+    since, since_full, age = _times(raw, clock, ref, words)
     xids, xids_more = xid_lines([(a.labels, a.unit) for a in current], words.tr, words.language)
-    if node_facts.triage is not None and not resolved:  # the root and its follow-ons first: what to do
-        triaged = triage_lines(words.tr, words.language, node_facts.triage)
+    triage = raw.summary.triage if isinstance(raw.summary, NodeFacts) else None
+    if triage is not None and not raw.resolved:  # the root and its follow-ons first: what to do
+        triaged = triage_lines(words.tr, words.language, triage)
         xids = tuple(clean(line, HEADLINE_CAP) for line in triaged) + xids
-    scope = [(name, labels[name]) for name in ("region", "rack", "cluster") if labels.get(name)]
-    # an alert without alertname (Alertmanager accepts those) is named by its label set
-    headline = message_headline(words, raw) or summary.headline or (alert_title(labels) if labels else "")
     return ItemContext(
         incident=clean(raw.incident, KEY_CAP),
-        kind=kind,
+        kind=raw.kind,
         reason=clean(raw.reason, KEY_CAP),
-        reason_text=words.reason(raw.reason, summary) or clean(raw.reason, KEY_CAP),
-        status=AlertStatus.RESOLVED if resolved else AlertStatus.FIRING,
-        resolved=resolved,
+        reason_text=words.reason(raw.reason, raw.summary) or clean(raw.reason, KEY_CAP),
+        resolved=raw.resolved,
         severity=severity,
-        severity_label=words.severity_label(severity, resolved=resolved),
-        emoji=emoji,
-        color=color,
-        html_color=html_color,
-        headline=clean(headline, HEADLINE_CAP),
+        severity_label=words.severity_label(severity, resolved=raw.resolved),
+        headline=clean(_headline(words, raw, labels), HEADLINE_CAP),
         alertname=alertname,
-        node=_first(labels, _NODE_LABELS),
-        region=labels.get("region", ""),
-        rack=labels.get("rack", ""),
-        location=words.scope(scope),
+        location=words.scope([(name, labels[name]) for name in ("region", "rack", "cluster") if labels.get(name)]),
         gpus=gpus,
         unit_name=clean(words.unit_label(unit_name), KEY_CAP),
         units=units[:GRID_MAX],
         units_text=", ".join(units[:GRID_MAX]) + (", …" if len(units) > GRID_MAX else ""),
-        grid="" if kind == IncidentKind.CLUSTER else _grid(units, total),
+        grid="" if raw.kind == IncidentKind.CLUSTER else _grid(units, total),
         count=count,
         nodes=nodes,
-        summary=top[0][0] if top else next((a.summary for a in alerts if a.summary), ""),
+        summary=_top_summary(alerts, raw.resolved),
         description=next((a.description for a in alerts if a.description), ""),
-        since=clock.local(opened, ref) if opened else "",
-        since_full=clock.full(opened) if opened else "",
-        age=words.age(until - opened) if opened else "",
+        since=since,
+        since_full=since_full,
+        age=age,
         alerts=alerts,
         alerts_more=max(0, listed - len(alerts)),
         members=members,
@@ -351,7 +261,7 @@ def build_item(
         xids=xids,
         xids_more=xids_more,
         workloads=workloads_text([a.labels for a in current]),
-        no_data=_no_data(words, node_facts),
+        no_data=_no_data(words, raw.summary if isinstance(raw.summary, NodeFacts) else NodeFacts()),
     )
 
 
@@ -368,7 +278,7 @@ def _counts(tally: Tally, *, resolved: bool, node: bool, shown: int) -> tuple[in
 
 
 def _no_data(words: Words, facts: NodeFacts) -> str:
-    """The node-down incident that explains the gap in data (`pipeline.incident.summary_dict`), worded."""
+    """The node-down incident that explains the gap in data (`pipeline.incident.node_facts`), worded."""
     if facts.no_data is None:
         return ""
     node = clean(facts.no_data.node or facts.where, LABEL_CAP)

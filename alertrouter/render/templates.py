@@ -33,14 +33,13 @@ from alertrouter.render.context import (
     HEADLINE_CAP,
     KEY_CAP,
     MAX_LISTED,
-    ItemContext,
     LocalClock,
     build_item,
     clean,
-    severity_style,
 )
 from alertrouter.render.environment import environment, style_for
 from alertrouter.render.escape import plain_title
+from alertrouter.render.items import ItemContext, severity_style
 
 __all__ = ["TITLE_LIMIT", "Templates"]
 

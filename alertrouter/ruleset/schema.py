@@ -15,6 +15,7 @@ from alertrouter.ruleset.gpu_triage import GpuTriageConfig
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
 from alertrouter.ruleset.oncall import OnCallConfig
 from alertrouter.ruleset.receivers import ReceiverConfig
+from alertrouter.ruleset.rma import RmaConfig
 from alertrouter.ruleset.routes import RouteConfig
 from alertrouter.ruleset.schedule import zone
 from alertrouter.ruleset.stale import StaleConfig
@@ -149,6 +150,7 @@ class RuleFile(Section):
     heartbeats: list[HeartbeatConfig] | None = None
     stale: StaleConfig | None = None
     gpu_triage: GpuTriageConfig | None = None
+    rma: RmaConfig | None = None
 
 
 class Ruleset(Section):
@@ -167,6 +169,7 @@ class Ruleset(Section):
     heartbeats: list[HeartbeatConfig] = Field(default_factory=list)
     stale: StaleConfig | None = None  # None: nothing is stale (every resolve told as it comes)
     gpu_triage: GpuTriageConfig = Field(default_factory=lambda: GpuTriageConfig())
+    rma: RmaConfig = Field(default_factory=lambda: RmaConfig())  # the shipped defaults unless a file says
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(

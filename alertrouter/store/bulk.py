@@ -11,14 +11,14 @@ and the driver gets the rows in its own types:
 - PostgreSQL: one statement over `jsonb_to_recordset()` of one JSON document holding every row, a
   single round trip however many rows (asyncpg's executemany would send a statement per row and
   could not return rows); a column marked `info={"bulk": "apart"}` (a stored payload) travels beside
-  the document as an array of its own (`_pg_sql`).
+  the document as an array of its own.
 
 Values are stored exactly as SQLAlchemy would store them (naive UTC datetimes in SQLAlchemy's
 SQLite text format, JSON via the engine's serializer, `None` as JSON `null`), so everything else
 reads them through the ORM and Core as before (each value's conversion: `store/sqlvalues.py`).
 
-The keyed reads that go with them (`select_in`, the way back for the hottest read) are in
-`store/keyed.py`.
+The statements' SQL text, for each dialect, is written in `store/bulksql.py`; the keyed reads that go
+with them (`select_in`, the way back for the hottest read) are in `store/keyed.py`.
 """
 
 from __future__ import annotations
@@ -36,13 +36,8 @@ import orjson
 from sqlalchemy import JSON, Column, Table, delete, exc, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.store.sqlvalues import (
-    PG_DIALECT,
-    check_columns,
-    json_texts,
-    quote,
-    sqlite_datetimes,
-)
+from alertrouter.store.bulksql import apart_columns, pg_sql, sqlite_sql
+from alertrouter.store.sqlvalues import check_columns, json_texts, quote, sqlite_datetimes
 from alertrouter.store.tables import UTCDateTime
 
 __all__ = [
@@ -75,7 +70,7 @@ class _Shape:
     # SQLite, per column: each value to what the driver takes (None: the value as it is)
     converters: tuple[Callable[[Iterable[Any]], Iterable[Any]] | None, ...]
     datetimes: tuple[str, ...]  # the columns holding datetimes, which must not be naive
-    apart: tuple[str, ...]  # PostgreSQL: the columns sent beside the JSON document (`_apart`)
+    apart: tuple[str, ...]  # PostgreSQL: the columns sent beside the JSON document (`apart_columns`)
 
 
 @cache
@@ -102,114 +97,13 @@ def _shape(
         else:
             converters.append(None)
     if dialect == "sqlite":
-        sql = _sqlite_sql(table, binds, key, conflict, do_update)
+        sql = sqlite_sql(table, binds, key, conflict, do_update)
     elif dialect == "postgresql":
-        sql = _pg_sql(table, binds, key, conflict, do_update)
+        sql = pg_sql(table, binds, key, conflict, do_update)
     else:
         raise RuntimeError(f"unsupported database dialect {dialect!r}")
     datetimes = tuple(c for c in binds if isinstance(table.c[c].type, UTCDateTime))
-    return _Shape(sql, binds, tuple(converters), datetimes, _apart(table, binds))
-
-
-def _apart(table: Table, binds: tuple[str, ...]) -> tuple[str, ...]:
-    """The columns of `binds` marked `info={"bulk": "apart"}`: plain text only (no JSON, no datetime)."""
-    apart = tuple(c for c in binds if table.c[c].info.get("bulk") == "apart")
-    for name in apart:
-        if isinstance(table.c[name].type, JSON | UTCDateTime):
-            raise ValueError(f"{table.name}.{name}: only a plain column can travel apart")
-    return apart
-
-
-def _on_conflict(binds: tuple[str, ...], conflict: tuple[str, ...] | None, do_update: bool) -> str:
-    if conflict is None:
-        return ""
-    target = ", ".join(map(quote, conflict))
-    if not do_update:
-        return f" ON CONFLICT ({target}) DO NOTHING"
-    sets = ", ".join(f"{quote(c)} = excluded.{quote(c)}" for c in binds if c not in conflict)
-    return f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
-
-
-def _sqlite_sql(
-    table: Table, binds: tuple[str, ...], key: tuple[str, ...], conflict: tuple[str, ...] | None, do_update: bool
-) -> str:
-    if key:
-        sets = ", ".join(f"{quote(c)} = ?" for c in binds if c not in key)
-        where = " AND ".join(f"{quote(c)} = ?" for c in key)
-        return f"UPDATE {quote(table.name)} SET {sets} WHERE {where}"  # noqa: S608 (names checked in _shape)
-    names = ", ".join(map(quote, binds))
-    values = ", ".join("?" for _ in binds)
-    return f"INSERT INTO {quote(table.name)} ({names}) VALUES ({values}){_on_conflict(binds, conflict, do_update)}"  # noqa: S608
-
-
-@cache
-def _pg_sql(
-    table: Table,
-    binds: tuple[str, ...],
-    key: tuple[str, ...],
-    conflict: tuple[str, ...] | None,
-    do_update: bool,
-    param: int = 1,
-    *,
-    extra: tuple[tuple[str, str], ...] = (),
-    computed: tuple[tuple[str, str], ...] = (),
-    where: str = "",
-) -> str:
-    """The rows arrive as one JSON array of objects, parameter `$param`, read by `jsonb_to_recordset`.
-
-    As `jsonb` the document is parsed once, and a JSON column's value (labels, annotations) is taken out
-    of it as it is stored; as `json`, PostgreSQL lexed the document once for the rows and then each such
-    value again as text into `jsonb`, a hash table per row on the way: with the document as `jsonb` its
-    CPU per new webhook alert fell by about a sixth (tests/bench/results/history/ingest.md).
-
-    Datetimes are read as `timestamptz` (orjson writes each with its offset) and stored as the naive
-    UTC the columns hold; a JSON column's `null` stays JSON `null`, as SQLAlchemy stores `None`
-    (the recordset would make it SQL NULL).
-
-    A column marked apart (`raw_events.body`, a stored payload: tens of kilobytes of JSON text per webhook)
-    is not in the document but one array parameter of its own after it (`$param + 1`, ...), zipped with
-    the recordset by `ROWS FROM`: inside the document it was a JSON string, escaped by orjson on the
-    event loop and lexed back character by character by PostgreSQL, for every webhook.
-
-    An insert may also read `extra` fields of the document that are not columns (name, SQL type),
-    set `computed` columns from SQL expressions over them (column, expression), and keep only the
-    rows `where` holds (an SQL condition over `v`)."""
-
-    def record_type(c: str) -> str:
-        col_type = table.c[c].type
-        if isinstance(col_type, UTCDateTime):
-            return "TIMESTAMP WITH TIME ZONE"
-        return "JSONB" if isinstance(col_type, JSON) else col_type.compile(dialect=PG_DIALECT)
-
-    def value(c: str) -> str:
-        col_type = table.c[c].type
-        if isinstance(col_type, UTCDateTime):
-            return f"(v.{quote(c)} AT TIME ZONE 'UTC')"
-        return f"COALESCE(v.{quote(c)}, 'null'::JSONB)" if isinstance(col_type, JSON) else f"v.{quote(c)}"
-
-    apart = _apart(table, binds)
-    inside = [c for c in binds if c not in apart]
-    fields = [*inside, *(name for name, _ in extra)]
-    record = ", ".join([*(f"{quote(c)} {record_type(c)}" for c in inside), *(f"{quote(n)} {t}" for n, t in extra)])
-    rows = f"jsonb_to_recordset(${param}::JSONB) AS v({record})"
-    if apart:
-        arrays = "".join(
-            f", unnest(${param + 1 + i}::{table.c[c].type.compile(dialect=PG_DIALECT)}[])" for i, c in enumerate(apart)
-        )
-        aliases = ", ".join(map(quote, (*fields, *apart)))
-        rows = f"ROWS FROM (jsonb_to_recordset(${param}::JSONB) AS ({record}){arrays}) AS v({aliases})"
-    if key:
-        sets = ", ".join(f"{quote(c)} = {value(c)}" for c in binds if c not in key)
-        match = " AND ".join(f"{quote(table.name)}.{quote(c)} = {value(c)}" for c in key)
-        return f"UPDATE {quote(table.name)} SET {sets} FROM {rows} WHERE {match}"  # noqa: S608 (names checked)
-    check_columns(table, tuple(c for c, _ in computed))
-    names = ", ".join(map(quote, (*binds, *(c for c, _ in computed))))
-    selected = ", ".join([*map(value, binds), *(expression for _, expression in computed)])
-    kept = f" WHERE {where}" if where else ""
-    return (
-        f"INSERT INTO {quote(table.name)} ({names}) SELECT {selected} FROM {rows}{kept}"  # noqa: S608 (names checked)
-        + _on_conflict(binds, conflict, do_update)
-    )
+    return _Shape(sql, binds, tuple(converters), datetimes, apart_columns(table, binds))
 
 
 async def _execute(
@@ -267,7 +161,7 @@ def _columns(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]
 
 def _pg_params(shape: _Shape, rows: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:
     """PostgreSQL: the rows as one JSON document, serialised in C with their nested JSON values, then
-    each column sent apart as a list of its values (see `_pg_sql`).
+    each column sent apart as a list of its values (see `bulksql.pg_sql`).
 
     Passing one array per column instead cost asyncpg a type check and an encoding per value: for
     a payload of 100 new alerts, 3,000 values and a fifth of the ingest's time on the event loop."""
@@ -373,10 +267,10 @@ def pg_insert(
     """PostgreSQL: `insert`'s statement for `rows` (not empty), its parameters numbered from `param`,
     and those parameters, for a caller that joins several into one statement of its own (a CTE each).
     The rows may hold `extra` fields besides the columns (name, SQL type), which `computed` columns'
-    expressions and the `where` condition may read as `v.name` (see `_pg_sql`)."""
+    expressions and the `where` condition may read as `v.name` (see `bulksql.pg_sql`)."""
     conflict = tuple(on_conflict_do_nothing) if on_conflict_do_nothing is not None else None
     shape = _shape("postgresql", table, tuple(c for c in rows[0] if c not in dict(extra)), (), conflict, False)
-    sql = _pg_sql(table, shape.binds, (), conflict, False, param, extra=(*extra,), computed=(*computed,), where=where)
+    sql = pg_sql(table, shape.binds, (), conflict, False, param, extra=(*extra,), computed=(*computed,), where=where)
     return sql, _pg_params(shape, rows)
 
 

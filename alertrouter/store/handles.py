@@ -17,6 +17,8 @@ from alertrouter.store.tables import (
     ChannelStateRow,
     DeliveryAttemptRow,
     DeliveryRow,
+    GpuEventRow,
+    GpuRow,
     HeartbeatRow,
     IncidentRow,
     LeaseRow,
@@ -40,6 +42,8 @@ __all__ = [
     "deliveries_t",
     "episodes_t",
     "events_t",
+    "gpu_events_t",
+    "gpus_t",
     "heartbeats_t",
     "incidents_t",
     "insert_for",
@@ -63,6 +67,8 @@ channels_t = cast(Table, ChannelStateRow.__table__)
 deliveries_t = cast(Table, DeliveryRow.__table__)
 episodes_t = cast(Table, AlertEpisodeRow.__table__)
 events_t = cast(Table, AlertEventRow.__table__)
+gpu_events_t = cast(Table, GpuEventRow.__table__)
+gpus_t = cast(Table, GpuRow.__table__)
 heartbeats_t = cast(Table, HeartbeatRow.__table__)
 incidents_t = cast(Table, IncidentRow.__table__)
 leases_t = cast(Table, LeaseRow.__table__)

@@ -13,7 +13,8 @@ from sqlalchemy import ColumnElement, Select, Text, cast, or_, select, text, upd
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.labelset import LabelSet
-from alertrouter.model import AlertStatus, OutboxStatus
+from alertrouter.message.facts import facts_from_json
+from alertrouter.model import AlertStatus, IncidentKind, OutboxStatus
 from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.throttle import NotifyState
 from alertrouter.pipeline.types import Decision, IncidentRecord, IncidentState, Intent, LiveAlert
@@ -200,7 +201,8 @@ async def load_incidents(
                 last_sent_at=n.last_sent_at, firing=frozenset(n.firing), repeats=n.repeats, since=n.since
             )
     # Kept until the incident is evaluated again: the strings most incidents share (and the key, which
-    # the engine's placements hold too) one object each, the labels and summary compact (see `LabelSet`).
+    # the engine's placements hold too) one object each, the labels compact (see `LabelSet`), the summary
+    # as its typed facts (their texts shared too: the headline is the record's).
     intern = sys.intern
     records = {
         intern(r.key): IncidentRecord(
@@ -215,13 +217,18 @@ async def load_incidents(
             rule=intern(r.rule),
             parent=None if r.parent_key is None else intern(r.parent_key),
             severity=intern(r.severity),
-            headline=r.headline,
+            headline=intern(r.headline),
             labels=LabelSet(r.labels),
-            summary=LabelSet(r.summary),  # compact as labels are (a dozen counts and names each)
+            summary=facts_from_json(_kind(r.kind), r.summary),
         )
         for r in rows
     }
     return records, {r.key: r.updated_at for r in rows}
+
+
+def _kind(kind: str) -> IncidentKind:
+    """A row's kind; anything but a storm's reads as a node incident's, as the outbox message's does."""
+    return IncidentKind.CLUSTER if kind == IncidentKind.CLUSTER else IncidentKind.NODE
 
 
 async def load_acknowledged(session: AsyncSession, *, resolved_since: datetime) -> set[str]:
@@ -251,7 +258,7 @@ def _incident_row(state: IncidentState, now: datetime) -> dict[str, Any]:
         "severity": state.severity,
         "headline": state.headline,
         "labels": dict(state.labels),
-        "summary": dict(state.summary),
+        "summary": state.summary.to_json(),
         "parent_key": state.parent,
         "opened_at": state.opened_at,
         "active_since": state.active_since,

@@ -3,6 +3,7 @@ the items are worded once, not again for the title, for each size tried, and for
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -11,10 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from alertrouter.channels import base
 from alertrouter.channels.dingtalk import DingTalkChannel
 from alertrouter.message import i18n, words
-from alertrouter.message import notification as notifications
 from alertrouter.message.i18n import Locale
 from alertrouter.render import context, templates
 from alertrouter.render.samples import sample_notifications
@@ -48,11 +47,13 @@ async def test_a_dingtalk_send_asks_for_its_words_once(
     robot: FakeDingTalk, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: Counter[str] = Counter()
-    for module in (base, notifications, templates, context, words):  # every name the words are asked for by
-        for name in ("words_for", "translations"):
-            if hasattr(module, name):
-                monkeypatch.setattr(module, name, counting(calls, name, getattr(module, name)))
-    monkeypatch.setattr(i18n, "translations", counting(calls, "translations", i18n.translations))
+    # Every module's name for the lookups, those imported since too: a lookup added anywhere is counted.
+    lookups = {"words_for": words.words_for, "translations": i18n.translations}
+    for module in [m for name, m in sys.modules.items() if name.startswith("alertrouter.")]:
+        for name, lookup in lookups.items():
+            for attribute, value in list(vars(module).items()):
+                if value is lookup:
+                    monkeypatch.setattr(module, attribute, counting(calls, name, lookup))
     monkeypatch.setattr(templates, "build_item", counting(calls, "build_item", context.build_item))
     config = DingTalkChannelConfig.model_validate(
         {"name": "gpu-oncall", "type": "dingtalk", "url": f"{robot.url}/robot/send", "access_token": TOKEN}

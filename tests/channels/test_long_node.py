@@ -45,7 +45,7 @@ SEVERITY = {"en": "CRITICAL", "zh-CN": "严重"}
 
 
 def long_node(locale: Locale) -> Notification:
-    """A node incident as the engine stores it in the outbox (`pipeline.incident.summary_dict`'s facts)."""
+    """A node incident as the engine stores it in the outbox (`pipeline.incident.node_facts`)."""
     labels = {"alertname": ALERT, "node": NODE, "region": "north", "severity": "critical"}
     head = f"{NODE}: {ALERT} on 2/8 GPUs"
     item: dict[str, Any] = {

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from alertrouter.message.facts import facts_from_json
 from alertrouter.message.snapshot import AlertItem, MessageError, MessageSnapshot
 from alertrouter.model import AlertStatus, AlertView, IncidentKind
 from alertrouter.pipeline.incident import IncidentGroup, message_snapshot
@@ -32,7 +33,9 @@ def state(**changes: object) -> IncidentState:
         "resolved_at": None,
         "acknowledged": False,
     }
-    return IncidentState(**{**base, **changes})  # type: ignore[arg-type]
+    made = {**base, **changes}
+    made["summary"] = facts_from_json(IncidentKind(str(made["kind"])), made["summary"])  # as the engine holds it
+    return IncidentState(**made)  # type: ignore[arg-type]
 
 
 def test_what_the_engine_writes_reads_back_the_same() -> None:

@@ -10,6 +10,8 @@ from datetime import timedelta
 
 from alertrouter.fingerprints import fingerprint
 from alertrouter.labelset import LabelSet
+from alertrouter.message.facts import facts_from_json
+from alertrouter.model import IncidentKind
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.types import IncidentRecord, LiveAlert, next_records
 from support.scenario import T0, dcgm_labels, shipped_pipeline
@@ -26,7 +28,9 @@ def as_read_back(records: dict[str, IncidentRecord]) -> dict[str, IncidentRecord
     """The records as a restarted engine reads them from the store: new objects, decoded from JSON."""
     return {
         k: replace(
-            r, labels=LabelSet(json.loads(json.dumps(dict(r.labels)))), summary=json.loads(json.dumps(r.summary))
+            r,
+            labels=LabelSet(json.loads(json.dumps(dict(r.labels)))),
+            summary=facts_from_json(IncidentKind(r.kind), json.loads(json.dumps(r.summary.to_json()))),
         )
         for k, r in records.items()
     }

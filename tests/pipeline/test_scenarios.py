@@ -308,7 +308,7 @@ def test_a_storm_counts_its_members_alerts_while_they_are_in_hold_down() -> None
     sc.now += 10 * S
     result = sc.step()
     (storm,) = (s for s in result.incidents.values() if s.kind == "cluster")
-    assert storm.summary["alerts"] == 6
+    assert storm.summary.tally.alerts == 6
     assert storm.active_since is not None
 
 

@@ -63,7 +63,7 @@ def decision(sc: Scenario, fp: str) -> tuple[Decision, str | None]:
 def gpu_incident(sc: Scenario) -> dict[str, object]:
     assert sc.last is not None
     (state,) = [s for s in sc.last.incidents.values() if s.labels.get("alertname") == "GPUHighTemp"]
-    return {**state.summary, "open": state.firing}
+    return {**state.summary.to_json(), "open": state.firing}  # as the incident row stores it
 
 
 @SHAPES

@@ -71,8 +71,8 @@ def test_the_gpu_incident_names_the_node_down_incident_while_down_and_when_resol
     fps = dies(sc, 5 * MIN)
     assert sc.last is not None
     xid_incident = sc.last.incidents[f'gpu-by-node{{alertname="GPUXidError",node="{NODE}"}}']
-    assert not any(k.startswith("no_data") for k in xid_incident.summary)
-    gpu = sc.last.incidents[GPU_KEY].summary
+    assert not any(k.startswith("no_data") for k in xid_incident.summary.to_json())
+    gpu = sc.last.incidents[GPU_KEY].summary.to_json()
     assert {k: gpu[k] for k in gpu if k.startswith("no_data_") and k != "no_data_since"} == {
         "no_data_source": NODE_KEY,
         "no_data_cause": "NodeDown",
@@ -100,7 +100,7 @@ def test_a_dead_node_is_explained_by_its_node_down_not_by_its_muted_exporter_dow
     sc.fire(exporter_down)
     sc.run(7 * MIN)
     assert sc.last is not None
-    summary = sc.last.incidents[GPU_KEY].summary
+    summary = sc.last.incidents[GPU_KEY].summary.to_json()
     assert (summary["no_data_source"], summary["no_data_cause"]) == (NODE_KEY, "NodeDown")
     assert [i.reason for _, i in sc.sent if i.incident == NODE_KEY] == [NotifyReason.FIRST, NotifyReason.REPEAT]
     sc.resolve(DOWN)  # node-exporter answers first, dcgm-exporter 20s later
@@ -108,7 +108,7 @@ def test_a_dead_node_is_explained_by_its_node_down_not_by_its_muted_exporter_dow
     sc.resolve(exporter_down)
     sc.run(8 * MIN)
     assert [i.incident for _, i in resolved(sc)] == [NODE_KEY, GPU_KEY]
-    assert sc.last.incidents[GPU_KEY].summary["no_data_source"] == NODE_KEY
+    assert sc.last.incidents[GPU_KEY].summary.to_json()["no_data_source"] == NODE_KEY
 
 
 def test_a_gpu_firing_again_after_the_node_returned_is_not_said_to_have_no_data() -> None:
@@ -119,7 +119,7 @@ def test_a_gpu_firing_again_after_the_node_returned_is_not_said_to_have_no_data(
     sc.resolve(DOWN)
     sc.run(5 * MIN)
     assert sc.last is not None
-    assert sc.last.incidents[GPU_KEY].summary["no_data_source"] == NODE_KEY  # resolved: it says why
+    assert sc.last.incidents[GPU_KEY].summary.to_json()["no_data_source"] == NODE_KEY  # resolved: it says why
     sc.fire(HOT[1])
     sc.run(6 * MIN)  # a first message again, the group interval (5m) after the resolved one
     (again,) = [i for _, i in sc.sent if i.incident == GPU_KEY][2:]
@@ -142,7 +142,7 @@ def test_kubernetes_labels_tell_the_same_story() -> None:
     sc.fire(down)
     sc.run(11 * MIN)
     assert sc.last is not None
-    summary = sc.last.incidents[GPU_KEY].summary
+    summary = sc.last.incidents[GPU_KEY].summary.to_json()
     assert (summary["no_data_source"], summary["no_data_down"]) == (NODE_KEY, True)
     sc.resolve(down)
     sc.run(8 * MIN)

@@ -1,5 +1,5 @@
 """A stale incident's messages say why its data stopped, naming the node-down alert (`summary.no_data_*`, written
-by `pipeline.incident.summary_dict`), in every channel and both languages; and a message's alert count is what
+by `pipeline.incident.node_facts`), in every channel and both languages; and a message's alert count is what
 it lists plus its "+N more", never the muted alerts it leaves out."""
 
 from __future__ import annotations

@@ -78,6 +78,7 @@ MADE_HERE: dict[str, str] = {
     "escalations.stopped": "why a chain stopped",
     "heartbeats.seen_via": "alert | http",
     "login_failures.scope": "account | address",
+    "gpu_events.fingerprint": "a fingerprint",
 }
 
 

@@ -7,12 +7,14 @@ import json
 from datetime import timedelta
 
 from alertrouter.labelset import LabelSet
+from alertrouter.message.facts import NodeFacts, facts_from_json
+from alertrouter.model import IncidentKind
 from alertrouter.pipeline.types import IncidentState
 from alertrouter.store import Database
 from alertrouter.store.incidents import load_incidents, save_incidents
 from support.rows import T0
 
-# A node incident's summary as `pipeline.incident.summary_dict` writes it, with a stale part
+# A node incident's summary as the engine writes it (`pipeline.incident.node_facts`), with a stale part
 SUMMARY = {
     "headline": "gpu-node-07: GPUHighTemp on 6/8 GPUs",
     "where": "gpu-node-07",
@@ -40,7 +42,7 @@ async def test_a_record_reads_back_as_written_its_labels_and_summary_compact(db:
         severity="critical",
         headline=str(SUMMARY["headline"]),
         labels=LABELS,
-        summary=SUMMARY,
+        summary=facts_from_json(IncidentKind.NODE, SUMMARY),
         parent=None,
         opened_at=T0 - timedelta(minutes=3),
         active_since=T0 - timedelta(minutes=2),
@@ -52,9 +54,13 @@ async def test_a_record_reads_back_as_written_its_labels_and_summary_compact(db:
     async with db.read() as session:
         records, _ = await load_incidents(session, resolved_since=T0 - timedelta(hours=1))
     record = records[state.key]
-    assert record.summary == SUMMARY
+    # The summary is held as its typed facts now (was a `LabelSet` of the stored keys): the same values.
+    assert record.summary == state.summary
+    assert record.summary.to_json() == SUMMARY
     assert record.labels == LABELS
-    assert json.loads(json.dumps(dict(record.summary))) == SUMMARY  # as the engine writes it again
-    # Compact: values against names shared by every record with the same ones, not a dict each.
-    assert type(record.summary) is LabelSet
+    assert json.loads(json.dumps(record.summary.to_json())) == SUMMARY  # as the engine writes it again
+    # Compact: labels as values against names shared by every record with the same ones, not a dict each;
+    # the facts' texts one object with the record's.
+    assert type(record.summary) is NodeFacts
+    assert record.summary.headline is record.headline
     assert type(record.labels) is LabelSet

@@ -10,6 +10,7 @@ from alertrouter.store.tables.access import LoginFailureRow, RevokedSessionRow, 
 from alertrouter.store.tables.alerts import AlertChangeCounterRow, AlertEpisodeRow, AlertEventRow, AlertRow, RawEventRow
 from alertrouter.store.tables.base import Base, UTCDateTime
 from alertrouter.store.tables.deliveries import ChannelStateRow, DeliveryAttemptRow, DeliveryRow, RecipientSendRow
+from alertrouter.store.tables.gpus import GpuEventRow, GpuRow
 from alertrouter.store.tables.incidents import (
     EscalationRow,
     IncidentRow,
@@ -30,6 +31,8 @@ __all__ = [
     "DeliveryAttemptRow",
     "DeliveryRow",
     "EscalationRow",
+    "GpuEventRow",
+    "GpuRow",
     "HeartbeatRow",
     "IncidentRow",
     "LeaseRow",

@@ -109,5 +109,5 @@ class RawEventRow(Base):
     alert_count: Mapped[int] = mapped_column(Integer)
     truncated_alerts: Mapped[int] = mapped_column(Integer, default=0)
     rejected_alerts: Mapped[int] = mapped_column(Integer, default=0)
-    # Written beside the rows' JSON document on PostgreSQL, not inside it (store/bulk.py `_pg_sql`).
+    # Written beside the rows' JSON document on PostgreSQL, not inside it (store/bulksql.py `pg_sql`).
     body: Mapped[str] = mapped_column(Text, info={"bulk": "apart"})

@@ -12,6 +12,7 @@ from alertrouter.store import STORE_ERRORS
 from alertrouter.web.access import access_for, identify
 from alertrouter.web.console import (
     channels,
+    gpus,
     heartbeats,
     incidents,
     link_actions,
@@ -60,5 +61,5 @@ async def _stylesheet(request: Request) -> Response:
 def install(app: FastAPI) -> None:
     app.add_exception_handler(PageError, _page_error)
     app.add_api_route("/console.css", _stylesheet, methods=["GET"], include_in_schema=False)
-    for module in (incidents, silences, muted, channels, nodes, oncall, heartbeats, rules, login, link_actions):
+    for module in (incidents, silences, muted, channels, nodes, gpus, oncall, heartbeats, rules, login, link_actions):
         app.include_router(module.router, dependencies=NO_NUL)

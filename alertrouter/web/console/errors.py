@@ -14,7 +14,7 @@ import re
 from datetime import timedelta
 from gettext import NullTranslations
 
-from alertrouter.message.phrases import span_text
+from alertrouter.message.ages import span_text
 from alertrouter.web.console.views import N_
 
 __all__ = ["error_text"]

@@ -8,8 +8,9 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from alertrouter.gpu.faults import alert_xid, workload, workloads_text, xid_lines
+from alertrouter.message.facts import NoData
 from alertrouter.model import AlertStatus, IncidentKind
-from alertrouter.render.faults import alert_xid, workload, workloads_text, xid_lines
 from alertrouter.store import console as store
 from alertrouter.store import escalations, queries
 from alertrouter.store.delivery import incident_ids
@@ -143,8 +144,8 @@ async def incident_page(console: ConsoleDep, incident_id: ConsoleIncidentId) -> 
         attempts = await store.attempts_for(session, [d.id for d in deliveries])
         sources = await store.alerts_by_fingerprint(session, _sources(alerts, [e.detail or {} for e in trail]))
         keys = {s.incident_key for s in sources.values() if s.incident_key}
-        if isinstance(explained := (row.summary or {}).get("no_data_source"), str):
-            keys.add(explained)  # the node-down incident that explains its gap in data
+        if (no_data := NoData.from_json(row.summary or {})) is not None:
+            keys.add(no_data.source)  # the node-down incident that explains its gap in data
         if row.parent_key:
             keys.add(row.parent_key)
         ids = await incident_ids(session, keys)

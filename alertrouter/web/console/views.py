@@ -11,9 +11,11 @@ from functools import lru_cache
 from gettext import NullTranslations
 from typing import Any
 
-from alertrouter.message import i18n, phrases
+from alertrouter.message import i18n, phrases, vocabulary
+from alertrouter.message.ages import age_text
 from alertrouter.message.facts import NodeFacts, Tally, facts_from_json
 from alertrouter.message.snapshot import MessageError, MessageSnapshot
+from alertrouter.message.vocabulary import IncidentState, SilenceState, say
 from alertrouter.model import HEARTBEAT_ALERTNAME, AlertStatus, IncidentKind, parse_time
 from alertrouter.pipeline.stale import Reason
 from alertrouter.render.context import unit_cells
@@ -24,10 +26,8 @@ __all__ = [
     "DECISION_TEXT",
     "LABELS_SHOWN",
     "LANGUAGE_NAMES",
-    "MESSAGE_KINDS",
     "N_",
     "VALUE_CAP",
-    "WORDS",
     "Cell",
     "alert_state",
     "cap_text",
@@ -61,100 +61,14 @@ VALUE_CAP = 1000
 NAME_CAP = 200  # label names
 LABELS_SHOWN = 40
 
-DECISION_TEXT = {
-    "notify": N_("notified"),
-    "aggregated": N_("aggregated into the incident"),
-    "rolled_up": N_("rolled up into a cluster incident"),
-    "throttled": N_("throttled (already told)"),
-    "inhibited": N_("inhibited"),
-    "held": N_("held (waiting for a possible source)"),
-    "silenced": N_("silenced"),
-    "muted_by_interval": N_("muted by a time interval (its routes send nothing now)"),
-    "quarantined": N_("quarantined (processing it failed; left out of every pass)"),
-    "resolved": N_("resolved"),
-    "stale": N_("stale: resolved because its data stopped, told resolved when the data returns"),
-    "resolving": N_("resolving: its resolve waits to see whether its node went dark"),
-}
-
-# The product's one-word states and outcomes as a page shows them (badges, tables); the stored value stays
-# in `data-*` attributes and URLs. A value not listed (a future state) is shown as stored.
-WORDS = {
-    # incidents
-    "notified": N_("notified"),
-    "acknowledged": N_("acknowledged"),
-    "silenced": N_("silenced"),
-    "resolved": N_("resolved"),
-    "firing": N_("firing"),
-    # decisions of alerts
-    "notify": N_("notify"),
-    "aggregated": N_("aggregated"),
-    "rolled_up": N_("rolled up"),
-    "throttled": N_("throttled"),
-    "inhibited": N_("inhibited"),
-    "held": N_("held"),
-    "muted_by_interval": N_("muted by interval"),
-    "quarantined": N_("quarantined"),
-    "pending": N_("pending"),
-    "stale": N_("stale"),
-    "resolving": N_("resolving"),
-    "no_data": N_("no data"),
-    # why an alert is stale (`pipeline.stale.Reason`)
-    "source_down": N_("a node-down alert of its node fires"),
-    "together": N_("its exporter's alerts resolved together"),
-    "returning": N_("its node is back: waiting for it to fire again"),
-    # kinds
-    "node": N_("node"),
-    "cluster": N_("cluster"),
-    # silences ("pending" is an alert's or a delivery's word; a silence that has not begun is `not_started`)
-    "active": N_("active"),
-    "not_started": N_("not started"),
-    "expired": N_("expired"),
-    # notifications (the throttle's reasons), outbox rows, deliveries and their attempts
-    "first": N_("first"),
-    "grew": N_("grew"),
-    "repeat": N_("repeat"),
-    "escalated": N_("escalated"),
-    "exhausted": N_("every step taken"),
-    "policy_gone": N_("policy removed from the rules"),
-    "superseded": N_("superseded by a new chain"),
-    "started": N_("started"),
-    "step": N_("step taken"),
-    "dispatched": N_("dispatched"),
-    "no_channels": N_("no channels"),
-    "sending": N_("sending"),
-    "sent": N_("sent"),
-    "dead": N_("dead"),
-    "coalesced": N_("coalesced"),
-    "failed_over": N_("failed over"),
-    "split": N_("split"),
-    "capped": N_("capped"),
-    "unconfigured": N_("unconfigured"),
-    "discarded": N_("discarded"),
-    "in_flight": N_("in flight"),
-    "lost": N_("lost"),
-    "error": N_("error"),
-    "rate_limited": N_("rate limited"),
-    "retry": N_("will retry"),
-    # node addresses
-    "learned": N_("learned"),
-    "configured": N_("configured"),
-    "prometheus": N_("Prometheus"),
-}
-
-
-# What a delivery carried (`channels.base.MessageKind`), in the deliveries and dead letters tables.
-MESSAGE_KINDS = {
-    "firing": N_("firing message"),
-    "update": N_("update message"),
-    "resolved": N_("resolved message"),
-    "cluster": N_("storm message"),
-    "coalesced": N_("combined message"),
-}
+# What a decision means, said in full: the English (msgid) by stored value, for the templates.
+DECISION_TEXT = {str(decision): term.text for decision, term in vocabulary.DECISION_TEXT.items()}
 
 
 def message_kind(tr: NullTranslations, kind: object) -> str:
+    """What a delivery carried (`message.vocabulary.MESSAGE_KINDS`), in the deliveries and dead letters tables."""
     text = "" if kind is None else str(kind)
-    return tr.gettext(MESSAGE_KINDS[text]) if text in MESSAGE_KINDS else text
+    return say(tr, vocabulary.MESSAGE_KINDS, text) or text
 
 
 def who(tr: NullTranslations, name: object) -> str:
@@ -165,9 +79,10 @@ def who(tr: NullTranslations, name: object) -> str:
 
 
 def word(tr: NullTranslations, value: object) -> str:
-    """A stored state or outcome in the page's language; one the product does not list is shown as stored."""
+    """A stored state, decision or outcome in the page's language (`message.vocabulary.CONSOLE_WORDS`); one
+    the product does not list is shown as stored."""
     text = "" if value is None else str(value)
-    return tr.gettext(WORDS[text]) if text in WORDS else text
+    return say(tr, vocabulary.CONSOLE_WORDS, text) or text
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,14 +98,14 @@ def incident_state(row: IncidentRow) -> str:
     if row.status == AlertStatus.RESOLVED:
         return AlertStatus.RESOLVED
     if row.acknowledged_at is not None:
-        return "acknowledged"
+        return IncidentState.ACKNOWLEDGED
     tally = Tally.from_json(row.summary or {})
     if (tally.stale or 0) > 0 and not tally.eligible:
-        return "no_data"
+        return IncidentState.NO_DATA
     firing, silenced = tally.firing, tally.silenced
     if firing is not None and silenced is not None and firing > 0 and silenced >= firing:
-        return "silenced"
-    return "notified"
+        return IncidentState.SILENCED
+    return IncidentState.NOTIFIED
 
 
 def alert_state(tr: NullTranslations, status: object, detail: Mapping[str, Any] | None, node: str) -> str:
@@ -226,8 +141,8 @@ def _cell(tr: NullTranslations, unit: str, firing: bool) -> Cell:
 
 
 def duration_text(delta: timedelta | None, tr: NullTranslations = _ENGLISH) -> str:
-    """`45s`, `12m`, `3h 5m`, `2d 4h` (`12 分钟`, ...)."""
-    return "" if delta is None else phrases.age_text(tr, delta)
+    """`45s`, `12m`, `3h 5m`, `2d 4h` (`12 分钟`, ...): `message.ages.age_text`, as messages say it."""
+    return "" if delta is None else age_text(tr, delta)
 
 
 def incident_span(row: IncidentRow, now: datetime, times: AlertTimes | None = None) -> tuple[datetime, datetime]:
@@ -304,9 +219,10 @@ def delivery_headline(message: object, tr: NullTranslations = _ENGLISH) -> str:
 
 
 def silence_state(row: SilenceRow, now: datetime) -> str:
+    """expired, active, or pending (not begun: worded `not_started`, as the template asks)."""
     if row.ends_at <= now:
-        return "expired"
-    return "pending" if row.starts_at > now else "active"
+        return SilenceState.EXPIRED
+    return "pending" if row.starts_at > now else SilenceState.ACTIVE
 
 
 def cap_text(value: object, limit: int = VALUE_CAP, tr: NullTranslations = _ENGLISH) -> str:

@@ -17,7 +17,7 @@ ITEM = {
     "severity": "critical",
     "headline": "gpu-node-07: GPUHighTemp on 3/8 GPUs",
     "labels": {"alertname": "GPUHighTemp", "node": "gpu-node-07", "region": "north"},
-    "summary": {  # with the facts `pipeline.incident.summary_dict` stores, which pages word headlines from
+    "summary": {  # with the facts `pipeline.incident.node_facts` states, which pages word headlines from
         "where": "gpu-node-07",
         "alertname": "GPUHighTemp",
         "units": ["0", "3", "5"],

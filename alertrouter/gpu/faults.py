@@ -1,6 +1,7 @@
-"""What a GPU alert's labels say about the fault, for messages: the XID's meaning and NVIDIA's action
-(`alertrouter.gpu.xid`), and the workload the GPU was running (dcgm-exporter's `exported_namespace` and
-`exported_pod` under the Kubernetes mapping). Values arrive cleaned and capped (`render.context`)."""
+"""What a GPU alert's labels say about the fault, for messages and the console's incident page: the XID's
+meaning and NVIDIA's action (`alertrouter.gpu.xid`), and the workload the GPU was running (dcgm-exporter's
+`exported_namespace` and `exported_pod` under the Kubernetes mapping). The renderer only places these
+lines; values arrive cleaned and capped by the caller (`render.context`)."""
 
 from __future__ import annotations
 
