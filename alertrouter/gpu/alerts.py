@@ -1,13 +1,14 @@
 """An alert's labels read as the triage's `XidAlert`: the Xid it names, the GPU it is about and the workload
-that GPU was running. dcgm-exporter's label shapes: `UUID` names the GPU itself;
-without it the node and the `gpu` index do; the workload is the Kubernetes mapping's `exported_namespace`
-and `exported_pod`."""
+that GPU was running. dcgm-exporter's label shapes: `UUID` names the GPU itself (`uuid`, `gpu_uuid` in
+some fleets); without it the node and the `gpu` index do; the workload is the Kubernetes mapping's
+`exported_namespace` and `exported_pod`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
 
+from alertrouter.gpu.identity import UUID_LABELS
 from alertrouter.gpu.triage import XidAlert
 from alertrouter.gpu.xid import from_labels
 
@@ -15,10 +16,12 @@ __all__ = ["gpu_key", "workload_of", "xid_alert"]
 
 
 def gpu_key(labels: Mapping[str, str], node: str) -> str:
-    """The GPU's own `UUID`, else `node/index`; "" when neither names it (it then counts towards no GPU)."""
-    uuid = labels.get("UUID", "")
-    if uuid:
-        return uuid
+    """The GPU's own UUID (`gpu.identity`'s labels), else `node/index`; "" when neither names it (it then
+    counts towards no GPU)."""
+    for name in UUID_LABELS:
+        uuid = labels.get(name, "").strip()
+        if uuid:
+            return uuid
     index = labels.get("gpu", "")
     return f"{node}/{index}" if index and node else ""
 
