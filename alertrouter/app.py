@@ -188,6 +188,7 @@ def _engine(
         loops=loops,
         discovered=lookup.snapshot if lookup is not None else None,
         freeze_after_full=True,
+        rma=rma_rules(ruleset.rma),
     )
     if lookup is not None:
         lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names

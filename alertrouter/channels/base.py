@@ -21,6 +21,7 @@ from alertrouter.labels import alert_title
 from alertrouter.message.facts import StormFacts
 from alertrouter.message.i18n import Locale
 from alertrouter.message.notification import Mentions, MessageKind, Notification
+from alertrouter.message.rma import rma_line
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.message.words import Words
 
@@ -202,4 +203,5 @@ def notification_fields(n: Notification) -> dict[str, str]:
         "incidents": str(len(n.items)),
         "xid": short_line(words.tr, faults[0]) if faults else "",
         "workload": "/".join(filter(None, pods[0])) if pods else "",
+        "rma": rma_line(words.tr, first.rma[0]) if first.rma else "",
     }

@@ -26,10 +26,12 @@ from alertrouter.engine.decisions import (
     folds,
 )
 from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_index, write_events
+from alertrouter.engine.gpus import with_rma
 from alertrouter.engine.lease import EngineLease
 from alertrouter.engine.live import RECENT, LiveAlerts
 from alertrouter.engine.records import RecordBook
 from alertrouter.engine.unwritable import raise_unwritable
+from alertrouter.gpu.rma import DEFAULT_RULES, RmaRule
 from alertrouter.metrics import Metrics
 from alertrouter.pipeline import aliases
 from alertrouter.pipeline.evaluate import Evaluator
@@ -85,8 +87,10 @@ class Passes:
         freeze_after_full: bool,
         freeze_growth: int,
         urgent_due_max: int,
+        rma: Sequence[RmaRule] = DEFAULT_RULES,
     ) -> None:
         self._db = db
+        self.rma = rma  # the rules a message's GPUs are told RMA candidates by (`engine.gpus`)
         self._urgent_due_max = urgent_due_max
         # Incremental passes evaluate what changed (`Evaluator.evaluate_changes`); a full one every
         # `full_every` is the safety net. `incremental=False`: every pass full (the tests' oracle).
@@ -109,8 +113,7 @@ class Passes:
         self._metrics = metrics
         self._clock = clock
         self.lease = lease
-        # Passes run in a worker thread that lets the event loop in now and then (`alertrouter.process.courtesy`),
-        # and so does working out a big pass's decision changes.
+        # Passes (and working out a big pass's decision changes) let the event loop in (`process.courtesy`).
         self._courtesy = Courtesy()
         self._evaluator = Evaluator(pipeline, courtesy=self._courtesy)
         # The live alerts and the incident records as stored, kept in step with what each pass reads and
@@ -389,5 +392,6 @@ class Passes:
         if folds(self._escalated.events):  # else written after the commit, as a storm's decisions are
             await write_events(session, self._escalated)
             self._escalated.events = []
+        result.intents = await with_rma(session, result.intents, self.rma)
         await store.insert_intents(session, result.intents, now)
         self._folded = changes is not None and await fold_decisions(session, changes)

@@ -20,6 +20,7 @@ from alertrouter.engine.cadence import INGEST_QUIET, Cadence, after_ingest_burst
 from alertrouter.engine.decisions import Poisoned
 from alertrouter.engine.lease import EngineLease
 from alertrouter.engine.passes import Passes
+from alertrouter.gpu.rma import DEFAULT_RULES, RmaRule
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.pipeline.nodes import Discovered
@@ -69,6 +70,7 @@ class EngineRunner:
         freeze_after_full: bool = False,
         freeze_growth: int = FREEZE_GROWTH,
         urgent_due_max: int = URGENT_DUE_MAX,
+        rma: Sequence[RmaRule] = DEFAULT_RULES,
     ) -> None:
         self._db = db
         self._loops = loops or LoopHealth(metrics)
@@ -90,6 +92,7 @@ class EngineRunner:
             freeze_after_full=freeze_after_full,
             freeze_growth=freeze_growth,
             urgent_due_max=urgent_due_max,
+            rma=rma,
         )
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()

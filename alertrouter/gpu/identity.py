@@ -74,12 +74,13 @@ def _value(labels: Mapping[str, str], names: Sequence[str]) -> str | None:
     return None
 
 
-def identity_of(labels: Mapping[str, str], nodes: NodeNames) -> GpuIdentity | None:
-    """The GPU an alert is about, or None when it names no UUID (or one longer than `NAME_MAX`)."""
+def identity_of(labels: Mapping[str, str], nodes: NodeNames | None = None) -> GpuIdentity | None:
+    """The GPU an alert is about, or None when it names no UUID (or one longer than `NAME_MAX`). `nodes`:
+    how its node is named; None names none (a caller that needs only the UUID and the slot)."""
     uuid = _value(labels, UUID_LABELS)
     if uuid is None:
         return None
-    node = nodes.node_of(labels)
+    node = nodes.node_of(labels) if nodes is not None else None
     return GpuIdentity(
         uuid=uuid,
         serial=_value(labels, SERIAL_LABELS),

@@ -53,7 +53,13 @@ class RmaNote:
             return None
         first, last = (parse_time(v) if isinstance(v := data.get(k), str) else None for k in ("first", "last"))
         count, uuid = data.get("count"), data.get("uuid")
-        if first is None or last is None or not isinstance(uuid, str) or not isinstance(count, int) or count is True:
+        if (
+            first is None
+            or last is None
+            or not isinstance(uuid, str)
+            or not isinstance(count, int)
+            or isinstance(count, bool)
+        ):
             return None
         xids, names = data.get("xids"), data.get("alertnames")
         return cls(

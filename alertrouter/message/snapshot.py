@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from alertrouter.message.facts import Facts, NodeFacts, facts_from_json
+from alertrouter.message.rma import RmaNote, rma_notes_from_json
 from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, AlertStatus, IncidentKind, parse_time
 
 __all__ = ["AlertItem", "MessageError", "MessageSnapshot"]
@@ -114,6 +115,7 @@ class MessageSnapshot:
     at: datetime | None = None  # when it was decided
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    rma: tuple[RmaNote, ...] = ()  # its GPUs that the `rma:` rules make candidates (`engine.gpus`)
 
     @property
     def resolved(self) -> bool:
@@ -150,6 +152,8 @@ class MessageSnapshot:
             out["started_at"] = self.started_at.isoformat()
         if self.ended_at is not None:
             out["ended_at"] = self.ended_at.isoformat()
+        if self.rma:
+            out["rma"] = [note.to_json() for note in self.rma]
         return out
 
     @classmethod
@@ -180,4 +184,5 @@ class MessageSnapshot:
             at=_when(d, "at"),
             started_at=_when(d, "started_at"),
             ended_at=_when(d, "ended_at"),
+            rma=rma_notes_from_json(d.get("rma")),
         )

@@ -20,6 +20,7 @@ from alertrouter.gpu.faults import alert_xid, workload, workloads_text, xid_line
 from alertrouter.gpu.triage_words import triage_lines
 from alertrouter.labels import alert_title
 from alertrouter.message.facts import Facts, NodeFacts, StormFacts, Tally
+from alertrouter.message.rma import rma_lines
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.message.words import Words, words_for
 from alertrouter.model import HEARTBEAT_ALERTNAME, HEARTBEAT_LABEL, IncidentKind, parse_time
@@ -262,6 +263,7 @@ def build_item(
         xids_more=xids_more,
         workloads=workloads_text([a.labels for a in current]),
         no_data=_no_data(words, raw.summary if isinstance(raw.summary, NodeFacts) else NodeFacts()),
+        rma=tuple(rma_lines(words.tr, raw.rma)),
     )
 
 

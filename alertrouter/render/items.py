@@ -74,6 +74,7 @@ class ItemContext:
     xids_more: int = 0
     workloads: str = ""  # "ml/train-0, ml/train-1 +2": the workloads on the alerting GPUs
     no_data: str = ""  # "No data: gpu-node-07 is down (NodeDown)": what explains its gap in data, or ""
+    rma: tuple[str, ...] = ()  # "RMA candidate: GPU 3 (GPU-5f1c…): Xid 48 twice in 11 days", one per GPU
 
     @property
     def status(self) -> str:

@@ -47,6 +47,7 @@ SMS_FIELDS = (
     "incidents",
     "xid",  # `XID 79: reboot the node`: the lowest XID of the incident and NVIDIA's first action
     "workload",  # `ml-team/train-0`: exported_namespace/exported_pod of an alerting GPU
+    "rma",  # `RMA candidate: GPU 3 (GPU-5f1c…): Xid 48 twice in 11 days`: the first GPU the rma: rules name
 )
 
 

@@ -120,3 +120,16 @@ def test_the_status_variable_is_the_word_of_the_receivers_language(status: str, 
     assert sms_params(n, {"s": "status"}, 20) == {"s": status}
     chinese = dataclasses.replace(n, locale=Locale("zh-CN", "Asia/Shanghai"))
     assert sms_params(chinese, {"s": "status"}, 20) == {"s": zh}
+
+
+def test_the_rma_variable_names_the_first_candidate_gpu() -> None:
+    """`rma`: what the message says of its first GPU the rma: rules make a candidate, fitted like the rest."""
+    note = {"uuid": "GPU-5e0d6f0a", "slot": "3", "rule": "dbe-repeated", "count": 2, "xids": [48]}
+    note |= {"first": "2026-11-10T08:00:00Z", "last": "2026-11-21T09:00:00Z"}
+    item = {**ITEM, "rma": [note]}
+    n = dataclasses.replace(notification(), items=(MessageSnapshot.from_json(item),), link=LINK)
+    assert sms_params(n, {"r": "rma"}, 70) == {"r": "RMA candidate: GPU 3 (GPU-5e0d6f0a): Xid 48 twice in 11 days"}
+    zh = dataclasses.replace(n, locale=Locale("zh-CN", "Asia/Shanghai"))
+    assert sms_params(zh, {"r": "rma"}, 70) == {"r": "RMA 候选：GPU 3（GPU-5e0d6f0a）：11 天内 Xid 48 共 2 次"}
+    plain = dataclasses.replace(notification(), items=(MessageSnapshot.from_json(ITEM),), link=LINK)
+    assert sms_params(plain, {"r": "rma"}, 70) == {"r": "-"}

@@ -13,6 +13,7 @@ import pytest
 
 from e2e.harness import Router, Store, gpu_labels, wait_for, webhook, webhook_alert
 from support.fakes.dingtalk import FakeDingTalk
+from support.fakes.wecom import FakeWeCom
 
 pytestmark = [pytest.mark.e2e]
 
@@ -101,3 +102,75 @@ def test_the_dingtalk_message_says_what_each_xid_means(
     assert "XID 95 on GPU 2, 6: Uncontained ECC error — action: reset the GPU" in plain
     assert "ml-team/llama-70b-0, ml-team/llama-70b-1, ml-team/vllm-0" in plain
     assert "gpu-node-07" in plain
+
+
+WECOM_KEY = "wecom-key-rma-5d1e"  # a literal test credential, nothing real
+RMA_RULES = """\
+global: {language: zh-CN, timezone: Asia/Shanghai}
+aggregation:
+  - name: gpu-by-node
+    matchers: ['gpu!=""']
+    group_by: [alertname, Hostname]
+    count: {label: gpu, per_group: 8}
+    group_wait: 1s
+    rollup: off
+route:
+  receiver: oncall
+  group_wait: 1s
+  group_interval: 2s
+  repeat_interval: 1h
+  routes:
+    - {receiver: oncall, continue: true}
+    - {receiver: abroad}
+receivers:
+  - name: oncall
+    channels: [robot]
+  - name: abroad
+    language: en
+    timezone: Europe/Berlin
+    channels: [wecom]
+channels:
+  - name: robot
+    type: dingtalk
+    url: %s/robot/send
+    access_token: ${DT_TOKEN}
+    secret: ${DT_SECRET}
+  - name: wecom
+    type: wecom
+    url: %s/cgi-bin/webhook/send
+    key: ${WECOM_KEY}
+"""
+
+
+def test_a_gpu_with_its_second_xid_48_in_11_days_is_paged_as_an_rma_candidate(
+    store: Store, start_router: Callable[..., Router], dingtalk: FakeDingTalk, tmp_path: Path
+) -> None:
+    # NVIDIA: a double-bit ECC error (Xid 48) that comes back after the row remap is an RMA. The first one
+    # started 11 days before alertrouter heard of it (Alertmanager sends what still fires).
+    directory = tmp_path / "rules"
+    directory.mkdir()
+    with FakeWeCom([WECOM_KEY]) as wecom:
+        (directory / "rules.yml").write_text(RMA_RULES % (dingtalk.url, wecom.url))
+        env = {"ALERTROUTER_CONFIG": str(directory), "DT_TOKEN": DT_TOKEN, "DT_SECRET": DT_SECRET}
+        router = start_router(store, env=env | {"WECOM_KEY": WECOM_KEY, "ALERTROUTER_DELIVERY_INTERVAL": "200ms"})
+        now = datetime.now(UTC).replace(microsecond=0)
+        labels = xid_alert(3, "48", "llama-70b-0") | {"err_msg": "Double Bit ECC Error"}
+        first = now - timedelta(days=11, hours=2)
+        assert router.post_webhook(webhook([webhook_alert(labels, starts_at=first)])).status_code == 200
+        (once,) = wait_for(lambda: texts(dingtalk) or None, what="the first Xid 48 page")
+        assert "RMA 候选" not in once  # one Xid 48 is not a pattern
+        resolved = webhook([webhook_alert(labels, starts_at=first, ends_at=now - timedelta(seconds=30))])
+        assert router.post_webhook(resolved).status_code == 200
+        wait_for(lambda: texts(dingtalk)[1:] or None, what="the resolved message")
+        assert router.post_webhook(webhook([webhook_alert(labels, starts_at=now)])).status_code == 200
+        page = wait_for(lambda: texts(dingtalk)[2:] or None, what="the second Xid 48 page")[0]
+        english = wait_for(lambda: wecom_texts(wecom)[2:] or None, what="the English page")[0]
+    uuid = labels["UUID"][:12]
+    assert f"RMA 候选：GPU 3（{uuid}…）：11 天内 Xid 48 共 2 次" in page.replace("\\", "")
+    assert f"RMA candidate: GPU 3 ({uuid}…): Xid 48 twice in 11 days" in english
+    gpu = router.http.get(f"/api/v1/gpus/{labels['UUID']}").json()
+    assert (gpu["rma_candidate"], [e["xid"] for e in gpu["events"]]) == (True, [48, 48])
+
+
+def wecom_texts(fake: FakeWeCom) -> list[str]:
+    return [str(body[body["msgtype"]].get("content", "")) for body in fake.messages(WECOM_KEY)]

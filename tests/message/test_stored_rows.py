@@ -59,7 +59,11 @@ def test_a_stored_row_reads_back_as_it_was_written(name: str) -> None:
 @pytest.mark.parametrize("key", sorted(WORDS))
 def test_a_stored_row_is_told_in_the_words_it_was_told_in_before(key: str) -> None:
     name, language = key.split("/")
-    assert told(ROWS[name], language) == WORDS[key]
+    now = told(ROWS[name], language)
+    # SMS variables added since the rows were captured: empty for a row that has nothing to fill them
+    added = {"rma": ""}
+    assert {k: now["sms"].pop(k) for k in added} == added
+    assert now == WORDS[key]
 
 
 def test_the_facts_are_typed_per_kind() -> None:

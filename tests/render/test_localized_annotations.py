@@ -39,8 +39,10 @@ _NAMES = {
     "GPU", "XID", "NVIDIA", "C",  # °C
     "NVLink", "NVSwitch", "Fabric", "Manager", "PCIe", "HAMi", "vGPU", "Pod", "CUDA",
     "Prometheus", "Alertmanager", "alertrouter", "webhook", "job", "node-exporter", "dcgm-exporter", "kubelet",
-    "Kubernetes", "NotReady", "OOM", "killer", "GB/s", "MiB/s", "nvidia-smi", "POWER", "max_alerts",
-    "q", "d",  # nvidia-smi -q -d POWER
+    "DCGM", "CRC", "Kubernetes", "NotReady", "OOM", "killer", "GB/s", "MiB/s", "nvidia-smi", "POWER", "max_alerts",
+    "q", "d", "r", "nvlink", "e", "dcgmi", "diag",  # nvidia-smi -q -d POWER, -r, nvlink -e; dcgmi diag -r 2
+    "flit",  # NVLink CRC flit errors: the counter's name
+    "RMA", "ROW_REMAPPER",  # a vendor's return process, as Chinese teams name it; nvidia-smi -q -d ROW_REMAPPER
     "truncatedAlerts", "alertrouter_db_errors_total", "alertrouter_notifications_total", "readyz", "UUID",
     "AlertrouterHeartbeatMissing", "rules/heartbeats.yml", "docs.nvidia.com/deploy/xid-errors",
 }  # fmt: skip

@@ -213,3 +213,19 @@ def test_the_sms_text_stays_within_three_segments_and_says_the_action(templates:
     assert utf8_len(text) <= TEXT_LIMIT_BYTES
     assert "action: reset the GPU to remap its memory" in text
     assert "—" not in text  # made GSM-7
+
+
+RMA_NOTE = {"uuid": "GPU-3f1c7a52-9b0e-4d7e-8a61-0c5e00000005", "slot": "5", "rule": "dbe-repeated", "count": 2}
+RMA_NOTE |= {"first": "2026-11-10T08:00:00+00:00", "last": "2026-11-21T09:30:00+00:00", "xids": [48]}
+
+
+@pytest.mark.parametrize(("channel", "fmt"), FORMATS)
+def test_every_format_says_a_gpu_is_an_rma_candidate_in_both_languages(
+    templates: Templates, channel: str, fmt: str
+) -> None:
+    n = notification(MessageKind.FIRING, [NODE | {"rma": [RMA_NOTE]}])
+    english = templates.render(channel, fmt, n).replace("\\", "")
+    chinese = templates.render(channel, fmt, zh(n)).replace("\\", "")
+    assert "RMA candidate: GPU 5 (GPU-3f1c7a52…): Xid 48 twice in 11 days" in english
+    assert "RMA 候选：GPU 5（GPU-3f1c7a52…）：11 天内 Xid 48 共 2 次" in chinese
+    assert "RMA candidate" not in templates.render(channel, fmt, notification(MessageKind.FIRING, [NODE]))
