@@ -161,3 +161,20 @@ def test_one_application_xid_on_two_gpus_of_a_workload_says_the_application(sc: 
     assert (facts.xid, facts.action, facts.follow_ons, facts.verdict) == (13, "RESTART_APP", (), "APPLICATION")
     assert facts.reason == ReasonFacts("across_gpus", 13, 2, 2, 86400, 2, "ml/train")
     assert [m.receiver for m in sc.messages()] == ["workload-owner"]
+
+
+def test_follow_ons_after_the_root_s_page_do_not_page_it_again(sc: Scenario) -> None:
+    """They arrive after the root was told (within the window): its incident says them, but does not grow."""
+    root, others = fixture_labels()
+    sc.fire(root)
+    sc.run(2 * MIN)
+    assert len(sc.messages()) == 1
+    for x in others:
+        sc.fire(x)
+    sc.run(4 * 60 * MIN)  # past repeat_interval (4h): the repeat says them
+    assert [m.reason.value for m in sc.messages()] == ["first", "repeat"]
+    first, repeat = (m.message.summary for m in sc.messages())
+    assert isinstance(first, NodeFacts)
+    assert isinstance(repeat, NodeFacts)
+    assert first.triage is None  # nothing but its own Xid lines to say then
+    assert repeat.triage == WANT
