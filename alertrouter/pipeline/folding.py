@@ -1,9 +1,10 @@
-"""Follow-on Xids folded into their root (issue 48): a consequence Xid alert (45, 94/95, 154 ...) on a node
-where a root Xid alert (a fault: not a consequence, not informational) started at most `follow_on_window`
-before it and still fires is muted as an inhibition by rule `gpu-follow-on`, the root's fingerprint as its
-source. So the console, the API, restarts and the stored decisions read it as any inhibition, and a
-consequence arriving before its root is held (`FollowOnRules.hold_down`) then muted when the root comes,
-as an inhibit rule's hold-down does. Which root a consequence joins is `gpu.triage`'s (by `startsAt`).
+"""Follow-on Xids folded into their root, so that one GPU fault is one page: a consequence Xid alert (45,
+94/95, 154 ...) on a node where a root Xid alert (a fault: not a consequence, not informational) started at
+most `follow_on_window` before it and still fires is muted as an inhibition by rule `gpu-follow-on`, the
+root's fingerprint as its source. So the console, the API, restarts and the stored decisions read it as any
+inhibition, and a consequence arriving before its root is held (`FollowOnRules.hold_down`) then muted when
+the root comes, as an inhibit rule's hold-down does. Which root a consequence joins is `gpu.triage`'s (by
+`startsAt`); a consequence whose root resolved is released, as an inhibition target is.
 
 The triage runs per node, on the Xid alerts of that node only (indexed by node), again only when one of
 them came, changed or left; a pass re-sorts the incidents of that node's Xid alerts (`affected`). The root's
