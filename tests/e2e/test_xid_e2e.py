@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.e2e]
 DT_TOKEN = "dt-token-xid-7c2e90"  # literal test credentials, nothing real
 DT_SECRET = "SEC9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 
-RULES = """\
+AGGREGATION = """\
 aggregation:
   - name: gpu-by-node
     matchers: ['gpu!=""']
@@ -28,6 +28,8 @@ aggregation:
     count: {label: gpu, per_group: 8}
     group_wait: 1s
     rollup: off
+"""
+RULES = AGGREGATION + """\
 route:
   receiver: oncall
   group_wait: 1s
@@ -104,13 +106,7 @@ def test_the_dingtalk_message_says_what_each_xid_means(
 WECOM_KEY = "wecom-key-rma-5d1e"  # a literal test credential, nothing real
 RMA_RULES = """\
 global: {language: zh-CN, timezone: Asia/Shanghai}
-aggregation:
-  - name: gpu-by-node
-    matchers: ['gpu!=""']
-    group_by: [alertname, Hostname]
-    count: {label: gpu, per_group: 8}
-    group_wait: 1s
-    rollup: off
+""" + AGGREGATION + """\
 route:
   receiver: oncall
   group_wait: 1s
