@@ -24,12 +24,14 @@ from alertrouter.digest.period import week_bounds
 from alertrouter.digest.rma import gpu_match
 from alertrouter.digest.send import DigestRunner
 from alertrouter.digest.types import DigestStats
+from alertrouter.gpu.report import report
 from alertrouter.gpu.rma import DEFAULT_RULES
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.ruleset.schedule import zone
 from alertrouter.store import Database
+from alertrouter.store import gpus as gpu_store
 from alertrouter.store.digest import read_week
 from support.digestweek import WeekDriver
 
@@ -119,6 +121,24 @@ async def test_candidates_by_the_rma_rules_as_of_the_weeks_end(seeded: tuple[Dig
             (t("2026-11-19T04:00"), 79, "GPUFallenOffBus", "gpu-node-34", "1"),
         ],
     ]
+
+
+async def test_the_same_verdicts_as_the_api(db: Database, seeded: tuple[DigestRunner, DigestStats]) -> None:
+    """What `GET /api/v1/gpus?rma=true` reads (`web.gpus.read_reports`): every GPU and its whole history,
+    now. The digest's candidates are among them, by the same rule; the API has two more: GPU-once (its
+    second Xid 48 came after the week) and GPU-old (nothing new in the week)."""
+    _, stats = seeded
+    async with db.read() as session:
+        rows, events, _ = await gpu_store.read_gpus(session, limit=100, offset=0)
+    api = {r.uuid: r.verdict.rule for row in rows if (r := report(row, events.get(row.uuid, []))).verdict.candidate}
+    assert api == {
+        "GPU-lemon": "dbe-repeated",
+        "GPU-mover": "fallen-off-bus-repeated",
+        "GPU-once": "dbe-repeated",
+        "GPU-old": "dbe-repeated",
+        "GPU-remap": "row-remap-failure",
+    }
+    assert {c.uuid: c.rule for c in stats.rma} == {k: v for k, v in api.items() if k not in ("GPU-once", "GPU-old")}
 
 
 async def test_the_store_reads_the_history_the_rules_need(
