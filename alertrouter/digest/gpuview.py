@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 from alertrouter.digest.types import DigestStats, GpuEventFact, RmaCandidate
 from alertrouter.digest.words import NONE, time_label
 from alertrouter.gpu.xid import lookup, meaning_text
+from alertrouter.message.rma import evidence_times
 from alertrouter.render.context import LABEL_CAP, clean
 
 __all__ = ["RMA_TOP", "gpu_sections", "rma_reason"]
@@ -31,28 +32,11 @@ def _data(tr: NullTranslations, value: str | None) -> str:
     return tr.gettext("(none)") if not value or value == NONE else _name(value)
 
 
-def _times(tr: NullTranslations, what: str, c: RmaCandidate) -> str:
-    """`XID 48 twice in 11 days` / `11 天内 XID 48 共 2 次`: how often the evidence counts, in how long."""
-    count, span = len(c.evidence), c.evidence[-1].at - c.evidence[0].at
-    if count == 1:
-        return tr.gettext("%(what)s once") % {"what": what}
-    days, hours = span.days, int(span.total_seconds() // 3600)
-    values = {"what": what, "count": count, "days": days, "hours": hours}
-    if days >= 1 and count == 2:
-        return tr.ngettext("%(what)s twice in %(days)s day", "%(what)s twice in %(days)s days", days) % values
-    if days >= 1:
-        plural = "%(what)s %(count)s times in %(days)s days"
-        return tr.ngettext("%(what)s %(count)s times in %(days)s day", plural, days) % values
-    if hours >= 1:
-        plural = "%(what)s %(count)s times in %(hours)s hours"
-        return tr.ngettext("%(what)s %(count)s times in %(hours)s hour", plural, hours) % values
-    return tr.gettext("%(what)s %(count)s times within an hour") % values
-
-
 def rma_reason(tr: NullTranslations, c: RmaCandidate) -> str:
     """`XID 48 twice in 11 days (rule dbe-repeated)` / `11 天内 XID 48 共 2 次（规则 dbe-repeated）`."""
     what = " / ".join([f"XID {x}" for x in c.xids] + [_name(n) for n in c.alertnames]) or _name(c.rule)
-    return tr.gettext("%(times)s (rule %(rule)s)") % {"times": _times(tr, what, c), "rule": _name(c.rule)}
+    times = evidence_times(tr, what, len(c.evidence), c.evidence[0].at, c.evidence[-1].at)
+    return tr.gettext("%(times)s (rule %(rule)s)") % {"times": times, "rule": _name(c.rule)}
 
 
 def _evidence(tr: NullTranslations, e: GpuEventFact, tz: ZoneInfo, language: str) -> dict[str, Any]:

@@ -29,7 +29,9 @@ aggregation:
     group_wait: 1s
     rollup: off
 """
-RULES = AGGREGATION + """\
+RULES = (
+    AGGREGATION
+    + """\
 route:
   receiver: oncall
   group_wait: 1s
@@ -47,6 +49,7 @@ channels:
     timeout: 2s
     retry: {initial: 1s, max: 2s, give_up_after: 1h}
 """
+)
 
 
 @pytest.fixture
@@ -104,9 +107,12 @@ def test_the_dingtalk_message_says_what_each_xid_means(
 
 
 WECOM_KEY = "wecom-key-rma-5d1e"  # a literal test credential, nothing real
-RMA_RULES = """\
+RMA_RULES = (
+    """\
 global: {language: zh-CN, timezone: Asia/Shanghai}
-""" + AGGREGATION + """\
+"""
+    + AGGREGATION
+    + """\
 route:
   receiver: oncall
   group_wait: 1s
@@ -133,6 +139,7 @@ channels:
     url: %s/cgi-bin/webhook/send
     key: ${WECOM_KEY}
 """
+)
 
 
 def test_a_gpu_with_its_second_xid_48_in_11_days_is_paged_as_an_rma_candidate(
