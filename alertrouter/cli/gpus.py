@@ -13,15 +13,14 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from alertrouter.gpu.report import GpuReport, event_list, is_candidate, report
-from alertrouter.gpu.rma import RmaRule, relevant
+from alertrouter.gpu.report import GpuReport, candidate_query, event_list, report
+from alertrouter.gpu.rma import RmaRule
 from alertrouter.ruleset import ConfigError, load_ruleset
 from alertrouter.ruleset.rma import rma_rules
 from alertrouter.settings import get_settings
 from alertrouter.store import Database
 from alertrouter.store import gpus as store
 from alertrouter.store.db import probe
-from alertrouter.store.tables import GpuEventRow
 from alertrouter.store.urls import masked
 
 __all__ = ["CSV_COLUMNS", "add_gpus_parser", "cmd_gpus", "write_csv"]
@@ -104,12 +103,8 @@ async def _read(url: str, rules: Sequence[RmaRule], *, rma: bool) -> list[GpuRep
     """Every GPU (or RMA candidate), page by page."""
     only = None
     if rma:
-
-        def keep(events: Sequence[GpuEventRow]) -> bool:
-            return is_candidate(events, rules)
-
-        xids = frozenset(x for rule in rules for x in rule.xids)
-        only = store.GpuFilter(xids=xids, alertnames=relevant(rules), keep=keep)
+        query = candidate_query(rules)
+        only = store.GpuFilter(xids=query.xids, alertnames=query.alertnames, keep=query.keep)
     db = Database(url)
     out: list[GpuReport] = []
     try:

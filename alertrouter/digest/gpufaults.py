@@ -1,4 +1,5 @@
-"""The week's GPU faults: per node, the mean time between them; per GPU, whether it is an RMA candidate.
+"""The week's GPU faults: per node, the mean time between them (the RMA candidates are `digest.rma`'s,
+from each GPU's own history).
 
 Definitions (docs/en/xid.md; the digest's footnote says the same):
 - A GPU fault is an alert episode that began firing in the week and whose labels name an XID (`xid`, or
@@ -6,12 +7,6 @@ Definitions (docs/en/xid.md; the digest's footnote says the same):
   starting at the same time (two rules on the same series) are one fault.
 - A node's mean time between GPU faults is the period's length divided by the node's faults: 168 h over
   4 faults is 42 h. Nodes without a fault are not listed (their MTBF is longer than the period).
-- An RMA candidate is a GPU (its `UUID` label, `uuid` in dcgm-exporter's old naming) with at least
-  `RMA_REPEATS` faults in the week whose XID is one of `RMA_XIDS` (memory and bus faults); the faults
-  are its evidence. A GPU without a UUID label is never one: the UUID is what an RMA names.
-DCGM_FI_DEV_XID_ERRORS keeps the last XID until the GPU is reset, so a repeat is a new episode only after
-the alert resolved in between (a reset, a reboot, the exporter restarting): a repeat is a GPU that failed
-again after it was brought back.
 """
 
 from __future__ import annotations
@@ -20,13 +15,11 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 
-from alertrouter.digest.types import EpisodeRow, GpuFault, NodeFaults, RmaCandidate
+from alertrouter.digest.types import EpisodeRow, GpuFault, NodeFaults
 from alertrouter.gpu.xid import from_labels
 
-__all__ = ["RMA_REPEATS", "RMA_XIDS", "gpu_faults", "node_faults", "rma_candidates"]
+__all__ = ["gpu_faults", "node_faults"]
 
-RMA_XIDS = frozenset({48, 63, 64, 79, 94, 95})  # double-bit ECC, row remapping, fallen off the bus, ECC
-RMA_REPEATS = 2  # faults of those codes on one GPU in one week
 TOP = 25
 
 
@@ -66,19 +59,3 @@ def node_faults(faults: Iterable[GpuFault], period: timedelta) -> list[NodeFault
         for node, found in by_node.items()
     ]
     return sorted(rows, key=lambda r: (-r.faults, r.node))[:TOP]
-
-
-def rma_candidates(
-    faults: Iterable[GpuFault], *, codes: frozenset[int] = RMA_XIDS, repeats: int = RMA_REPEATS
-) -> list[RmaCandidate]:
-    """GPUs (by UUID) with at least `repeats` faults of `codes`, each with its evidence; most first."""
-    by_gpu: dict[str, list[GpuFault]] = defaultdict(list)
-    for fault in faults:
-        if fault.uuid and fault.code in codes:
-            by_gpu[fault.uuid].append(fault)
-    rows = [
-        RmaCandidate(uuid=uuid, node=found[-1].node, gpu=found[-1].gpu, evidence=found)
-        for uuid, found in by_gpu.items()
-        if len(found) >= repeats
-    ]
-    return sorted(rows, key=lambda r: (-len(r.evidence), r.node, _order(r.gpu), r.uuid))[:TOP]

@@ -26,6 +26,7 @@ from alertrouter.channels.base import ChannelError
 from alertrouter.channels.email import InlineImage, build_email, smtp_send
 from alertrouter.digest.charts import draw_charts
 from alertrouter.digest.period import week_bounds
+from alertrouter.digest.rma import gpu_match
 from alertrouter.digest.stats import week_rows
 from alertrouter.digest.summarize import Labelling, summarize
 from alertrouter.digest.types import DigestStats
@@ -39,6 +40,7 @@ from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import unconfigured_channels
 from alertrouter.ruleset.channels import EmailChannelConfig
 from alertrouter.ruleset.receivers import DigestConfig
+from alertrouter.ruleset.rma import rma_rules
 from alertrouter.ruleset.schedule import Schedule, parse_schedule, zone
 from alertrouter.store import Database
 from alertrouter.store.digest import read_week
@@ -137,6 +139,7 @@ class DigestRunner:
         self.targets = {t.receiver: t for t in digest_targets(ruleset)}
         self._nodes = pipeline.nodes
         self._global = ruleset.global_
+        self._rma = rma_rules(ruleset.rma)
 
     def _labelling(self, learned: dict[str, str]) -> Labelling:
         g = self._global
@@ -153,12 +156,14 @@ class DigestRunner:
         start, end = week_bounds(period, tz)
         read_at = self._clock()
         async with self._db.read() as session:
-            week = await read_week(session, start=start, end=end)
+            week = await read_week(session, start=start, end=end, gpus=gpu_match(self._rma))
             book = await load_node_aliases(session)
         rows = week_rows(week, start=start, end=end, now=read_at)
         learned = aliases.active(book, now=self._clock(), ttl=self._nodes.learned_ttl)
         receiver = target.receiver if target is not None else None
-        return summarize(rows, period=period, tz=tz, labelling=self._labelling(learned), receiver=receiver)
+        return summarize(
+            rows, period=period, tz=tz, labelling=self._labelling(learned), receiver=receiver, rma=self._rma
+        )
 
     async def build(
         self,

@@ -37,6 +37,7 @@ def week_rows(week: WeekHistory, *, start: datetime, end: datetime, now: datetim
         incidents=week.incidents,
         escalations=week.escalations,
         read_at=now,
+        gpus=week.gpus,
     )
     for entry in week.outbox:
         msg, key = entry.message, entry.incident_key

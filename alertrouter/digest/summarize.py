@@ -9,7 +9,8 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from alertrouter.digest.blind import blind_periods
-from alertrouter.digest.gpufaults import gpu_faults, node_faults, rma_candidates
+from alertrouter.digest.gpufaults import gpu_faults, node_faults
+from alertrouter.digest.rma import rma_candidates
 from alertrouter.digest.types import (
     AckStats,
     Count,
@@ -26,6 +27,7 @@ from alertrouter.digest.types import (
     Totals,
     WeekRows,
 )
+from alertrouter.gpu.rma import DEFAULT_RULES, RmaRule
 from alertrouter.labels import alert_title
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.model import DeliveryStatus
@@ -182,7 +184,13 @@ def _days(
 
 
 def summarize(
-    rows: WeekRows, *, period: str, tz: ZoneInfo, labelling: Labelling, receiver: str | None = None
+    rows: WeekRows,
+    *,
+    period: str,
+    tz: ZoneInfo,
+    labelling: Labelling,
+    receiver: str | None = None,
+    rma: Sequence[RmaRule] = DEFAULT_RULES,
 ) -> DigestStats:
     start, end, lab = rows.start, rows.end, labelling
     labels = {fp: lab.enrich(raw) for fp, (raw, _) in rows.alerts.items()}
@@ -210,8 +218,6 @@ def summarize(
     incidents_opened = [i for i in rows.incidents if _in(i.opened_at, start, end)]
     totals = _totals(rows, fired, incidents_opened, severity, by_alertname, node, label, lab.severities)
     flapping = _flapping(fired, alertname, label, lab.node_label)
-
-    faults = gpu_faults(fired, lambda fp: label(fp, lab.node_label))
     resolve, ack = _resolve_and_ack(rows, incidents_opened, label, lab)
 
     return DigestStats(
@@ -231,8 +237,8 @@ def summarize(
         per_day=_days(rows, fired, lab, tz),
         severities=_severity_order(severity, lab.severities) or list(lab.severities),
         receiver=_receiver(rows, receiver) if receiver is not None else None,
-        gpu_faults=node_faults(faults, end - start),
-        rma=rma_candidates(faults),
+        gpu_faults=node_faults(gpu_faults(fired, lambda fp: label(fp, lab.node_label)), end - start),
+        rma=rma_candidates(rows.gpus, rma, start=start, end=end),  # `rma`: the rules, as of the week's end
         escalations=dict(rows.escalations),
         blind=blind_periods(rows),
     )

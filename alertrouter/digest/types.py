@@ -7,7 +7,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from alertrouter.message.snapshot import MessageSnapshot
-from alertrouter.store.digest import EpisodeRow, IncidentFact
+from alertrouter.store.digest import EpisodeRow, GpuEventFact, GpuHistory, IncidentFact
 
 __all__ = [
     "AckStats",
@@ -17,7 +17,9 @@ __all__ = [
     "DigestStats",
     "EpisodeRow",
     "FlappingAlert",
+    "GpuEventFact",
     "GpuFault",
+    "GpuHistory",
     "IncidentFact",
     "Mechanism",
     "NodeFaults",
@@ -52,6 +54,7 @@ class WeekRows:
     # escalation chains started in the week: step (0 = started, 1 = first step, ...) -> incidents that reached it
     escalations: dict[int, int] = field(default_factory=dict)
     read_at: datetime | None = None  # when read: what still goes on in a week not over yet counts until then
+    gpus: list[GpuHistory] = field(default_factory=list)  # the GPUs the RMA rules may judge, with their history
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +142,19 @@ class NodeFaults:
 
 @dataclass(frozen=True, slots=True)
 class RmaCandidate:
+    """A GPU the `rma:` rules make a candidate by the week's end (`digest.rma`): `rule` met, with its
+    `evidence` (oldest first, each where it was seen); `node`/`slot`: where the latest of it was seen."""
+
     uuid: str
-    node: str
-    gpu: str
-    evidence: list[GpuFault]  # oldest first
+    serial: str | None
+    model: str | None
+    node: str | None
+    slot: str | None
+    rule: str
+    window: timedelta
+    evidence: tuple[GpuEventFact, ...]
+    xids: tuple[int, ...] = ()  # what the evidence counts: the rule's Xids among it,
+    alertnames: tuple[str, ...] = ()  # and the alert names of the rest
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +209,7 @@ class DigestStats:
     severities: list[str]
     receiver: ReceiverSection | None
     gpu_faults: list[NodeFaults] = field(default_factory=list)  # per node, most faults first
-    rma: list[RmaCandidate] = field(default_factory=list)
+    rma: list[RmaCandidate] = field(default_factory=list)  # the latest evidence first
     escalations: dict[int, int] = field(default_factory=dict)  # as `WeekRows.escalations`
     blind: list[BlindCount] = field(default_factory=list)  # monitoring blind: silent heartbeats
 

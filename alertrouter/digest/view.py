@@ -20,8 +20,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from alertrouter.digest.charts import SEVERITY_COLORS, Chart
-from alertrouter.digest.gpufaults import RMA_REPEATS, RMA_XIDS
-from alertrouter.digest.types import Count, DigestStats, GpuFault, ReceiverSection
+from alertrouter.digest.gpuview import gpu_sections
+from alertrouter.digest.types import Count, DigestStats, ReceiverSection
 from alertrouter.digest.words import (
     NONE,
     day_label,
@@ -33,7 +33,6 @@ from alertrouter.digest.words import (
     status_name,
     time_label,
 )
-from alertrouter.gpu.xid import lookup, meaning_text
 from alertrouter.message.ages import table_duration
 from alertrouter.message.i18n import DEFAULT_LANGUAGE, translations
 from alertrouter.message.phrases import headline
@@ -102,57 +101,6 @@ def pad(text: object, width: int) -> str:
     return value + " " * max(1, width - columns)
 
 
-def _hours(tr: NullTranslations, value: timedelta) -> str:
-    """`42.0 h` / `42.0 小时`: a mean time between faults."""
-    return tr.gettext("%(hours)s h") % {"hours": f"{value.total_seconds() / 3600:,.1f}"}
-
-
-def _evidence(tr: NullTranslations, f: GpuFault, tz: ZoneInfo, language: str) -> dict[str, Any]:
-    info = lookup(f.code)
-    return {
-        "at": time_label(f.at.astimezone(tz), language),
-        "code": f.code,
-        "meaning": meaning_text(info, language) or tr.gettext("unknown XID"),
-        "node": _data(tr, f.node),
-        "gpu": _name(f.gpu) or "—",
-    }
-
-
-def _gpu_sections(stats: DigestStats, tr: NullTranslations, tz: ZoneInfo, language: str) -> dict[str, Any]:
-    """Per node, the mean time between GPU faults; the RMA candidates with their evidence; the footnote
-    that defines both (`digest.gpufaults`)."""
-    codes = "/".join(str(c) for c in sorted(RMA_XIDS))
-    return {
-        "gpu_faults": [
-            {
-                "node": _data(tr, n.node),
-                "faults": n.faults,
-                "gpus": _name(", ".join(n.gpus)) or "—",
-                "xids": ", ".join(str(c) for c in n.codes),
-                "mtbf": _hours(tr, n.mtbf),
-            }
-            for n in stats.gpu_faults
-        ],
-        "rma": [
-            {
-                "uuid": _name(r.uuid),
-                "node": _data(tr, r.node),
-                "gpu": _name(r.gpu) or "—",
-                "count": len(r.evidence),
-                "evidence": [_evidence(tr, f, tz, language) for f in r.evidence],
-            }
-            for r in stats.rma
-        ],
-        "rma_codes": codes,
-        "gpu_footnote": tr.gettext(
-            "A GPU fault is an alert naming an XID (label xid or err_code) that began firing in the week. "
-            "Mean time between faults: the period's %(hours)s hours divided by the node's faults. RMA "
-            "candidate: one GPU (same UUID) with %(repeats)s or more faults of XID %(codes)s in the week."
-        )
-        % {"hours": stats.hours, "repeats": RMA_REPEATS, "codes": codes},
-    }
-
-
 def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: datetime, language: str) -> dict[str, Any]:
     """The templates' whole context, section by section, in the order the digest shows them."""
     tr = translations(language)
@@ -161,7 +109,7 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
         **_overview(stats, tr, tz, now=now, language=language),
         **_volume(stats, tr),
         **_noise(stats, tr),
-        **_gpu_sections(stats, tr, tz, language),
+        **gpu_sections(stats, tr, tz, language),
         **_times(stats, tr),
         "per_day": [
             {

@@ -11,9 +11,19 @@ from typing import Protocol
 
 from alertrouter.gpu.events import GpuEvent
 from alertrouter.gpu.identity import Place, Sighting, conflicting, places
-from alertrouter.gpu.rma import DEFAULT_RULES, RmaRule, RmaVerdict, evaluate
+from alertrouter.gpu.rma import DEFAULT_RULES, RmaRule, RmaVerdict, evaluate, relevant
 
-__all__ = ["EventSeen", "GpuReport", "GpuSeen", "event_list", "gpu_events", "is_candidate", "report"]
+__all__ = [
+    "CandidateQuery",
+    "EventSeen",
+    "GpuReport",
+    "GpuSeen",
+    "candidate_query",
+    "event_list",
+    "gpu_events",
+    "is_candidate",
+    "report",
+]
 
 
 class GpuSeen(Protocol):
@@ -83,6 +93,23 @@ def gpu_events(rows: Sequence[EventSeen]) -> list[GpuEvent]:
 
 def is_candidate(rows: Sequence[EventSeen], rules: Sequence[RmaRule] = DEFAULT_RULES) -> bool:
     return evaluate(gpu_events(rows), rules).candidate
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateQuery:
+    """What narrows a read of GPUs to the RMA candidates: the Xids and alert names some rule counts (a GPU
+    with none of them is not even read), then the rules over each GPU's events."""
+
+    xids: frozenset[int]
+    alertnames: frozenset[str]
+    rules: Sequence[RmaRule]
+
+    def keep(self, rows: Sequence[EventSeen]) -> bool:
+        return is_candidate(rows, self.rules)
+
+
+def candidate_query(rules: Sequence[RmaRule]) -> CandidateQuery:
+    return CandidateQuery(frozenset(x for rule in rules for x in rule.xids), relevant(rules), rules)
 
 
 def report(gpu: GpuSeen, rows: Sequence[EventSeen], rules: Sequence[RmaRule] = DEFAULT_RULES) -> GpuReport:

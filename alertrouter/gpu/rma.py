@@ -145,10 +145,23 @@ def _window_hit(rule: RmaRule, events: Sequence[GpuEvent]) -> tuple[GpuEvent, ..
     return best
 
 
+def _once(ordered: Sequence[GpuEvent]) -> list[GpuEvent]:
+    """One fault reported by two alert rules (the same Xid starting at the same moment: a site's own rule
+    beside the shipped one) is one event; alerts without an Xid are told apart by name."""
+    seen: set[tuple[int | str, datetime]] = set()
+    out = []
+    for event in ordered:
+        key = (event.xid if event.xid is not None else event.alertname, event.at)
+        if key not in seen:
+            seen.add(key)
+            out.append(event)
+    return out
+
+
 def evaluate(events: Iterable[GpuEvent], rules: Sequence[RmaRule] = DEFAULT_RULES) -> RmaVerdict:
     """Whether a GPU with these events (any order) is an RMA candidate, and why. The first rule met
     (in `rules` order) gives the reason; every rule met is named in `rules`."""
-    ordered = sorted(events, key=lambda e: (e.at, e.xid or 0, e.alertname))
+    ordered = _once(sorted(events, key=lambda e: (e.at, e.xid or 0, e.alertname)))
     hits = [(rule, hit) for rule in rules if (hit := _window_hit(rule, ordered)) is not None]
     if not hits:
         return RmaVerdict(candidate=False)

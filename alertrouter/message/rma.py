@@ -15,7 +15,7 @@ from typing import Any
 
 from alertrouter.model import parse_time
 
-__all__ = ["RmaNote", "rma_line", "rma_lines", "rma_notes_from_json"]
+__all__ = ["RmaNote", "evidence_times", "rma_line", "rma_lines", "rma_notes_from_json"]
 
 _UUID_SHOWN = 12  # of a UUID in running text: "GPU-5f1c2a3b…" tells GPUs of one node apart
 
@@ -93,34 +93,33 @@ def _what(note: RmaNote) -> str:
     return " / ".join([f"Xid {x}" for x in note.xids] + list(note.alertnames)) or note.rule
 
 
-def _times(tr: NullTranslations, note: RmaNote) -> str:
-    what = _what(note)
-    if note.count == 1:
+def evidence_times(tr: NullTranslations, what: str, count: int, first: datetime, last: datetime) -> str:
+    """`Xid 48 twice in 11 days` / `11 天内 Xid 48 共 2 次`: how often the evidence counts, in how long
+    (messages and the weekly digest say it alike)."""
+    if count == 1:
         return tr.gettext("%(what)s once") % {"what": what}
-    days = (note.last - note.first).days
-    values = {"what": what, "count": note.count, "days": days}
-    if days < 1:
-        hours = int((note.last - note.first).total_seconds() // 3600)
-        if hours < 1:
-            return tr.gettext("%(what)s %(count)s times within an hour") % values
-        values["hours"] = hours
-        return (
-            tr.ngettext(
-                "%(what)s %(count)s times in %(hours)s hour", "%(what)s %(count)s times in %(hours)s hours", hours
-            )
-            % values
-        )
-    if note.count == 2:
+    span = last - first
+    days, hours = span.days, int(span.total_seconds() // 3600)
+    values = {"what": what, "count": count, "days": days, "hours": hours}
+    if days >= 1 and count == 2:
         return tr.ngettext("%(what)s twice in %(days)s day", "%(what)s twice in %(days)s days", days) % values
-    return (
-        tr.ngettext("%(what)s %(count)s times in %(days)s day", "%(what)s %(count)s times in %(days)s days", days)
-        % values
-    )
+    if days >= 1:
+        text = tr.ngettext(
+            "%(what)s %(count)s times in %(days)s day", "%(what)s %(count)s times in %(days)s days", days
+        )
+        return text % values
+    if hours >= 1:
+        text = tr.ngettext(
+            "%(what)s %(count)s times in %(hours)s hour", "%(what)s %(count)s times in %(hours)s hours", hours
+        )
+        return text % values
+    return tr.gettext("%(what)s %(count)s times within an hour") % values
 
 
 def rma_line(tr: NullTranslations, note: RmaNote) -> str:
     """`RMA candidate: GPU 3 (GPU-5f1c2a3b-9…): Xid 48 twice in 11 days`, in the language of `tr`."""
-    return tr.gettext("RMA candidate: %(gpu)s: %(times)s") % {"gpu": _gpu(tr, note), "times": _times(tr, note)}
+    times = evidence_times(tr, _what(note), note.count, note.first, note.last)
+    return tr.gettext("RMA candidate: %(gpu)s: %(times)s") % {"gpu": _gpu(tr, note), "times": times}
 
 
 def rma_lines(tr: NullTranslations, notes: Sequence[RmaNote]) -> list[str]:

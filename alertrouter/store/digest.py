@@ -1,5 +1,6 @@
 """One week of history as the weekly digest reads it (never writes): alert episodes and alerts, alert
-events, received payloads, outbox rows, deliveries, incidents and escalation chains.
+events, received payloads, outbox rows, deliveries, incidents, escalation chains, and the history of the
+GPUs the `rma:` rules may judge.
 
 The digest reads the store only through here; what an outbox row's message says is the digest's
 business (`alertrouter.digest.stats`), so messages come back as stored.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select
@@ -22,12 +23,23 @@ from alertrouter.store.tables import (
     AlertEventRow,
     AlertRow,
     DeliveryRow,
+    GpuEventRow,
+    GpuRow,
     IncidentRow,
     OutboxRow,
     RawEventRow,
 )
 
-__all__ = ["EpisodeRow", "IncidentFact", "OutboxEntry", "WeekHistory", "read_week"]
+__all__ = [
+    "EpisodeRow",
+    "GpuEventFact",
+    "GpuHistory",
+    "GpuMatch",
+    "IncidentFact",
+    "OutboxEntry",
+    "WeekHistory",
+    "read_week",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +73,39 @@ class OutboxEntry:
     created_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class GpuEventFact:
+    """One event of a GPU's history (`gpu_events`): the alert's `startsAt`, and where it saw the GPU."""
+
+    at: datetime
+    xid: int | None
+    alertname: str
+    node: str | None
+    slot: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuHistory:
+    """One GPU by its UUID, and its events from `GpuMatch.lookback` before the week to the week's end,
+    oldest first."""
+
+    uuid: str
+    serial: str | None
+    model: str | None
+    events: tuple[GpuEventFact, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuMatch:
+    """Which GPUs to read: those with an event of `xids` or `alertnames` in the week (the RMA rules'
+    own); `lookback`: how far before the week their events are read (the rules' longest window: an
+    older event cannot be in a window that reaches into the week)."""
+
+    xids: frozenset[int] = frozenset()
+    alertnames: frozenset[str] = frozenset()
+    lookback: timedelta = timedelta(0)
+
+
 @dataclass(slots=True)
 class WeekHistory:
     """What the store holds about [start, end): rows that overlap it, counts of what happened in it."""
@@ -75,15 +120,21 @@ class WeekHistory:
     deliveries: dict[str, int] = field(default_factory=dict)  # status -> count
     incidents: list[IncidentFact] = field(default_factory=list)
     escalations: dict[int, int] = field(default_factory=dict)  # step -> incidents whose chain reached it
+    gpus: list[GpuHistory] = field(default_factory=list)  # by uuid: those `GpuMatch` names
 
 
-async def read_week(session: AsyncSession, *, start: datetime, end: datetime) -> WeekHistory:
+async def read_week(
+    session: AsyncSession, *, start: datetime, end: datetime, gpus: GpuMatch | None = None
+) -> WeekHistory:
+    """`gpus`: which GPUs' history to read as well (None: none)."""
     week = WeekHistory()
     await _alerts(session, week, start, end)
     await _events(session, week, start, end)
     await _outbox(session, week, start, end)
     await _incidents(session, week, start, end)
     week.escalations = await step_counts(session, since=start, until=end)
+    if gpus is not None:
+        week.gpus = await _gpus(session, gpus, start, end)
     return week
 
 
@@ -154,3 +205,34 @@ async def _incidents(session: AsyncSession, week: WeekHistory, start: datetime, 
                 r.key, r.kind, r.rule, r.severity, r.headline, r.opened_at, r.resolved_at, r.acknowledged_at, r.status
             )
         )
+
+
+async def _gpus(session: AsyncSession, match: GpuMatch, start: datetime, end: datetime) -> list[GpuHistory]:
+    """The GPUs with an event `match` names in [start, end), each with every event (of any kind, where
+    it was seen) from `match.lookback` before `start` to `end`: a GPU that moved keeps them all."""
+    ev = GpuEventRow
+    named = [ev.xid.in_(sorted(match.xids))] if match.xids else []
+    named += [ev.alertname.in_(sorted(match.alertnames))] if match.alertnames else []
+    if not named:
+        return []
+    stmt = select(ev.uuid).where(ev.at >= start, ev.at < end, or_(*named)).distinct()
+    uuids = sorted(set((await session.scalars(stmt)).all()))
+    out: list[GpuHistory] = []
+    for chunk in bulk.slices(uuids):
+        gpus = {
+            uuid: (serial, model)
+            for uuid, serial, model in await session.execute(
+                select(GpuRow.uuid, GpuRow.serial, GpuRow.model).where(GpuRow.uuid.in_(chunk))
+            )
+        }
+        events: dict[str, list[GpuEventFact]] = {uuid: [] for uuid in chunk}
+        for uuid, at, xid, alertname, node, slot in await session.execute(
+            select(ev.uuid, ev.at, ev.xid, ev.alertname, ev.node, ev.slot)
+            .where(ev.uuid.in_(chunk), ev.at >= start - match.lookback, ev.at < end)
+            .order_by(ev.uuid, ev.at, ev.id)
+        ):
+            events[uuid].append(GpuEventFact(at, xid, alertname, node, slot))
+        for uuid in chunk:
+            serial, model = gpus.get(uuid, (None, None))
+            out.append(GpuHistory(uuid, serial, model, tuple(events[uuid])))
+    return out

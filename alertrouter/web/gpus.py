@@ -3,20 +3,18 @@ and whether the `rma:` rules make it an RMA candidate, with the evidence."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel
 
-from alertrouter.gpu.report import GpuReport, is_candidate, report
-from alertrouter.gpu.rma import RmaRule, relevant
+from alertrouter.gpu.report import GpuReport, candidate_query, report
+from alertrouter.gpu.rma import RmaRule
 from alertrouter.model import NAME_MAX
 from alertrouter.ruleset.rma import rma_rules
 from alertrouter.runtime import Runtime
 from alertrouter.store import gpus as store
-from alertrouter.store.tables import GpuEventRow
 from alertrouter.web.alerts import AuthorizedRuntime
 from alertrouter.web.ids import Limit, Offset
 
@@ -106,12 +104,8 @@ async def read_reports(runtime: Runtime, *, rma: bool, limit: int, offset: int) 
     rules = rules_of(runtime)
     only = None
     if rma:
-
-        def keep(events: Sequence[GpuEventRow]) -> bool:
-            return is_candidate(events, rules)
-
-        xids = frozenset(x for rule in rules for x in rule.xids)
-        only = store.GpuFilter(xids=xids, alertnames=relevant(rules), keep=keep)
+        query = candidate_query(rules)
+        only = store.GpuFilter(xids=query.xids, alertnames=query.alertnames, keep=query.keep)
     async with runtime.db.read() as session:
         rows, events, total = await store.read_gpus(session, limit=limit, offset=offset, only=only)
     return [report(row, events.get(row.uuid, []), rules) for row in rows], total

@@ -6,8 +6,10 @@
 
 The week (2026-W47, Asia/Shanghai, the shipped rules) goes through the real Ingestor and EngineRunner
 on a temporary SQLite store with a manual clock: every day a few dozen nodes run hot for a while; one
-GPU flaps; a few nodes report XID errors, some repeatedly; two nodes go down (their GPU alerts are
-inhibited); info alerts go to the weekly-digest receiver; and on Wednesday the storm of
+GPU flaps; a few nodes report XID errors, some repeatedly; one GPU reports Xid 48 again eight days after
+the first (the Wednesday before the week) and another fails to remap a memory row, so the `rma:` rules
+list two RMA candidates with their evidence; two nodes go down (their GPU alerts are inhibited); info
+alerts go to the weekly-digest receiver; and on Wednesday the storm of
 tests/e2e/test_storm_delivery_e2e.py: GPUHighTemp on all 8 GPUs of 1,000 nodes (dcgm-exporter labels),
 while a rack of 40 nodes goes dark (NodeDown and GPUFallenOffBus), rolled up into cluster incidents.
 Some incidents are acknowledged. Nothing is sent: the digest is rendered with its charts inlined as
@@ -106,10 +108,12 @@ def week_events(start: datetime, rng: random.Random) -> list[Event]:
     tue = start + timedelta(days=1, hours=14)
     for i in range(5):  # a flapping GPU
         episode(tue + timedelta(minutes=20 * i), 8, [gpu(123, 5)])
-    for day, hour, xid, g in ((0, 3, "48", 3), (3, 22, "48", 3), (4, 6, "13", 3), (2, 11, "31", 1), (5, 2, "31", 6)):
+    for day, hour, xid, g in ((-5, 3, "48", 3), (3, 22, "48", 3), (4, 6, "13", 3), (2, 11, "31", 1), (5, 2, "31", 6)):
         n = 42 if g == 3 else 890  # GPU faults on two nodes; node 42 GPU 3 repeats XID 48: an RMA candidate
         at = start + timedelta(days=day, hours=hour, minutes=7)
         episode(at, 45, [gpu(n, g, "GPUXidError", "critical", xid=xid)])
+    remap = start + timedelta(days=5, hours=9, minutes=12)  # a row-remap failure: an RMA candidate at once
+    episode(remap, 30, [gpu(611, 2, "GPURowRemapFailure", "critical")])
     for day, n in ((1, 517), (5, 733)):  # nodes down with their GPU alerts (inhibited)
         at = start + timedelta(days=day, hours=4, minutes=30)
         episode(at, 95, [down(n), *(gpu(n, g) for g in range(8))])
@@ -131,7 +135,7 @@ async def build(out: Path, db_path: Path, language: str | None) -> None:
     pipeline = compile_rules(ruleset)
     tz = zone(TZ)
     start, end = week_bounds(WEEK, tz)
-    driver = WeekDriver(db, pipeline, start - timedelta(hours=1))
+    driver = WeekDriver(db, pipeline, start - timedelta(days=6))  # the GPU history reaches before the week
     rng = random.Random(47)
     events = week_events(start, rng)
     began = time.perf_counter()

@@ -1,18 +1,21 @@
 """The digest's GPU faults against a week seeded through the real ingest and engine (manual clock), on
-SQLite and PostgreSQL: per node the mean time between GPU faults, and the RMA candidates with their
-evidence. Every expected number is worked out by hand from the scenario below.
+SQLite and PostgreSQL: per node the mean time between GPU faults, and the RMA candidates the `rma:` rules
+make of the GPUs' history (tests/digest/test_rma_section.py has more of those). Every expected number is
+worked out by hand from the scenario below.
 
 Week 2026-W47 in Asia/Shanghai: 2026-11-15T16:00Z to 2026-11-22T16:00Z, 168 hours.
 
 gpu-node-07 (dcgm-exporter 4.x labels, shipped rules: `xid` and `err_code`):
-  GPU 3  XID 79  Mon 11-16 02:00Z-03:00Z, again Thu 11-19 06:00Z-07:00Z   -> 2 faults, RMA codes: candidate
-  GPU 5  XID 13  Tue 11-17 02:00Z, again Wed 11-18 02:00Z                -> 2 faults, not an RMA code
+  GPU 3  XID 79  Mon 11-16 02:00Z-03:00Z, again Thu 11-19 06:00Z-07:00Z   -> 2 faults; RMA: fallen-off-bus-repeated
+  GPU 5  XID 13  Tue 11-17 02:00Z, again Wed 11-18 02:00Z                -> 2 faults, no RMA rule names 13
   GPU 1  XID 94  Fri 11-20 02:00Z (still firing at the end)              -> 1 fault: not repeated
   => 5 faults, GPUs 1, 3, 5, XIDs 13, 79, 94, MTBF 168 h / 5 = 33.6 h
 gpu-node-09:
   GPU 0  XID 48  Mon 11-16 05:00Z, under two alert names at once (the shipped GPUXidError and a rule of
          one's own with only dcgm-exporter's `err_code`): one fault
-  GPU 0  XID 63  Tue 11-17 05:00Z                                         -> 2 RMA-code faults: candidate
+  GPU 0  XID 63  Tue 11-17 05:00Z                                         -> no RMA rule names 63
+         RMA: the two alerts of Xid 48 are one fault to the rules too (the same Xid starting at the same
+         moment), so dbe-repeated (2 Xid 48 within 30 days) does not make it a candidate
   (GPU 0  XID 79  Tue 11-10, the week before: not counted)
   => 2 faults, GPU 0, XIDs 48, 63, MTBF 168 h / 2 = 84.0 h
 gpu-node-11: GPUHighTemp (no XID) and an alert whose `xid` is garbage: no fault.
@@ -128,13 +131,14 @@ async def test_mean_time_between_gpu_faults_per_node(seeded: tuple[DigestRunner,
 
 async def test_rma_candidates_with_their_evidence(seeded: tuple[DigestRunner, DigestStats]) -> None:
     _, stats = seeded
-    assert [(r.uuid, r.node, r.gpu) for r in stats.rma] == [
-        ("GPU-gpu-node-07-3-4f1c", "gpu-node-07", "3"),
-        ("GPU-gpu-node-09-0-4f1c", "gpu-node-09", "0"),
+    assert [(r.uuid, r.node, r.slot, r.rule) for r in stats.rma] == [
+        ("GPU-gpu-node-07-3-4f1c", "gpu-node-07", "3", "fallen-off-bus-repeated"),
     ]
-    assert [[(f.at, f.code, f.node, f.gpu) for f in r.evidence] for r in stats.rma] == [
-        [(t("2026-11-16T02:00"), 79, "gpu-node-07", "3"), (t("2026-11-19T06:00"), 79, "gpu-node-07", "3")],
-        [(t("2026-11-16T05:00"), 48, "gpu-node-09", "0"), (t("2026-11-17T05:00"), 63, "gpu-node-09", "0")],
+    assert [[(e.at, e.xid, e.alertname, e.node, e.slot) for e in r.evidence] for r in stats.rma] == [
+        [  # not the Xid 79 of the next week: the rules judge the history as of the week's end
+            (t("2026-11-16T02:00"), 79, "GPUFallenOffBus", "gpu-node-07", "3"),
+            (t("2026-11-19T06:00"), 79, "GPUFallenOffBus", "gpu-node-07", "3"),
+        ],
     ]
 
 
@@ -145,16 +149,17 @@ async def test_the_digest_shows_both_in_both_languages(seeded: tuple[DigestRunne
     text = english.text
     assert "gpu-node-07: 5 faults, GPU 1, 3, 5, XID 13, 79, 94, MTBF 33.6 h" in text
     assert "gpu-node-09: 2 faults, GPU 0, XID 48, 63, MTBF 84.0 h" in text
-    assert "GPU-gpu-node-07-3-4f1c (gpu-node-07 GPU 3): 2 faults" in text
+    assert "GPU-gpu-node-07-3-4f1c (gpu-node-07 GPU 3): XID 79 twice in 3 days (rule fallen-off-bus-repeated)" in text
     # local times (Asia/Shanghai, +8h) and NVIDIA's meaning of each code
     assert "Mon 16 Nov 10:00  XID 79 GPU has fallen off the bus on gpu-node-07 GPU 3" in text
     assert "Thu 19 Nov 14:00  XID 79 GPU has fallen off the bus on gpu-node-07 GPU 3" in text
-    assert "Mon 16 Nov 13:00  XID 48 Double Bit ECC Error on gpu-node-09 GPU 0" in text
+    assert "GPU-gpu-node-09-0-4f1c" not in text  # one Xid 48 told by two rules is not a repeat
     assert "the period's 168 hours divided by the node's faults" in text
-    assert "2 or more faults of XID 48/63/64/79/94/95" in text
+    assert "by the end of the week, as the GPU API and the command line judge it" in text
     assert 'id="rma"' in english.html
     assert "GPU has fallen off the bus" in english.html
     _, chinese = await runner.build(target, WEEK, language="zh-CN")
     assert "gpu-node-07：5 次故障，GPU 1, 3, 5，XID 13, 79, 94，平均故障间隔 33.6 小时" in chinese.text
     assert "XID 79 GPU 已从总线掉线，gpu-node-07 GPU 3" in chinese.text
-    assert "RMA 候选（同一块 GPU 重复出现 XID 48/63/64/79/94/95）" in chinese.text
+    assert "RMA 候选（按 RMA 规则判定，本周有证据）" in chinese.text
+    assert "3 天内 XID 79 共 2 次（规则 fallen-off-bus-repeated）" in chinese.text

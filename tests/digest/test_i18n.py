@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -21,7 +22,7 @@ from alertrouter.digest.types import (
     DayCount,
     DigestStats,
     FlappingAlert,
-    GpuFault,
+    GpuEventFact,
     Mechanism,
     NodeFaults,
     Noise,
@@ -50,8 +51,8 @@ SNAPSHOT = sample_notifications()["firing"].items[0]
 UUID = "GPU-7b1f2c3d-0042-0003"
 
 
-def _fault(day: int, code: int) -> GpuFault:
-    return GpuFault(datetime(2026, 11, day, 2, 0, tzinfo=UTC), "gpu-node-0042", "3", UUID, code)
+def _event(day: int, code: int, node: str = "gpu-node-0042") -> GpuEventFact:
+    return GpuEventFact(datetime(2026, 11, day, 2, 0, tzinfo=UTC), code, "GPUXidError", node, "3")
 
 
 def _stats(*, empty: bool = False) -> DigestStats:
@@ -127,7 +128,19 @@ def _stats(*, empty: bool = False) -> DigestStats:
             NodeFaults("gpu-node-0042", 3, ["3", "5"], [13, 48], timedelta(hours=56)),
             NodeFaults("(none)", 1, [], [79], timedelta(hours=168)),  # an alert without a node label
         ],
-        rma=[RmaCandidate(UUID, "gpu-node-0042", "3", [_fault(18, 48), _fault(20, 48)])],
+        rma=[
+            RmaCandidate(
+                UUID,
+                "1650923004521",
+                "NVIDIA H100 80GB HBM3",
+                "gpu-node-0042",
+                "3",
+                "dbe-repeated",
+                timedelta(days=30),
+                (_event(9, 48, "gpu-node-0017"), _event(20, 48)),  # moved to node 0042 between the two
+                xids=(48,),
+            )
+        ],
     )
 
 
@@ -171,6 +184,9 @@ def _data(stats: DigestStats) -> list[str]:
         values |= {r.name.removeprefix("silence ").removeprefix("time interval ") for r in m.rules}
     values |= {f.alertname for f in stats.flapping} | {f.node for f in stats.flapping}
     values |= {n.node for n in stats.gpu_faults} | {r.uuid for r in stats.rma}
+    values |= {v for r in stats.rma for v in (r.rule, r.model, r.serial) if v} | {
+        str(e.node) for r in stats.rma for e in r.evidence
+    }
     if stats.receiver is not None:
         values |= {stats.receiver.receiver} | {i.headline for i in stats.receiver.incidents}
         for i in stats.receiver.incidents:  # the worded headline's data: node, alert name, label values
@@ -278,3 +294,18 @@ def test_the_chinese_charts_differ_from_the_english_ones() -> None:
     assert [c.title for c in zh] == ["每日触发的告警（本周共 812 次）", "降噪", "告警最多的节点（触发次数）"]
     assert en[0].title == "Alerts fired per day (812 in the week)"
     assert all(a.png != b.png for a, b in zip(zh, en, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("language", "line"),
+    [
+        ("en", "  and 2 more candidates (alertrouter gpus --rma lists them all)"),
+        ("zh-CN", "  另有 2 个候选（alertrouter gpus --rma 可列出全部）"),
+    ],
+)
+def test_rma_candidates_beyond_the_first_25_are_counted(language: str, line: str) -> None:
+    stats = _stats()
+    rendered = _render(replace(stats, rma=stats.rma * 27), language)
+    assert rendered.text.count(f"  {UUID} (") + rendered.text.count(f"  {UUID}（") == 25
+    assert line in rendered.text.splitlines()
+    assert line.strip() in _visible(rendered.html)

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.e2e]
 DT_TOKEN = "dt-token-xid-7c2e90"  # literal test credentials, nothing real
 DT_SECRET = "SEC9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 
-RULES = """\
+AGGREGATION = """\
 aggregation:
   - name: gpu-by-node
     matchers: ['gpu!=""']
@@ -31,6 +31,10 @@ aggregation:
 # Xid 94/95 are consequences in NVIDIA's catalog: with no root on the node they page on their own, once
 # the hold for a late root (`follow_on_hold`, 30s by default) is over; none here.
 gpu_triage: {follow_on_hold: 0s}
+"""
+RULES = (
+    AGGREGATION
+    + """\
 route:
   receiver: oncall
   group_wait: 1s
@@ -48,6 +52,7 @@ channels:
     timeout: 2s
     retry: {initial: 1s, max: 2s, give_up_after: 1h}
 """
+)
 
 
 @pytest.fixture
@@ -105,15 +110,12 @@ def test_the_dingtalk_message_says_what_each_xid_means(
 
 
 WECOM_KEY = "wecom-key-rma-5d1e"  # a literal test credential, nothing real
-RMA_RULES = """\
+RMA_RULES = (
+    """\
 global: {language: zh-CN, timezone: Asia/Shanghai}
-aggregation:
-  - name: gpu-by-node
-    matchers: ['gpu!=""']
-    group_by: [alertname, Hostname]
-    count: {label: gpu, per_group: 8}
-    group_wait: 1s
-    rollup: off
+"""
+    + AGGREGATION
+    + """\
 route:
   receiver: oncall
   group_wait: 1s
@@ -140,6 +142,7 @@ channels:
     url: %s/cgi-bin/webhook/send
     key: ${WECOM_KEY}
 """
+)
 
 
 def test_a_gpu_with_its_second_xid_48_in_11_days_is_paged_as_an_rma_candidate(

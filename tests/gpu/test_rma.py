@@ -74,6 +74,7 @@ def test_candidates(events: list[GpuEvent], rule: str, reason: str) -> None:
         [GpuEvent(alertname="GPUHighTemp", at=T0), GpuEvent(alertname="GPUHighTemp", at=T0)],
         [GpuEvent(alertname="GPUUncorrectableRemappedRows", at=T0)],  # one is repaired by the GPU
         [GpuEvent(alertname="GPURowRemapPending", at=T0)] * 3,  # a reset applies it
+        [xid(48, 0), xid(48, 0, "DcgmXidSeen")],  # one fault, told by the shipped rule and a site's own
     ],
 )
 def test_not_candidates(events: list[GpuEvent]) -> None:
