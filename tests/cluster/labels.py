@@ -24,15 +24,19 @@ from typing import Any
 from cluster.box import ClusterBox
 from cluster.fleet import Fleet
 from cluster.lemon import (
+    DAYS,
+    KUBERNETES,
     LEMON,
-    LEMON_NODE_EXPORTER_POD,
-    LEMON_POD,
-    LEMON_POD_IP,
+    LEMON_GPU,
+    MOVED_DAYS,
+    MOVED_FROM,
+    MOVED_TO,
+    SPARE,
     Lemon,
     fire_again,
     push_first,
-    read_lemon,
-    told_lemon,
+    read_gpu,
+    told_gpu,
 )
 from cluster.told import Snapshot, settle, told
 from e2e.harness import wait_for
@@ -51,7 +55,7 @@ __all__ = [
     "run_labels",
 ]
 
-NODES = 5
+NODES = 6
 NORTH, SOUTH, RELABELLED, UNRELABELLED = 1, 2, 3, 4
 XID48_GPU = {NORTH: 2, SOUTH: 5}
 POD = {RELABELLED: "nvidia-dcgm-exporter-5x7kq", UNRELABELLED: "nvidia-dcgm-exporter-q9w2d"}
@@ -72,7 +76,7 @@ def _fleet() -> Fleet:
     for index, region in ((NORTH, "north"), (SOUTH, "south")):
         fleet.node(index).target_labels = {"node-exporter": {"region": region}, "dcgm-exporter": {"region": region}}
     kubernetes = [(i, POD[i], POD_IP[i], NODE_EXPORTER_POD[i]) for i in (RELABELLED, UNRELABELLED)]
-    kubernetes.append((LEMON, LEMON_POD, LEMON_POD_IP, LEMON_NODE_EXPORTER_POD))
+    kubernetes += [(i, *KUBERNETES[i]) for i in (LEMON, SPARE)]
     for index, pod, pod_ip, node_exporter_pod in kubernetes:
         node = fleet.node(index)
         node.host_label = "Hostname"
@@ -110,6 +114,7 @@ class Labels:
     store: Snapshot
     told: dict[str, list[str]]
     lemon: Lemon
+    moved: Lemon
 
 
 def _incidents(box: ClusterBox) -> list[dict[str, Any]]:
@@ -137,7 +142,7 @@ def run_labels(box: ClusterBox) -> Labels:
     wait_for(lambda: sum(s["value"][1] == "1" for s in box.query("up")) == 2 * NODES, what="every target up")
     wait_for(lambda: len(box.query("node_uname_info")) == NODES, what="node_uname_info of every node")
 
-    lemon = push_first(box)
+    lemon, moved = push_first(box, (LEMON, LEMON_GPU), DAYS), push_first(box, MOVED_FROM, MOVED_DAYS)
     for index, gpu in XID48_GPU.items():
         fleet.set_gpus(index, [gpu], xid=48)
     for index in (RELABELLED, UNRELABELLED):
@@ -146,10 +151,11 @@ def run_labels(box: ClusterBox) -> Labels:
     wait_for(lambda: len(router.alerts(filter=xid79)) == 16, what="the XID 79 alerts stored", timeout=TIMEOUT)
     fleet.go_dark([RELABELLED, UNRELABELLED])
     fire_again(box, lemon)
+    fire_again(box, moved, to=MOVED_TO)
     wait_for(
-        lambda: _told_everything(box) and told_lemon(box, name(LEMON)),
+        lambda: _told_everything(box) and told_gpu(box, name(LEMON)) and told_gpu(box, name(SPARE)),
         what="every expected message at the fakes",
         timeout=TIMEOUT,
     )
     store = settle(box, TIMEOUT)
-    return Labels(box, store, told(box), read_lemon(box, lemon))
+    return Labels(box, store, told(box), read_gpu(box, lemon, name(LEMON)), read_gpu(box, moved, name(SPARE)))
