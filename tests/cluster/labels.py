@@ -23,6 +23,21 @@ from typing import Any
 
 from cluster.box import ClusterBox
 from cluster.fleet import Fleet
+from cluster.lemon import (
+    DAYS,
+    KUBERNETES,
+    LEMON,
+    LEMON_GPU,
+    MOVED_DAYS,
+    MOVED_FROM,
+    MOVED_TO,
+    SPARE,
+    Lemon,
+    fire_again,
+    push_first,
+    read_gpu,
+    told_gpu,
+)
 from cluster.told import Snapshot, settle, told
 from e2e.harness import wait_for
 
@@ -40,7 +55,7 @@ __all__ = [
     "run_labels",
 ]
 
-NODES = 4
+NODES = 6
 NORTH, SOUTH, RELABELLED, UNRELABELLED = 1, 2, 3, 4
 XID48_GPU = {NORTH: 2, SOUTH: 5}
 POD = {RELABELLED: "nvidia-dcgm-exporter-5x7kq", UNRELABELLED: "nvidia-dcgm-exporter-q9w2d"}
@@ -60,28 +75,30 @@ def _fleet() -> Fleet:
     fleet = Fleet(NODES)
     for index, region in ((NORTH, "north"), (SOUTH, "south")):
         fleet.node(index).target_labels = {"node-exporter": {"region": region}, "dcgm-exporter": {"region": region}}
-    for index in (RELABELLED, UNRELABELLED):
+    kubernetes = [(i, POD[i], POD_IP[i], NODE_EXPORTER_POD[i]) for i in (RELABELLED, UNRELABELLED)]
+    kubernetes += [(i, *KUBERNETES[i]) for i in (LEMON, SPARE)]
+    for index, pod, pod_ip, node_exporter_pod in kubernetes:
         node = fleet.node(index)
         node.host_label = "Hostname"
-        node.host_name = POD[index]
+        node.host_name = pod
         node_exporter = {
             "job": "node-exporter",  # the ServiceMonitors' job names, over the scrape config's
             "namespace": "monitoring",
-            "pod": NODE_EXPORTER_POD[index],
+            "pod": node_exporter_pod,
             "container": "node-exporter",
             "service": "kube-prometheus-stack-prometheus-node-exporter",
             "endpoint": "http-metrics",
         }
         dcgm = {
             "job": "nvidia-dcgm-exporter",
-            "instance": f"{POD_IP[index]}:9400",
+            "instance": f"{pod_ip}:9400",
             "namespace": "gpu-operator",
-            "pod": POD[index],
+            "pod": pod,
             "container": "nvidia-dcgm-exporter",
             "service": "nvidia-dcgm-exporter",
             "endpoint": "gpu-metrics",
         }
-        if index == RELABELLED:
+        if index != UNRELABELLED:
             node_exporter["node"] = dcgm["node"] = node.name
         node.target_labels = {"node-exporter": node_exporter, "dcgm-exporter": dcgm}
     return fleet
@@ -96,6 +113,8 @@ class Labels:
     box: ClusterBox
     store: Snapshot
     told: dict[str, list[str]]
+    lemon: Lemon
+    moved: Lemon
 
 
 def _incidents(box: ClusterBox) -> list[dict[str, Any]]:
@@ -123,6 +142,7 @@ def run_labels(box: ClusterBox) -> Labels:
     wait_for(lambda: sum(s["value"][1] == "1" for s in box.query("up")) == 2 * NODES, what="every target up")
     wait_for(lambda: len(box.query("node_uname_info")) == NODES, what="node_uname_info of every node")
 
+    lemon, moved = push_first(box, (LEMON, LEMON_GPU), DAYS), push_first(box, MOVED_FROM, MOVED_DAYS)
     for index, gpu in XID48_GPU.items():
         fleet.set_gpus(index, [gpu], xid=48)
     for index in (RELABELLED, UNRELABELLED):
@@ -130,5 +150,12 @@ def run_labels(box: ClusterBox) -> Labels:
     xid79 = '{alertname="GPUFallenOffBus"}'
     wait_for(lambda: len(router.alerts(filter=xid79)) == 16, what="the XID 79 alerts stored", timeout=TIMEOUT)
     fleet.go_dark([RELABELLED, UNRELABELLED])
-    wait_for(lambda: _told_everything(box), what="every expected message at the fakes", timeout=TIMEOUT)
-    return Labels(box, settle(box, TIMEOUT), told(box))
+    fire_again(box, lemon)
+    fire_again(box, moved, to=MOVED_TO)
+    wait_for(
+        lambda: _told_everything(box) and told_gpu(box, name(LEMON)) and told_gpu(box, name(SPARE)),
+        what="every expected message at the fakes",
+        timeout=TIMEOUT,
+    )
+    store = settle(box, TIMEOUT)
+    return Labels(box, store, told(box), read_gpu(box, lemon, name(LEMON)), read_gpu(box, moved, name(SPARE)))

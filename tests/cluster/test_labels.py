@@ -1,14 +1,17 @@
 """Label shapes through the cluster in a box: regional routing of bare-metal nodes with a `region` target label,
 and the Kubernetes shape of kube-prometheus-stack + NVIDIA GPU Operator with and without the docs' `node`
-relabelling (tests/cluster/labels.py runs the timeline once for the module, about a minute of wall clock).
+relabelling; on a node of that shape, a GPU whose second Xid 48 in 11 days makes it an RMA candidate (lemon.py).
+tests/cluster/labels.py runs the timeline once for the module, about a minute of wall clock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 
 import pytest
 
+from cluster.dcgm import MODEL
 from cluster.labels import (
     NORTH,
     POD,
@@ -22,6 +25,7 @@ from cluster.labels import (
     name,
     run_labels,
 )
+from cluster.lemon import DAYS, LEMON, LEMON_GPU, MOVED_DAYS, MOVED_FROM, MOVED_TO, SPARE, Lemon, rule_labels
 from cluster.scenarios import MARKS, Boxes, Scenario
 from cluster.told import about, clock
 
@@ -141,3 +145,83 @@ def test_unrelabelled_node_is_three_names_as_the_readme_says(labels: Labels) -> 
 def test_the_vendors_refused_nothing(labels: Labels) -> None:
     assert labels.box.vendors.refused() == []
     assert {row["status"] for row in labels.store.notifications} == {"sent"}
+
+
+def _at(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def test_a_second_xid_48_in_11_days_pages_the_gpu_as_an_rma_candidate(labels: Labels) -> None:
+    """The first Xid 48 pushed 11 days back is the very alert Prometheus makes for the GPU (same labels, so
+    one fingerprint); the page of the second says, in zh-CN, the GPU's slot, UUID prefix and evidence."""
+    store, told, lemon, node = labels.store, labels.told, labels.lemon, name(LEMON)
+    assert lemon.fired == lemon.labels  # Prometheus' own alert: the series' labels + the rule's
+    assert {k: lemon.labels[k] for k in rule_labels()} == rule_labels()
+    assert (lemon.labels["UUID"], lemon.labels["gpu"], lemon.labels["node"]) == (lemon.uuid, str(LEMON_GPU), node)
+    incident = store.incident(alertname="GPUXidError", node=node)
+    assert store.delivered(incident["id"]) == {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
+    assert lemon.alert is not None
+    _page(labels, lemon, node, LEMON_GPU, DAYS)  # its clock: Prometheus' startsAt, not 11 days back
+    everything = [t for texts in told.values() for t in texts]
+    # the first Xid 48 (and the moved GPU's, also here) resolved inside its hold-down: never told
+    assert len(about(everything, node)) == 3
+
+
+def test_the_gpu_history_keeps_both_xid_48_by_uuid_the_first_at_its_past_start(labels: Labels) -> None:
+    lemon, gpu, alert = labels.lemon, labels.lemon.gpu, labels.lemon.alert
+    assert gpu is not None
+    assert alert is not None
+    assert lemon.episodes is not None
+    assert (gpu["uuid"], gpu["node"], gpu["gpu"], gpu["model"]) == (lemon.uuid, name(LEMON), str(LEMON_GPU), MODEL)
+    events = [(e["xid"], e["alertname"], _at(e["at"])) for e in gpu["events"]]
+    assert events == [(48, "GPUXidError", lemon.first_at), (48, "GPUXidError", _at(alert["starts_at"]))]
+    assert (events[1][2] - events[0][2]).days == DAYS
+    assert gpu["rma_candidate"] is True
+    assert gpu["rma_rule"] == "dbe-repeated"
+    assert gpu["reason"] == f"Xid 48 twice in {DAYS} days (rule dbe-repeated)"
+    assert [e["at"] for e in gpu["evidence"]] == [e["at"] for e in gpu["events"]]
+    # alertrouter's alert: the pushed episode, resolved, then Prometheus'
+    first, second = sorted(lemon.episodes, key=lambda e: _at(e["starts_at"]))
+    assert (_at(first["starts_at"]), first["ends_at"] is not None) == (lemon.first_at, True)
+    assert (_at(second["starts_at"]), second["ends_at"]) == (_at(alert["starts_at"]), None)
+    assert alert["status"] == "firing"
+
+
+def _page(labels: Labels, lemon: Lemon, node: str, slot: int, days: int) -> None:
+    """The page about `node` in every channel of oncall-core: the RMA line in DingTalk and WeCom."""
+    line = f"RMA 候选：GPU {slot}（{lemon.uuid[:12]}…）：{days} 天内 Xid 48 共 2 次"
+    assert lemon.alert is not None
+    for channel in ("dingtalk-core", "wecom-core"):
+        (page,) = about(labels.told[channel], node)
+        assert f"{node}：1/8 块 GPU GPUXidError" in page, page
+        assert line in page, page
+        assert clock([lemon.alert]) in page, page
+    assert about(labels.told["sms-oncall"], node) == [
+        f'{{"severity": "严重", "node": "{node}", "alert": "GPUXidError", "gpus": "1/8"}}'
+    ]
+
+
+def test_a_gpu_moved_to_another_node_keeps_its_history(labels: Labels) -> None:
+    """Its first Xid 48 at gpu-node-05 GPU 6, the second at gpu-node-06 GPU 1 after `move_gpu`: one UUID,
+    one history, both places; the page of gpu-node-06 counts the Xid 48 it had at gpu-node-05."""
+    moved, store = labels.moved, labels.store
+    gpu, alert = moved.gpu, moved.alert
+    assert gpu is not None
+    assert alert is not None
+    (node, slot), (first_node, first_slot) = MOVED_TO, MOVED_FROM
+    assert moved.fired is not None
+    assert moved.fired["UUID"] == moved.labels["UUID"] == moved.uuid
+    assert (moved.fired["node"], moved.fired["gpu"]) == (name(node), str(slot))
+    assert (moved.labels["node"], moved.labels["gpu"]) == (name(first_node), str(first_slot))
+    incident = store.incident(alertname="GPUXidError", node=name(SPARE))
+    assert store.delivered(incident["id"]) == {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
+    _page(labels, moved, name(node), slot, MOVED_DAYS)
+    assert (gpu["uuid"], gpu["node"], gpu["gpu"], gpu["conflict"]) == (moved.uuid, name(node), str(slot), False)
+    assert [(p["node"], p["gpu"], p["events"]) for p in gpu["places"]] == [
+        (name(first_node), str(first_slot), 1),
+        (name(node), str(slot), 1),
+    ]
+    events = [(e["xid"], _at(e["at"])) for e in gpu["events"]]
+    assert events == [(48, moved.first_at), (48, _at(alert["starts_at"]))]
+    assert gpu["rma_candidate"] is True
+    assert gpu["reason"] == f"Xid 48 twice in {MOVED_DAYS} days (rule dbe-repeated)"
