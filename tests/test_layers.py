@@ -29,7 +29,8 @@ PURE = {  # the pure types and helpers every layer may use
     "message",
 }
 ONLY_FROM = {  # a unit -> the only units it may import
-    "pipeline": PURE,
+    # the pipeline folds follow-on Xids with the GPU triage: `gpu` is pure domain knowledge (the Xid catalog)
+    "pipeline": PURE | {"gpu"},
     "model": set(),
     "message": {"model"},  # the message and its words (and their catalogues): no store, no engine, no channel
     "labels": {"utf8_matchers", "fingerprints"},  # the matcher grammar: text in, (name, op, value) out; UTF-8 bytes
@@ -52,7 +53,8 @@ NEVER = {  # a unit -> units it must not import
     # and is served by none of those that use it
     "process": {"engine", "ingest", "delivery", "channels", "web", "discovery", "liveness", "cli", "app"},
     # the XID catalogue and what a GPU fault means: read by messages, the console and the digest
-    "gpu": {"store", "engine", "delivery", "channels", "ingest", "render", "digest", "web", "settings"},
+    # (nor the pipeline, which reads it: the folding of follow-on Xids)
+    "gpu": {"store", "engine", "delivery", "channels", "ingest", "render", "digest", "web", "settings", "pipeline"},
 }
 ROOT_MAX = 13  # the package root: entry points and the few pure primitives; the rest lives in its stage's package
 # Settings hold values: they read environment variables and check their shape with these modules of

@@ -20,15 +20,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
+from typing import Protocol
 
 from alertrouter.model import NAME_MAX, bounded
-from alertrouter.pipeline.nodes import NodeIdentity
 
 __all__ = [
     "MODEL_LABELS",
     "SERIAL_LABELS",
     "UUID_LABELS",
     "GpuIdentity",
+    "NodeNames",
     "Place",
     "Sighting",
     "conflicting",
@@ -39,7 +40,13 @@ __all__ = [
 UUID_LABELS = ("UUID", "uuid", "gpu_uuid")  # dcgm-exporter's own first, then the spellings seen in the wild
 SERIAL_LABELS = ("serial", "Serial", "gpu_serial")
 MODEL_LABELS = ("modelName", "model", "gpu_model")
-_DEFAULT_NODES = NodeIdentity()
+
+
+class NodeNames(Protocol):
+    """How the pipeline names an alert's node (`pipeline.nodes.NodeIdentity`), handed in: the pipeline reads
+    this package (the folding of follow-on Xids), so this package does not import the pipeline."""
+
+    def node_of(self, labels: Mapping[str, str]) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +74,13 @@ def _value(labels: Mapping[str, str], names: Sequence[str]) -> str | None:
     return None
 
 
-def identity_of(labels: Mapping[str, str], nodes: NodeIdentity = _DEFAULT_NODES) -> GpuIdentity | None:
-    """The GPU an alert is about, or None when it names no UUID (or one longer than `NAME_MAX`)."""
+def identity_of(labels: Mapping[str, str], nodes: NodeNames | None = None) -> GpuIdentity | None:
+    """The GPU an alert is about, or None when it names no UUID (or one longer than `NAME_MAX`). `nodes`:
+    how its node is named; None names none (a caller that needs only the UUID and the slot)."""
     uuid = _value(labels, UUID_LABELS)
     if uuid is None:
         return None
-    node = nodes.node_of(labels)
+    node = nodes.node_of(labels) if nodes is not None else None
     return GpuIdentity(
         uuid=uuid,
         serial=_value(labels, SERIAL_LABELS),

@@ -20,6 +20,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from alertrouter.message.gpu_triage import GpuTriageFacts
 from alertrouter.model import IncidentKind, parse_time
 
 __all__ = [
@@ -216,6 +217,7 @@ class NodeFacts:
     no_data: NoData | None = None
     escalation: EscalationNote | None = None
     extra: Mapping[str, Any] = field(default_factory=lambda: NO_EXTRA)
+    triage: GpuTriageFacts | None = None  # the GPU triage of its Xid alerts, when it has one
 
     @property
     def kind(self) -> IncidentKind:
@@ -224,6 +226,8 @@ class NodeFacts:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> NodeFacts:
         since = d.get("no_data_since")
+        triage = GpuTriageFacts.from_json(d.get("triage"))  # a malformed one is kept as it was (`extra`)
+        known = _NODE_KEYS if triage is None else _NODE_KEYS | {"triage"}
         return cls(
             headline=_str(d.get("headline")),
             where=_str(d.get("where")),
@@ -235,7 +239,8 @@ class NodeFacts:
             no_data_since=parse_time(since) if isinstance(since, str) else None,
             no_data=NoData.from_json(d),
             escalation=EscalationNote.from_json(d.get("escalation")),
-            extra=_extra(d, _NODE_KEYS),
+            extra=_extra(d, known),
+            triage=triage,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -254,6 +259,8 @@ class NodeFacts:
         _put(out, "no_data_since", None if self.no_data_since is None else self.no_data_since.isoformat())
         if self.no_data is not None:
             self.no_data.put(out)
+        if self.triage is not None:
+            out["triage"] = self.triage.to_json()
         if self.escalation is not None:
             out["escalation"] = self.escalation.to_json()
         return out | dict(self.extra)

@@ -16,10 +16,11 @@ from functools import partial
 from types import MappingProxyType
 
 from alertrouter.model import IncidentKind
+from alertrouter.pipeline.folding import FoldingInhibitor
 from alertrouter.pipeline.incident import (
     merge_moved,
+    triaged_incident,
 )
-from alertrouter.pipeline.inhibit import Inhibitor
 from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.outcomes import Outcomes
 from alertrouter.pipeline.rules import CompiledRules
@@ -76,7 +77,7 @@ class Evaluator:
         pass run in a worker thread to let the event loop in (`alertrouter.process.courtesy`)."""
         self.pipeline = pipeline
         self._courtesy = courtesy or _nothing
-        self._inhibitor = Inhibitor(pipeline.inhibit_rules)
+        self._inhibitor = FoldingInhibitor(pipeline.inhibit_rules, pipeline.follow_ons, pipeline.nodes.label)
         stale = pipeline.stale
         self._views = AlertViews(
             pipeline.aggregation,
@@ -367,6 +368,8 @@ class Evaluator:
         kept = old.decisions if woken and old is not None else None
         told = partial(self._resolve_due, key, now)
         node = sort_incident(key, fps, views, self.pipeline, self._inhibitor, silencer, now, kept=kept, told=told)
+        if (triaged := self._inhibitor.describe(node.group.alerts)) is not None:
+            triaged_incident(node, triaged, self.pipeline.follow_ons.action_label)
         self._out.groups[key] = node
         ckey = node.ckey
         self._storms.candidate(key, old.ckey if old is not None else None, ckey, node.group.rule)

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from alertrouter.message.facts import Facts, NoData, NodeFacts, Tally, shared_tally
+from alertrouter.message.gpu_triage import GpuTriageFacts
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.model import AlertStatus, AlertView, IncidentKind
 from alertrouter.pipeline import aggregate
 from alertrouter.pipeline.aggregate import AggregationRule, IncidentSummary
+from alertrouter.pipeline.folding import Described
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.throttle import NotifyReason
 from alertrouter.pipeline.types import AlertDecision, EvalResult, IncidentRecord, IncidentState
@@ -26,6 +28,7 @@ __all__ = [
     "next_incident_state",
     "node_facts",
     "storm_span",
+    "triaged_incident",
     "worst_severity",
 ]
 
@@ -55,6 +58,7 @@ class IncidentGroup:
     no_data_node: str = ""
     no_data_down: bool = False
     no_data_rank: tuple[bool, bool, datetime, str] | None = None  # `sorting._link`'s, of `no_data_source`
+    triage: GpuTriageFacts | None = None  # the GPU triage of its Xid alerts (`pipeline.folding`)
 
 
 @dataclass(slots=True)
@@ -70,6 +74,14 @@ class NodeIncident:
     hold_wake: datetime | None  # the earliest end of a hold-down (or of a stale period) among its alerts
     decisions: dict[str, AlertDecision] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)  # the labels all its alerts share
+
+
+def triaged_incident(node: NodeIncident, triaged: Described, action_label: str) -> None:
+    """The triage of a node incident's Xid alerts in what it says (its facts) and in its labels: the
+    action label is its primary root's action even when its alerts disagree, so routes match the root."""
+    node.group.triage = triaged.facts
+    if action_label:
+        node.labels = {**node.labels, action_label: triaged.action}
 
 
 def worst_severity(alerts: Iterable[AlertView], pipeline: CompiledRules) -> str:
@@ -104,6 +116,7 @@ def node_facts(summary: IncidentSummary, group: IncidentGroup, headline: str) ->
         tally=shared_tally(tally),
         no_data_since=group.no_data_since if stale else None,
         no_data=no_data,
+        triage=group.triage,  # only when it has one, as the stale counts
     )
 
 

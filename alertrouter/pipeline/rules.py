@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from alertrouter.pipeline.aggregate import AggregationRule
 from alertrouter.pipeline.escalation import EscalationPolicy
+from alertrouter.pipeline.folding import FollowOnRules
 from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.pipeline.oncall import Rota
@@ -33,3 +34,5 @@ class CompiledRules:
     escalations: Mapping[str, EscalationPolicy] = field(default_factory=dict)  # by name, for routes' `escalation`
     rota: Rota = field(default_factory=Rota)  # people and on-call schedules
     stale: StaleRule = DISABLED  # when a resolve is not told because its data stopped (`pipeline.stale`)
+    # follow-on Xids folded into their root (`pipeline.folding`)
+    follow_ons: FollowOnRules = field(default_factory=FollowOnRules)

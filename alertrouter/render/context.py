@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 from alertrouter.channels.headline import message_headline, short_member_line
 from alertrouter.gpu.faults import alert_xid, workload, workloads_text, xid_lines
+from alertrouter.gpu.triage_words import triage_lines
 from alertrouter.labels import alert_title
 from alertrouter.message.facts import Facts, NodeFacts, StormFacts, Tally
 from alertrouter.message.rma import rma_lines
@@ -226,6 +227,10 @@ def build_item(
     current = [a for a in alerts if a.firing != raw.resolved]  # what the message is about: firing, or resolved
     since, since_full, age = _times(raw, clock, ref, words)
     xids, xids_more = xid_lines([(a.labels, a.unit) for a in current], words.tr, words.language)
+    triage = raw.summary.triage if isinstance(raw.summary, NodeFacts) else None
+    if triage is not None and not raw.resolved:  # the root and its follow-ons first: what to do
+        triaged = triage_lines(words.tr, words.language, triage)
+        xids = tuple(clean(line, HEADLINE_CAP) for line in triaged) + xids
     return ItemContext(
         incident=clean(raw.incident, KEY_CAP),
         kind=raw.kind,

@@ -11,6 +11,7 @@ from datetime import UTC, timedelta
 
 from alertrouter.labels import Matcher, MatcherError, matchers_from_legacy
 from alertrouter.pipeline.aggregate import AggregationRule, RollupRule
+from alertrouter.pipeline.folding import FOLLOW_ON_RULE
 from alertrouter.pipeline.inhibit import InhibitRule
 from alertrouter.pipeline.nodes import NodeIdentity
 from alertrouter.pipeline.route import NO_ESCALATION, UNLIMITED, Route
@@ -27,7 +28,7 @@ from alertrouter.pipeline.timeinterval import (
 )
 from alertrouter.ruleset.check_oncall import check_oncall, escalation_policies
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem
-from alertrouter.ruleset.gpu_triage import action_label
+from alertrouter.ruleset.gpu_triage import action_label, follow_on_rules
 from alertrouter.ruleset.oncall import build_rota
 from alertrouter.ruleset.routes import ALL_SEVERITIES, UNLIMITED_REPEATS, RouteConfig
 from alertrouter.ruleset.schema import AggregationConfig, InhibitRuleConfig, Ruleset
@@ -51,8 +52,9 @@ class _Problems:
 
 def _inhibit_names(cfgs: Sequence[InhibitRuleConfig]) -> list[str]:
     """One name per rule. Alertmanager's names are optional and need not be unique (it only logs a
-    repeat); the engine reports which rule muted an alert, so a repeated name gets the rule's position."""
-    taken: set[str] = set()
+    repeat); the engine reports which rule muted an alert, so a repeated name gets the rule's position, as
+    does one named `gpu-follow-on`."""
+    taken: set[str] = {FOLLOW_ON_RULE}  # the folding of follow-on Xids reports this name (`pipeline.folding`)
     names: list[str] = []
     for i, cfg in enumerate(cfgs):
         name = cfg.name or f"inhibit_rules[{i}]"
@@ -352,4 +354,5 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
         escalations=policies,
         rota=build_rota(ruleset.oncall),
         stale=stale_rule(ruleset.stale),
+        follow_ons=follow_on_rules(ruleset.gpu_triage),
     )

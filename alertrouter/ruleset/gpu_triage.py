@@ -1,9 +1,10 @@
 """The `gpu_triage:` section: how GPU Xid alerts are triaged (`alertrouter.gpu.triage`) and the label naming
-each alert's action class; compiled to `TriageRules` and `ActionLabel`.
+each alert's action class; compiled to `TriageRules`, `ActionLabel` and the pipeline's `FollowOnRules`.
 
     gpu_triage:
       action_label: xid_action      # "" adds no label
       follow_on_window: 5m
+      follow_on_hold: 30s           # a consequence's first message waits this long for its root
       burst: 3m                     # starts of one Xid on one GPU this close are one time
       consequences: [45, 94, 95, 154, 159, 171, 172]   # absent: NVIDIA's catalog's
       hardware: {count: 5, window: 24h}                # the same fatal Xid on one GPU
@@ -23,9 +24,10 @@ from alertrouter.gpu.labels import ACTION_LABEL, ActionLabel
 from alertrouter.gpu.triage import DEFAULT_RULES, TriageRules
 from alertrouter.gpu.xid import lookup
 from alertrouter.labels import is_valid_label_name
+from alertrouter.pipeline.folding import FollowOnRules
 from alertrouter.ruleset.base import Duration, Section
 
-__all__ = ["GpuTriageConfig", "action_label", "triage_rules"]
+__all__ = ["GpuTriageConfig", "action_label", "follow_on_rules", "triage_rules"]
 
 _D = DEFAULT_RULES
 
@@ -80,6 +82,9 @@ class GpuTriageConfig(Section):
     follow_on_window: Duration = Field(
         _D.follow_on_window, description="A consequence Xid this soon after a root's start is folded into it"
     )
+    follow_on_hold: Duration = Field(
+        FollowOnRules().hold_down, description="A consequence's first message waits this long for a late root"
+    )
     burst: Duration = Field(_D.burst, description="Starts of one Xid on one GPU this close together count once")
     consequences: list[int] | None = Field(None, description="Xids that are consequences; absent: the catalog's")
     hardware: RepeatConfig = Field(default_factory=lambda: RepeatConfig())
@@ -97,6 +102,13 @@ class GpuTriageConfig(Section):
     @classmethod
     def _follow(cls, value: timedelta) -> timedelta:
         return _positive(value)
+
+    @field_validator("follow_on_hold")
+    @classmethod
+    def _hold(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("must be 0s or more")
+        return value
 
     @field_validator("burst")
     @classmethod
@@ -128,3 +140,8 @@ def triage_rules(config: GpuTriageConfig) -> TriageRules:
 
 def action_label(config: GpuTriageConfig) -> ActionLabel:
     return ActionLabel(config.action_label)
+
+
+def follow_on_rules(config: GpuTriageConfig) -> FollowOnRules:
+    """How the pipeline folds follow-on Xids (`pipeline.folding`); the root's action goes in `action_label`."""
+    return FollowOnRules(triage_rules(config), config.follow_on_hold, config.action_label)

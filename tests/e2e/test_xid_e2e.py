@@ -28,6 +28,9 @@ aggregation:
     count: {label: gpu, per_group: 8}
     group_wait: 1s
     rollup: off
+# Xid 94/95 are consequences in NVIDIA's catalog: with no root on the node they page on their own, once
+# the hold for a late root (`follow_on_hold`, 30s by default) is over; none here.
+gpu_triage: {follow_on_hold: 0s}
 """
 RULES = (
     AGGREGATION

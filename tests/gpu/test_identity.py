@@ -10,6 +10,8 @@ from alertrouter.gpu.identity import GpuIdentity, Sighting, conflicting, identit
 from alertrouter.model import NAME_MAX, bounded
 from alertrouter.pipeline.nodes import NodeIdentity
 
+NODES = NodeIdentity()  # the pipeline's naming with no rules: labels, then the instance's address
+
 UUID = "GPU-8f3c2a1e-5b7d-4c9e-a1f2-3d4e5f6a7b8c"
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
 
@@ -52,7 +54,7 @@ KUBERNETES = {
 
 
 def test_bare_metal_labels() -> None:
-    assert identity_of(BARE_METAL) == GpuIdentity(
+    assert identity_of(BARE_METAL, NODES) == GpuIdentity(
         uuid=UUID,
         serial=None,  # not exported unless a custom counters file enables it
         model="NVIDIA H100 80GB HBM3",
@@ -63,7 +65,7 @@ def test_bare_metal_labels() -> None:
 
 
 def test_kubernetes_labels_name_the_node_not_the_exporter_pod() -> None:
-    gpu = identity_of(KUBERNETES)
+    gpu = identity_of(KUBERNETES, NODES)
     assert gpu is not None
     assert (gpu.uuid, gpu.node, gpu.slot, gpu.model) == (UUID, "gpu-node-12", "0", "NVIDIA A100-SXM4-80GB")
 
@@ -74,7 +76,7 @@ def test_the_node_is_named_as_the_pipeline_names_it() -> None:
     assert gpu is not None
     assert gpu.node == "rack3-node07"
     # `Hostname="localhost"` (a remote nv-hostengine) names no node: the instance's address does
-    gpu = identity_of({**BARE_METAL, "Hostname": "localhost"})
+    gpu = identity_of({**BARE_METAL, "Hostname": "localhost"}, NODES)
     assert gpu is not None
     assert gpu.node == "10.0.0.7"
 
@@ -82,13 +84,13 @@ def test_the_node_is_named_as_the_pipeline_names_it() -> None:
 @pytest.mark.parametrize("name", ["uuid", "gpu_uuid"])
 def test_other_uuid_spellings(name: str) -> None:
     labels = {k: v for k, v in BARE_METAL.items() if k != "UUID"} | {name: UUID}
-    gpu = identity_of(labels)
+    gpu = identity_of(labels, NODES)
     assert gpu is not None
     assert gpu.uuid == UUID
 
 
 def test_serial_where_exported() -> None:
-    gpu = identity_of({**BARE_METAL, "serial": " 1654922007563 "})
+    gpu = identity_of({**BARE_METAL, "serial": " 1654922007563 "}, NODES)
     assert gpu is not None
     assert gpu.serial == "1654922007563"
 
@@ -103,16 +105,16 @@ def test_serial_where_exported() -> None:
     ],
 )
 def test_no_history_key_records_nothing(labels: dict[str, str]) -> None:
-    assert identity_of(labels) is None
+    assert identity_of(labels, NODES) is None
 
 
 def test_values_too_long_are_left_out_not_cut() -> None:
     long = "x" * (NAME_MAX + 1)
-    gpu = identity_of({**BARE_METAL, "serial": long, "modelName": long, "gpu": long, "Hostname": long})
+    gpu = identity_of({**BARE_METAL, "serial": long, "modelName": long, "gpu": long, "Hostname": long}, NODES)
     assert gpu is not None
     assert (gpu.uuid, gpu.serial, gpu.model, gpu.slot) == (UUID, None, None, None)
     assert gpu.node == bounded(long, NAME_MAX)  # as the engine stores the alert's node
-    assert identity_of({**BARE_METAL, "UUID": "G" * NAME_MAX}) is not None  # at the limit: kept
+    assert identity_of({**BARE_METAL, "UUID": "G" * NAME_MAX}, NODES) is not None  # at the limit: kept
 
 
 def test_a_gpu_that_moved_is_no_conflict() -> None:

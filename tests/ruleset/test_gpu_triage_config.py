@@ -10,11 +10,13 @@ import pytest
 
 from alertrouter.cli.main import main
 from alertrouter.gpu.triage import TriageRules
+from alertrouter.pipeline.folding import FollowOnRules
 from alertrouter.ruleset import ConfigError, load_ruleset
 from alertrouter.ruleset.build import compile_rules
 from alertrouter.ruleset.gpu_triage import triage_rules
 from support.scenario import REPO
 
+MIN = timedelta(minutes=1)
 ROUTE = "route: {receiver: r}\nreceivers: [{name: r}]\n"
 XID = {"alertname": "GPUXidError", "Hostname": "gpu-node-07", "gpu": "3", "xid": "79"}
 
@@ -101,3 +103,21 @@ def test_the_section_is_defined_once(tmp_path: Path) -> None:
     b = tmp_path / "b.yml"
     b.write_text("gpu_triage: {burst: 2m}\n")
     assert problems(tmp_path) == [f"{b}:gpu_triage: section already defined in {tmp_path / 'a.yml'}"]
+
+
+def test_the_follow_on_hold_is_read_and_defaults_to_30s(tmp_path: Path) -> None:
+    (tmp_path / "a.yml").write_text(ROUTE)
+    assert compile_rules(load_ruleset(tmp_path, {})).follow_ons == FollowOnRules(hold_down=timedelta(seconds=30))
+    (tmp_path / "a.yml").write_text(ROUTE + "gpu_triage: {follow_on_hold: 2m, follow_on_window: 1m, action_label: a}\n")
+    folds = compile_rules(load_ruleset(tmp_path, {})).follow_ons
+    assert (folds.hold_down, folds.triage.follow_on_window, folds.action_label) == (2 * MIN, MIN, "a")
+    (tmp_path / "a.yml").write_text(ROUTE + "gpu_triage: {follow_on_hold: -1s}\n")
+    assert any("gpu_triage.follow_on_hold" in p for p in problems(tmp_path))
+
+
+def test_an_inhibit_rule_named_as_the_fold_is_renamed(tmp_path: Path) -> None:
+    """The folding of follow-on Xids reports `gpu-follow-on`: a rule of that name would be taken for it."""
+    rules = "inhibit_rules: [{name: gpu-follow-on, target_matchers: ['a=\"1\"']}]\n"
+    (tmp_path / "a.yml").write_text(ROUTE + rules)
+    (rule,) = compile_rules(load_ruleset(tmp_path, {})).inhibit_rules
+    assert rule.name == "gpu-follow-on (inhibit_rules[0])"

@@ -9,7 +9,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from alertrouter.gpu.faults import alert_xid, workload, workloads_text, xid_lines
+from alertrouter.gpu.triage_words import triage_lines
 from alertrouter.message.facts import NoData
+from alertrouter.message.gpu_triage import GpuTriageFacts
 from alertrouter.model import AlertStatus, IncidentKind
 from alertrouter.store import console as store
 from alertrouter.store import escalations, queries
@@ -112,6 +114,9 @@ def _faults(row: IncidentRow, alerts: list[AlertRow], console: Console) -> dict[
     current = [a for a in alerts if a.status == AlertStatus.FIRING] if row.status == AlertStatus.FIRING else alerts
     units = [(dict(a.labels), str(a.labels.get("gpu", ""))) for a in current]
     xids, xids_more = xid_lines(units, console.tr, console.language)
+    triage = GpuTriageFacts.from_json((row.summary or {}).get("triage"))
+    if triage is not None and row.status == AlertStatus.FIRING:  # the root and its follow-ons first, as messages
+        xids = triage_lines(console.tr, console.language, triage) + xids
     return {
         "xids": xids,
         "xids_more": xids_more,
