@@ -226,11 +226,7 @@ def build_item(
     members, nodes = _storm_members(words, raw.summary, alertname, unit_name)
     current = [a for a in alerts if a.firing != raw.resolved]  # what the message is about: firing, or resolved
     since, since_full, age = _times(raw, clock, ref, words)
-    xids, xids_more = xid_lines([(a.labels, a.unit) for a in current], words.tr, words.language)
-    triage = raw.summary.triage if isinstance(raw.summary, NodeFacts) else None
-    if triage is not None and not raw.resolved:  # the root and its follow-ons first: what to do
-        triaged = triage_lines(words.tr, words.language, triage)
-        xids = tuple(clean(line, HEADLINE_CAP) for line in triaged) + xids
+    xids, xids_more = _fault_lines(raw, current, words)
     return ItemContext(
         incident=clean(raw.incident, KEY_CAP),
         kind=raw.kind,
@@ -265,6 +261,17 @@ def build_item(
         no_data=_no_data(words, raw.summary if isinstance(raw.summary, NodeFacts) else NodeFacts()),
         rma=tuple(rma_lines(words.tr, raw.rma)),
     )
+
+
+def _fault_lines(raw: MessageSnapshot, current: list[AlertContext], words: Words) -> tuple[tuple[str, ...], int]:
+    """One line per distinct Xid of the alerts the message is about, and how many more; a firing node
+    incident's GPU triage (the root and its follow-ons: what to do) first."""
+    xids, more = xid_lines([(a.labels, a.unit) for a in current], words.tr, words.language)
+    triage = raw.summary.triage if isinstance(raw.summary, NodeFacts) else None
+    if triage is not None and not raw.resolved:
+        triaged = triage_lines(words.tr, words.language, triage)
+        xids = tuple(clean(line, HEADLINE_CAP) for line in triaged) + tuple(xids)
+    return tuple(xids), more
 
 
 def _counts(tally: Tally, *, resolved: bool, node: bool, shown: int) -> tuple[int, int]:

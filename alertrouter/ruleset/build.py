@@ -295,6 +295,23 @@ def unconfigured_channels(ruleset: Ruleset) -> dict[str, list[str]]:
     return {c.name: missing for c in ruleset.channels if (missing := c.missing_credentials())}
 
 
+def _root_route(ruleset: Ruleset, receivers: set[str], problems: _Problems) -> RouteConfig:
+    """The root route as configured (the default receiver's when there is none, added to `receivers`),
+    its own problems noted: it takes no matchers and no time intervals, and needs a receiver."""
+    if ruleset.route is None:
+        receivers.add(DEFAULT_RECEIVER)
+        return RouteConfig(receiver=DEFAULT_RECEIVER)
+    route_cfg = ruleset.route
+    if route_cfg.receiver is None:
+        problems.add("route", None, ".receiver", "the root route needs a receiver")
+    if route_cfg.matchers or route_cfg.match or route_cfg.match_re:
+        problems.add("route", None, ".matchers", "the root route matches every alert and takes no matchers")
+    for key in ("mute_time_intervals", "active_time_intervals"):
+        if getattr(route_cfg, key):
+            problems.add("route", None, f".{key}", f"the root route must not have any {key.replace('_', ' ')}")
+    return route_cfg
+
+
 def compile_rules(ruleset: Ruleset) -> CompiledRules:
     problems = _Problems(ruleset)
     _check_channels(ruleset, problems)
@@ -305,18 +322,7 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
     _unique([h.name for h in ruleset.heartbeats], "heartbeats", problems)
 
     receivers = {r.name for r in ruleset.receivers}
-    if ruleset.route is None:
-        receivers.add(DEFAULT_RECEIVER)
-        route_cfg = RouteConfig(receiver=DEFAULT_RECEIVER)
-    else:
-        route_cfg = ruleset.route
-        if route_cfg.receiver is None:
-            problems.add("route", None, ".receiver", "the root route needs a receiver")
-        if route_cfg.matchers or route_cfg.match or route_cfg.match_re:
-            problems.add("route", None, ".matchers", "the root route matches every alert and takes no matchers")
-        for key in ("mute_time_intervals", "active_time_intervals"):
-            if getattr(route_cfg, key):
-                problems.add("route", None, f".{key}", f"the root route must not have any {key.replace('_', ' ')}")
+    route_cfg = _root_route(ruleset, receivers, problems)
     intervals = _time_intervals(ruleset, problems)
     for problem in check_oncall(ruleset, receivers):
         problems.add(*problem)
