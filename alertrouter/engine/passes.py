@@ -26,7 +26,7 @@ from alertrouter.engine.decisions import (
     folds,
 )
 from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_index, write_events
-from alertrouter.engine.gpus import with_rma
+from alertrouter.engine.gpus import with_gpu_history
 from alertrouter.engine.lease import EngineLease
 from alertrouter.engine.live import RECENT, LiveAlerts
 from alertrouter.engine.records import RecordBook
@@ -392,6 +392,8 @@ class Passes:
         if folds(self._escalated.events):  # else written after the commit, as a storm's decisions are
             await write_events(session, self._escalated)
             self._escalated.events = []
-        result.intents = await with_rma(session, result.intents, self.rma)
+        follow_ons = self.pipeline.follow_ons
+        repeats = follow_ons.triage if follow_ons.enabled else None
+        result.intents = await with_gpu_history(session, result.intents, self.rma, repeats)
         await store.insert_intents(session, result.intents, now)
         self._folded = changes is not None and await fold_decisions(session, changes)

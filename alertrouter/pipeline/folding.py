@@ -25,7 +25,7 @@ from alertrouter.message.gpu_triage import FollowOnFacts, GpuTriageFacts, Reason
 from alertrouter.model import AlertView
 from alertrouter.pipeline.inhibit import Inhibition, Inhibitor, InhibitRule
 
-__all__ = ["FOLLOW_ON_RULE", "Described", "FoldingInhibitor", "FollowOnRules"]
+__all__ = ["FOLLOW_ON_RULE", "Described", "FoldingInhibitor", "FollowOnRules", "triage_facts"]
 
 FOLLOW_ON_RULE = "gpu-follow-on"  # the inhibit rule name a folded consequence is muted by
 
@@ -123,7 +123,7 @@ class FoldingInhibitor(Inhibitor):
                 labels = {a.fingerprint: a.labels for a in alerts}
                 # the primary's own label when it has one (it won over the derived one on the alert too)
                 action = labels[own[0].alert.id].get(self._fold.action_label) or own[0].action
-                return Described(_facts(own, found, labels), action)
+                return Described(triage_facts(own, found, labels), action)
         return None
 
     def _is_fault(self, root: Root) -> bool:
@@ -170,7 +170,7 @@ class FoldingInhibitor(Inhibitor):
         return node.triage, node.roots
 
 
-def _facts(own: Sequence[Root], whole: Triage, labels: Mapping[str, Mapping[str, str]]) -> GpuTriageFacts | None:
+def triage_facts(own: Sequence[Root], whole: Triage, labels: Mapping[str, Mapping[str, str]]) -> GpuTriageFacts | None:
     """The facts of an incident whose root faults are `own` (its primary first), None when they have no
     follow-ons and the node's verdict is about none of their Xids. Follow-ons count the GPUs other than
     the primary's, by Xid."""

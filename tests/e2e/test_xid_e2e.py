@@ -177,3 +177,30 @@ def test_a_gpu_with_its_second_xid_48_in_11_days_is_paged_as_an_rma_candidate(
 
 def wecom_texts(fake: FakeWeCom) -> list[str]:
     return [str(body[body["msgtype"]].get("content", "")) for body in fake.messages(WECOM_KEY)]
+
+
+def test_the_fifth_xid_48_in_a_day_on_one_gpu_is_told_as_the_hardware(
+    store: Store, start_router: Callable[..., Router], dingtalk: FakeDingTalk, tmp_path: Path
+) -> None:
+    # NVSentinel's rule, in the triage's defaults: the same fatal Xid five times in 24 h on one GPU is the GPU.
+    # dcgm-exporter keeps one series per GPU, so the repeats are episodes of one alert: only the GPU's history
+    # shows them. The four before were reset and resolved; Alertmanager sends them as it does after a restart.
+    directory = tmp_path / "rules"
+    directory.mkdir()
+    with FakeWeCom([WECOM_KEY]) as wecom:
+        (directory / "rules.yml").write_text(RMA_RULES % (dingtalk.url, wecom.url))
+        env = {"ALERTROUTER_CONFIG": str(directory), "DT_TOKEN": DT_TOKEN, "DT_SECRET": DT_SECRET}
+        router = start_router(store, env=env | {"WECOM_KEY": WECOM_KEY, "ALERTROUTER_DELIVERY_INTERVAL": "200ms"})
+        now = datetime.now(UTC).replace(microsecond=0)
+        labels = xid_alert(3, "48", "llama-70b-0") | {"err_msg": "Double Bit ECC Error"}
+        for hours in (20, 15, 10, 5):
+            began = now - timedelta(hours=hours)
+            episode = webhook([webhook_alert(labels, starts_at=began, ends_at=began + timedelta(minutes=20))])
+            assert router.post_webhook(episode).status_code == 200
+        assert router.post_webhook(webhook([webhook_alert(labels, starts_at=now)])).status_code == 200
+        page = wait_for(lambda: texts(dingtalk) or None, what="the page")[-1].replace("\\", "")
+        english = wait_for(lambda: wecom_texts(wecom) or None, what="the English page")[-1]
+    assert "同一 GPU 在 24 小时内 5 次报告 Xid 48：硬件故障" in page
+    assert "the same Xid 48 5 times in 24 h on this GPU: hardware" in english
+    assert "GPU 3: Xid 48 (Double Bit ECC Error)" in english  # the root it is about, with NVIDIA's meaning
+    assert len(router.http.get(f"/api/v1/gpus/{labels['UUID']}").json()["events"]) == 5
