@@ -12,6 +12,9 @@ test_labels.py. One box, four nodes, at once:
   (`__meta_kubernetes_pod_node_name` -> `node` on both exporters; here the static target label it would
   produce); UNRELABELLED has none. Every GPU of both reports XID 79, then both nodes go dark.
 
+Beside them, nodes of RELABELLED's shape for GPU triage: a lemon GPU and a moved one (lemon.py), and one GPU's
+Xid 79 with Xid 45 on the node's seven others (follow_on.py).
+
 The Kubernetes targets carry the ServiceMonitors' job names (`node-exporter`, `nvidia-dcgm-exporter`), the
 bare-metal ones the scrape config's (`node`, `dcgm`): the shipped rules must fire under both.
 """
@@ -23,6 +26,7 @@ from typing import Any
 
 from cluster.box import ClusterBox
 from cluster.fleet import Fleet
+from cluster.follow_on import FOLLOW_ON, FOLLOW_ON_KUBERNETES, Fault, fire_follow_ons, fire_root, read_fault, told_root
 from cluster.lemon import (
     DAYS,
     KUBERNETES,
@@ -55,7 +59,7 @@ __all__ = [
     "run_labels",
 ]
 
-NODES = 6
+NODES = 7
 NORTH, SOUTH, RELABELLED, UNRELABELLED = 1, 2, 3, 4
 XID48_GPU = {NORTH: 2, SOUTH: 5}
 POD = {RELABELLED: "nvidia-dcgm-exporter-5x7kq", UNRELABELLED: "nvidia-dcgm-exporter-q9w2d"}
@@ -76,7 +80,7 @@ def _fleet() -> Fleet:
     for index, region in ((NORTH, "north"), (SOUTH, "south")):
         fleet.node(index).target_labels = {"node-exporter": {"region": region}, "dcgm-exporter": {"region": region}}
     kubernetes = [(i, POD[i], POD_IP[i], NODE_EXPORTER_POD[i]) for i in (RELABELLED, UNRELABELLED)]
-    kubernetes += [(i, *KUBERNETES[i]) for i in (LEMON, SPARE)]
+    kubernetes += [(i, *KUBERNETES[i]) for i in (LEMON, SPARE)] + [(FOLLOW_ON, *FOLLOW_ON_KUBERNETES)]
     for index, pod, pod_ip, node_exporter_pod in kubernetes:
         node = fleet.node(index)
         node.host_label = "Hostname"
@@ -115,6 +119,7 @@ class Labels:
     told: dict[str, list[str]]
     lemon: Lemon
     moved: Lemon
+    fault: Fault
 
 
 def _incidents(box: ClusterBox) -> list[dict[str, Any]]:
@@ -147,15 +152,18 @@ def run_labels(box: ClusterBox) -> Labels:
         fleet.set_gpus(index, [gpu], xid=48)
     for index in (RELABELLED, UNRELABELLED):
         fleet.set_gpus(index, range(8), xid=79)
+    fire_root(box)
     xid79 = '{alertname="GPUFallenOffBus"}'
-    wait_for(lambda: len(router.alerts(filter=xid79)) == 16, what="the XID 79 alerts stored", timeout=TIMEOUT)
+    wait_for(lambda: len(router.alerts(filter=xid79)) == 17, what="the XID 79 alerts stored", timeout=TIMEOUT)
+    fire_follow_ons(box)
     fleet.go_dark([RELABELLED, UNRELABELLED])
     fire_again(box, lemon)
     fire_again(box, moved, to=MOVED_TO)
     wait_for(
-        lambda: _told_everything(box) and told_gpu(box, name(LEMON)) and told_gpu(box, name(SPARE)),
+        lambda: _told_everything(box) and told_gpu(box, name(LEMON)) and told_gpu(box, name(SPARE)) and told_root(box),
         what="every expected message at the fakes",
         timeout=TIMEOUT,
     )
     store = settle(box, TIMEOUT)
-    return Labels(box, store, told(box), read_gpu(box, lemon, name(LEMON)), read_gpu(box, moved, name(SPARE)))
+    lemon, moved = read_gpu(box, lemon, name(LEMON)), read_gpu(box, moved, name(SPARE))
+    return Labels(box, store, told(box), lemon, moved, read_fault(box))

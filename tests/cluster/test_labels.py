@@ -1,6 +1,7 @@
 """Label shapes through the cluster in a box: regional routing of bare-metal nodes with a `region` target label,
 and the Kubernetes shape of kube-prometheus-stack + NVIDIA GPU Operator with and without the docs' `node`
-relabelling; on a node of that shape, a GPU whose second Xid 48 in 11 days makes it an RMA candidate (lemon.py).
+relabelling; on nodes of that shape, a GPU whose second Xid 48 in 11 days makes it an RMA candidate (lemon.py),
+and a GPU's Xid 79 with the Xid 45 it causes on the node's seven other GPUs, told as one page (follow_on.py).
 tests/cluster/labels.py runs the timeline once for the module, about a minute of wall clock.
 """
 
@@ -12,6 +13,7 @@ from datetime import datetime
 import pytest
 
 from cluster.dcgm import MODEL
+from cluster.follow_on import FOLLOW_ON, OTHERS, ROOT_GPU
 from cluster.labels import (
     NORTH,
     POD,
@@ -123,8 +125,9 @@ def test_unrelabelled_node_is_three_names_as_the_readme_says(labels: Labels) -> 
     # of one exporter having resolved together, `hold` (stale, together), rules/stale.yml
     assert {a["decision"] for a in xid79} <= {"resolving", "stale"}
     assert {a["decision_detail"]["stale_reason"] for a in xid79} <= {"resolving", "together"}
-    assert store.incident(alertname="GPUFallenOffBus", node=pod)["status"] == "firing"
-    assert not [r for r in store.notifications if "GPUFallenOffBus" in (r["incident_key"] or "")]
+    incident = store.incident(alertname="GPUFallenOffBus", node=pod)
+    assert incident["status"] == "firing"
+    assert not [r for r in store.notifications if r["incident_id"] == incident["id"]]
     told_decisions = ("notify", "throttled")  # told, then "already told" until its repeat
     (down,) = store.of("NodeDown", node)
     assert down["decision"] in told_decisions
@@ -225,3 +228,41 @@ def test_a_gpu_moved_to_another_node_keeps_its_history(labels: Labels) -> None:
     assert events == [(48, moved.first_at), (48, _at(alert["starts_at"]))]
     assert gpu["rma_candidate"] is True
     assert gpu["reason"] == f"Xid 48 twice in {MOVED_DAYS} days (rule dbe-repeated)"
+
+
+# The root's line of the one page, in the shipped zh-CN (alertrouter/gpu/triage_words.py)
+ROOT_LINE = f"GPU {ROOT_GPU}：Xid 79（GPU 已从总线掉线）— 重启节点；另有 7 块 GPU 随之报告 Xid 45（连带故障）"
+
+
+def test_xid_79_then_xid_45_on_the_others_is_one_page_of_the_root(labels: Labels) -> None:
+    """GPU 3 of gpu-node-07 fell off the bus, then its seven other GPUs reported Xid 45: one page on each
+    channel of oncall-core, the GPUFallenOffBus, whose root line counts the seven; none for the 45s."""
+    store, told, fault, node = labels.store, labels.told, labels.fault, name(FOLLOW_ON)
+    root = fault.root
+    assert (root["labels"]["gpu"], root["labels"]["xid"], root["status"]) == (str(ROOT_GPU), "79", "firing")
+    for channel in ("dingtalk-core", "wecom-core"):
+        (page,) = about(told[channel], node)
+        assert f"{node}：1/8 块 GPU GPUFallenOffBus" in page, page
+        assert ROOT_LINE in page, page
+        assert clock([root]) in page, page  # since Prometheus' startsAt, in Beijing time
+        assert "GPUXidError" not in page, page
+    assert about(told["sms-oncall"], node) == [
+        f'{{"severity": "严重", "node": "{node}", "alert": "GPUFallenOffBus", "gpus": "1/8"}}'
+    ]
+    everything = [t for texts in told.values() for t in texts]
+    assert len(about(everything, node)) == 3
+    incident = store.incident(alertname="GPUFallenOffBus", node=node)
+    assert store.delivered(incident["id"]) == {"dingtalk-core": 1, "wecom-core": 1, "sms-oncall": 1}
+    # the 45s' own incident, if one was opened, told nothing
+    follow_on_incidents = [i["id"] for i in fault.incidents if i["labels"].get("alertname") == "GPUXidError"]
+    assert not [r for r in store.notifications if r["incident_id"] in follow_on_incidents]
+
+
+def test_the_seven_xid_45_read_as_inhibited_by_the_root(labels: Labels) -> None:
+    """GET /api/v1/alerts: each Xid 45 is muted by rule `gpu-follow-on`, the 79's fingerprint as source."""
+    fault = labels.fault
+    assert [(a["labels"]["gpu"], a["labels"]["xid"]) for a in fault.follow_ons] == [(str(g), "45") for g in OTHERS]
+    for alert in fault.follow_ons:
+        assert alert["status"] == "firing"
+        assert alert["decision"] == "inhibited", alert
+        assert alert["decision_detail"] == {"inhibited_by": fault.root["fingerprint"], "inhibit_rule": "gpu-follow-on"}
