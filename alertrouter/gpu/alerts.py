@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
+from alertrouter.gpu.faults import workload
 from alertrouter.gpu.identity import UUID_LABELS
 from alertrouter.gpu.triage import XidAlert
 from alertrouter.gpu.xid import from_labels
 
-__all__ = ["gpu_key", "workload_of", "xid_alert"]
+__all__ = ["gpu_key", "xid_alert"]
 
 
 def gpu_key(labels: Mapping[str, str], node: str) -> str:
@@ -26,18 +27,9 @@ def gpu_key(labels: Mapping[str, str], node: str) -> str:
     return f"{node}/{index}" if index and node else ""
 
 
-def workload_of(labels: Mapping[str, str]) -> str:
-    """`ml-team/train-0`, `train-0` without a namespace, or "" when the GPU's pod is unknown."""
-    pod = labels.get("exported_pod", "")
-    if not pod:
-        return ""
-    namespace = labels.get("exported_namespace", "")
-    return f"{namespace}/{pod}" if namespace else pod
-
-
 def xid_alert(fingerprint: str, labels: Mapping[str, str], starts_at: datetime, node: str) -> XidAlert | None:
     """The alert as triage reads it, or None when its labels name no Xid (`xid`, else `err_code`)."""
     info = from_labels(labels)
     if info is None:
         return None
-    return XidAlert(fingerprint, gpu_key(labels, node), workload_of(labels), info.code, starts_at)
+    return XidAlert(fingerprint, gpu_key(labels, node), workload(labels), info.code, starts_at)

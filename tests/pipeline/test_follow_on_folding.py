@@ -17,30 +17,19 @@ from alertrouter.pipeline.folding import FOLLOW_ON_RULE
 from alertrouter.pipeline.types import Decision, LiveAlert
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules
-from support.gpu_fixtures import load
+from support.gpu_fixtures import XID_ACTION_ROUTES, load
 from support.scenario import REPO, Scenario, dcgm_labels
 
 HEAD79 = "10.0.0.7: GPUFallenOffBus on 1/8 GPUs"  # the fixture's `node` label names the node here
 SEC = timedelta(seconds=1)
 MIN = timedelta(minutes=1)
-ROUTES = """
-route:
-  receiver: everything-else
-  group_wait: 30s
-  group_interval: 5m
-  repeat_interval: 4h
-  routes:
-    - {matchers: ['xid_action="RESTART_APP"'], receiver: workload-owner}
-    - {matchers: ['xid_action=~"RESET_GPU|RESTART_BM|WORKFLOW_XID_48"'], receiver: infrastructure}
-receivers: [{name: everything-else}, {name: workload-owner}, {name: infrastructure}]
-"""
 
 
 @pytest.fixture
 def sc(tmp_path: Path) -> Scenario:
     for name in ("aggregation.yml", "gpu_triage.yml"):
         shutil.copy(REPO / "rules" / name, tmp_path / name)
-    (tmp_path / "routes.yml").write_text(ROUTES)
+    (tmp_path / "routes.yml").write_text(XID_ACTION_ROUTES)
     return Scenario(compile_rules(load_ruleset(tmp_path, {})))
 
 

@@ -14,28 +14,17 @@ import pytest
 
 from alertrouter.ruleset import load_ruleset
 from alertrouter.ruleset.build import compile_rules
+from support.gpu_fixtures import XID_ACTION_ROUTES
 from support.scenario import REPO, Scenario, dcgm_labels, k8s_dcgm_labels
 
 MIN = timedelta(minutes=1)
-
-ROUTES = """
-route:
-  receiver: everything-else
-  group_wait: 30s
-  group_interval: 5m
-  repeat_interval: 4h
-  routes:
-    - {matchers: ['xid_action="RESTART_APP"'], receiver: workload-owner}
-    - {matchers: ['xid_action=~"RESET_GPU|RESTART_BM|WORKFLOW_XID_48"'], receiver: infrastructure}
-receivers: [{name: everything-else}, {name: workload-owner}, {name: infrastructure}]
-"""
 
 
 @pytest.fixture
 def rules(tmp_path: Path) -> Path:
     for name in ("aggregation.yml", "gpu_triage.yml"):
         shutil.copy(REPO / "rules" / name, tmp_path / name)
-    (tmp_path / "routes.yml").write_text(ROUTES)
+    (tmp_path / "routes.yml").write_text(XID_ACTION_ROUTES)
     return tmp_path
 
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FIXTURES_DIR", "GpuFixture", "Post", "load", "names"]
+__all__ = ["FIXTURES_DIR", "XID_ACTION_ROUTES", "GpuFixture", "Post", "load", "names"]
 
 FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 GO_ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's endsAt of a firing alert
@@ -89,3 +89,18 @@ def _shift(post: Post, offset: timedelta) -> Post:
         alert["startsAt"] = _moved(alert["startsAt"], offset)
         alert["endsAt"] = _moved(alert["endsAt"], offset)
     return Post(post.at + offset, payload)
+
+
+# Routes by the derived `xid_action` label, as rules/routes.yml's commented example has them: application
+# faults to the workload's owner, hardware faults to infrastructure.
+XID_ACTION_ROUTES = """
+route:
+  receiver: everything-else
+  group_wait: 30s
+  group_interval: 5m
+  repeat_interval: 4h
+  routes:
+    - {matchers: ['xid_action="RESTART_APP"'], receiver: workload-owner}
+    - {matchers: ['xid_action=~"RESET_GPU|RESTART_BM|WORKFLOW_XID_48"'], receiver: infrastructure}
+receivers: [{name: everything-else}, {name: workload-owner}, {name: infrastructure}]
+"""
