@@ -6,6 +6,7 @@ and first action, and the workload that was on the GPUs."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -145,17 +146,25 @@ channels:
 )
 
 
-def test_a_gpu_with_its_second_xid_48_in_11_days_is_paged_as_an_rma_candidate(
+@contextmanager
+def zh_and_en_router(
     store: Store, start_router: Callable[..., Router], dingtalk: FakeDingTalk, tmp_path: Path
-) -> None:
-    # NVIDIA: a double-bit ECC error (Xid 48) that comes back after the row remap is an RMA. The first one
-    # started 11 days before alertrouter heard of it (Alertmanager sends what still fires).
+) -> Iterator[tuple[Router, FakeWeCom]]:
+    """A `serve` on RMA_RULES: the on-call DingTalk robot in zh-CN, the WeCom robot of the team abroad in en."""
     directory = tmp_path / "rules"
     directory.mkdir()
     with FakeWeCom([WECOM_KEY]) as wecom:
         (directory / "rules.yml").write_text(RMA_RULES % (dingtalk.url, wecom.url))
         env = {"ALERTROUTER_CONFIG": str(directory), "DT_TOKEN": DT_TOKEN, "DT_SECRET": DT_SECRET}
-        router = start_router(store, env=env | {"WECOM_KEY": WECOM_KEY, "ALERTROUTER_DELIVERY_INTERVAL": "200ms"})
+        yield start_router(store, env=env | {"WECOM_KEY": WECOM_KEY, "ALERTROUTER_DELIVERY_INTERVAL": "200ms"}), wecom
+
+
+def test_a_gpu_with_its_second_xid_48_in_11_days_is_paged_as_an_rma_candidate(
+    store: Store, start_router: Callable[..., Router], dingtalk: FakeDingTalk, tmp_path: Path
+) -> None:
+    # NVIDIA: a double-bit ECC error (Xid 48) that comes back after the row remap is an RMA. The first one
+    # started 11 days before alertrouter heard of it (Alertmanager sends what still fires).
+    with zh_and_en_router(store, start_router, dingtalk, tmp_path) as (router, wecom):
         now = datetime.now(UTC).replace(microsecond=0)
         labels = xid_alert(3, "48", "llama-70b-0") | {"err_msg": "Double Bit ECC Error"}
         first = now - timedelta(days=11, hours=2)
@@ -185,12 +194,7 @@ def test_the_fifth_xid_48_in_a_day_on_one_gpu_is_told_as_the_hardware(
     # NVSentinel's rule, in the triage's defaults: the same fatal Xid five times in 24 h on one GPU is the GPU.
     # dcgm-exporter keeps one series per GPU, so the repeats are episodes of one alert: only the GPU's history
     # shows them. The four before were reset and resolved; Alertmanager sends them as it does after a restart.
-    directory = tmp_path / "rules"
-    directory.mkdir()
-    with FakeWeCom([WECOM_KEY]) as wecom:
-        (directory / "rules.yml").write_text(RMA_RULES % (dingtalk.url, wecom.url))
-        env = {"ALERTROUTER_CONFIG": str(directory), "DT_TOKEN": DT_TOKEN, "DT_SECRET": DT_SECRET}
-        router = start_router(store, env=env | {"WECOM_KEY": WECOM_KEY, "ALERTROUTER_DELIVERY_INTERVAL": "200ms"})
+    with zh_and_en_router(store, start_router, dingtalk, tmp_path) as (router, wecom):
         now = datetime.now(UTC).replace(microsecond=0)
         labels = xid_alert(3, "48", "llama-70b-0") | {"err_msg": "Double Bit ECC Error"}
         for hours in (20, 15, 10, 5):
