@@ -20,7 +20,7 @@ from datetime import timedelta
 from alertrouter.gpu.alerts import xid_alert
 from alertrouter.gpu.labels import ACTION_LABEL
 from alertrouter.gpu.triage import DEFAULT_RULES, Root, Triage, TriageRules, XidAlert, triage
-from alertrouter.gpu.xid import from_labels, lookup
+from alertrouter.gpu.xid import lookup
 from alertrouter.message.gpu_triage import FollowOnFacts, GpuTriageFacts, ReasonFacts
 from alertrouter.model import AlertView
 from alertrouter.pipeline.inhibit import Inhibition, Inhibitor, InhibitRule
@@ -104,18 +104,24 @@ class FoldingInhibitor(Inhibitor):
         return None if root is None else Inhibition(FOLLOW_ON_RULE, root)
 
     def hold_down(self, alert: AlertView) -> timedelta | None:
-        """A consequence Xid's hold-down is at least `FollowOnRules.hold_down`, for a root arriving late."""
+        """A consequence Xid's hold-down is at least `FollowOnRules.hold_down`, for a root arriving late. Reads
+        the Xid `track` indexed (an alert is tracked before it is placed): one read of its labels, not two."""
         held = super().hold_down(alert)
+        name = self._node_of.get(alert.fingerprint)
+        if name is None:  # names no Xid or no node, or folding is off: nothing to wait for
+            return held
         fold = self._fold
-        info = from_labels(alert.labels) if fold.enabled and alert.labels.get(self._node_label) else None
-        if info is None or not fold.triage.is_consequence(info):
+        xid = self._nodes[name].alerts[alert.fingerprint][0].xid
+        if not fold.triage.is_consequence(lookup(xid)):
             return held
         return fold.hold_down if held is None else max(held, fold.hold_down)
 
     def describe(self, alerts: Sequence[AlertView]) -> Described | None:
         """The triage of a node incident of `alerts`: None unless a root fault of its node is among them."""
+        names = sorted({n for a in alerts if (n := self._node_of.get(a.fingerprint)) is not None})
+        if not names:  # no Xid alert among them: most incidents, asked on every pass
+            return None
         fps = {a.fingerprint for a in alerts}
-        names = sorted({n for fp in fps if (n := self._node_of.get(fp)) is not None})
         for name in names:
             found, _ = self._triaged(name)
             own = [r for r in found.roots if r.alert.id in fps and self._is_fault(r)]
