@@ -142,9 +142,13 @@ def lookup(code: int) -> XidInfo:
 
 
 def from_labels(labels: Mapping[str, str]) -> XidInfo | None:
-    """The XID an alert's labels name (`xid`, else `err_code`), or None when they name none."""
+    """The XID an alert's labels name (`xid`, else `err_code`), or None when they name none. Asked of every
+    alert the engine sorts, most of which carry neither label: those return at the first look."""
     for name in XID_LABELS:
-        code = parse_code(labels.get(name))
+        value = labels.get(name)
+        if value is None:
+            continue
+        code = parse_code(value)
         if code is not None:
             return lookup(code)
     return None

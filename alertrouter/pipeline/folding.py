@@ -20,7 +20,7 @@ from datetime import timedelta
 from alertrouter.gpu.alerts import xid_alert
 from alertrouter.gpu.labels import ACTION_LABEL
 from alertrouter.gpu.triage import DEFAULT_RULES, Root, Triage, TriageRules, XidAlert, triage
-from alertrouter.gpu.xid import from_labels, lookup
+from alertrouter.gpu.xid import lookup
 from alertrouter.message.gpu_triage import FollowOnFacts, GpuTriageFacts, ReasonFacts
 from alertrouter.model import AlertView
 from alertrouter.pipeline.inhibit import Inhibition, Inhibitor, InhibitRule
@@ -28,6 +28,7 @@ from alertrouter.pipeline.inhibit import Inhibition, Inhibitor, InhibitRule
 __all__ = ["FOLLOW_ON_RULE", "Described", "FoldingInhibitor", "FollowOnRules", "triage_facts"]
 
 FOLLOW_ON_RULE = "gpu-follow-on"  # the inhibit rule name a folded consequence is muted by
+_DESCRIBED_MAX = 8  # incidents described per node and kept; a node has one or two with Xid alerts
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +56,13 @@ class Described:
 @dataclass(slots=True)
 class _Node:
     """One node's Xid alerts (fingerprint -> the alert as triage reads it, and whether it fires) and the
-    triage of them, None until asked for after a change."""
+    triage of them, None until asked for after a change; what `describe` said of its incidents, kept until
+    one of its Xid alerts is tracked again (a full pass describes every incident, and few change)."""
 
     alerts: dict[str, tuple[XidAlert, bool]] = field(default_factory=dict)
     triage: Triage | None = None
     roots: dict[str, str] = field(default_factory=dict)  # consequence -> its root, of `triage`
+    described: dict[frozenset[str], Described | None] = field(default_factory=dict)  # by the incident's alerts
 
 
 class FoldingInhibitor(Inhibitor):
@@ -104,27 +107,43 @@ class FoldingInhibitor(Inhibitor):
         return None if root is None else Inhibition(FOLLOW_ON_RULE, root)
 
     def hold_down(self, alert: AlertView) -> timedelta | None:
-        """A consequence Xid's hold-down is at least `FollowOnRules.hold_down`, for a root arriving late."""
+        """A consequence Xid's hold-down is at least `FollowOnRules.hold_down`, for a root arriving late. Reads
+        the Xid `track` indexed (an alert is tracked before it is placed): one read of its labels, not two."""
         held = super().hold_down(alert)
+        name = self._node_of.get(alert.fingerprint)
+        if name is None:  # names no Xid or no node, or folding is off: nothing to wait for
+            return held
         fold = self._fold
-        info = from_labels(alert.labels) if fold.enabled and alert.labels.get(self._node_label) else None
-        if info is None or not fold.triage.is_consequence(info):
+        xid = self._nodes[name].alerts[alert.fingerprint][0].xid
+        if not fold.triage.is_consequence(lookup(xid)):
             return held
         return fold.hold_down if held is None else max(held, fold.hold_down)
 
     def describe(self, alerts: Sequence[AlertView]) -> Described | None:
         """The triage of a node incident of `alerts`: None unless a root fault of its node is among them."""
-        fps = {a.fingerprint for a in alerts}
-        names = sorted({n for fp in fps if (n := self._node_of.get(fp)) is not None})
+        names = sorted({n for a in alerts if (n := self._node_of.get(a.fingerprint)) is not None})
+        if not names:  # no Xid alert among them: most incidents, asked on every pass
+            return None
+        fps = frozenset(a.fingerprint for a in alerts)
         for name in names:
-            found, _ = self._triaged(name)
-            own = [r for r in found.roots if r.alert.id in fps and self._is_fault(r)]
-            if own:
-                labels = {a.fingerprint: a.labels for a in alerts}
-                # the primary's own label when it has one (it won over the derived one on the alert too)
-                action = labels[own[0].alert.id].get(self._fold.action_label) or own[0].action
-                return Described(triage_facts(own, found, labels), action)
+            kept = self._nodes[name].described
+            if fps not in kept:
+                if len(kept) >= _DESCRIBED_MAX:  # incidents whose other alerts came and went
+                    kept.clear()
+                kept[fps] = self._describe(name, fps, alerts)
+            if (said := kept[fps]) is not None:
+                return said
         return None
+
+    def _describe(self, name: str, fps: frozenset[str], alerts: Sequence[AlertView]) -> Described | None:
+        found, _ = self._triaged(name)
+        own = [r for r in found.roots if r.alert.id in fps and self._is_fault(r)]
+        if not own:
+            return None
+        labels = {a.fingerprint: a.labels for a in alerts}
+        # the primary's own label when it has one (it won over the derived one on the alert too)
+        action = labels[own[0].alert.id].get(self._fold.action_label) or own[0].action
+        return Described(triage_facts(own, found, labels), action)
 
     def _is_fault(self, root: Root) -> bool:
         return not self._fold.triage.is_consequence(root.info) and root.info.kind != "informational"
@@ -139,6 +158,7 @@ class FoldingInhibitor(Inhibitor):
         if found is None or name is None:
             return
         node = self._nodes.setdefault(name, _Node())
+        node.described.clear()  # tracked again: its labels may be new (a relabel), and they are described
         entry = (found, alert.firing)
         if node.alerts.get(fp) != entry:
             node.alerts[fp] = entry
@@ -153,6 +173,7 @@ class FoldingInhibitor(Inhibitor):
         node = self._nodes[name]
         del node.alerts[fingerprint]
         node.triage = None
+        node.described.clear()
         self._changed.add(name)
         if not node.alerts:
             del self._nodes[name]
@@ -163,6 +184,7 @@ class FoldingInhibitor(Inhibitor):
         fires, as with inhibition)."""
         node = self._nodes[name]
         if node.triage is None:
+            node.described.clear()
             rules = self._fold.triage
             alerts = [a for a, firing in node.alerts.values() if firing or rules.is_consequence(lookup(a.xid))]
             node.triage = triage(alerts, None, rules)
