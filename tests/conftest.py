@@ -16,6 +16,18 @@ from support import pg
 from support.need import need
 
 BACKENDS = ["sqlite", "postgresql"]
+TESTS = Path(__file__).resolve().parent
+CLUSTER = TESTS / "cluster"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for pytest-xdist's `--dist loadgroup` (how .ci/test runs the suite on several workers): each
+    module runs whole on one worker, so its module-scoped fixtures (a server, an Alertmanager) start once;
+    every cluster-box test on one worker, since the session's boxes start together at the first scenario
+    (tests/cluster/conftest.py) and would start again on a second worker. Without xdist the mark is inert."""
+    for item in items:
+        group = "cluster" if item.path.is_relative_to(CLUSTER) else str(item.path.relative_to(TESTS))
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)

@@ -112,9 +112,9 @@ class Vendors:
 
     def refused(self) -> list[str]:
         """Every request a fake refused (an error code, a bad signature, a variable too long)."""
-        bad = [f"dingtalk: {r.body[:200]!r}" for r in self.dingtalk.received if r not in self.dingtalk.accepted]
-        bad += [f"wecom: {r.body[:200]!r}" for r in self.wecom.received if r not in self.wecom.accepted]
-        bad += [f"aliyun: {r.body[:200]!r}" for r in self.aliyun.received if r not in self.aliyun.accepted]
+        bad = [f"dingtalk: {r.body[:200]!r}" for r in self.dingtalk.refused]
+        bad += [f"wecom: {r.body[:200]!r}" for r in self.wecom.refused]
+        bad += [f"aliyun: {r.body[:200]!r}" for r in self.aliyun.refused]
         bad += [f"tencent: {r.body[:200]!r}" for r in self.tencent.received]
         return bad + [f"smtp: {self.smtp.failed_logins} failed logins"] * bool(self.smtp.failed_logins)
 

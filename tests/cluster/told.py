@@ -28,7 +28,7 @@ from cluster.box import (
 from cluster.rack import settled
 from e2e.harness import wait_for
 
-__all__ = ["SHANGHAI", "Snapshot", "about", "clock", "lasted", "settle", "told"]
+__all__ = ["SHANGHAI", "Snapshot", "about", "at", "clock", "lasted", "settle", "told"]
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")  # the shipped rules' global.timezone
 
@@ -68,14 +68,15 @@ def about(texts: list[str], *words: str) -> list[str]:
     return [t for t in texts if all(w in t for w in words)]
 
 
-def _at(value: object) -> datetime:
+def at(value: object) -> datetime:
+    """A time the API wrote (ISO 8601, with its offset)."""
     return datetime.fromisoformat(str(value))
 
 
 def clock(alerts: list[dict[str, Any]], zone: ZoneInfo = SHANGHAI) -> str:
     """When these alerts started, as a message written for `zone` shows it (`03:12 CST`): the earliest
     `startsAt` Prometheus gave them (the API's `starts_at`), never when alertrouter heard of them."""
-    first = min(_at(a["starts_at"]) for a in alerts).astimezone(zone)
+    first = min(at(a["starts_at"]) for a in alerts).astimezone(zone)
     return f"{first:%H:%M} {first:%Z}"
 
 
@@ -89,7 +90,7 @@ _LASTED = {
 def lasted(alerts: list[dict[str, Any]], language: str) -> str:
     """How long these alerts lasted: from their earliest `startsAt` to the latest `endsAt` that resolved
     them (the API's `starts_at` / `ends_at`), in `language`'s words. Under a day (the box's scenarios)."""
-    seconds = int((max(_at(a["ends_at"]) for a in alerts) - min(_at(a["starts_at"]) for a in alerts)).total_seconds())
+    seconds = int((max(at(a["ends_at"]) for a in alerts) - min(at(a["starts_at"]) for a in alerts)).total_seconds())
     assert 0 <= seconds < 86400, seconds
     second, minute, hour, hour_minute = _LASTED[language]
     if seconds < 60:

@@ -380,5 +380,10 @@ def test_the_dashboard_reads_the_compose_prometheus(running: Running) -> None:
     build = [q for q in answered if "alertrouter_build_info" in q]
     assert build
     assert all(answered[q] for q in build), "the Versions panel is empty"
-    received = running.prometheus("/api/v1/query?" + urlencode({"query": "sum(alertrouter_alerts_received_total)"}))
-    assert float(received["result"][0]["value"][1]) >= 1  # the XID alert, counted where the panels read it
+
+    def received() -> float | None:  # the XID alert, counted where the panels read it, once Prometheus scraped it
+        found = running.prometheus("/api/v1/query?" + urlencode({"query": "sum(alertrouter_alerts_received_total)"}))
+        count = float(found["result"][0]["value"][1]) if found["result"] else 0.0
+        return count if count >= 1 else None
+
+    wait_for(received, what="alertrouter_alerts_received_total at 1 or more")

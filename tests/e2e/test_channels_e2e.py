@@ -72,9 +72,9 @@ class Vendors:
 
     def refused(self) -> list[str]:
         """Every request a fake answered with an error (a bad signature, a variable too long, ...)."""
-        bad = [r.body.decode(errors="replace")[:300] for r in self.aliyun.received if r not in self.aliyun.accepted]
-        bad += [r.body.decode(errors="replace")[:300] for r in self.tencent.received if r not in self.tencent.accepted]
-        bad += [r.body.decode(errors="replace")[:300] for r in self.gateway.received if r not in self.gateway.accepted]
+        bad = [r.body.decode(errors="replace")[:300] for r in self.aliyun.refused]
+        bad += [r.body.decode(errors="replace")[:300] for r in self.tencent.refused]
+        bad += [r.body.decode(errors="replace")[:300] for r in self.gateway.refused]
         return bad + [f"smtp login failed x{self.smtp.failed_logins}"] * bool(self.smtp.failed_logins)
 
 

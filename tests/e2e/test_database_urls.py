@@ -74,6 +74,7 @@ def _refused(tmp_path: Path, url: str) -> tuple[int, str]:
         ("sqlite:////nonexistent-dir/alertrouter.db", "the directory /nonexistent-dir of the SQLite file does not"),
         ("mysql://alertrouter:hunter2secret@127.0.0.1/alertrouter", "unsupported database 'mysql'"),
     ],
+    ids=["postgresql-nobody-listening", "sqlite-no-directory", "mysql"],  # the same on every xdist worker
 )
 def test_a_url_that_cannot_work_is_one_line(tmp_path: Path, url: str, says: str) -> None:
     code, logs = _refused(tmp_path, url)

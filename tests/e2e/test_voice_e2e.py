@@ -39,7 +39,7 @@ class Vendors:
 
     def refused(self) -> list[str]:
         fakes: list[Any] = [self.aliyun, self.tencent, self.gateway]
-        return [r.body.decode(errors="replace")[:300] for f in fakes for r in f.received if r not in f.accepted]
+        return [r.body.decode(errors="replace")[:300] for f in fakes for r in f.refused]
 
 
 @pytest.fixture

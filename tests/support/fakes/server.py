@@ -2,7 +2,8 @@
 a per-robot rate limit with the vendor's block, and a script of faults (5xx, hang, connection reset).
 
 A vendor fake subclasses `FakeVendor` and implements `handle(request) -> Reply`. Tests read
-`received` (every request, faults included) and `accepted` (what the vendor would have delivered).
+`received` (every request, faults included), `accepted` (what the vendor would have delivered) and `refused`
+(every other request, once answered: a request still being handled is in neither).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ class FakeVendor:
         self.rate = RateWindow(limit, per, block, clock)
         self.received: list[Received] = []
         self.accepted: list[Received] = []
+        self.refused: list[Received] = []
         self.hang = 30.0
         self._script: deque[str] = deque()
         self._down: str | None = None
@@ -152,6 +154,9 @@ class FakeVendor:
                 with vendor._lock:
                     vendor.received.append(request)
                 fault = vendor._fault()
+                if fault is not None:
+                    with vendor._lock:
+                        vendor.refused.append(request)
                 if fault == "reset":
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     self.close_connection = True
@@ -164,9 +169,9 @@ class FakeVendor:
                     reply = Reply(int(fault), {"error": f"injected {fault}"})
                 else:
                     reply = vendor.handle(request)
-                    if reply.status == 200 and vendor._accepts(reply):
-                        with vendor._lock:
-                            vendor.accepted.append(request)
+                    with vendor._lock:
+                        ok = reply.status == 200 and vendor._accepts(reply)
+                        (vendor.accepted if ok else vendor.refused).append(request)
                 data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
                 try:
                     self.send_response(reply.status)
