@@ -10,11 +10,15 @@ that address is known as.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 
-__all__ = ["MANUAL", "InMaintenance", "Window"]
+from alertrouter.labels import Matcher, MatchType
+from alertrouter.pipeline.nodes import NodeIdentity
+
+__all__ = ["MANUAL", "InMaintenance", "Maintained", "Window", "canonical_node"]
 
 MANUAL = "manual"  # started by a person (CLI, API, console), as opposed to read from the cluster
 
@@ -56,3 +60,30 @@ class InMaintenance:
         """When a window starts or ends next: the engine must look again then, alerts or not."""
         times = [t for w in self._windows for t in (w.starts_at, w.ends_at) if t > now]
         return min(times, default=None)
+
+
+def canonical_node(nodes: NodeIdentity, name: str) -> str:
+    """The node a window's name is, as alerts are placed: an address or alias through the topology's
+    aliases, the lookup and learned aliases; a name that none of those maps is taken as it is."""
+    return replace(nodes, sources=("instance",)).node_of({"instance": name}) or name
+
+
+class Maintained:
+    """What the evaluator holds of maintenance between passes: the nodes in maintenance now and when
+    that changes next by time alone."""
+
+    def __init__(self) -> None:
+        self.active: Mapping[str, Window] = {}
+        self.next_change: datetime | None = None
+
+    def update(self, windows: Sequence[Window], nodes: NodeIdentity, now: datetime) -> list[list[Matcher]]:
+        """Take this pass's windows; matchers (on `nodes.label`) for the alerts of every node that entered
+        or left maintenance, or whose window changed: their incidents are sorted again."""
+        if not windows and not self.active:
+            self.next_change = None
+            return []
+        index = InMaintenance(windows, partial(canonical_node, nodes))
+        active = index.active(now)
+        changed = sorted(n for n in active.keys() | self.active.keys() if active.get(n) != self.active.get(n))
+        self.active, self.next_change = active, index.next_change(now)
+        return [[Matcher(nodes.label, MatchType.EQ, node)] for node in changed]
