@@ -19,6 +19,7 @@ from alertrouter.channels.base import Channel
 from alertrouter.channels.registry import build_channels, secret_values
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
+from alertrouter.discovery.cordons import MaintenanceReads
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.gpu.rma import relevant
@@ -37,6 +38,7 @@ from alertrouter.process.scheduler import build_scheduler
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
+from alertrouter.ruleset.maintenance import taint_rules
 from alertrouter.ruleset.rma import rma_rules
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
@@ -160,8 +162,13 @@ def _lookup(ruleset: Ruleset, metrics: Metrics, loops: LoopHealth) -> Prometheus
     """The node lookup, when the rules name a Prometheus (`topology.prometheus`)."""
     if ruleset.topology.prometheus is None:
         return None
+    section = ruleset.maintenance
     return PrometheusLookup(
-        ruleset.topology.prometheus, keep_for=ruleset.topology.lookup_keep_for, metrics=metrics, loops=loops
+        ruleset.topology.prometheus,
+        keep_for=ruleset.topology.lookup_keep_for,
+        metrics=metrics,
+        loops=loops,
+        maintenance=MaintenanceReads(section.cordoned, taint_rules(section)),
     )
 
 

@@ -12,15 +12,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 
 from alertrouter.labels import Matcher, MatchType
 from alertrouter.pipeline.nodes import NodeIdentity
 
-__all__ = ["MANUAL", "InMaintenance", "Maintained", "Window", "canonical_node"]
+__all__ = [
+    "CLUSTER",
+    "CORDONED",
+    "EFFECTS",
+    "FOREVER",
+    "MANUAL",
+    "InMaintenance",
+    "Maintained",
+    "TaintRule",
+    "Window",
+    "canonical_node",
+    "cluster_windows",
+]
 
-MANUAL = "manual"  # started by a person (CLI, API, console), as opposed to read from the cluster
+MANUAL = "manual"  # started by a person (CLI, API, console)
+CLUSTER = "cluster"  # read from the cluster by the node lookup: a cordon or a configured taint
+CORDONED = "cordoned"  # the reason of a cordoned node (`kube_node_spec_unschedulable == 1`)
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")  # Kubernetes' taint effects
+FOREVER = datetime.max.replace(tzinfo=UTC)  # the end of a cluster window: when the cluster says so
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +51,25 @@ class Window:
 
     def active(self, now: datetime) -> bool:
         return self.starts_at <= now < self.ends_at
+
+
+@dataclass(frozen=True, slots=True)
+class TaintRule:
+    """A taint that puts a node in maintenance: its key, and when given its value and effect too."""
+
+    key: str
+    value: str | None = None
+    effect: str | None = None
+
+    def matches(self, key: str, value: str, effect: str) -> bool:
+        if key != self.key:
+            return False
+        return (self.value is None or value == self.value) and (self.effect is None or effect == self.effect)
+
+
+def cluster_windows(held: Mapping[str, tuple[str, datetime]]) -> list[Window]:
+    """The lookup's nodes under repair as windows without an end: each lasts while the cluster says so."""
+    return [Window(f"{CLUSTER}:{n}", n, since, FOREVER, why, "", CLUSTER) for n, (why, since) in sorted(held.items())]
 
 
 class InMaintenance:
@@ -58,7 +93,7 @@ class InMaintenance:
 
     def next_change(self, now: datetime) -> datetime | None:
         """When a window starts or ends next: the engine must look again then, alerts or not."""
-        times = [t for w in self._windows for t in (w.starts_at, w.ends_at) if t > now]
+        times = [t for w in self._windows for t in (w.starts_at, w.ends_at) if now < t < FOREVER]
         return min(times, default=None)
 
 
@@ -79,9 +114,12 @@ class Maintained:
     def update(self, windows: Sequence[Window], nodes: NodeIdentity, now: datetime) -> list[list[Matcher]]:
         """Take this pass's windows; matchers (on `nodes.label`) for the alerts of every node that entered
         or left maintenance, or whose window changed: their incidents are sorted again."""
-        if not windows and not self.active:
+        held = nodes.discovered.maintenance
+        if not windows and not held and not self.active:
             self.next_change = None
             return []
+        if held:
+            windows = [*windows, *cluster_windows(held)]
         index = InMaintenance(windows, partial(canonical_node, nodes))
         active = index.active(now)
         changed = sorted(n for n in active.keys() | self.active.keys() if active.get(n) != self.active.get(n))

@@ -10,7 +10,7 @@ from typing import Any
 
 from alertrouter.message.facts import Facts, NodeFacts
 from alertrouter.message.snapshot import MessageSnapshot
-from alertrouter.pipeline.maintenance import Window
+from alertrouter.pipeline.maintenance import FOREVER, Window
 from alertrouter.pipeline.throttle import NotifyReason, NotifyState
 
 __all__ = [
@@ -126,15 +126,17 @@ class AlertDecision:
 
 def maintenance_detail(window: Window) -> dict[str, str]:
     """A window as an alert's stored detail says it: the console and the API show who, why and until when."""
-    return {
+    out = {
         "id": window.id,
         "node": window.node,
         "source": window.source,
         "reason": window.reason,
         "by": window.by,
         "since": window.starts_at.isoformat(),
-        "until": window.ends_at.isoformat(),
     }
+    if window.ends_at < FOREVER:  # a cordon or a taint lasts until the cluster lifts it
+        out["until"] = window.ends_at.isoformat()
+    return out
 
 
 @dataclass(frozen=True, slots=True)
