@@ -29,6 +29,7 @@ from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.liveness.monitor import HeartbeatMonitor
+from alertrouter.maintenance.stuck import StuckWatch
 from alertrouter.metrics import Metrics
 from alertrouter.process.checkpoints import Checkpointer
 from alertrouter.process.heap import settle_heap, time_collections
@@ -90,6 +91,13 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     monitor = HeartbeatMonitor(
         db, ruleset.heartbeats, ingestor.ingest, locale=ruleset.locale(""), metrics=metrics, loops=loops
     )
+    stuck = StuckWatch(
+        db,
+        ingestor.ingest,
+        stuck_after=ruleset.maintenance.stuck_after,
+        discovered=lookup.snapshot if lookup is not None else None,
+        loops=loops,
+    )
     checkpoints = None
     if (sqlite_file := db.sqlite_file) is not None:
         checkpoints = Checkpointer(sqlite_file, busy_timeout=_busy_timeout(settings), metrics=metrics, loops=loops)
@@ -112,6 +120,7 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         lookup=lookup,
         heartbeats=monitor,
         checkpoints=checkpoints,
+        stuck=stuck,
     )
 
 
@@ -284,6 +293,8 @@ async def _start(runtime: Runtime) -> None:
     runtime.engine.start()
     if runtime.heartbeats is not None:
         runtime.heartbeats.start()
+    if runtime.stuck is not None:
+        runtime.stuck.start()
     if runtime.delivery is not None:
         runtime.delivery.start()
     if runtime.scheduler is not None:
@@ -329,6 +340,8 @@ async def _stop(runtime: Runtime) -> None:
         await runtime.scheduler.stop()
     if runtime.heartbeats is not None:
         await runtime.heartbeats.stop()
+    if runtime.stuck is not None:
+        await runtime.stuck.stop()
     await runtime.engine.stop()
     if runtime.lookup is not None:
         await runtime.lookup.stop()
