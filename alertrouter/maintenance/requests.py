@@ -10,7 +10,16 @@ from datetime import datetime, timedelta
 from alertrouter.durations import parse_duration
 from alertrouter.model import NAME_MAX
 
-__all__ = ["MAX_NODES", "MAX_REASON", "MAX_WINDOW", "RequestError", "StartRequest", "node_list", "start_request"]
+__all__ = [
+    "MAX_NODES",
+    "MAX_REASON",
+    "MAX_WINDOW",
+    "RequestError",
+    "StartRequest",
+    "node_list",
+    "start_request",
+    "who",
+]
 
 MAX_WINDOW = timedelta(days=90)  # as a silence's longest
 MAX_REASON = 500  # characters: "RMA ticket 4711, GPU 3 fell off the bus" fits many times
@@ -39,6 +48,12 @@ def _text(field: str, text: str) -> None:
     """U+0000 is refused: PostgreSQL's text cannot hold it, and SQLite would keep what PostgreSQL refuses."""
     if "\x00" in text:
         raise RequestError(field, "contains U+0000 (NUL), which is not allowed")
+
+
+def who(by: str) -> str:
+    """Who starts or ends a window, as the store keeps it (a name's width)."""
+    _text("by", by)
+    return by[:NAME_MAX]
 
 
 def node_list(nodes: Sequence[str]) -> tuple[str, ...]:
@@ -73,5 +88,4 @@ def start_request(nodes: Sequence[str], duration: str, reason: str, by: str, *, 
     if len(reason) > MAX_REASON:
         raise RequestError("reason", f"at most {MAX_REASON} characters (got {len(reason)})")
     _text("reason", reason)
-    _text("by", by)
-    return StartRequest(names, now, now + length, reason.strip(), by[:NAME_MAX])
+    return StartRequest(names, now, now + length, reason.strip(), who(by))

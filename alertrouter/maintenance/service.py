@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from alertrouter.maintenance.requests import StartRequest, node_list
+from alertrouter.maintenance.requests import StartRequest, node_list, who
 from alertrouter.store import Database
 from alertrouter.store import maintenance as store
 from alertrouter.store.tables import MaintenanceRow
@@ -44,7 +44,7 @@ async def end(db: Database, nodes: Sequence[str], *, by: str, now: datetime) -> 
     """End the maintenance of `nodes` now; the nodes that were in (or scheduled for) maintenance."""
     names = node_list(nodes)
     async with db.write() as session:
-        ended = await store.end_maintenance(session, nodes=names, by=by, now=now)
+        ended = await store.end_maintenance(session, nodes=names, by=who(by), now=now)
         await session.commit()
     if ended:
         log.info("maintenance of %s ended by %s", ", ".join(ended), by)

@@ -56,6 +56,14 @@ def test_bad_input_names_the_field(store: str, capsys: pytest.CaptureFixture[str
     assert capsys.readouterr().out == "no node is in maintenance\n"
 
 
+def test_a_long_name_is_kept_to_the_column(store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    long = "x" * 300
+    assert main(["maintenance", "start", "gpu-node-07", "--for", "1h", "--by", long]) == 0
+    assert main(["maintenance", "end", "gpu-node-07", "--by", long]) == 0
+    assert main(["maintenance", "list"]) == 0
+    assert "x" * 255 in capsys.readouterr().out
+
+
 def test_help_explains(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["maintenance", "--help"])
