@@ -87,6 +87,7 @@ class Evaluator:
         self._seen: dict[str, IncidentRecord] = {}  # the records the last pass was given
         self._silences_active: frozenset[Silence] = frozenset()
         self._maintenance = Maintained()  # the nodes in maintenance (`pipeline.maintenance`)
+        self._out.nearby = self._maintenance.nearby
         self._interval_change: datetime | None = None
         self._evaluated_once = False
         # Node incident -> the incidents whose resolve its stale alerts wait for (`pipeline.stale.Told`): sorted

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from functools import partial
 
 from alertrouter.labels import Matcher, MatchType
+from alertrouter.message.facts import Nearby
 from alertrouter.pipeline.nodes import NodeIdentity
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "EFFECTS",
     "FOREVER",
     "MANUAL",
+    "NEIGHBOURS",
     "InMaintenance",
     "Maintained",
     "TaintRule",
@@ -32,6 +34,7 @@ __all__ = [
     "cluster_windows",
 ]
 
+NEIGHBOURS = "rack"  # nodes with the same value of this topology label are neighbours
 MANUAL = "manual"  # started by a person (CLI, API, console)
 CLUSTER = "cluster"  # read from the cluster by the node lookup: a cordon or a configured taint
 CORDONED = "cordoned"  # the reason of a cordoned node (`kube_node_spec_unschedulable == 1`)
@@ -110,18 +113,33 @@ class Maintained:
     def __init__(self) -> None:
         self.active: Mapping[str, Window] = {}
         self.next_change: datetime | None = None
+        self._label = "node"
+        self._by_rack: dict[str, list[tuple[str, Window]]] = {}  # rack -> (node, window) in maintenance
+
+    def nearby(self, labels: Mapping[str, str]) -> tuple[Nearby, ...]:
+        """The nodes in maintenance in the rack of the node `labels` name (itself left out), by name."""
+        rack, node = labels.get(NEIGHBOURS), labels.get(self._label)
+        if not rack or not self._by_rack:
+            return ()
+        found = (w for n, w in self._by_rack.get(rack, ()) if n != node)
+        return tuple(Nearby(w.node, w.reason, w.ends_at if w.ends_at < FOREVER else None) for w in found)
 
     def update(self, windows: Sequence[Window], nodes: NodeIdentity, now: datetime) -> list[list[Matcher]]:
         """Take this pass's windows; matchers (on `nodes.label`) for the alerts of every node that entered
         or left maintenance, or whose window changed: their incidents are sorted again."""
         held = nodes.discovered.maintenance
         if not windows and not held and not self.active:
-            self.next_change = None
+            self.next_change, self._by_rack = None, {}
             return []
         if held:
             windows = [*windows, *cluster_windows(held)]
         index = InMaintenance(windows, partial(canonical_node, nodes))
         active = index.active(now)
         changed = sorted(n for n in active.keys() | self.active.keys() if active.get(n) != self.active.get(n))
-        self.active, self.next_change = active, index.next_change(now)
+        self.active, self.next_change, self._label = active, index.next_change(now), nodes.label
+        self._by_rack = {}
+        for node, window in sorted(active.items()):
+            rack = (nodes.topology.get(node) or nodes.discovered.topology.get(node) or {}).get(NEIGHBOURS)
+            if rack:
+                self._by_rack.setdefault(rack, []).append((node, window))
         return [[Matcher(nodes.label, MatchType.EQ, node)] for node in changed]

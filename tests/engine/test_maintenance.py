@@ -17,6 +17,8 @@ from support.passes import T0, Clock, rows, run_for
 from support.scenario import dcgm_labels, gpu_labels, shipped_pipeline
 from support.webhooks import Status, webhook
 
+from .test_learned_nodes import with_topology
+
 M = timedelta(minutes=1)
 H = timedelta(hours=1)
 
@@ -121,3 +123,18 @@ async def test_a_window_on_the_address_meets_alerts_named_by_hostname(db: Databa
     decisions = {a.labels["gpu"]: a.decision for a in await rows(db, AlertRow) if a.labels.get("Hostname")}
     assert set(decisions.values()) == {"maintenance"}
     assert len(await rows(db, OutboxRow)) == sent  # nothing more; not even a repeat of the Xid
+
+
+async def test_a_neighbour_s_message_names_the_node_in_maintenance_in_its_rack(db: Database) -> None:
+    racks = {"gpu-node-07": {"rack": "r12"}, "gpu-node-08": {"rack": "r12"}, "gpu-node-09": {"rack": "r14"}}
+    node = Node07(db)
+    node.runner = EngineRunner(db, with_topology(shipped_pipeline(), topology=racks), clock=node.clock)
+    await start(db, ["gpu-node-07"], T0, T0 + H)
+    await node.send([gpu_labels(n, 0, severity="critical") for n in ("gpu-node-07", "gpu-node-08", "gpu-node-09")])
+    await node.run(5 * M)
+    told = {o.incident_key.split("node-")[-1][:2]: o.message["summary"] for o in await rows(db, OutboxRow)}
+    assert sorted(told) == ["08", "09"]  # gpu-node-07 is in maintenance
+    assert told["08"]["nearby_maintenance"] == [
+        {"node": "gpu-node-07", "reason": "RMA ticket 4711", "until": (T0 + H).isoformat()}
+    ]
+    assert "nearby_maintenance" not in told["09"]  # another rack
