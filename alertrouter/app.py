@@ -19,6 +19,7 @@ from alertrouter.channels.base import Channel
 from alertrouter.channels.registry import build_channels, secret_values
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
+from alertrouter.discovery.cordons import MaintenanceReads
 from alertrouter.discovery.prometheus import PrometheusLookup
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.gpu.rma import relevant
@@ -28,6 +29,7 @@ from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.touches import TouchBuffer
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.liveness.monitor import HeartbeatMonitor
+from alertrouter.maintenance.stuck import StuckWatch
 from alertrouter.metrics import Metrics
 from alertrouter.process.checkpoints import Checkpointer
 from alertrouter.process.heap import settle_heap, time_collections
@@ -37,6 +39,7 @@ from alertrouter.process.scheduler import build_scheduler
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
+from alertrouter.ruleset.maintenance import taint_rules
 from alertrouter.ruleset.rma import rma_rules
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
@@ -88,6 +91,13 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
     monitor = HeartbeatMonitor(
         db, ruleset.heartbeats, ingestor.ingest, locale=ruleset.locale(""), metrics=metrics, loops=loops
     )
+    stuck = StuckWatch(
+        db,
+        ingestor.ingest,
+        stuck_after=ruleset.maintenance.stuck_after,
+        discovered=lookup.snapshot if lookup is not None else None,
+        loops=loops,
+    )
     checkpoints = None
     if (sqlite_file := db.sqlite_file) is not None:
         checkpoints = Checkpointer(sqlite_file, busy_timeout=_busy_timeout(settings), metrics=metrics, loops=loops)
@@ -110,6 +120,7 @@ async def build_runtime(settings: Settings, ruleset: Ruleset) -> Runtime:
         lookup=lookup,
         heartbeats=monitor,
         checkpoints=checkpoints,
+        stuck=stuck,
     )
 
 
@@ -160,8 +171,13 @@ def _lookup(ruleset: Ruleset, metrics: Metrics, loops: LoopHealth) -> Prometheus
     """The node lookup, when the rules name a Prometheus (`topology.prometheus`)."""
     if ruleset.topology.prometheus is None:
         return None
+    section = ruleset.maintenance
     return PrometheusLookup(
-        ruleset.topology.prometheus, keep_for=ruleset.topology.lookup_keep_for, metrics=metrics, loops=loops
+        ruleset.topology.prometheus,
+        keep_for=ruleset.topology.lookup_keep_for,
+        metrics=metrics,
+        loops=loops,
+        maintenance=MaintenanceReads(section.cordoned, taint_rules(section)),
     )
 
 
@@ -277,6 +293,8 @@ async def _start(runtime: Runtime) -> None:
     runtime.engine.start()
     if runtime.heartbeats is not None:
         runtime.heartbeats.start()
+    if runtime.stuck is not None:
+        runtime.stuck.start()
     if runtime.delivery is not None:
         runtime.delivery.start()
     if runtime.scheduler is not None:
@@ -322,6 +340,8 @@ async def _stop(runtime: Runtime) -> None:
         await runtime.scheduler.stop()
     if runtime.heartbeats is not None:
         await runtime.heartbeats.stop()
+    if runtime.stuck is not None:
+        await runtime.stuck.stop()
     await runtime.engine.stop()
     if runtime.lookup is not None:
         await runtime.lookup.stop()

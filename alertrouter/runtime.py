@@ -17,6 +17,7 @@ from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.maintenance import Maintenance
 from alertrouter.ingest.writer import Ingestor
 from alertrouter.liveness.monitor import HeartbeatMonitor
+from alertrouter.maintenance.stuck import StuckWatch
 from alertrouter.metrics import Metrics
 from alertrouter.process.checkpoints import Checkpointer
 from alertrouter.process.loops import LoopHealth
@@ -50,6 +51,7 @@ class Runtime:
     filter_choices: FilterChoices = field(default_factory=FilterChoices)  # the console list's menus
     heartbeats: HeartbeatMonitor | None = None  # the `heartbeats:` section (a monitor with none configured idles)
     checkpoints: Checkpointer | None = None  # SQLite in a file: the log's checkpoints, off the commits' path
+    stuck: StuckWatch | None = None  # nodes in maintenance longer than `maintenance.stuck_after`
 
 
 async def _runtime(request: Request) -> Runtime:

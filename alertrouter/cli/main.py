@@ -17,6 +17,7 @@ from alertrouter.app import create_app
 from alertrouter.cli.digest import add_digest_parser
 from alertrouter.cli.gpus import add_gpus_parser
 from alertrouter.cli.importer import add_import_parser
+from alertrouter.cli.maintenance import add_maintenance_parser
 from alertrouter.cli.oncall import add_oncall_parser
 from alertrouter.cli.passwords import add_hash_password_parser
 from alertrouter.cli.render import add_render_parser
@@ -176,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_digest_parser(sub)
     add_oncall_parser(sub)
     add_gpus_parser(sub)
+    add_maintenance_parser(sub)
     add_hash_password_parser(sub)
     add_import_parser(sub)
     return parser

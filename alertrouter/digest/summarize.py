@@ -47,6 +47,7 @@ MECHANISMS = (
     Decision.ROLLED_UP,
     Decision.THROTTLED,
     Decision.SILENCED,
+    Decision.MAINTENANCE,
     Decision.MUTED_BY_INTERVAL,
     Decision.STALE,
 )

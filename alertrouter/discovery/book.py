@@ -51,6 +51,7 @@ class Book:
         self._claims: dict[str, dict[Claim, tuple[datetime, datetime]]] = {}  # series -> claim -> first, last
         self._answered: dict[str, datetime] = {}  # series -> its last successful answer
         self._topology: dict[str, tuple[dict[str, str], datetime]] = {}  # node -> labels, last seen
+        self._maintenance: dict[str, tuple[str, datetime, datetime]] = {}  # node -> reason, since, last seen
         self.resolved = Resolved(NOTHING_DISCOVERED, (), ())
 
     def took(
@@ -75,6 +76,16 @@ class Book:
         for node, labels in topology.items():
             self._topology[node] = (dict(labels), now)
 
+    def took_maintenance(self, held: Mapping[str, str], now: datetime) -> None:
+        """A successful read of the cordons and taints (`discovery.cordons`): a node it no longer has leaves
+        maintenance at once (what still fires on it is told at once); one still held keeps its start, unless
+        the reason changed."""
+        before = self._maintenance
+        self._maintenance = {
+            node: (why, before[node][1] if node in before and before[node][0] == why else now, now)
+            for node, why in held.items()
+        }
+
     def resolve(self, now: datetime, courtesy: Callable[[], None] = _nothing) -> bool:
         """Drop what was last seen `keep_for` ago and work out the snapshot; True if it changed.
         `courtesy`: called before each claim and each key, when this runs in a worker thread."""
@@ -84,6 +95,7 @@ class Book:
             for series, claims in self._claims.items()
         }
         self._topology = {n: v for n, v in self._topology.items() if v[1] > cutoff}
+        self._maintenance = {n: v for n, v in self._maintenance.items() if v[2] > cutoff}
 
         by_key: dict[str, list[tuple[bool, Claim, datetime, datetime]]] = {}
         for series, claims in self._claims.items():
@@ -118,11 +130,12 @@ class Book:
             by_source[entry.source] += 1
         names = {e.key: e.node for e in entries}
         topology = {n: labels for n, (labels, _) in sorted(self._topology.items())}
+        held = {n: (why, since) for n, (why, since, _) in sorted(self._maintenance.items())}
         old = self.resolved.discovered
-        if names == old.names and topology == old.topology:
+        if names == old.names and topology == old.topology and held == old.maintenance:
             self.resolved = Resolved(old, tuple(entries), tuple(conflicts), by_source)
             return False
-        self.resolved = Resolved(Discovered(names, topology), tuple(entries), tuple(conflicts), by_source)
+        self.resolved = Resolved(Discovered(names, topology, held), tuple(entries), tuple(conflicts), by_source)
         return True
 
     def sources(self) -> dict[str, int]:

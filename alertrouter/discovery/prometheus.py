@@ -28,6 +28,14 @@ import orjson
 
 from alertrouter import __version__
 from alertrouter.discovery.book import Book, Resolved
+from alertrouter.discovery.cordons import (
+    CORDON_QUERY,
+    CORDON_SERIES,
+    TAINT_QUERY,
+    TAINT_SERIES,
+    MaintenanceReads,
+    maintenance_of,
+)
 from alertrouter.discovery.parse import BadAnswer, claims_of, decode_vector, query_of, topology_of, vector
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
@@ -70,8 +78,11 @@ class PrometheusLookup:
         client: httpx.AsyncClient | None = None,
         clock: Callable[[], datetime] = utcnow,
         on_change: Callable[[], None] | None = None,
+        maintenance: MaintenanceReads | None = None,
     ) -> None:
+        """`maintenance`: also read which nodes the cluster has cordoned or tainted (`discovery.cordons`)."""
         self.config = config
+        self.maintenance = maintenance
         self.book = Book(keep_for)
         # The claims of a big cluster are hundreds of thousands of items of Python in a worker thread: it
         # pauses now and then (`alertrouter.process.courtesy`), or the event loop waits out CPython's switch
@@ -131,6 +142,8 @@ class PrometheusLookup:
                 claims = await asyncio.to_thread(claims_of, series, labels, self._courtesy)
                 await asyncio.to_thread(self.book.took, series, claims, now, self._courtesy)
             self._succeeded(series, now)
+        if self.maintenance is not None:
+            await self._read_maintenance(self.maintenance, failures)
         self._log_problems(failures)
         changed = await asyncio.to_thread(self.book.resolve, self._clock(), self._courtesy)
         self._observe()
@@ -140,6 +153,24 @@ class PrometheusLookup:
             if self.on_change is not None:
                 self.on_change()
         return changed
+
+    async def _read_maintenance(self, reads: MaintenanceReads, failures: dict[tuple[str, str], list[str]]) -> None:
+        """The cordons and taints, both read or neither taken: a failed read keeps what they last said
+        (for `keep_for`), so a Prometheus that is down neither ends nor starts any node's maintenance."""
+        answers: dict[str, list[dict[str, str]]] = {CORDON_SERIES: [], TAINT_SERIES: []}
+        wanted = {CORDON_SERIES: CORDON_QUERY} if reads.cordoned else {}
+        if reads.taints:
+            wanted[TAINT_SERIES] = TAINT_QUERY
+        for series, query in wanted.items():
+            now = self._clock()
+            try:
+                answers[series] = await self._query(query)
+            except _Failed as failed:
+                self._failed(series, failed, now)
+                failures.setdefault((failed.problem, failed.detail), []).append(series)
+                return
+            self._succeeded(series, now)
+        self.book.took_maintenance(maintenance_of(reads, answers[CORDON_SERIES], answers[TAINT_SERIES]), self._clock())
 
     async def _query(self, expr: str) -> list[dict[str, str]]:
         try:

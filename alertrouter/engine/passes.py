@@ -29,6 +29,7 @@ from alertrouter.engine.escalation import EscalationWork, Escalator, alerts_inde
 from alertrouter.engine.gpus import with_gpu_history
 from alertrouter.engine.lease import EngineLease
 from alertrouter.engine.live import RECENT, LiveAlerts
+from alertrouter.engine.mutes import Mutes, read_mutes
 from alertrouter.engine.records import RecordBook
 from alertrouter.engine.unwritable import raise_unwritable
 from alertrouter.gpu.rma import DEFAULT_RULES, RmaRule
@@ -37,7 +38,6 @@ from alertrouter.pipeline import aliases
 from alertrouter.pipeline.evaluate import Evaluator
 from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.rules import CompiledRules
-from alertrouter.pipeline.silence import Silence
 from alertrouter.pipeline.types import (
     EvalResult,
     IncidentRecord,
@@ -59,12 +59,12 @@ __all__ = ["Passes"]
 @dataclass(slots=True)
 class _Read:
     """What a pass read: the alerts that changed and the stored incident each was last decided under, the
-    alerts let go, the silences, what the node lookup found, and the incident records."""
+    alerts let go, the silences and maintenance windows, what the node lookup found, and the incident records."""
 
     fresh: list[LiveAlert]
     placed_before: dict[str, str]
     evicted: list[str]
-    silences: list[Silence]
+    mutes: Mutes
     discovered: Discovered | None
     records: dict[str, IncidentRecord]
 
@@ -120,7 +120,7 @@ class Passes:
         # writes (engine/live.py, engine/records.py).
         self.live = LiveAlerts()
         self._book = RecordBook()
-        self._silences: list[Silence] = []
+        self._mutes = Mutes()
         # Learned node aliases as stored (None: read them at the next pass), the claims of the live
         # alerts, and when the next alias in force expires (a pass is due then, to re-key its alerts).
         self._claims = Claims(pipeline.nodes.learned_ttl, metrics)
@@ -139,7 +139,7 @@ class Passes:
         self.pending = PendingDecisions()
         self._book = RecordBook()
         self._full_at = None
-        self._silences = []
+        self._mutes = Mutes()
         self._claims = Claims(self.pipeline.nodes.learned_ttl, self._metrics)
         self._discovered_seen = None
         self._last = None
@@ -202,13 +202,11 @@ class Passes:
                 if not is_outage(exc):
                     await self._find_unreadable(exc, now)
                 raise
-            silences = await quick.silences(now=now)
-            if silences is None:
-                silences = await store.load_silences(session, now=now)
+            mutes = await read_mutes(session, quick, now)
             discovered = self._discovered() if self._discovered is not None else None
-            if self._idle(fresh, now) and silences == self._silences and discovered is self._discovered_seen:
+            if self._idle(fresh, now) and mutes == self._mutes and discovered is self._discovered_seen:
                 return await self._keep_lease(now)
-            self._silences = silences
+            self._mutes = mutes
             if self._claims.book is None:  # first pass, or the lease was just taken: what the leader learned
                 self._claims.book = await node_store.load_node_aliases(session)
             nodes = self.pipeline.nodes
@@ -219,7 +217,7 @@ class Passes:
             for fp in evicted:
                 self._claims.claim(fp, None)
             records = await self._book.read(session, now, RECENT, self._evaluator.holds, quick)
-        return _Read(fresh, placed_before, evicted, silences, discovered, records)
+        return _Read(fresh, placed_before, evicted, mutes, discovered, records)
 
     async def _evaluate(
         self, read: _Read, learning: Learning, now: datetime, *, full: bool, urgent: bool
@@ -233,7 +231,8 @@ class Passes:
                 read.evicted,
                 read.records,
                 now=now,
-                silences=read.silences,
+                silences=read.mutes.silences,
+                maintenance=read.mutes.windows,
                 learned=learning.learned,
                 placed_before=read.placed_before,
                 discovered=read.discovered,
@@ -244,7 +243,9 @@ class Passes:
             )
         except Exception as exc:
             alerts = list(self.live.alerts.values())
-            culprits = await asyncio.to_thread(find_culprits, self.pipeline, alerts, read.records, now, read.silences)
+            culprits = await asyncio.to_thread(
+                find_culprits, self.pipeline, alerts, read.records, now, read.mutes.silences
+            )
             if culprits:
                 raise Poisoned(culprits) from exc
             raise

@@ -28,6 +28,7 @@ __all__ = [
     "EscalationNote",
     "Facts",
     "MemberFacts",
+    "Nearby",
     "NoData",
     "NodeFacts",
     "StormFacts",
@@ -200,6 +201,34 @@ def _scope(value: object) -> tuple[tuple[str, str], ...] | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Nearby:
+    """A neighbour of the incident's node (the same rack) in maintenance: named in its messages, so whoever
+    is paged knows that node is being worked on. `until` None: while the cluster says so (a cordon)."""
+
+    node: str
+    reason: str = ""
+    until: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "reason": self.reason,
+            "until": None if self.until is None else self.until.isoformat(),
+        }
+
+    @classmethod
+    def listed(cls, value: object) -> tuple[Nearby, ...]:
+        """From the stored list; a malformed item is left out."""
+        out: list[Nearby] = []
+        for item in value if isinstance(value, list) else ():
+            if isinstance(item, dict) and (node := _str(item.get("node"))):
+                until = item.get("until")
+                when = parse_time(until) if isinstance(until, str) else None
+                out.append(cls(node, _str(item.get("reason")) or "", when))
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class NodeFacts:
     """A node incident (alerts of one kind on one node, or on one group of label values): `where` it is,
     `alertname`, which `units` (GPU indexes) alert of `units_total`, named `unit_name` (a rule's
@@ -218,6 +247,7 @@ class NodeFacts:
     escalation: EscalationNote | None = None
     extra: Mapping[str, Any] = field(default_factory=lambda: NO_EXTRA)
     triage: GpuTriageFacts | None = None  # the GPU triage of its Xid alerts, when it has one
+    nearby: tuple[Nearby, ...] = ()  # its neighbours in maintenance (`pipeline.maintenance`)
 
     @property
     def kind(self) -> IncidentKind:
@@ -241,6 +271,7 @@ class NodeFacts:
             escalation=EscalationNote.from_json(d.get("escalation")),
             extra=_extra(d, known),
             triage=triage,
+            nearby=Nearby.listed(d.get("nearby_maintenance")),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -263,11 +294,25 @@ class NodeFacts:
             out["triage"] = self.triage.to_json()
         if self.escalation is not None:
             out["escalation"] = self.escalation.to_json()
+        if self.nearby:
+            out["nearby_maintenance"] = [n.to_json() for n in self.nearby]
         return out | dict(self.extra)
 
 
 _NODE_KEYS = (
-    frozenset({"headline", "where", "alertname", "units", "units_total", "unit_name", "no_data_since", "escalation"})
+    frozenset(
+        {
+            "headline",
+            "where",
+            "alertname",
+            "units",
+            "units_total",
+            "unit_name",
+            "no_data_since",
+            "escalation",
+            "nearby_maintenance",
+        }
+    )
     | _TALLY
     | _NO_DATA
 )

@@ -57,6 +57,16 @@ def no_data_text(tr: NullTranslations, *, node: str, cause: str, down: bool) -> 
     return tr.gettext("No data while %(node)s was down (%(alert)s)") % {"node": node, "alert": cause}
 
 
+def nearby_text(tr: NullTranslations, nodes: list[tuple[str, str, str]]) -> str:
+    """The nodes in maintenance in the incident node's rack, each as (node, reason, until: "" while the
+    cluster says so): `In maintenance in its rack: gpu-node-07 (RMA 4711, until 14:00 CST)`."""
+    shown = []
+    for node, reason, until in nodes:
+        notes = [n for n in (reason, tr.gettext("until %(time)s") % {"time": until} if until else "") if n]
+        shown.append(f"{node} ({', '.join(notes)})" if notes else node)
+    return tr.gettext("In maintenance in its rack: %(nodes)s") % {"nodes": "; ".join(shown)}
+
+
 def unit_label(tr: NullTranslations, unit_name: str) -> str:
     """`GPUs` / `GPU` as a label; another unit name is data, shown as configured."""
     return tr.gettext("GPUs") if unit_name in ("", "GPUs") else unit_name

@@ -112,6 +112,7 @@ class Decision(enum.StrEnum):
     THROTTLED = "throttled"
     INHIBITED = "inhibited"
     SILENCED = "silenced"
+    MAINTENANCE = "maintenance"
     HELD = "held"
     MUTED_BY_INTERVAL = "muted_by_interval"
     RESOLVED = "resolved"
@@ -204,6 +205,7 @@ DECISION_TEXT: Mapping[Decision, Term] = {
     Decision.INHIBITED: N_("inhibited"),
     Decision.HELD: N_("held (waiting for a possible source)"),
     Decision.SILENCED: N_("silenced"),
+    Decision.MAINTENANCE: N_("its node is in maintenance: shown, not sent"),
     Decision.MUTED_BY_INTERVAL: N_("muted by a time interval (its routes send nothing now)"),
     Decision.QUARANTINED: N_("quarantined (processing it failed; left out of every pass)"),
     Decision.RESOLVED: N_("resolved"),
@@ -226,6 +228,7 @@ DECISIONS: Mapping[Decision, Term] = {
     Decision.THROTTLED: N_("throttled"),
     Decision.INHIBITED: N_("inhibited"),
     Decision.SILENCED: N_("silenced"),
+    Decision.MAINTENANCE: N_("maintenance"),
     Decision.HELD: N_("held"),
     Decision.MUTED_BY_INTERVAL: N_("muted by interval"),
     Decision.RESOLVED: N_("resolved"),
@@ -309,6 +312,7 @@ MECHANISMS: Mapping[Decision, Term] = {
     Decision.ROLLED_UP: pgettext("mechanism", "rolled up"),
     Decision.THROTTLED: pgettext("mechanism", "throttled"),
     Decision.SILENCED: pgettext("mechanism", "silenced"),
+    Decision.MAINTENANCE: pgettext("mechanism", "node in maintenance"),
     Decision.MUTED_BY_INTERVAL: pgettext("mechanism", "muted by interval"),
     Decision.HELD: pgettext("mechanism", "held"),
     Decision.STALE: pgettext("mechanism", "stale (no data)"),

@@ -90,6 +90,9 @@ class Words:
     def no_data(self, *, node: str, cause: str, down: bool) -> str:
         return phrases.no_data_text(self.tr, node=node, cause=cause, down=down)
 
+    def nearby(self, nodes: list[tuple[str, str, str]]) -> str:
+        return phrases.nearby_text(self.tr, nodes) if nodes else ""
+
     def unit_label(self, unit_name: str) -> str:
         return phrases.unit_label(self.tr, unit_name)
 

@@ -17,10 +17,8 @@ from types import MappingProxyType
 
 from alertrouter.model import IncidentKind
 from alertrouter.pipeline.folding import FoldingInhibitor
-from alertrouter.pipeline.incident import (
-    merge_moved,
-    triaged_incident,
-)
+from alertrouter.pipeline.incident import merge_moved, triaged_incident
+from alertrouter.pipeline.maintenance import Maintained, Window
 from alertrouter.pipeline.nodes import Discovered
 from alertrouter.pipeline.outcomes import Outcomes
 from alertrouter.pipeline.rules import CompiledRules
@@ -28,11 +26,7 @@ from alertrouter.pipeline.silence import Silence, Silencer
 from alertrouter.pipeline.sorting import sort_incident
 from alertrouter.pipeline.storms import Storms
 from alertrouter.pipeline.telling import Teller
-from alertrouter.pipeline.types import (
-    EvalResult,
-    IncidentRecord,
-    LiveAlert,
-)
+from alertrouter.pipeline.types import EvalResult, IncidentRecord, LiveAlert
 from alertrouter.pipeline.views import AlertViews
 
 __all__ = ["Evaluator"]
@@ -92,6 +86,8 @@ class Evaluator:
         self._out = Outcomes(pipeline, self._teller, self._storms)
         self._seen: dict[str, IncidentRecord] = {}  # the records the last pass was given
         self._silences_active: frozenset[Silence] = frozenset()
+        self._maintenance = Maintained()  # the nodes in maintenance (`pipeline.maintenance`)
+        self._out.nearby = self._maintenance.nearby
         self._interval_change: datetime | None = None
         self._evaluated_once = False
         # Node incident -> the incidents whose resolve its stale alerts wait for (`pipeline.stale.Told`): sorted
@@ -132,6 +128,7 @@ class Evaluator:
         placed_before: Mapping[str, str] | None = None,
         discovered: Discovered | None = None,
         full: bool = False,
+        maintenance: Sequence[Window] = (),
     ) -> EvalResult:
         """A pass over the whole set of live alerts (those missing from `alerts` are gone); it evaluates
         what changed since the last pass, or everything with `full`. See `evaluate_changes`."""
@@ -152,6 +149,7 @@ class Evaluator:
             placed_before=placed_before,
             discovered=discovered,
             full=full,
+            maintenance=maintenance,
         )
 
     def evaluate_changes(
@@ -168,6 +166,7 @@ class Evaluator:
         full: bool = False,
         records_changed: Collection[str] | None = None,
         due_max: int | None = None,
+        maintenance: Sequence[Window] = (),
     ) -> EvalResult:
         """A pass given the alerts that changed (new, or another firing state or labels) and those gone
         since the last pass. `incidents`: every incident record, as the store holds them.
@@ -180,7 +179,8 @@ class Evaluator:
         `records_changed`: the keys whose record may be another object than the last pass was given
         (the engine knows what it wrote and read); None: every record is compared. `due_max`: when more
         wake-ups than this have come, an incremental pass takes none of them: they stay due, for the
-        next pass (`EvalResult.deferred`; `wake_at` is then no later than `now`)."""
+        next pass (`EvalResult.deferred`; `wake_at` is then no later than `now`). `maintenance`: the windows
+        in force now or later (`pipeline.maintenance`); a node entering or leaving one is a change."""
         views = self._views
         stale = views.discover(discovered) if discovered is not None else set()
         stale |= views.learn(learned) if learned is not None else set()
@@ -191,6 +191,8 @@ class Evaluator:
         if self.pipeline.stale.enabled:
             # An alert's staleness reads the other alerts of its node: a change to one is a change to all.
             dirty |= views.on_nodes(synced.nodes)
+        touched = views.matching(self._maintenance.update(maintenance, views.nodes, now))
+        dirty.update(views.placements[fp].key for fp in touched if fp in views.placements)
         result = EvalResult()
         silencer = Silencer(silences)
         interval_change = self._teller.new_pass(now)
@@ -290,7 +292,7 @@ class Evaluator:
         result.decisions = MappingProxyType(self._out.decisions)
         result.incidents = MappingProxyType(self._out.states)
         result.counts = {k: n for k, n in self._out.counts.items() if n}
-        for wake in (silencer.next_change(now), interval_change):
+        for wake in (silencer.next_change(now), interval_change, self._maintenance.next_change):
             if wake is not None:
                 result.wake(wake)
         self._interval_change = interval_change
@@ -367,7 +369,10 @@ class Evaluator:
             return storms
         kept = old.decisions if woken and old is not None else None
         told = partial(self._resolve_due, key, now)
-        node = sort_incident(key, fps, views, self.pipeline, self._inhibitor, silencer, now, kept=kept, told=told)
+        maintained = self._maintenance.active
+        node = sort_incident(
+            key, fps, views, self.pipeline, self._inhibitor, silencer, now, kept=kept, told=told, maintenance=maintained
+        )
         if (triaged := self._inhibitor.describe(node.group.alerts)) is not None:
             triaged_incident(node, triaged, self.pipeline.follow_ons.action_label)
         self._out.groups[key] = node

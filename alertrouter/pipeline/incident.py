@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from alertrouter.message.facts import Facts, NoData, NodeFacts, Tally, shared_tally
+from alertrouter.message.facts import Facts, Nearby, NoData, NodeFacts, Tally, shared_tally
 from alertrouter.message.gpu_triage import GpuTriageFacts
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.model import AlertStatus, AlertView, IncidentKind
@@ -88,7 +88,9 @@ def worst_severity(alerts: Iterable[AlertView], pipeline: CompiledRules) -> str:
     return aggregate.worst_severity(alerts, severity_label=pipeline.severity_label, severities=pipeline.severities)
 
 
-def node_facts(summary: IncidentSummary, group: IncidentGroup, headline: str) -> NodeFacts:
+def node_facts(
+    summary: IncidentSummary, group: IncidentGroup, headline: str, nearby: tuple[Nearby, ...] = ()
+) -> NodeFacts:
     """What a node incident's messages state (`headline`: its stored one, `summary.headline`, one object
     for both). The stale counts only while some alert is stale, so what every other incident states
     stays as it was; what explains missing data while stale, and once resolved (its resolved message says
@@ -117,6 +119,7 @@ def node_facts(summary: IncidentSummary, group: IncidentGroup, headline: str) ->
         no_data_since=group.no_data_since if stale else None,
         no_data=no_data,
         triage=group.triage,  # only when it has one, as the stale counts
+        nearby=nearby if group.firing else (),  # neighbours in maintenance, told while it fires
     )
 
 

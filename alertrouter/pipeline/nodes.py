@@ -21,7 +21,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from alertrouter.labelset import LabelSet
 from alertrouter.model import NAME_MAX
@@ -112,10 +112,12 @@ def lookup_key(value: str, *, instance: bool) -> str:
 class Discovered:
     """What a lookup found: `names` maps an address or another name of a node (a pod's name) to the node,
     keyed by `lookup_key`; `topology` maps a node to its labels (region, zone...). One immutable
-    snapshot per change, so a reader can tell a new one by identity."""
+    snapshot per change, so a reader can tell a new one by identity. `maintenance`: the nodes the cluster
+    says are under repair (cordoned, or a configured taint), as node -> (reason, since) (`pipeline.maintenance`)."""
 
     names: Mapping[str, str] = field(default_factory=dict)
     topology: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    maintenance: Mapping[str, tuple[str, datetime]] = field(default_factory=dict)
 
 
 NOTHING_DISCOVERED = Discovered()

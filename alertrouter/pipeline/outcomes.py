@@ -5,9 +5,10 @@ works out again only what its changes touch (`pipeline.evaluate`)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
+from alertrouter.message.facts import Nearby
 from alertrouter.model import IncidentKind
 from alertrouter.pipeline.incident import NodeIncident, next_incident_state, node_facts, storm_span, worst_severity
 from alertrouter.pipeline.rules import CompiledRules
@@ -35,6 +36,8 @@ class Outcomes:
         self.counts: Counter[str] = Counter()
         self.states: dict[str, IncidentState] = {}
         self.wakeups = Wakeups()  # incident key -> when it asked to be evaluated again
+        # A node incident's neighbours in maintenance, from its labels (`pipeline.maintenance.Maintained`).
+        self.nearby: Callable[[Mapping[str, str]], tuple[Nearby, ...]] = lambda labels: ()
 
     def set_decision(self, fp: str, decision: AlertDecision, result: EvalResult) -> None:
         old = self.decisions.get(fp)
@@ -147,7 +150,7 @@ class Outcomes:
             severity=severity,
             headline=headline,
             labels=all_labels,
-            summary=node_facts(summary, group, headline),
+            summary=node_facts(summary, group, headline, self.nearby(all_labels)),
             parent=group.parent,
             now=now,
             activated=min((v.first_seen for v in group.eligible if v.first_seen), default=None),

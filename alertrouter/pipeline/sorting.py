@@ -12,6 +12,7 @@ from alertrouter.model import AlertView
 from alertrouter.pipeline.aggregate import IncidentSummary, common_labels, rollup_key, summarize_incident
 from alertrouter.pipeline.incident import IncidentGroup, NodeIncident
 from alertrouter.pipeline.inhibit import Inhibitor
+from alertrouter.pipeline.maintenance import Window
 from alertrouter.pipeline.rules import CompiledRules
 from alertrouter.pipeline.silence import Silencer
 from alertrouter.pipeline.stale import Reason, StaleRule, Told, assess
@@ -23,6 +24,8 @@ __all__ = ["earliest", "sort_incident"]
 
 # Decisions made before inhibition and silences are looked at (`pipeline.stale`).
 _UNSORTED = (Decision.STALE, Decision.RESOLVING)
+# Muted by someone's choice, a silence or a node's maintenance: counted as silenced (`types.inhibited_only`).
+_CHOSEN = (Decision.SILENCED, Decision.MAINTENANCE)
 
 
 def earliest(*times: datetime | None) -> datetime | None:
@@ -40,12 +43,14 @@ def sort_incident(
     *,
     kept: Mapping[str, AlertDecision] | None = None,
     told: Told | None = None,
+    maintenance: Mapping[str, Window] | None = None,
 ) -> NodeIncident:
     """Node incident `key` of the alerts `fps` (its members in `views`, at least one): each alert's
     decision before routing, the incident's summary, and what a storm would count of it. `kept`: the
     decisions of its last sort, when only the incident's wake-up has come since (what muted an alert
     then still does: a change of an inhibition or a silence would have made it sorted afresh). `told`:
-    when the resolve of a source-down alert's incident is due (`pipeline.stale.Told`)."""
+    when the resolve of a source-down alert's incident is due (`pipeline.stale.Told`). `maintenance`: node ->
+    the maintenance window it is in now (`pipeline.maintenance`)."""
     rule = views.placements[next(iter(fps))].rule
     group = IncidentGroup(key, rule)
     decisions: dict[str, AlertDecision] = {}
@@ -60,7 +65,8 @@ def sort_incident(
                 decisions[fp] = decision
                 hold_wake = earliest(hold_wake, decision.stale_until)
                 continue
-        muted, silence = _mutes(view, key, kept.get(fp) if kept else None, inhibitor, silencer, now)
+        window = maintenance.get(views.node_of(fp) or "") if maintenance else None
+        muted, silence = _mutes(view, key, kept.get(fp) if kept else None, inhibitor, silencer, now, window)
         if muted is not None:
             group.muted += 1
             decisions[fp] = muted
@@ -177,14 +183,18 @@ def _mutes(
     inhibitor: Inhibitor,
     silencer: Silencer,
     now: datetime,
+    window: Window | None = None,
 ) -> tuple[AlertDecision | None, AlertDecision | None]:
-    """An alert's inhibition, else its silence, as decisions (or None). `kept`: its decision of the
-    last sort, when only the incident's wake-up has come since; what muted it then (or nothing)
-    still does, unless it was stale then, when no mute was looked for."""
+    """An alert's maintenance (its node's `window`), else its inhibition, else its silence, as decisions
+    (or None); maintenance goes in the second place, a silence's. `kept`: its decision of the last sort,
+    when only the incident's wake-up has come since; what muted it then (or nothing) still does, unless
+    it was stale then, when no mute was looked for."""
     if kept is not None and kept.decision not in _UNSORTED:
         if kept.decision is Decision.INHIBITED:
             return kept, None
-        return None, (kept if kept.decision is Decision.SILENCED else None)
+        return None, (kept if kept.decision in _CHOSEN else None)
+    if window is not None:
+        return None, AlertDecision(Decision.MAINTENANCE, key, maintenance=window)
     muted = inhibitor.mutes(view)
     if muted is not None:
         by, rule = muted.source_fingerprint, muted.rule

@@ -10,6 +10,7 @@ from typing import Any
 
 from alertrouter.message.facts import Facts, NodeFacts
 from alertrouter.message.snapshot import MessageSnapshot
+from alertrouter.pipeline.maintenance import FOREVER, Window
 from alertrouter.pipeline.throttle import NotifyReason, NotifyState
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "RecordsAfter",
     "apply_record_changes",
     "inhibited_only",
+    "maintenance_detail",
     "next_records",
     "record_changes",
 ]
@@ -37,6 +39,7 @@ class Decision(enum.StrEnum):
     THROTTLED = "throttled"  # already told; the next message is due at `next_send_at`
     INHIBITED = "inhibited"  # muted by `inhibited_by` under `inhibit_rule`
     SILENCED = "silenced"  # muted by the silence `silenced_by`
+    MAINTENANCE = "maintenance"  # its node is in the maintenance window `maintenance`: shown, never sent
     HELD = "held"  # hold-down: waiting until `held_until` for a source that may mute it
     MUTED_BY_INTERVAL = "muted_by_interval"  # every route it takes is muted now by a time interval
     RESOLVED = "resolved"
@@ -72,6 +75,7 @@ class AlertDecision:
     inhibited_by: str | None = None
     inhibit_rule: str | None = None
     silenced_by: str | None = None
+    maintenance: Window | None = None
     aggregation_rule: str | None = None
     held_until: datetime | None = None
     next_send_at: datetime | None = None
@@ -93,6 +97,8 @@ class AlertDecision:
             out["inhibit_rule"] = self.inhibit_rule
         if self.silenced_by:
             out["silenced_by"] = self.silenced_by
+        if self.maintenance is not None:
+            out["maintenance"] = maintenance_detail(self.maintenance)
         if self.aggregation_rule:
             out["aggregation_rule"] = self.aggregation_rule
         if self.held_until:
@@ -116,6 +122,21 @@ class AlertDecision:
         if self.stale_source:
             out["stale_source"] = self.stale_source
         return out
+
+
+def maintenance_detail(window: Window) -> dict[str, str]:
+    """A window as an alert's stored detail says it: the console and the API show who, why and until when."""
+    out = {
+        "id": window.id,
+        "node": window.node,
+        "source": window.source,
+        "reason": window.reason,
+        "by": window.by,
+        "since": window.starts_at.isoformat(),
+    }
+    if window.ends_at < FOREVER:  # a cordon or a taint lasts until the cluster lifts it
+        out["until"] = window.ends_at.isoformat()
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,9 @@ def _unit(labels: Mapping[str, str]) -> str:
     return unit or (device if _GPU_DEVICE.fullmatch(device) else "")
 
 
+MAX_NEARBY = 5  # neighbours in maintenance named in one message
+
+
 def _time(value: object) -> datetime | None:
     t = parse_time(value)
     return t if t is not None and t.year > 1 else None  # Alertmanager's zero time: not set
@@ -260,6 +263,7 @@ def build_item(
         workloads=workloads_text([a.labels for a in current]),
         no_data=_no_data(words, raw.summary if isinstance(raw.summary, NodeFacts) else NodeFacts()),
         rma=tuple(rma_lines(words.tr, raw.rma)),
+        nearby=_nearby(words, raw, clock, ref),
     )
 
 
@@ -284,6 +288,18 @@ def _counts(tally: Tally, *, resolved: bool, node: bool, shown: int) -> tuple[in
         count = tally.eligible or 0
     listed = tally.eligible if not resolved else tally.alerts
     return count, max(shown, count if listed is None else listed)
+
+
+def _nearby(words: Words, raw: MessageSnapshot, clock: LocalClock, ref: datetime) -> str:
+    """Its neighbours in maintenance (`message.facts.Nearby`), worded; none once it resolved."""
+    if not isinstance(raw.summary, NodeFacts) or raw.resolved:
+        return ""
+    listed = raw.summary.nearby[:MAX_NEARBY]
+    nodes = [
+        (clean(n.node, LABEL_CAP), clean(n.reason, LABEL_CAP), clock.local(n.until, ref) if n.until else "")
+        for n in listed
+    ]
+    return clean(words.nearby(nodes), HEADLINE_CAP)
 
 
 def _no_data(words: Words, facts: NodeFacts) -> str:

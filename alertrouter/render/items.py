@@ -75,6 +75,8 @@ class ItemContext:
     workloads: str = ""  # "ml/train-0, ml/train-1 +2": the workloads on the alerting GPUs
     no_data: str = ""  # "No data: gpu-node-07 is down (NodeDown)": what explains its gap in data, or ""
     rma: tuple[str, ...] = ()  # "RMA candidate: GPU 3 (GPU-5f1c…): Xid 48 twice in 11 days", one per GPU
+    # "In maintenance in its rack: gpu-node-07 (RMA 4711, until 12-09 14:00 CST)": its neighbours being worked on
+    nearby: str = ""
 
     @property
     def status(self) -> str:

@@ -54,6 +54,7 @@ MUTED_DECISIONS = (
     Decision.INHIBITED,
     Decision.HELD,
     Decision.SILENCED,
+    Decision.MAINTENANCE,
     Decision.MUTED_BY_INTERVAL,
     Decision.QUARANTINED,
 )

@@ -22,6 +22,7 @@ from alertrouter.store.tables import (
     HeartbeatRow,
     IncidentRow,
     LeaseRow,
+    MaintenanceRow,
     NodeAliasRow,
     NotifyStateRow,
     OutboxRow,
@@ -48,6 +49,7 @@ __all__ = [
     "incidents_t",
     "insert_for",
     "leases_t",
+    "maintenance_t",
     "node_aliases_t",
     "notify_t",
     "outbox_t",
@@ -72,6 +74,7 @@ gpus_t = cast(Table, GpuRow.__table__)
 heartbeats_t = cast(Table, HeartbeatRow.__table__)
 incidents_t = cast(Table, IncidentRow.__table__)
 leases_t = cast(Table, LeaseRow.__table__)
+maintenance_t = cast(Table, MaintenanceRow.__table__)
 node_aliases_t = cast(Table, NodeAliasRow.__table__)
 notify_t = cast(Table, NotifyStateRow.__table__)
 outbox_t = cast(Table, OutboxRow.__table__)

@@ -17,6 +17,7 @@ from alertrouter.web import (
     health,
     heartbeats,
     incidents,
+    maintenance,
     nodes,
     notifications,
     receive,
@@ -41,6 +42,7 @@ def install(app: FastAPI) -> None:
         app.include_router(router, dependencies=NO_NUL)
     app.include_router(health.router)
     app.include_router(writes.router, dependencies=NO_NUL)
+    app.include_router(maintenance.router, dependencies=NO_NUL)
     amv2.install(app)  # Alertmanager's API v2 for amtool and Grafana
     console.install(app)
     install_api_docs(app)

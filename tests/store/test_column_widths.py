@@ -66,6 +66,8 @@ MADE_HERE: dict[str, str] = {
     "delivery_attempts.outcome": "attempt outcomes",
     "channel_state.holder": "a holder",
     "silences.id": "a UUID",
+    "maintenance.id": "a UUID",
+    "maintenance.source": "manual (`pipeline.maintenance.MANUAL`)",
     "scheduled_runs.period": "an ISO week or a date",
     "scheduled_runs.status": "running | done | failed",
     "scheduled_runs.holder": "a holder",

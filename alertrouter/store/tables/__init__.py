@@ -19,6 +19,7 @@ from alertrouter.store.tables.incidents import (
     OutboxRow,
     SilenceRow,
 )
+from alertrouter.store.tables.maintenance import MaintenanceRow
 from alertrouter.store.tables.runs import HeartbeatRow, LeaseRow, ScheduledRunRow
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "IncidentRow",
     "LeaseRow",
     "LoginFailureRow",
+    "MaintenanceRow",
     "NodeAliasRow",
     "NotifyStateRow",
     "OutboxRow",

@@ -33,7 +33,7 @@ __all__ = ["GO_ZERO_TIME", "alert_status", "gettable", "router", "wanted_by"]
 router = APIRouter(prefix="/api/v2", tags=["alertmanager-v2"])
 
 GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)  # Alertmanager's "no end known"
-_SUPPRESSED = {Decision.INHIBITED, Decision.SILENCED, Decision.MUTED_BY_INTERVAL}
+_SUPPRESSED = {Decision.INHIBITED, Decision.SILENCED, Decision.MAINTENANCE, Decision.MUTED_BY_INTERVAL}
 
 
 def alert_status(decision: str | None, detail: Mapping[str, Any] | None) -> AlertStatus:

@@ -17,6 +17,7 @@ from alertrouter.web.console import (
     incidents,
     link_actions,
     login,
+    maintenance,
     muted,
     nodes,
     oncall,
@@ -61,5 +62,18 @@ async def _stylesheet(request: Request) -> Response:
 def install(app: FastAPI) -> None:
     app.add_exception_handler(PageError, _page_error)
     app.add_api_route("/console.css", _stylesheet, methods=["GET"], include_in_schema=False)
-    for module in (incidents, silences, muted, channels, nodes, gpus, oncall, heartbeats, rules, login, link_actions):
+    for module in (
+        incidents,
+        silences,
+        maintenance,
+        muted,
+        channels,
+        nodes,
+        gpus,
+        oncall,
+        heartbeats,
+        rules,
+        login,
+        link_actions,
+    ):
         app.include_router(module.router, dependencies=NO_NUL)

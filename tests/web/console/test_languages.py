@@ -137,7 +137,14 @@ async def _pages(app: App) -> dict[str, str]:
     pages["login failed"] = (await client.post("/login", data={"user": "alice", "password": "wrong!"})).text
     await app.login()
     incident = await app.incident_id("gpu-node-07: GPUHighTemp")
-    for path in ("/incidents?status=all", f"/incidents/{incident}", "/alerts/muted", "/silences", "/channels"):
+    for path in (
+        "/incidents?status=all",
+        f"/incidents/{incident}",
+        "/alerts/muted",
+        "/silences",
+        "/maintenance",
+        "/channels",
+    ):
         pages[path] = (await client.get(path)).text
     pages["/nodes"] = (await client.get("/nodes")).text
     pages["/oncall"] = (await client.get("/oncall")).text

@@ -15,7 +15,17 @@ from support.scenario import gpu_labels
 
 from .conftest import REPO, App
 
-PAGES = ("/incidents", "/silences", "/alerts/muted", "/channels", "/nodes", "/oncall", "/heartbeats", "/rules")
+PAGES = (
+    "/incidents",
+    "/silences",
+    "/maintenance",
+    "/alerts/muted",
+    "/channels",
+    "/nodes",
+    "/oncall",
+    "/heartbeats",
+    "/rules",
+)
 
 
 async def test_every_page_is_compiled_ahead_in_every_language_and_rendered_from_that(
