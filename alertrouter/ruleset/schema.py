@@ -13,6 +13,7 @@ from alertrouter.ruleset.base import Duration, LegacyMap, Matchers, Name, Sectio
 from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.ruleset.gpu_triage import GpuTriageConfig
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
+from alertrouter.ruleset.jobs import JobsConfig
 from alertrouter.ruleset.oncall import OnCallConfig
 from alertrouter.ruleset.receivers import ReceiverConfig
 from alertrouter.ruleset.rma import RmaConfig
@@ -151,6 +152,7 @@ class RuleFile(Section):
     stale: StaleConfig | None = None
     gpu_triage: GpuTriageConfig | None = None
     rma: RmaConfig | None = None
+    jobs: JobsConfig | None = None
 
 
 class Ruleset(Section):
@@ -170,6 +172,7 @@ class Ruleset(Section):
     stale: StaleConfig | None = None  # None: nothing is stale (every resolve told as it comes)
     gpu_triage: GpuTriageConfig = Field(default_factory=lambda: GpuTriageConfig())
     rma: RmaConfig = Field(default_factory=lambda: RmaConfig())  # the shipped defaults unless a file says
+    jobs: JobsConfig | None = None  # None: no job views nor job messages
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(
