@@ -157,11 +157,16 @@ def _delivery(
 
 
 def _lookup(ruleset: Ruleset, metrics: Metrics, loops: LoopHealth) -> PrometheusLookup | None:
-    """The node lookup, when the rules name a Prometheus (`topology.prometheus`)."""
+    """The node lookup, when the rules name a Prometheus (`topology.prometheus`); it reads the pods' series too
+    when the `jobs:` rules are on."""
     if ruleset.topology.prometheus is None:
         return None
     return PrometheusLookup(
-        ruleset.topology.prometheus, keep_for=ruleset.topology.lookup_keep_for, metrics=metrics, loops=loops
+        ruleset.topology.prometheus,
+        keep_for=ruleset.topology.lookup_keep_for,
+        metrics=metrics,
+        loops=loops,
+        pod_labels=ruleset.jobs.pod_labels if ruleset.jobs is not None else None,  # the jobs' pods, when on
     )
 
 
