@@ -6,6 +6,8 @@ a job hit (a namespace -> receiver table). Without the section there are no job 
       pod_labels: [label_training_kubeflow_org_job_name]        # kube_pod_labels names the lookup reads
       job_kinds: [Job, PyTorchJob]                               # kube_pod_owner kinds that are jobs
       pod_names: true                                            # the pod-name rule, last
+      node_down: ['alertname=~"NodeDown|KubeNodeNotReady"']      # these hit every job on their node
+      gpus_per_node: 8                                           # GPUs lost with each node down
       namespaces:                                                # a job's namespace -> its owner's receiver
         ml-train: ml-train-oncall
       default_receiver: ml-platform                              # other namespaces (none: no job message)
@@ -19,9 +21,14 @@ from collections.abc import Collection
 from pydantic import Field, field_validator
 
 from alertrouter.jobs.identity import DEFAULT_ALERT_LABELS, DEFAULT_JOB_KINDS, DEFAULT_POD_LABELS, JobNaming
-from alertrouter.ruleset.base import Name, Section
+from alertrouter.jobs.impact import ImpactRules
+from alertrouter.labels import parse_matchers
+from alertrouter.ruleset.base import Matchers, Name, Section
 
-__all__ = ["JobsConfig", "check_jobs", "job_naming"]
+__all__ = ["DEFAULT_NODE_DOWN", "JobsConfig", "check_jobs", "impact_rules", "job_naming"]
+
+# The node-level "down" alerts of rules/prometheus/node.rules.yml and kube-prometheus-stack
+DEFAULT_NODE_DOWN = 'alertname=~"NodeDown|NodeNotReady|KubeNodeNotReady|KubeNodeUnreachable"'
 
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a Kubernetes namespace (DNS-1123 label)
@@ -54,6 +61,11 @@ class JobsConfig(Section):
         default_factory=lambda: list(DEFAULT_JOB_KINDS), description="kube_pod_owner kinds that are jobs"
     )
     pod_names: bool = Field(True, description="Name a GPU's pod's job by the controllers' pod naming, last")
+    node_down: Matchers = Field(
+        default_factory=lambda: parse_matchers(DEFAULT_NODE_DOWN),
+        description="Alerts saying their node is down: they hit every job with a pod on the node (by the lookup)",
+    )
+    gpus_per_node: int = Field(8, ge=0, le=1024, description="GPUs counted lost with each node down")
     namespaces: dict[str, Name] = Field(
         default_factory=dict, description="A job's namespace -> the receiver told of it"
     )
@@ -88,6 +100,10 @@ class JobsConfig(Section):
 
 def job_naming(config: JobsConfig) -> JobNaming:
     return JobNaming(tuple(config.labels), tuple(config.pod_labels), tuple(config.job_kinds), config.pod_names)
+
+
+def impact_rules(config: JobsConfig) -> ImpactRules:
+    return ImpactRules(job_naming(config), tuple(config.node_down), config.gpus_per_node)
 
 
 def check_jobs(config: JobsConfig | None, receivers: Collection[str]) -> list[Problem]:

@@ -10,7 +10,9 @@ import pytest
 from alertrouter.cli.main import main
 from alertrouter.jobs.identity import JobNaming
 from alertrouter.ruleset import ConfigError, load_ruleset
-from alertrouter.ruleset.jobs import job_naming
+from alertrouter.jobs.impact import ImpactRules
+from alertrouter.labels import parse_matchers
+from alertrouter.ruleset.jobs import DEFAULT_NODE_DOWN, impact_rules, job_naming
 from support.scenario import REPO
 
 ROUTE = "route: {receiver: r}\nreceivers: [{name: r}, {name: ml-oncall}]\n"
@@ -26,6 +28,7 @@ def test_the_shipped_file_writes_out_the_defaults() -> None:
     jobs = load_ruleset(REPO / "rules", {}).jobs
     assert jobs is not None
     assert job_naming(jobs) == JobNaming()
+    assert impact_rules(jobs) == ImpactRules(JobNaming(), tuple(parse_matchers(DEFAULT_NODE_DOWN)), 8)
     assert jobs.namespaces == {}
     assert jobs.default_receiver is None
 
@@ -56,6 +59,8 @@ def test_a_table_of_ones_own(tmp_path: Path) -> None:
         ("{namespaces: {ml-train: ''}}", "jobs.namespaces.ml-train", "at least 1 character"),
         ("{pod_name: false}", "jobs.pod_name", "unknown key"),
         ("{pod_names: maybe}", "jobs.pod_names", "valid boolean"),
+        ("{gpus_per_node: -1}", "jobs.gpus_per_node", "greater than or equal to 0"),
+        ("{node_down: ['alertname=~\"(\"']}", "jobs.node_down", "missing"),
     ],
 )
 def test_problems_name_the_file_and_path(tmp_path: Path, section: str, path: str, words: str) -> None:
