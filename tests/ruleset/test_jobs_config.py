@@ -9,9 +9,9 @@ import pytest
 
 from alertrouter.cli.main import main
 from alertrouter.jobs.identity import JobNaming
-from alertrouter.ruleset import ConfigError, load_ruleset
 from alertrouter.jobs.impact import ImpactRules
 from alertrouter.labels import parse_matchers
+from alertrouter.ruleset import ConfigError, load_ruleset
 from alertrouter.ruleset.jobs import DEFAULT_NODE_DOWN, impact_rules, job_naming
 from support.scenario import REPO
 
