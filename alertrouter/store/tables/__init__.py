@@ -19,6 +19,7 @@ from alertrouter.store.tables.incidents import (
     OutboxRow,
     SilenceRow,
 )
+from alertrouter.store.tables.jobs import JobHitRow
 from alertrouter.store.tables.runs import HeartbeatRow, LeaseRow, ScheduledRunRow
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "GpuRow",
     "HeartbeatRow",
     "IncidentRow",
+    "JobHitRow",
     "LeaseRow",
     "LoginFailureRow",
     "NodeAliasRow",

@@ -1,0 +1,121 @@
+"""Jobs hit by alerts (`job_hits`): the engine's writes in its pass, the API's and the digest's reads. Never
+commits.
+
+`save_hits` turns the jobs hit now (`jobs.impact.JobImpact`, by job key) into row changes against the open
+rows: a job not open opens a row; an open one whose figures changed is updated (its GPU-seconds summed
+up to now at the GPUs it had lost); an open one no longer hit is resolved. It returns what changed, which
+the engine tells (`engine.jobs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from alertrouter.jobs.impact import JobImpact
+from alertrouter.model import NAME_MAX
+from alertrouter.store.tables.jobs import NOTE_MAX, JobHitRow
+
+__all__ = ["HitChange", "open_hits", "recent_hits", "save_hits"]
+
+
+@dataclass(frozen=True, slots=True)
+class HitChange:
+    """`kind`: opened, updated (more or fewer of its nodes hit) or resolved; `row` as it is now."""
+
+    kind: Literal["opened", "updated", "resolved"]
+    row: JobHitRow
+
+
+def _key(row: JobHitRow) -> str:
+    return f"{row.namespace}/{row.name}" if row.namespace else row.name
+
+
+def _figures(impact: JobImpact) -> dict[str, object]:
+    return {
+        "nodes": list(impact.nodes),
+        "nodes_down": list(impact.nodes_down),
+        "node_count": impact.node_count,
+        "down_count": impact.down_count,
+        "gpus_lost": impact.gpus_lost,
+        "alerts": impact.alerts,
+        "job_nodes": impact.job_nodes,
+        "since": impact.since,
+    }
+
+
+async def open_hits(session: AsyncSession) -> dict[str, JobHitRow]:
+    """The jobs hit now, by job key (the oldest row of a key, should two be open)."""
+    rows = (
+        await session.scalars(select(JobHitRow).where(JobHitRow.resolved_at.is_(None)).order_by(JobHitRow.id))
+    ).all()
+    out: dict[str, JobHitRow] = {}
+    for row in rows:
+        out.setdefault(_key(row), row)
+    return out
+
+
+def _lost_since(row: JobHitRow, now: datetime) -> float:
+    return row.gpus_lost * max(0.0, (now - row.updated_at).total_seconds())
+
+
+async def save_hits(session: AsyncSession, impacts: Mapping[str, JobImpact], now: datetime) -> list[HitChange]:
+    """Open, update and resolve rows so the open ones are `impacts`; what changed, in job key order."""
+    current = await open_hits(session)
+    changes: list[HitChange] = []
+    for key in sorted(set(current) | set(impacts)):
+        row, impact = current.get(key), impacts.get(key)
+        if row is None and impact is not None:
+            job = impact.job
+            row = JobHitRow(
+                namespace=job.namespace,
+                name=job.name,
+                source=job.source,
+                detail=job.detail[:NAME_MAX],  # a configured label name may be longer
+                note=job.note[:NOTE_MAX],
+                opened_at=now,
+                updated_at=now,
+                resolved_at=None,
+                peak_gpus_lost=impact.gpus_lost,
+                gpu_seconds=0.0,
+                **_figures(impact),
+            )
+            session.add(row)
+            changes.append(HitChange("opened", row))
+        elif row is not None and impact is None:
+            values: dict[str, object] = {"resolved_at": now, "updated_at": now}
+            values["gpu_seconds"] = row.gpu_seconds + _lost_since(row, now)
+            await session.execute(update(JobHitRow).where(JobHitRow.id == row.id).values(values))
+            changes.append(HitChange("resolved", _with(row, values)))
+        elif row is not None and impact is not None:
+            figures = _figures(impact)
+            if all(getattr(row, name) == value for name, value in figures.items()):
+                continue
+            values = {**figures, "updated_at": now, "gpu_seconds": row.gpu_seconds + _lost_since(row, now)}
+            values["peak_gpus_lost"] = max(row.peak_gpus_lost, impact.gpus_lost)
+            await session.execute(update(JobHitRow).where(JobHitRow.id == row.id).values(values))
+            changes.append(HitChange("updated", _with(row, values)))
+    await session.flush()
+    return changes
+
+
+def _with(row: JobHitRow, values: Mapping[str, object]) -> JobHitRow:
+    """`row` as written (a detached copy: the session's own is not refreshed from the UPDATE)."""
+    fields = {c.key: getattr(row, c.key) for c in JobHitRow.__table__.columns}
+    return JobHitRow(**{**fields, **values})
+
+
+async def recent_hits(session: AsyncSession, since: datetime, limit: int = 500) -> Sequence[JobHitRow]:
+    """The rows hit now or resolved since `since`, the open ones first, then the latest resolved."""
+    stmt = (
+        select(JobHitRow)
+        .where(or_(JobHitRow.resolved_at.is_(None), JobHitRow.resolved_at >= since))
+        .order_by(JobHitRow.resolved_at.is_not(None), JobHitRow.resolved_at.desc(), JobHitRow.since, JobHitRow.id)
+        .limit(limit)
+    )
+    return (await session.scalars(stmt)).all()
