@@ -20,6 +20,7 @@ from alertrouter.channels.registry import build_channels, secret_values
 from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.discovery.prometheus import PrometheusLookup
+from alertrouter.engine.jobs import JobWatch
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.gpu.rma import relevant
 from alertrouter.ingest.activity import IngestActivity
@@ -37,6 +38,7 @@ from alertrouter.process.scheduler import build_scheduler
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
+from alertrouter.ruleset.jobs import impact_rules
 from alertrouter.ruleset.rma import rma_rules
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
@@ -170,6 +172,13 @@ def _lookup(ruleset: Ruleset, metrics: Metrics, loops: LoopHealth) -> Prometheus
     )
 
 
+def _job_watch(ruleset: Ruleset, lookup: PrometheusLookup | None) -> JobWatch | None:
+    """The jobs hit by the live alerts, kept by the engine, when the `jobs:` rules are on."""
+    if ruleset.jobs is None:
+        return None
+    return JobWatch(impact_rules(ruleset.jobs), lookup.pods if lookup is not None else None)
+
+
 def _engine(
     settings: Settings,
     ruleset: Ruleset,
@@ -194,6 +203,7 @@ def _engine(
         discovered=lookup.snapshot if lookup is not None else None,
         freeze_after_full=True,
         rma=rma_rules(ruleset.rma),
+        jobs=_job_watch(ruleset, lookup),
     )
     if lookup is not None:
         lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names

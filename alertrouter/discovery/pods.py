@@ -112,5 +112,7 @@ class PodBook:
         labels = self._labels[0] if self._labels and self._labels[1] > cutoff else {}
         on_node = self._on_node[0] if self._on_node and self._on_node[1] > cutoff else {}
         problem = ", ".join(f"{s}: {p}" for s, p in sorted(self.problems.items()))
-        self.index = PodIndex(owners, labels, on_node, problem)
+        index = PodIndex(owners, labels, on_node, problem)
+        if index != self.index:  # the same object while nothing changed: readers compare by identity
+            self.index = index
         return self.index

@@ -147,6 +147,7 @@ class PrometheusLookup:
                 claims = await asyncio.to_thread(claims_of, series, labels, self._courtesy)
                 await asyncio.to_thread(self.book.took, series, claims, now, self._courtesy)
             self._succeeded(series, now)
+        pods_before = self.pod_book.index
         if self.pod_labels is not None:
             await self._refresh_pods(self.pod_labels, failures)
         self._log_problems(failures)
@@ -155,8 +156,9 @@ class PrometheusLookup:
         if changed:
             d = self.book.resolved.discovered
             log.info("node lookup: %d names and %d nodes' topology in force", len(d.names), len(d.topology))
-            if self.on_change is not None:
-                self.on_change()
+        # the engine is told of new pods too: a job gone from them is no longer hit
+        if (changed or self.pod_book.index is not pods_before) and self.on_change is not None:
+            self.on_change()
         return changed
 
     async def _refresh_pods(self, pod_labels: tuple[str, ...], failures: dict[tuple[str, str], list[str]]) -> None:
@@ -172,7 +174,7 @@ class PrometheusLookup:
                 continue
             await asyncio.to_thread(self.pod_book.took, series, labels, pod_labels, now)
             self._succeeded(name, now)
-        self.pod_book.resolve(self._clock())
+        await asyncio.to_thread(self.pod_book.resolve, self._clock())
 
     async def _query(self, expr: str) -> list[dict[str, str]]:
         try:

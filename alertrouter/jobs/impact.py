@@ -80,9 +80,16 @@ def job_nodes(pods: PodIndex, naming: JobNaming) -> dict[str, int]:
     return {key: len(nodes) for key, nodes in found.items()}
 
 
+_SOURCES = {"label": 0, "lookup": 1, "pod-name": 2}
+
+
+def _naming_order(job: Job) -> tuple[int, str, str]:
+    return _SOURCES.get(job.source, 3), job.detail, job.note
+
+
 def fold(hits: Iterable[Sequence[Hit]], rules: ImpactRules, sizes: Mapping[str, int]) -> dict[str, JobImpact]:
-    """The hits of every firing alert, one `JobImpact` per job key. The first hit of a job names it (its
-    source and note), in the order given: the caller gives them in a stable order."""
+    """The hits of every firing alert, one `JobImpact` per job key. The best source among its hits names a
+    job (a label over the lookup over the pod name), whatever order the alerts come in."""
     jobs: dict[str, Job] = {}
     since: dict[str, datetime] = {}
     nodes: dict[str, set[str]] = {}
@@ -92,7 +99,8 @@ def fold(hits: Iterable[Sequence[Hit]], rules: ImpactRules, sizes: Mapping[str, 
     for alert in hits:
         for hit in alert:
             key = hit.job.key
-            jobs.setdefault(key, hit.job)
+            if key not in jobs or _naming_order(hit.job) < _naming_order(jobs[key]):
+                jobs[key] = hit.job
             since[key] = min(since.get(key, hit.starts_at), hit.starts_at)
             alerts[key] = alerts.get(key, 0) + 1
             if hit.node:

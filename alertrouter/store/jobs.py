@@ -1,10 +1,10 @@
-"""Jobs hit by alerts (`job_hits`): the engine's writes in its pass, the API's and the digest's reads. Never
-commits.
+"""Jobs hit by alerts (`job_hits`): the engine's writes after its passes, the API's and the digest's reads.
+Never commits.
 
-`save_hits` turns the jobs hit now (`jobs.impact.JobImpact`, by job key) into row changes against the open
-rows: a job not open opens a row; an open one whose figures changed is updated (its GPU-seconds summed
-up to now at the GPUs it had lost); an open one no longer hit is resolved. It returns what changed, which
-the engine tells (`engine.jobs`).
+`save_hits` turns the jobs hit now (by job key: what names each and its figures, `IDENTITY` and `FIGURES`,
+made by `engine.jobs` from `jobs.impact.JobImpact`) into row changes against the open rows: a job not open
+opens a row; an open one whose figures changed is updated (its GPU-seconds summed up to now at the GPUs it
+had lost); an open one no longer hit is resolved. It returns what changed, which the engine tells.
 """
 
 from __future__ import annotations
@@ -12,16 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from alertrouter.jobs.impact import JobImpact
 from alertrouter.model import NAME_MAX
 from alertrouter.store.tables.jobs import NOTE_MAX, JobHitRow
 
-__all__ = ["HitChange", "open_hits", "recent_hits", "save_hits"]
+__all__ = ["FIGURES", "IDENTITY", "HitChange", "open_hits", "recent_hits", "save_hits"]
+
+IDENTITY = ("namespace", "name", "source", "detail", "note")  # set when a row opens
+FIGURES = ("nodes", "nodes_down", "node_count", "down_count", "gpus_lost", "alerts", "job_nodes", "since")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,19 +36,6 @@ class HitChange:
 
 def _key(row: JobHitRow) -> str:
     return f"{row.namespace}/{row.name}" if row.namespace else row.name
-
-
-def _figures(impact: JobImpact) -> dict[str, object]:
-    return {
-        "nodes": list(impact.nodes),
-        "nodes_down": list(impact.nodes_down),
-        "node_count": impact.node_count,
-        "down_count": impact.down_count,
-        "gpus_lost": impact.gpus_lost,
-        "alerts": impact.alerts,
-        "job_nodes": impact.job_nodes,
-        "since": impact.since,
-    }
 
 
 async def open_hits(session: AsyncSession) -> dict[str, JobHitRow]:
@@ -64,27 +53,23 @@ def _lost_since(row: JobHitRow, now: datetime) -> float:
     return row.gpus_lost * max(0.0, (now - row.updated_at).total_seconds())
 
 
-async def save_hits(session: AsyncSession, impacts: Mapping[str, JobImpact], now: datetime) -> list[HitChange]:
-    """Open, update and resolve rows so the open ones are `impacts`; what changed, in job key order."""
+async def save_hits(session: AsyncSession, impacts: Mapping[str, Mapping[str, Any]], now: datetime) -> list[HitChange]:
+    """Open, update and resolve rows so the open ones are `impacts` (job key -> `IDENTITY` and `FIGURES`
+    values); what changed, in job key order."""
     current = await open_hits(session)
     changes: list[HitChange] = []
     for key in sorted(set(current) | set(impacts)):
         row, impact = current.get(key), impacts.get(key)
         if row is None and impact is not None:
-            job = impact.job
             row = JobHitRow(
-                namespace=job.namespace,
-                name=job.name,
-                source=job.source,
-                detail=job.detail[:NAME_MAX],  # a configured label name may be longer
-                note=job.note[:NOTE_MAX],
+                **{name: impact[name] for name in (*IDENTITY, *FIGURES)},
                 opened_at=now,
                 updated_at=now,
                 resolved_at=None,
-                peak_gpus_lost=impact.gpus_lost,
+                peak_gpus_lost=impact["gpus_lost"],
                 gpu_seconds=0.0,
-                **_figures(impact),
             )
+            row.detail, row.note = row.detail[:NAME_MAX], row.note[:NOTE_MAX]  # a configured label name may be long
             session.add(row)
             changes.append(HitChange("opened", row))
         elif row is not None and impact is None:
@@ -93,11 +78,11 @@ async def save_hits(session: AsyncSession, impacts: Mapping[str, JobImpact], now
             await session.execute(update(JobHitRow).where(JobHitRow.id == row.id).values(values))
             changes.append(HitChange("resolved", _with(row, values)))
         elif row is not None and impact is not None:
-            figures = _figures(impact)
+            figures = {name: impact[name] for name in FIGURES}
             if all(getattr(row, name) == value for name, value in figures.items()):
                 continue
             values = {**figures, "updated_at": now, "gpu_seconds": row.gpu_seconds + _lost_since(row, now)}
-            values["peak_gpus_lost"] = max(row.peak_gpus_lost, impact.gpus_lost)
+            values["peak_gpus_lost"] = max(row.peak_gpus_lost, impact["gpus_lost"])
             await session.execute(update(JobHitRow).where(JobHitRow.id == row.id).values(values))
             changes.append(HitChange("updated", _with(row, values)))
     await session.flush()

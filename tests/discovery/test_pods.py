@@ -161,3 +161,19 @@ async def test_a_prometheus_that_is_down_keeps_the_last_answer_says_so_and_lapse
     assert job is not None
     assert (job.name, job.source) == ("llama-train", "pod-name")
     assert jobs_on_node("gpu-node-04", pods=lookup.pods()) == ()
+
+
+async def test_the_index_is_the_same_object_until_the_pods_change_and_the_engine_is_told() -> None:
+    prometheus, told = Prometheus(), []
+    lookup = lookup_over(prometheus, Clock())
+    lookup.on_change = lambda: told.append(True)
+    await lookup.refresh()
+    first = lookup.pods()
+    assert told == [True]
+    await lookup.refresh()
+    assert lookup.pods() is first
+    assert told == [True]
+    prometheus.down = True
+    await lookup.refresh()  # the same pods, but the lookup down: readers must say so
+    assert lookup.pods() is not first
+    assert told == [True, True]

@@ -6,34 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from alertrouter.jobs.impact import ImpactRules, fold, hits_of, job_nodes
-from alertrouter.jobs.pods import Owner, PodIndex, PodKey
 from alertrouter.labels import parse_matchers
+from support.jobs import cluster
 
 T0 = datetime(2026, 12, 8, 3, 12, tzinfo=UTC)
 RULES = ImpactRules(node_down=tuple(parse_matchers('alertname=~"NodeDown|KubeNodeNotReady"')))
-
-
-def cluster() -> PodIndex:
-    """40 GPU nodes: PyTorchJob ml-train/llm-pretrain on 0-19, Volcano vc/sweep on 20-34, batch eval/nightly on
-    35-39, and the dcgm-exporter DaemonSet's pod on every one."""
-    on_node: dict[str, tuple[PodKey, ...]] = {}
-    owners: dict[PodKey, tuple[Owner, ...]] = {}
-    labels: dict[PodKey, dict[str, str]] = {}
-    for n in range(40):
-        node = f"gpu-node-{n:02d}"
-        exporter = ("gpu-operator", f"nvidia-dcgm-exporter-{n:02d}xk2p")
-        owners[exporter] = (Owner("DaemonSet", "nvidia-dcgm-exporter", True),)
-        if n < 20:
-            pod = ("ml-train", f"llm-pretrain-worker-{n}")
-            owners[pod] = (Owner("PyTorchJob", "llm-pretrain", True),)
-        elif n < 35:
-            pod = ("vc", f"sweep-trainer-{n - 20}")
-            labels[pod] = {"label_volcano_sh_job_name": "sweep"}
-        else:
-            pod = ("eval", f"nightly-{n}-bq7zt")
-            labels[pod] = {"label_batch_kubernetes_io_job_name": "nightly"}
-        on_node[node] = (exporter, pod)
-    return PodIndex(owners=owners, labels=labels, on_node=on_node)
 
 
 def test_a_storm_over_40_nodes_running_3_jobs_is_3_entries() -> None:
@@ -93,3 +70,15 @@ def test_an_alert_naming_no_job_hits_none() -> None:
     assert hits_of({"alertname": "NodeDown"}, "gpu-node-99", T0, RULES, cluster()) == ()  # no pods known there
     assert hits_of({"alertname": "HighLoad"}, "gpu-node-01", T0, RULES, cluster()) == ()
     assert hits_of({"alertname": "NodeDown"}, "gpu-node-01", T0, ImpactRules(), cluster()) == ()  # no node_down
+
+
+def test_the_best_source_names_the_job_whatever_the_order() -> None:
+    pods = cluster()
+    by_label = ({"hpc_job": "llm-pretrain", "exported_namespace": "ml-train", "exported_pod": "x"}, "gpu-node-01", T0)
+    by_lookup = ({"alertname": "NodeDown"}, "gpu-node-02", T0)
+    for alerts in ([by_label, by_lookup], [by_lookup, by_label]):
+        found = fold([hits_of(labels, node, at, RULES, pods) for labels, node, at in alerts], RULES, {})
+        assert (found["ml-train/llm-pretrain"].job.source, found["ml-train/llm-pretrain"].job.detail) == (
+            "label",
+            "hpc_job",
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from alertrouter.engine.jobs import hit_values
 from alertrouter.jobs.identity import Job
 from alertrouter.jobs.impact import JobImpact
 from alertrouter.store import Database
@@ -21,7 +22,7 @@ def impact(down: int, job: Job = LLM) -> JobImpact:
 
 async def save(db: Database, impacts: dict[str, JobImpact], now: datetime) -> list[tuple[str, str, int]]:
     async with db.write() as session:
-        changes = await store.save_hits(session, impacts, now)
+        changes = await store.save_hits(session, {k: hit_values(i) for k, i in impacts.items()}, now)
         await session.commit()
     return [(c.kind, f"{c.row.namespace}/{c.row.name}", c.row.down_count) for c in changes]
 

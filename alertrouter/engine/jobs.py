@@ -1,0 +1,101 @@
+"""The jobs hit by the live alerts, kept in `job_hits` by the engine's passes (when the `jobs:` rules are on).
+
+After each pass that evaluated (and after an idle one when the lookup's pods changed: a job may be gone),
+the firing alerts are read as job hits (`jobs.impact`) with the node each was evaluated on, in a worker
+thread: each alert's hits are remembered while its labels, node and the lookup's pods stay the same, so a
+pass pays for what changed. Then, under the engine lease, in a transaction of their own, the rows are
+opened, updated and resolved (`store.jobs.save_hits`); what changed is kept for the job messages. A
+failure is the pass's: the runner retries and starts again from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from alertrouter.engine.lease import EngineLease
+from alertrouter.jobs.impact import Hit, ImpactRules, JobImpact, fold, hits_of, job_nodes
+from alertrouter.jobs.pods import NO_PODS, PodIndex
+from alertrouter.pipeline.types import LiveAlert
+from alertrouter.store import jobs as store
+from alertrouter.store.jobs import HitChange
+
+__all__ = ["JobWatch", "hit_values"]
+
+
+def hit_values(impact: JobImpact) -> dict[str, Any]:
+    """A job hit as `store.jobs.save_hits` writes it."""
+    job = impact.job
+    return {
+        "namespace": job.namespace,
+        "name": job.name,
+        "source": job.source,
+        "detail": job.detail,
+        "note": job.note,
+        "nodes": list(impact.nodes),
+        "nodes_down": list(impact.nodes_down),
+        "node_count": impact.node_count,
+        "down_count": impact.down_count,
+        "gpus_lost": impact.gpus_lost,
+        "alerts": impact.alerts,
+        "job_nodes": impact.job_nodes,
+        "since": impact.since,
+    }
+
+
+def _no_pods() -> PodIndex:
+    return NO_PODS
+
+
+class JobWatch:
+    def __init__(self, rules: ImpactRules, pods: Callable[[], PodIndex] | None = None) -> None:
+        self.rules = rules
+        self._pods = pods or _no_pods
+        # fingerprint -> (labels, node, its hits) as last worked out, under the pods `_for`
+        self._hits: dict[str, tuple[Mapping[str, str], str, tuple[Hit, ...]]] = {}
+        self._for: PodIndex | None = None
+        self._sizes: dict[str, int] = {}
+        self._seen: PodIndex | None = None  # the pods the last written pass read
+        self.pods: PodIndex = NO_PODS  # the pods the current pass reads
+
+    def pods_changed(self) -> bool:
+        """The lookup's pods changed since the last written pass: a pass is due (a job may be gone)."""
+        return self._pods() is not self._seen
+
+    def impacts(self, alerts: Mapping[str, LiveAlert], node_of: Callable[[str], str | None]) -> dict[str, JobImpact]:
+        """The jobs the firing `alerts` hit now, by job key."""
+        pods = self.pods = self._pods()
+        if pods is not self._for:
+            self._hits, self._for = {}, pods
+            self._sizes = job_nodes(pods, self.rules.naming)
+        known, kept = self._hits, {}
+        for fp, alert in alerts.items():
+            if not alert.firing:
+                continue
+            node = node_of(fp) or ""
+            held = known.get(fp)
+            if held is None or held[0] is not alert.labels or held[1] != node:
+                held = (alert.labels, node, hits_of(alert.labels, node, alert.starts_at, self.rules, pods))
+            kept[fp] = held
+        self._hits = kept
+        return fold((hits for _, _, hits in kept.values()), self.rules, self._sizes)
+
+    async def step(
+        self, alerts: Mapping[str, LiveAlert], node_of: Callable[[str], str | None], lease: EngineLease, now: datetime
+    ) -> list[HitChange] | None:
+        """Work out the jobs hit and write them under `lease`; what changed, or None when another replica
+        holds the lease (nothing written)."""
+        impacts = await asyncio.to_thread(self.impacts, alerts, node_of)
+        changes: list[HitChange] = []
+
+        async def write(session: AsyncSession) -> None:
+            changes.extend(await store.save_hits(session, {k: hit_values(i) for k, i in impacts.items()}, now))
+
+        if not await lease.under(now, write):
+            return None
+        self._seen = self.pods
+        return changes
