@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from alertrouter.engine.lease import EngineLease
-from alertrouter.jobs.impact import Hit, ImpactRules, JobImpact, fold, hits_of, job_nodes
+from alertrouter.jobs.impact import MAX_LISTED, Hit, ImpactRules, JobImpact, fold, hits_of, job_nodes
 from alertrouter.jobs.pods import NO_PODS, PodIndex
-from alertrouter.pipeline.types import LiveAlert
+from alertrouter.pipeline.types import AlertDecision, LiveAlert
 from alertrouter.store import jobs as store
 from alertrouter.store.jobs import HitChange
 
@@ -38,6 +39,7 @@ def hit_values(impact: JobImpact) -> dict[str, Any]:
         "note": job.note,
         "nodes": list(impact.nodes),
         "nodes_down": list(impact.nodes_down),
+        "incidents": list(impact.incidents),
         "node_count": impact.node_count,
         "down_count": impact.down_count,
         "gpus_lost": impact.gpus_lost,
@@ -66,8 +68,14 @@ class JobWatch:
         """The lookup's pods changed since the last written pass: a pass is due (a job may be gone)."""
         return self._pods() is not self._seen
 
-    def impacts(self, alerts: Mapping[str, LiveAlert], node_of: Callable[[str], str | None]) -> dict[str, JobImpact]:
-        """The jobs the firing `alerts` hit now, by job key."""
+    def impacts(
+        self,
+        alerts: Mapping[str, LiveAlert],
+        node_of: Callable[[str], str | None],
+        decisions: Mapping[str, AlertDecision] | None = None,
+    ) -> dict[str, JobImpact]:
+        """The jobs the firing `alerts` hit now, by job key, each with the incidents its alerts are in (by
+        the pass's `decisions`)."""
         pods = self.pods = self._pods()
         if pods is not self._for:
             self._hits, self._for = {}, pods
@@ -82,14 +90,31 @@ class JobWatch:
                 held = (alert.labels, node, hits_of(alert.labels, node, alert.starts_at, self.rules, pods))
             kept[fp] = held
         self._hits = kept
-        return fold((hits for _, _, hits in kept.values()), self.rules, self._sizes)
+        found = fold((hits for _, _, hits in kept.values()), self.rules, self._sizes)
+        if decisions is None or not found:
+            return found
+        incidents: dict[str, set[str]] = {}
+        for fp, (_, _, hits) in kept.items():
+            decision = decisions.get(fp)
+            if hits and decision is not None and decision.incident:
+                for hit in hits:
+                    incidents.setdefault(hit.job.key, set()).add(decision.incident)
+        return {
+            key: replace(impact, incidents=tuple(sorted(incidents.get(key, ()))[:MAX_LISTED]))
+            for key, impact in found.items()
+        }
 
     async def step(
-        self, alerts: Mapping[str, LiveAlert], node_of: Callable[[str], str | None], lease: EngineLease, now: datetime
+        self,
+        alerts: Mapping[str, LiveAlert],
+        node_of: Callable[[str], str | None],
+        decisions: Mapping[str, AlertDecision],
+        lease: EngineLease,
+        now: datetime,
     ) -> list[HitChange] | None:
         """Work out the jobs hit and write them under `lease`; what changed, or None when another replica
         holds the lease (nothing written)."""
-        impacts = await asyncio.to_thread(self.impacts, alerts, node_of)
+        impacts = await asyncio.to_thread(self.impacts, alerts, node_of, decisions)
         changes: list[HitChange] = []
 
         async def write(session: AsyncSession) -> None:

@@ -178,7 +178,7 @@ class EngineRunner:
             return None
         if self._jobs is not None and (full is not None or self._jobs.pods_changed()):
             self.job_changes = await self._jobs.step(
-                self._passes.live.alerts, self._passes.node_of, self._passes.lease, self._clock()
+                self._passes.live.alerts, self._passes.node_of, result.decisions, self._passes.lease, self._clock()
             )
         if full is not None:
             cadence.due = result.deferred

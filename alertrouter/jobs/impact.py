@@ -57,6 +57,7 @@ class JobImpact:
     gpus_lost: int
     alerts: int
     job_nodes: int = 0
+    incidents: tuple[str, ...] = ()  # the keys of the incidents its alerts are in (the first MAX_LISTED, sorted)
 
 
 def hits_of(

@@ -40,6 +40,7 @@ def upgrade() -> None:
         sa.Column("resolved_at", sa.DateTime(), nullable=True),
         sa.Column("nodes", json_type, nullable=False),
         sa.Column("nodes_down", json_type, nullable=False),
+        sa.Column("incidents", json_type, nullable=False),
         sa.Column("node_count", sa.Integer(), nullable=False),
         sa.Column("down_count", sa.Integer(), nullable=False),
         sa.Column("gpus_lost", sa.Integer(), nullable=False),

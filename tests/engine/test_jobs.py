@@ -38,6 +38,10 @@ def down(nodes: range) -> list[dict[str, str]]:
     return [node_exporter_down_labels(f"10.0.1.{n}") for n in nodes]
 
 
+async def incidents(db: Database) -> dict[str, list[str]]:
+    return {r.name: r.incidents for r in await rows(db, JobHitRow) if r.resolved_at is None}
+
+
 async def hits(db: Database) -> list[tuple[str, str, int, int, bool]]:
     return sorted(
         (r.namespace, r.name, r.down_count, r.gpus_lost, r.resolved_at is None) for r in await rows(db, JobHitRow)
@@ -60,6 +64,12 @@ async def test_a_storm_over_40_nodes_running_3_jobs_is_3_rows_updated_then_resol
         ("ml-train", "llm-pretrain", 20, 160, True),
         ("vc", "sweep", 15, 120, True),
     ]
+    # the storm's one incident (40 nodes down), not 40: each job names it
+    assert await incidents(db) == {
+        "nightly": ['node/cluster{alertname="NodeDown",region=""}'],
+        "llm-pretrain": ['node/cluster{alertname="NodeDown",region=""}'],
+        "sweep": ['node/cluster{alertname="NodeDown",region=""}'],
+    }
     clock.now += 5 * S
     await send(ingestor, clock, down(range(20, 40)), status="resolved")
     await runner.run_once()

@@ -35,6 +35,7 @@ class JobHitRow(Base):
     resolved_at: Mapped[datetime | None] = mapped_column(index=True)  # null: hit now
     nodes: Mapped[list[str]] = mapped_column(JSONType)
     nodes_down: Mapped[list[str]] = mapped_column(JSONType)
+    incidents: Mapped[list[str]] = mapped_column(JSONType)  # the keys of the incidents its alerts are in
     node_count: Mapped[int] = mapped_column(Integer)
     down_count: Mapped[int] = mapped_column(Integer)
     gpus_lost: Mapped[int] = mapped_column(Integer)
