@@ -15,6 +15,7 @@ from alertrouter.web.console import (
     gpus,
     heartbeats,
     incidents,
+    jobs,
     link_actions,
     login,
     muted,
@@ -61,5 +62,6 @@ async def _stylesheet(request: Request) -> Response:
 def install(app: FastAPI) -> None:
     app.add_exception_handler(PageError, _page_error)
     app.add_api_route("/console.css", _stylesheet, methods=["GET"], include_in_schema=False)
-    for module in (incidents, silences, muted, channels, nodes, gpus, oncall, heartbeats, rules, login, link_actions):
+    pages = (incidents, silences, muted, channels, nodes, gpus, jobs, oncall, heartbeats, rules, login, link_actions)
+    for module in pages:
         app.include_router(module.router, dependencies=NO_NUL)
