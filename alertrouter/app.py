@@ -38,7 +38,7 @@ from alertrouter.process.scheduler import build_scheduler
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
-from alertrouter.ruleset.jobs import impact_rules
+from alertrouter.ruleset.jobs import impact_rules, job_routes
 from alertrouter.ruleset.rma import rma_rules
 from alertrouter.runtime import Runtime
 from alertrouter.settings import Settings
@@ -176,7 +176,7 @@ def _job_watch(ruleset: Ruleset, lookup: PrometheusLookup | None) -> JobWatch | 
     """The jobs hit by the live alerts, kept by the engine, when the `jobs:` rules are on."""
     if ruleset.jobs is None:
         return None
-    return JobWatch(impact_rules(ruleset.jobs), lookup.pods if lookup is not None else None)
+    return JobWatch(impact_rules(ruleset.jobs), lookup.pods if lookup is not None else None, job_routes(ruleset.jobs))
 
 
 def _engine(

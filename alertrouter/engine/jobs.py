@@ -4,16 +4,20 @@ After each pass that evaluated (and after an idle one when the lookup's pods cha
 the firing alerts are read as job hits (`jobs.impact`) with the node each was evaluated on, in a worker
 thread: each alert's hits are remembered while its labels, node and the lookup's pods stay the same, so a
 pass pays for what changed. Then, under the engine lease, in a transaction of their own, the rows are
-opened, updated and resolved (`store.jobs.save_hits`); what changed is kept for the job messages. A
-failure is the pass's: the runner retries and starts again from the store.
+opened, updated and resolved (`store.jobs.save_hits`), and the job messages go to the outbox: one per
+job hit, to the receiver of its namespace (`jobs.routes`), in addition to the infrastructure incidents'
+own. A job opened is a first message; an update that lost more GPUs than the job ever had is an update
+of the same incident (`job:<namespace>/<name>`), not a new page; a job no longer hit (its nodes back, or
+gone from the lookup) is resolved. A failure is the pass's: the runner retries from the store.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from gettext import NullTranslations
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,11 +25,21 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.engine.lease import EngineLease
 from alertrouter.jobs.impact import MAX_LISTED, Hit, ImpactRules, JobImpact, fold, hits_of, job_nodes
 from alertrouter.jobs.pods import NO_PODS, PodIndex
-from alertrouter.pipeline.types import AlertDecision, LiveAlert
+from alertrouter.jobs.routes import JobRoutes
+from alertrouter.message.facts import NodeFacts
+from alertrouter.message.jobs import JOB_ALERTNAME, JOB_DOWN, JOB_GPUS, JOB_LABEL, JOB_NODES, job_headline
+from alertrouter.message.snapshot import AlertItem, MessageSnapshot
+from alertrouter.model import KEY_MAX, AlertStatus, IncidentKind, bounded
+from alertrouter.pipeline.throttle import NotifyReason
+from alertrouter.pipeline.types import AlertDecision, Intent, LiveAlert
+from alertrouter.store import incidents as incident_store
 from alertrouter.store import jobs as store
 from alertrouter.store.jobs import HitChange
+from alertrouter.store.tables.jobs import JobHitRow
 
-__all__ = ["JobWatch", "hit_values"]
+__all__ = ["JobWatch", "hit_values", "job_intents"]
+
+_REASONS = {"opened": NotifyReason.FIRST, "updated": NotifyReason.GREW, "resolved": NotifyReason.RESOLVED}
 
 
 def hit_values(impact: JobImpact) -> dict[str, Any]:
@@ -49,13 +63,55 @@ def hit_values(impact: JobImpact) -> dict[str, Any]:
     }
 
 
+def _message(row: JobHitRow, reason: NotifyReason, severity: str, now: datetime) -> MessageSnapshot:
+    """A job hit as a message: its own alert carries the figures, which the message's words are made of."""
+    key = f"{row.namespace}/{row.name}" if row.namespace else row.name
+    resolved = reason is NotifyReason.RESOLVED
+    labels = {"alertname": JOB_ALERTNAME, "severity": severity, JOB_LABEL: key, "namespace": row.namespace}
+    labels |= {JOB_DOWN: str(row.down_count), JOB_GPUS: str(row.gpus_lost), JOB_NODES: str(row.job_nodes)}
+    if not row.namespace:
+        del labels["namespace"]
+    alert = AlertItem(f"job-{row.id}", labels, not resolved, starts_at=row.since)
+    return MessageSnapshot(
+        incident=bounded(f"job:{key}", KEY_MAX),
+        kind=IncidentKind.NODE,
+        reason=reason.value,
+        status=AlertStatus.RESOLVED if resolved else AlertStatus.FIRING,
+        severity=severity,
+        headline=job_headline(NullTranslations(), labels),
+        labels=labels,
+        summary=NodeFacts(alertname=JOB_ALERTNAME),
+        alerts=(alert,),
+        opened_at=row.opened_at,
+        at=now,
+        started_at=row.since,
+        ended_at=row.resolved_at if resolved else None,
+    )
+
+
+def job_intents(changes: Sequence[HitChange], routes: JobRoutes, now: datetime) -> list[Intent]:
+    """The messages of what changed: a job opened or resolved, and an update that lost more GPUs."""
+    out = []
+    for change in changes:
+        receiver = routes.receiver_of(change.row.namespace)
+        if receiver is None or (change.kind == "updated" and not change.grew):
+            continue
+        reason = _REASONS[change.kind]
+        message = _message(change.row, reason, routes.severity, now)
+        out.append(Intent(message.incident, receiver, reason, message))
+    return out
+
+
 def _no_pods() -> PodIndex:
     return NO_PODS
 
 
 class JobWatch:
-    def __init__(self, rules: ImpactRules, pods: Callable[[], PodIndex] | None = None) -> None:
+    def __init__(
+        self, rules: ImpactRules, pods: Callable[[], PodIndex] | None = None, routes: JobRoutes | None = None
+    ) -> None:
         self.rules = rules
+        self.routes = routes or JobRoutes()
         self._pods = pods or _no_pods
         # fingerprint -> (labels, node, its hits) as last worked out, under the pods `_for`
         self._hits: dict[str, tuple[Mapping[str, str], str, tuple[Hit, ...]]] = {}
@@ -63,6 +119,7 @@ class JobWatch:
         self._sizes: dict[str, int] = {}
         self._seen: PodIndex | None = None  # the pods the last written pass read
         self.pods: PodIndex = NO_PODS  # the pods the current pass reads
+        self.intents = 0  # job messages the last step put in the outbox
 
     def pods_changed(self) -> bool:
         """The lookup's pods changed since the last written pass: a pass is due (a job may be gone)."""
@@ -116,11 +173,15 @@ class JobWatch:
         holds the lease (nothing written)."""
         impacts = await asyncio.to_thread(self.impacts, alerts, node_of, decisions)
         changes: list[HitChange] = []
+        intents: list[Intent] = []
 
         async def write(session: AsyncSession) -> None:
             changes.extend(await store.save_hits(session, {k: hit_values(i) for k, i in impacts.items()}, now))
+            intents.extend(job_intents(changes, self.routes, now))
+            await incident_store.insert_intents(session, intents, now)
 
         if not await lease.under(now, write):
             return None
         self._seen = self.pods
+        self.intents = len(intents)
         return changes

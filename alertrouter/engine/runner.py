@@ -99,6 +99,7 @@ class EngineRunner:
         )
         # The jobs the live alerts hit, kept in `job_hits` after each pass (engine/jobs.py); None: no `jobs:` rules.
         self._jobs = jobs
+        self._on_intents = on_intents
         self.job_changes: list[HitChange] | None = None  # what the last pass's jobs step changed
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
@@ -180,6 +181,8 @@ class EngineRunner:
             self.job_changes = await self._jobs.step(
                 self._passes.live.alerts, self._passes.node_of, result.decisions, self._passes.lease, self._clock()
             )
+            if self._jobs.intents and self._on_intents is not None:
+                self._on_intents()
         if full is not None:
             cadence.due = result.deferred
         passes = self._passes

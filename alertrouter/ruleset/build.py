@@ -325,7 +325,7 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
     receivers = {r.name for r in ruleset.receivers}
     route_cfg = _root_route(ruleset, receivers, problems)
     intervals = _time_intervals(ruleset, problems)
-    for problem in [*check_oncall(ruleset, receivers), *check_jobs(ruleset.jobs, receivers)]:
+    for problem in [*check_oncall(ruleset, receivers), *check_jobs(ruleset.jobs, receivers, g.severities)]:
         problems.add(*problem)
     policies = escalation_policies(ruleset.oncall)
     route = Route(receiver=DEFAULT_RECEIVER)

@@ -16,16 +16,17 @@ a job hit (a namespace -> receiver table). Without the section there are no job 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from pydantic import Field, field_validator
 
 from alertrouter.jobs.identity import DEFAULT_ALERT_LABELS, DEFAULT_JOB_KINDS, DEFAULT_POD_LABELS, JobNaming
 from alertrouter.jobs.impact import ImpactRules
+from alertrouter.jobs.routes import JobRoutes
 from alertrouter.labels import parse_matchers
 from alertrouter.ruleset.base import Matchers, Name, Section
 
-__all__ = ["DEFAULT_NODE_DOWN", "JobsConfig", "check_jobs", "impact_rules", "job_naming"]
+__all__ = ["DEFAULT_NODE_DOWN", "JobsConfig", "check_jobs", "impact_rules", "job_naming", "job_routes"]
 
 # The node-level "down" alerts of rules/prometheus/node.rules.yml and kube-prometheus-stack
 DEFAULT_NODE_DOWN = 'alertname=~"NodeDown|NodeNotReady|KubeNodeNotReady|KubeNodeUnreachable"'
@@ -70,6 +71,7 @@ class JobsConfig(Section):
         default_factory=dict, description="A job's namespace -> the receiver told of it"
     )
     default_receiver: Name | None = Field(None, description="Told of jobs in other namespaces; none: no job message")
+    severity: Name = Field("critical", description="The severity of job messages (as the receivers' channels read it)")
 
     @field_validator("labels")
     @classmethod
@@ -106,8 +108,12 @@ def impact_rules(config: JobsConfig) -> ImpactRules:
     return ImpactRules(job_naming(config), tuple(config.node_down), config.gpus_per_node)
 
 
-def check_jobs(config: JobsConfig | None, receivers: Collection[str]) -> list[Problem]:
-    """The receivers the section names are defined."""
+def job_routes(config: JobsConfig) -> JobRoutes:
+    return JobRoutes(dict(config.namespaces), config.default_receiver, config.severity)
+
+
+def check_jobs(config: JobsConfig | None, receivers: Collection[str], severities: Sequence[str]) -> list[Problem]:
+    """The receivers the section names are defined, and its severity is one of `global.severities`."""
     if config is None:
         return []
     listed = ", ".join(sorted(receivers)) or "none defined in receivers"
@@ -119,5 +125,14 @@ def check_jobs(config: JobsConfig | None, receivers: Collection[str]) -> list[Pr
     if config.default_receiver is not None and config.default_receiver not in receivers:
         out.append(
             ("jobs", None, ".default_receiver", f"undefined receiver {config.default_receiver!r} (known: {listed})")
+        )
+    if config.severity not in severities:
+        out.append(
+            (
+                "jobs",
+                None,
+                ".severity",
+                f"{config.severity!r} is not one of global.severities ({', '.join(severities)})",
+            )
         )
     return out

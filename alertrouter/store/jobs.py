@@ -28,10 +28,12 @@ FIGURES = ("nodes", "nodes_down", "incidents", "node_count", "down_count", "gpus
 
 @dataclass(frozen=True, slots=True)
 class HitChange:
-    """`kind`: opened, updated (more or fewer of its nodes hit) or resolved; `row` as it is now."""
+    """`kind`: opened, updated (more or fewer of its nodes hit) or resolved; `row` as it is now; `grew`: an
+    update that lost more GPUs than it ever had."""
 
     kind: Literal["opened", "updated", "resolved"]
     row: JobHitRow
+    grew: bool = False
 
 
 def _key(row: JobHitRow) -> str:
@@ -82,9 +84,10 @@ async def save_hits(session: AsyncSession, impacts: Mapping[str, Mapping[str, An
             if all(getattr(row, name) == value for name, value in figures.items()):
                 continue
             values = {**figures, "updated_at": now, "gpu_seconds": row.gpu_seconds + _lost_since(row, now)}
+            grew = impact["gpus_lost"] > row.peak_gpus_lost  # read before the UPDATE, which sets the session's row
             values["peak_gpus_lost"] = max(row.peak_gpus_lost, impact["gpus_lost"])
             await session.execute(update(JobHitRow).where(JobHitRow.id == row.id).values(values))
-            changes.append(HitChange("updated", _with(row, values)))
+            changes.append(HitChange("updated", _with(row, values), grew))
     await session.flush()
     return changes
 

@@ -59,6 +59,7 @@ def test_a_table_of_ones_own(tmp_path: Path) -> None:
         ("{namespaces: {ml-train: ''}}", "jobs.namespaces.ml-train", "at least 1 character"),
         ("{pod_name: false}", "jobs.pod_name", "unknown key"),
         ("{pod_names: maybe}", "jobs.pod_names", "valid boolean"),
+        ("{severity: page}", "jobs.severity", "'page' is not one of global.severities (critical, warning, info)"),
         ("{gpus_per_node: -1}", "jobs.gpus_per_node", "greater than or equal to 0"),
         ("{node_down: ['alertname=~\"(\"']}", "jobs.node_down", "missing"),
     ],
