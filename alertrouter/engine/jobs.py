@@ -120,6 +120,9 @@ class JobWatch:
         self._seen: PodIndex | None = None  # the pods the last written pass read
         self.pods: PodIndex = NO_PODS  # the pods the current pass reads
         self.intents = 0  # job messages the last step put in the outbox
+        # Jobs open in the store after the last write (None: not known, as after a start or the lease lost):
+        # none open and none hit, a step writes nothing (no transaction each pass for a quiet fleet).
+        self._open: int | None = None
 
     def pods_changed(self) -> bool:
         """The lookup's pods changed since the last written pass: a pass is due (a job may be gone)."""
@@ -172,6 +175,9 @@ class JobWatch:
         """Work out the jobs hit and write them under `lease`; what changed, or None when another replica
         holds the lease (nothing written)."""
         impacts = await asyncio.to_thread(self.impacts, alerts, node_of, decisions)
+        if not impacts and self._open == 0:
+            self._seen, self.intents = self.pods, 0
+            return []
         changes: list[HitChange] = []
         intents: list[Intent] = []
 
@@ -181,7 +187,9 @@ class JobWatch:
             await incident_store.insert_intents(session, intents, now)
 
         if not await lease.under(now, write):
+            self._open = None
             return None
+        self._open = len(impacts)
         self._seen = self.pods
         self.intents = len(intents)
         return changes

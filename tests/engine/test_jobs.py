@@ -4,6 +4,8 @@ lookup no longer has the job (a pass runs for that alone)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from alertrouter.engine.jobs import JobWatch
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.ingest.touches import TouchBuffer
@@ -101,4 +103,33 @@ async def test_without_the_jobs_rules_nothing_is_kept(db: Database) -> None:
     await send(ingestor, clock, down(range(3)))
     pipeline = with_topology(shipped_pipeline())
     await EngineRunner(db, pipeline, clock=clock, discovered=lambda: NAMES).run_once()
+    assert await hits(db) == []
+
+
+def disk_full(n: int) -> dict[str, str]:
+    return {"alertname": "DiskFull", "instance": f"10.0.1.{n}:9100", "severity": "warning"}
+
+
+async def test_a_quiet_fleet_writes_nothing_after_the_first_step(db: Database) -> None:
+    clock, lease_writes = Clock(), []
+    ingestor = Ingestor(db, TouchBuffer(), clock=clock)
+    watch = JobWatch(RULES, Pods(cluster()))
+    runner = EngineRunner(db, shipped_pipeline(), clock=clock, discovered=lambda: NAMES, jobs=watch)
+    await send(ingestor, clock, [disk_full(1)])
+    await runner.run_once()
+    lease = runner._passes.lease
+    under = lease.under
+
+    async def counted(now: Any, work: Any) -> bool:
+        lease_writes.append(work)
+        return await under(now, work)
+
+    lease.under = counted  # type: ignore[method-assign]
+    for n in range(3):
+        clock.now += 5 * S
+        await send(
+            ingestor, clock, [{"alertname": "DiskFull", "instance": f"10.0.1.{n + 2}:9100", "severity": "warning"}]
+        )
+        await runner.run_once()
+    assert [w for w in lease_writes if w is not None and "JobWatch" in w.__qualname__] == []
     assert await hits(db) == []
