@@ -60,6 +60,7 @@ def hit_values(impact: JobImpact) -> dict[str, Any]:
         "alerts": impact.alerts,
         "job_nodes": impact.job_nodes,
         "since": impact.since,
+        "cause": impact.cause,
     }
 
 

@@ -6,6 +6,9 @@ An alert matching `node_down` (NodeDown, KubeNodeNotReady...) hits every job wit
 lookup: `jobs_on_node`), the node counting as down and its `gpus_per_node` GPUs as lost. Any other alert
 hits the job `job_of` names for it, on its node, and loses the GPU it names (its UUID, else node/index),
 unless that node is down already (counted once). `since`: the earliest start of the alerts hitting it.
+
+`cause`: hardware when a node is down or an Xid NVIDIA's catalog calls a hardware fault hit it, else
+application when an application Xid (13, 31, 43...) did, else "" (an alert naming no Xid, or another kind).
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from alertrouter.gpu.alerts import gpu_key
+from alertrouter.gpu.xid import from_labels
 from alertrouter.jobs.identity import Job, JobNaming, job_of, jobs_on_node
 from alertrouter.jobs.pods import PodIndex
 from alertrouter.labels import Matcher, matches_all
 
-__all__ = ["MAX_LISTED", "Hit", "ImpactRules", "JobImpact", "fold", "hits_of", "job_nodes"]
+__all__ = ["APPLICATION", "HARDWARE", "MAX_LISTED", "Hit", "ImpactRules", "JobImpact", "fold", "hits_of", "job_nodes"]
 
 MAX_LISTED = 100  # nodes (and GPUs) listed per job; the counts are whole
+HARDWARE, APPLICATION = "hardware", "application"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +45,7 @@ class Hit:
     down: bool
     gpu: str
     starts_at: datetime
+    cause: str = ""  # hardware, application or "" (see the module)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,7 @@ class JobImpact:
     alerts: int
     job_nodes: int = 0
     incidents: tuple[str, ...] = ()  # the keys of the incidents its alerts are in (the first MAX_LISTED, sorted)
+    cause: str = ""
 
 
 def hits_of(
@@ -65,11 +72,13 @@ def hits_of(
 ) -> tuple[Hit, ...]:
     """The jobs one firing alert hits."""
     if rules.node_down and node and matches_all(rules.node_down, labels):
-        return tuple(Hit(job, node, True, "", starts_at) for job in jobs_on_node(node, rules.naming, pods))
+        return tuple(Hit(job, node, True, "", starts_at, HARDWARE) for job in jobs_on_node(node, rules.naming, pods))
     job = job_of(labels, rules.naming, pods)
     if job is None:
         return ()
-    return (Hit(job, node, False, gpu_key(labels, node), starts_at),)
+    info = from_labels(labels)
+    cause = info.kind if info is not None and info.kind in (HARDWARE, APPLICATION) else ""
+    return (Hit(job, node, False, gpu_key(labels, node), starts_at, cause),)
 
 
 def job_nodes(pods: PodIndex, naming: JobNaming) -> dict[str, int]:
@@ -97,6 +106,7 @@ def fold(hits: Iterable[Sequence[Hit]], rules: ImpactRules, sizes: Mapping[str, 
     down: dict[str, set[str]] = {}
     gpus: dict[str, set[tuple[str, str]]] = {}
     alerts: dict[str, int] = {}
+    causes: dict[str, set[str]] = {}
     for alert in hits:
         for hit in alert:
             key = hit.job.key
@@ -104,6 +114,7 @@ def fold(hits: Iterable[Sequence[Hit]], rules: ImpactRules, sizes: Mapping[str, 
                 jobs[key] = hit.job
             since[key] = min(since.get(key, hit.starts_at), hit.starts_at)
             alerts[key] = alerts.get(key, 0) + 1
+            causes.setdefault(key, set()).add(hit.cause)
             if hit.node:
                 nodes.setdefault(key, set()).add(hit.node)
             if hit.down:
@@ -124,5 +135,6 @@ def fold(hits: Iterable[Sequence[Hit]], rules: ImpactRules, sizes: Mapping[str, 
             gpus_lost=len(down_nodes) * rules.gpus_per_node + len(lost),
             alerts=alerts[key],
             job_nodes=sizes.get(key, 0),
+            cause=next((c for c in (HARDWARE, APPLICATION) if c in causes[key]), ""),
         )
     return out

@@ -23,7 +23,18 @@ from alertrouter.store.tables.jobs import NOTE_MAX, JobHitRow
 __all__ = ["FIGURES", "IDENTITY", "HitChange", "open_hits", "recent_hits", "save_hits"]
 
 IDENTITY = ("namespace", "name", "source", "detail", "note")  # set when a row opens
-FIGURES = ("nodes", "nodes_down", "incidents", "node_count", "down_count", "gpus_lost", "alerts", "job_nodes", "since")
+FIGURES = (
+    "nodes",
+    "nodes_down",
+    "incidents",
+    "node_count",
+    "down_count",
+    "gpus_lost",
+    "alerts",
+    "job_nodes",
+    "since",
+    "cause",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,7 @@ def upgrade() -> None:
         sa.Column("alerts", sa.Integer(), nullable=False),
         sa.Column("job_nodes", sa.Integer(), nullable=False),
         sa.Column("gpu_seconds", sa.Float(), nullable=False),
+        sa.Column("cause", sa.String(length=16), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_job_hits")),
     )
     op.create_index(op.f("ix_job_hits_resolved_at"), "job_hits", ["resolved_at"], unique=False)

@@ -82,3 +82,20 @@ def test_the_best_source_names_the_job_whatever_the_order() -> None:
             "label",
             "hpc_job",
         )
+
+
+def test_the_cause_is_hardware_over_application_over_unknown() -> None:
+    pods = cluster()
+
+    def worker(n: int, **labels: str) -> tuple[dict[str, str], str, datetime]:
+        pod = {"exported_namespace": "ml-train", "exported_pod": f"llm-pretrain-worker-{n}", "UUID": f"GPU-{n}"}
+        return {"alertname": "GPUXidError", **pod, **labels}, f"gpu-node-{n:02d}", T0
+
+    def cause(*alerts: tuple[dict[str, str], str, datetime]) -> str:
+        found = fold([hits_of(labels, node, at, RULES, pods) for labels, node, at in alerts], RULES, {})
+        return found["ml-train/llm-pretrain"].cause
+
+    assert cause(worker(1, xid="13")) == "application"  # Graphics Engine Exception: the application's
+    assert cause(worker(1, xid="13"), worker(2, xid="79")) == "hardware"  # fallen off the bus
+    assert cause(worker(1, xid="13"), ({"alertname": "NodeDown"}, "gpu-node-03", T0)) == "hardware"
+    assert cause(worker(1, alertname="GPUHighTemp")) == ""

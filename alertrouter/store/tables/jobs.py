@@ -43,3 +43,4 @@ class JobHitRow(Base):
     alerts: Mapped[int] = mapped_column(Integer)
     job_nodes: Mapped[int] = mapped_column(Integer)
     gpu_seconds: Mapped[float] = mapped_column(Float)
+    cause: Mapped[str] = mapped_column(String(16))  # hardware, application or "" (`jobs.impact`)
