@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from alertrouter.model import NAME_MAX
 from alertrouter.store.tables.jobs import NOTE_MAX, JobHitRow
 
-__all__ = ["FIGURES", "IDENTITY", "HitChange", "open_hits", "recent_hits", "save_hits"]
+__all__ = ["FIGURES", "IDENTITY", "HitChange", "JobWeekFact", "open_hits", "recent_hits", "save_hits", "week_hits"]
 
 IDENTITY = ("namespace", "name", "source", "detail", "note")  # set when a row opens
 FIGURES = (
@@ -35,6 +35,20 @@ FIGURES = (
     "since",
     "cause",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class JobWeekFact:
+    """One episode of a job hit, as the weekly digest reads it: its GPU-seconds lost up to `updated_at`,
+    and `gpus_lost` since then while it is open."""
+
+    key: str
+    cause: str
+    opened_at: datetime
+    updated_at: datetime
+    resolved_at: datetime | None
+    gpus_lost: int
+    gpu_seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +132,16 @@ async def recent_hits(session: AsyncSession, since: datetime, limit: int = 500) 
         .limit(limit)
     )
     return (await session.scalars(stmt)).all()
+
+
+async def week_hits(session: AsyncSession, start: datetime, end: datetime) -> list[JobWeekFact]:
+    """The episodes open at some time in [start, end), oldest first."""
+    stmt = (
+        select(JobHitRow)
+        .where(JobHitRow.opened_at < end, or_(JobHitRow.resolved_at.is_(None), JobHitRow.resolved_at >= start))
+        .order_by(JobHitRow.opened_at, JobHitRow.id)
+    )
+    return [
+        JobWeekFact(_key(r), r.cause, r.opened_at, r.updated_at, r.resolved_at, r.gpus_lost, r.gpu_seconds)
+        for r in (await session.scalars(stmt)).all()
+    ]
