@@ -121,6 +121,7 @@ class JobWatch:
         self._seen: PodIndex | None = None  # the pods the last written pass read
         self.pods: PodIndex = NO_PODS  # the pods the current pass reads
         self.intents = 0  # job messages the last step put in the outbox
+        self.hit_now = 0  # jobs hit after the last step
         # Jobs open in the store after the last write (None: not known, as after a start or the lease lost):
         # none open and none hit, a step writes nothing (no transaction each pass for a quiet fleet).
         self._open: int | None = None
@@ -177,7 +178,7 @@ class JobWatch:
         holds the lease (nothing written)."""
         impacts = await asyncio.to_thread(self.impacts, alerts, node_of, decisions)
         if not impacts and self._open == 0:
-            self._seen, self.intents = self.pods, 0
+            self._seen, self.intents, self.hit_now = self.pods, 0, 0
             return []
         changes: list[HitChange] = []
         intents: list[Intent] = []
@@ -190,7 +191,7 @@ class JobWatch:
         if not await lease.under(now, write):
             self._open = None
             return None
-        self._open = len(impacts)
+        self._open = self.hit_now = len(impacts)
         self._seen = self.pods
         self.intents = len(intents)
         return changes

@@ -183,6 +183,8 @@ class EngineRunner:
             )
             if self._jobs.intents and self._on_intents is not None:
                 self._on_intents()
+            if self._metrics is not None and self.job_changes is not None:
+                self._metrics.jobs_hit.set(self._jobs.hit_now)
         if full is not None:
             cadence.due = result.deferred
         passes = self._passes

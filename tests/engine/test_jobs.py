@@ -13,6 +13,7 @@ from alertrouter.ingest.writer import Ingestor
 from alertrouter.jobs.impact import ImpactRules
 from alertrouter.jobs.pods import NO_PODS, PodIndex
 from alertrouter.labels import parse_matchers
+from alertrouter.metrics import Metrics
 from alertrouter.pipeline.nodes import Discovered
 from alertrouter.store import Database
 from alertrouter.store.tables import JobHitRow
@@ -51,13 +52,14 @@ async def hits(db: Database) -> list[tuple[str, str, int, int, bool]]:
 
 
 async def test_a_storm_over_40_nodes_running_3_jobs_is_3_rows_updated_then_resolved(db: Database) -> None:
-    clock, pods = Clock(), Pods(cluster())
+    clock, pods, metrics = Clock(), Pods(cluster()), Metrics()
     ingestor = Ingestor(db, TouchBuffer(), clock=clock)
     watch = JobWatch(RULES, pods)
-    runner = EngineRunner(db, shipped_pipeline(), clock=clock, discovered=lambda: NAMES, jobs=watch)
+    runner = EngineRunner(db, shipped_pipeline(), metrics, clock=clock, discovered=lambda: NAMES, jobs=watch)
     await send(ingestor, clock, down(range(10)))
     await runner.run_once()
     assert await hits(db) == [("ml-train", "llm-pretrain", 10, 80, True)]
+    assert metrics.registry.get_sample_value("alertrouter_jobs_hit") == 1
     clock.now += 5 * S
     await send(ingestor, clock, down(range(10, 40)))
     await runner.run_once()
@@ -66,6 +68,7 @@ async def test_a_storm_over_40_nodes_running_3_jobs_is_3_rows_updated_then_resol
         ("ml-train", "llm-pretrain", 20, 160, True),
         ("vc", "sweep", 15, 120, True),
     ]
+    assert metrics.registry.get_sample_value("alertrouter_jobs_hit") == 3
     # the storm's one incident (40 nodes down), not 40: each job names it
     assert await incidents(db) == {
         "nightly": ['node/cluster{alertname="NodeDown",region=""}'],
