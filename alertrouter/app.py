@@ -21,6 +21,7 @@ from alertrouter.delivery.expand import ActionLinks
 from alertrouter.delivery.worker import DeliveryWorker
 from alertrouter.discovery.cordons import MaintenanceReads
 from alertrouter.discovery.prometheus import PrometheusLookup
+from alertrouter.engine.jobs import JobWatch
 from alertrouter.engine.runner import EngineRunner
 from alertrouter.gpu.rma import relevant
 from alertrouter.ingest.activity import IngestActivity
@@ -39,6 +40,7 @@ from alertrouter.process.scheduler import build_scheduler
 from alertrouter.render.templates import Templates
 from alertrouter.ruleset import Ruleset
 from alertrouter.ruleset.build import compile_rules, unconfigured_channels
+from alertrouter.ruleset.jobs import impact_rules, job_routes
 from alertrouter.ruleset.maintenance import taint_rules
 from alertrouter.ruleset.rma import rma_rules
 from alertrouter.runtime import Runtime
@@ -168,7 +170,8 @@ def _delivery(
 
 
 def _lookup(ruleset: Ruleset, metrics: Metrics, loops: LoopHealth) -> PrometheusLookup | None:
-    """The node lookup, when the rules name a Prometheus (`topology.prometheus`)."""
+    """The node lookup, when the rules name a Prometheus (`topology.prometheus`); it reads the pods' series too
+    when the `jobs:` rules are on."""
     if ruleset.topology.prometheus is None:
         return None
     section = ruleset.maintenance
@@ -178,7 +181,15 @@ def _lookup(ruleset: Ruleset, metrics: Metrics, loops: LoopHealth) -> Prometheus
         metrics=metrics,
         loops=loops,
         maintenance=MaintenanceReads(section.cordoned, taint_rules(section)),
+        pod_labels=ruleset.jobs.pod_labels if ruleset.jobs is not None else None,  # the jobs' pods, when on
     )
+
+
+def _job_watch(ruleset: Ruleset, lookup: PrometheusLookup | None) -> JobWatch | None:
+    """The jobs hit by the live alerts, kept by the engine, when the `jobs:` rules are on."""
+    if ruleset.jobs is None:
+        return None
+    return JobWatch(impact_rules(ruleset.jobs), lookup.pods if lookup is not None else None, job_routes(ruleset.jobs))
 
 
 def _engine(
@@ -205,6 +216,7 @@ def _engine(
         discovered=lookup.snapshot if lookup is not None else None,
         freeze_after_full=True,
         rma=rma_rules(ruleset.rma),
+        jobs=_job_watch(ruleset, lookup),
     )
     if lookup is not None:
         lookup.on_change = engine.nudge  # a new map: a pass re-keys the alerts it names

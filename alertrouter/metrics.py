@@ -26,6 +26,12 @@ class Metrics:
         self._heartbeats(self.registry)
         self._logins(self.registry)
         self._node_aliases(self.registry)
+        # jobs hit by the live alerts (engine/jobs.py, with the `jobs:` rules)
+        self.jobs_hit = Gauge(
+            "alertrouter_jobs_hit",
+            "Jobs hit by the live alerts now, as the engine's leader last wrote them; 0 on other replicas.",
+            registry=self.registry,
+        )
 
     def _ingest(self, r: CollectorRegistry) -> None:
         """Webhooks in, what they did to the stored alerts, and what the store holds."""

@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo
 from alertrouter.channels.base import ChannelError
 from alertrouter.channels.email import InlineImage, build_email, smtp_send
 from alertrouter.digest.charts import draw_charts
+from alertrouter.digest.jobs import job_weeks
 from alertrouter.digest.period import week_bounds
 from alertrouter.digest.rma import gpu_match
 from alertrouter.digest.stats import week_rows
@@ -44,6 +45,7 @@ from alertrouter.ruleset.rma import rma_rules
 from alertrouter.ruleset.schedule import Schedule, parse_schedule, zone
 from alertrouter.store import Database
 from alertrouter.store.digest import read_week
+from alertrouter.store.jobs import week_hits
 from alertrouter.store.nodes import load_node_aliases
 from alertrouter.store.runs import claim_run, finish_run, get_run
 
@@ -140,6 +142,7 @@ class DigestRunner:
         self._nodes = pipeline.nodes
         self._global = ruleset.global_
         self._rma = rma_rules(ruleset.rma)
+        self._jobs = ruleset.jobs is not None
 
     def _labelling(self, learned: dict[str, str]) -> Labelling:
         g = self._global
@@ -158,12 +161,16 @@ class DigestRunner:
         async with self._db.read() as session:
             week = await read_week(session, start=start, end=end, gpus=gpu_match(self._rma))
             book = await load_node_aliases(session)
+            jobs = await week_hits(session, start, end) if self._jobs else None
         rows = week_rows(week, start=start, end=end, now=read_at)
         learned = aliases.active(book, now=self._clock(), ttl=self._nodes.learned_ttl)
         receiver = target.receiver if target is not None else None
-        return summarize(
+        stats = summarize(
             rows, period=period, tz=tz, labelling=self._labelling(learned), receiver=receiver, rma=self._rma
         )
+        if jobs is None:
+            return stats
+        return replace(stats, jobs=job_weeks(jobs, start=start, end=end, now=read_at))
 
     async def build(
         self,

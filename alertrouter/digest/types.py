@@ -212,6 +212,7 @@ class DigestStats:
     rma: list[RmaCandidate] = field(default_factory=list)  # the latest evidence first
     escalations: dict[int, int] = field(default_factory=dict)  # as `WeekRows.escalations`
     blind: list[BlindCount] = field(default_factory=list)  # monitoring blind: silent heartbeats
+    jobs: list[Any] | None = None  # `digest.jobs.JobWeek`s with the `jobs:` rules on, else None (no section)
 
     @property
     def hours(self) -> int:

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 from alertrouter.digest.charts import SEVERITY_COLORS, Chart
 from alertrouter.digest.gpuview import gpu_sections
+from alertrouter.digest.jobs import job_section
 from alertrouter.digest.types import Count, DigestStats, ReceiverSection
 from alertrouter.digest.words import (
     NONE,
@@ -110,6 +111,7 @@ def _view(stats: DigestStats, charts: Sequence[Chart], *, inline: bool, now: dat
         **_volume(stats, tr),
         **_noise(stats, tr),
         **gpu_sections(stats, tr, tz, language),
+        **job_section(stats.jobs, tr),
         **_times(stats, tr),
         "per_day": [
             {

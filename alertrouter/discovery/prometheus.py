@@ -19,7 +19,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -37,6 +37,8 @@ from alertrouter.discovery.cordons import (
     maintenance_of,
 )
 from alertrouter.discovery.parse import BadAnswer, claims_of, decode_vector, query_of, topology_of, vector
+from alertrouter.discovery.pods import POD_SERIES, PodBook, pod_query
+from alertrouter.jobs.pods import PodIndex
 from alertrouter.metrics import Metrics
 from alertrouter.model import utcnow
 from alertrouter.pipeline.nodes import Discovered
@@ -79,11 +81,15 @@ class PrometheusLookup:
         clock: Callable[[], datetime] = utcnow,
         on_change: Callable[[], None] | None = None,
         maintenance: MaintenanceReads | None = None,
+        pod_labels: Sequence[str] | None = None,
     ) -> None:
         """`maintenance`: also read which nodes the cluster has cordoned or tainted (`discovery.cordons`)."""
         self.config = config
         self.maintenance = maintenance
         self.book = Book(keep_for)
+        # The pods' series, read when the `jobs:` rules are on (`pod_labels`: the kube_pod_labels names)
+        self.pod_labels = tuple(pod_labels) if pod_labels is not None else None
+        self.pod_book = PodBook(keep_for)
         # The claims of a big cluster are hundreds of thousands of items of Python in a worker thread: it
         # pauses now and then (`alertrouter.process.courtesy`), or the event loop waits out CPython's switch
         # interval at every turn.
@@ -106,7 +112,7 @@ class PrometheusLookup:
         self.answered = asyncio.Event()  # set after the first refresh (whatever it found)
         self._task: asyncio.Task[None] | None = None
         if metrics is not None:
-            for series in config.series:
+            for series in self._series():
                 for problem in ("unreachable", "timeout", "http_status", "query_error", "bad_answer"):
                     metrics.node_lookup_errors.labels(series=series, problem=problem)
 
@@ -121,6 +127,16 @@ class PrometheusLookup:
     @property
     def resolved(self) -> Resolved:
         return self.book.resolved
+
+    def pods(self) -> PodIndex:
+        """What the pods' series last said (`jobs.identity` reads it), with the problem reading them."""
+        return self.pod_book.index
+
+    def _series(self) -> tuple[str, ...]:
+        """Every series read: the node lookup's, then the pods' (named `<series>/pods`: kube_pod_info is
+        read twice, the second time with its namespace)."""
+        pods = tuple(f"{s}/pods" for s in POD_SERIES) if self.pod_labels is not None else ()
+        return (*self.config.series, *pods)
 
     async def refresh(self) -> bool:
         """Read every series once; True when the snapshot changed (`on_change` was called)."""
@@ -144,14 +160,18 @@ class PrometheusLookup:
             self._succeeded(series, now)
         if self.maintenance is not None:
             await self._read_maintenance(self.maintenance, failures)
+        pods_before = self.pod_book.index
+        if self.pod_labels is not None:
+            await self._refresh_pods(self.pod_labels, failures)
         self._log_problems(failures)
         changed = await asyncio.to_thread(self.book.resolve, self._clock(), self._courtesy)
         self._observe()
         if changed:
             d = self.book.resolved.discovered
             log.info("node lookup: %d names and %d nodes' topology in force", len(d.names), len(d.topology))
-            if self.on_change is not None:
-                self.on_change()
+        # the engine is told of new pods too: a job gone from them is no longer hit
+        if (changed or self.pod_book.index is not pods_before) and self.on_change is not None:
+            self.on_change()
         return changed
 
     async def _read_maintenance(self, reads: MaintenanceReads, failures: dict[tuple[str, str], list[str]]) -> None:
@@ -171,6 +191,21 @@ class PrometheusLookup:
                 return
             self._succeeded(series, now)
         self.book.took_maintenance(maintenance_of(reads, answers[CORDON_SERIES], answers[TAINT_SERIES]), self._clock())
+
+    async def _refresh_pods(self, pod_labels: tuple[str, ...], failures: dict[tuple[str, str], list[str]]) -> None:
+        """Read the pods' series into `pod_book`; a failure keeps what they last said (aged by keep_for)."""
+        for series in POD_SERIES:
+            name, now = f"{series}/pods", self._clock()
+            try:
+                labels = await self._query(pod_query(series, pod_labels))
+            except _Failed as failed:
+                self._failed(name, failed, now)
+                self.pod_book.failed(series, failed.problem)
+                failures.setdefault((failed.problem, failed.detail), []).append(name)
+                continue
+            await asyncio.to_thread(self.pod_book.took, series, labels, pod_labels, now)
+            self._succeeded(name, now)
+        await asyncio.to_thread(self.pod_book.resolve, self._clock())
 
     async def _query(self, expr: str) -> list[dict[str, str]]:
         try:

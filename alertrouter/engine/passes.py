@@ -356,12 +356,12 @@ class Passes:
             now,
             previous=self.pending.previous(self.live.decisions),
             alerts=self.live.alerts,
-            node_of=self._node_of,
+            node_of=self.node_of,
             rekeyed=self._evaluator.rekeyed,
             courtesy=courtesy,
         )
 
-    def _node_of(self, fingerprint: str) -> str | None:
+    def node_of(self, fingerprint: str) -> str | None:
         return self._evaluator.label_of(fingerprint, self.pipeline.nodes.label)
 
     async def _persist(

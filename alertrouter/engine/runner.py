@@ -18,6 +18,7 @@ from typing import Any
 
 from alertrouter.engine.cadence import INGEST_QUIET, Cadence, after_ingest_burst, firing, hold_back
 from alertrouter.engine.decisions import Poisoned
+from alertrouter.engine.jobs import JobWatch
 from alertrouter.engine.lease import EngineLease
 from alertrouter.engine.passes import Passes
 from alertrouter.gpu.rma import DEFAULT_RULES, RmaRule
@@ -29,6 +30,7 @@ from alertrouter.pipeline.types import Decision, EvalResult, LiveAlert
 from alertrouter.process.loops import LoopHealth
 from alertrouter.store import STORE_ERRORS, Database, describe_error, is_outage
 from alertrouter.store import incidents as store
+from alertrouter.store.jobs import HitChange
 from alertrouter.store.leases import new_holder
 
 __all__ = ["EngineRunner"]
@@ -71,6 +73,7 @@ class EngineRunner:
         freeze_growth: int = FREEZE_GROWTH,
         urgent_due_max: int = URGENT_DUE_MAX,
         rma: Sequence[RmaRule] = DEFAULT_RULES,
+        jobs: JobWatch | None = None,
     ) -> None:
         self._db = db
         self._loops = loops or LoopHealth(metrics)
@@ -94,6 +97,10 @@ class EngineRunner:
             urgent_due_max=urgent_due_max,
             rma=rma,
         )
+        # The jobs the live alerts hit, kept in `job_hits` after each pass (engine/jobs.py); None: no `jobs:` rules.
+        self._jobs = jobs
+        self._on_intents = on_intents
+        self.job_changes: list[HitChange] | None = None  # what the last pass's jobs step changed
         self._nudged = asyncio.Event()
         self._pass_lock = asyncio.Lock()
         self._stopping = False
@@ -170,6 +177,14 @@ class EngineRunner:
         result, full = await self._passes.run(urgent)
         if result is None:
             return None
+        if self._jobs is not None and (full is not None or self._jobs.pods_changed()):
+            self.job_changes = await self._jobs.step(
+                self._passes.live.alerts, self._passes.node_of, result.decisions, self._passes.lease, self._clock()
+            )
+            if self._jobs.intents and self._on_intents is not None:
+                self._on_intents()
+            if self._metrics is not None and self.job_changes is not None:
+                self._metrics.jobs_hit.set(self._jobs.hit_now)
         if full is not None:
             cadence.due = result.deferred
         passes = self._passes

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from gettext import NullTranslations
 
 from alertrouter.message.facts import MemberFacts, StormFacts
+from alertrouter.message.jobs import JOB_ALERTNAME, job_headline
 from alertrouter.message.snapshot import MessageSnapshot
 from alertrouter.message.vocabulary import SEVERITY_NAMES, STATUS, say
 from alertrouter.model import AlertStatus
@@ -122,6 +123,8 @@ def headline(tr: NullTranslations, snapshot: MessageSnapshot) -> str:
     unit_name = facts.unit_name or "GPUs"
     if (heartbeat := snapshot.heartbeat) is not None:
         return blind_headline(tr, heartbeat)
+    if alertname == JOB_ALERTNAME:  # a job hit (`engine.jobs`): worded from its figures
+        return job_headline(tr, snapshot.labels) or snapshot.headline
     if isinstance(facts, StormFacts):
         if facts.scope is None or facts.nodes is None or not alertname:
             return snapshot.headline

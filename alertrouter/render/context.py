@@ -20,6 +20,7 @@ from alertrouter.gpu.faults import alert_xid, workload, workloads_text, xid_line
 from alertrouter.gpu.triage_words import triage_lines
 from alertrouter.labels import alert_title
 from alertrouter.message.facts import Facts, NodeFacts, StormFacts, Tally
+from alertrouter.message.jobs import JOB_ALERTNAME, JOB_LABEL, job_text
 from alertrouter.message.rma import rma_lines
 from alertrouter.message.snapshot import AlertItem, MessageSnapshot
 from alertrouter.message.words import Words, words_for
@@ -141,6 +142,8 @@ def _alert(raw: AlertItem, clock: LocalClock, ref: datetime, words: Words) -> Al
     if labels.get("alertname") == HEARTBEAT_ALERTNAME and labels.get(HEARTBEAT_LABEL) and started:
         # alertrouter's own alert: its summary in the receiver's language and time zone
         notes = {**notes, "summary": words.blind_text(labels[HEARTBEAT_LABEL], clock.local(started, ref))}
+    elif labels.get("alertname") == JOB_ALERTNAME and labels.get(JOB_LABEL) and started:  # a job hit, likewise
+        notes = {**notes, "summary": job_text(words.tr, labels, clock.local(started, ref))}
     return AlertContext(
         alertname=clean(alert_title(labels) if labels else "", HEADLINE_CAP),
         unit=_unit(labels),

@@ -29,6 +29,7 @@ from alertrouter.pipeline.timeinterval import (
 from alertrouter.ruleset.check_oncall import check_oncall, escalation_policies
 from alertrouter.ruleset.errors import ConfigError, ConfigProblem
 from alertrouter.ruleset.gpu_triage import action_label, follow_on_rules
+from alertrouter.ruleset.jobs import check_jobs
 from alertrouter.ruleset.oncall import build_rota
 from alertrouter.ruleset.routes import ALL_SEVERITIES, UNLIMITED_REPEATS, RouteConfig
 from alertrouter.ruleset.schema import AggregationConfig, InhibitRuleConfig, Ruleset
@@ -324,7 +325,7 @@ def compile_rules(ruleset: Ruleset) -> CompiledRules:
     receivers = {r.name for r in ruleset.receivers}
     route_cfg = _root_route(ruleset, receivers, problems)
     intervals = _time_intervals(ruleset, problems)
-    for problem in check_oncall(ruleset, receivers):
+    for problem in [*check_oncall(ruleset, receivers), *check_jobs(ruleset.jobs, receivers, g.severities)]:
         problems.add(*problem)
     policies = escalation_policies(ruleset.oncall)
     route = Route(receiver=DEFAULT_RECEIVER)

@@ -13,6 +13,7 @@ from alertrouter.ruleset.base import Duration, LegacyMap, Matchers, Name, Sectio
 from alertrouter.ruleset.channels import ChannelConfig
 from alertrouter.ruleset.gpu_triage import GpuTriageConfig
 from alertrouter.ruleset.heartbeats import HeartbeatConfig
+from alertrouter.ruleset.jobs import JobsConfig
 from alertrouter.ruleset.maintenance import MaintenanceConfig
 from alertrouter.ruleset.oncall import OnCallConfig
 from alertrouter.ruleset.receivers import ReceiverConfig
@@ -153,6 +154,7 @@ class RuleFile(Section):
     gpu_triage: GpuTriageConfig | None = None
     rma: RmaConfig | None = None
     maintenance: MaintenanceConfig | None = None
+    jobs: JobsConfig | None = None
 
 
 class Ruleset(Section):
@@ -173,6 +175,7 @@ class Ruleset(Section):
     gpu_triage: GpuTriageConfig = Field(default_factory=lambda: GpuTriageConfig())
     rma: RmaConfig = Field(default_factory=lambda: RmaConfig())  # the shipped defaults unless a file says
     maintenance: MaintenanceConfig = Field(default_factory=lambda: MaintenanceConfig())
+    jobs: JobsConfig | None = None  # None: no job views nor job messages
     sources: tuple[str, ...] = ()
     config_hash: str = ""
     origins: dict[str, list[str]] = Field(

@@ -17,6 +17,7 @@ from alertrouter.web import (
     health,
     heartbeats,
     incidents,
+    jobs,
     maintenance,
     nodes,
     notifications,
@@ -38,8 +39,9 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, bad_parameter)
     app.add_exception_handler(BadParameter, bad_parameter)
     app.include_router(receive.router)  # no parameters; a payload's U+0000 is ingest's (`ingest.payloads`)
-    for router in (alerts.router, incidents.router, nodes.router, gpus.router, heartbeats.router, notifications.router):
-        app.include_router(router, dependencies=NO_NUL)
+    routers = (alerts, incidents, nodes, gpus, jobs, heartbeats, notifications)
+    for module in routers:
+        app.include_router(module.router, dependencies=NO_NUL)
     app.include_router(health.router)
     app.include_router(writes.router, dependencies=NO_NUL)
     app.include_router(maintenance.router, dependencies=NO_NUL)

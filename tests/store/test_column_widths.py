@@ -81,6 +81,9 @@ MADE_HERE: dict[str, str] = {
     "heartbeats.seen_via": "alert | http",
     "login_failures.scope": "account | address",
     "gpu_events.fingerprint": "a fingerprint",
+    "job_hits.source": "label | lookup | pod-name",
+    "job_hits.note": "what jobs.identity noted, cut to NOTE_MAX",
+    "job_hits.cause": "hardware | application | empty",
 }
 
 

@@ -19,6 +19,7 @@ from alertrouter.store.tables.incidents import (
     OutboxRow,
     SilenceRow,
 )
+from alertrouter.store.tables.jobs import JobHitRow
 from alertrouter.store.tables.maintenance import MaintenanceRow
 from alertrouter.store.tables.runs import HeartbeatRow, LeaseRow, ScheduledRunRow
 
@@ -36,6 +37,7 @@ __all__ = [
     "GpuRow",
     "HeartbeatRow",
     "IncidentRow",
+    "JobHitRow",
     "LeaseRow",
     "LoginFailureRow",
     "MaintenanceRow",

@@ -15,6 +15,7 @@ from alertrouter.web.console import (
     gpus,
     heartbeats,
     incidents,
+    jobs,
     link_actions,
     login,
     maintenance,
@@ -62,7 +63,7 @@ async def _stylesheet(request: Request) -> Response:
 def install(app: FastAPI) -> None:
     app.add_exception_handler(PageError, _page_error)
     app.add_api_route("/console.css", _stylesheet, methods=["GET"], include_in_schema=False)
-    for module in (
+    pages = (
         incidents,
         silences,
         maintenance,
@@ -70,10 +71,12 @@ def install(app: FastAPI) -> None:
         channels,
         nodes,
         gpus,
+        jobs,
         oncall,
         heartbeats,
         rules,
         login,
         link_actions,
-    ):
+    )
+    for module in pages:
         app.include_router(module.router, dependencies=NO_NUL)
