@@ -4,7 +4,6 @@ with write access, as the silences API. Bad input answers 400 naming the field."
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -18,6 +17,7 @@ from alertrouter.model import utcnow
 from alertrouter.runtime import RuntimeDep
 from alertrouter.store.tables import MaintenanceRow
 from alertrouter.web.access import ReadPrincipal, WritePrincipal
+from alertrouter.web.writes import field_error, json_body
 
 __all__ = ["MaintenanceCreate", "MaintenanceRead", "router", "window_state"]
 
@@ -56,19 +56,6 @@ def _read(row: MaintenanceRow, now: datetime) -> MaintenanceRead:
     return MaintenanceRead.model_validate(row).model_copy(update={"state": window_state(row, now)})
 
 
-def _field_error(exc: ValidationError) -> HTTPException:
-    err = exc.errors(include_url=False, include_input=False)[0]
-    where = ".".join(str(p) for p in err["loc"]) or "body"
-    return HTTPException(400, f"{where}: {err['msg']}")
-
-
-async def _body(request: Request) -> Any:
-    try:
-        return json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise HTTPException(400, "body: invalid JSON") from None
-
-
 @router.get("/maintenance", response_model=list[MaintenanceRead])
 async def list_maintenance(
     runtime: RuntimeDep,
@@ -88,9 +75,9 @@ async def list_maintenance(
 async def start_maintenance(request: Request, runtime: RuntimeDep, principal: WritePrincipal) -> list[MaintenanceRead]:
     """One window per node, from now; a node already in maintenance keeps its window and gets another."""
     try:
-        body = MaintenanceCreate.model_validate(await _body(request))
+        body = MaintenanceCreate.model_validate(await json_body(request))
     except ValidationError as exc:
-        raise _field_error(exc) from None
+        raise field_error(exc) from None
     now = utcnow()
     try:
         wanted = start_request(body.nodes, body.duration, body.reason, principal.name, now=now)

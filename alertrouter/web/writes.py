@@ -21,7 +21,7 @@ from alertrouter.web.console.views import silence_state
 from alertrouter.web.ids import DeliveryId, IncidentId
 from alertrouter.web.schemas import IncidentRead
 
-__all__ = ["SilenceCreate", "SilenceRead", "router"]
+__all__ = ["SilenceCreate", "SilenceRead", "field_error", "json_body", "router"]
 
 router = APIRouter(prefix="/api/v1", tags=["writes"])
 
@@ -51,13 +51,15 @@ class SilenceRead(BaseModel):
     muting: int = Field(0, description="firing alerts it mutes, as of the engine's last pass")
 
 
-def _field_error(exc: ValidationError) -> HTTPException:
+def field_error(exc: ValidationError) -> HTTPException:
+    """A 400 naming the first invalid field of a write's body (`nodes: ...`), as every write API answers."""
     err = exc.errors(include_url=False, include_input=False)[0]
     where = ".".join(str(p) for p in err["loc"]) or "body"
     return HTTPException(400, f"{where}: {err['msg']}")
 
 
-async def _body(request: Request) -> Any:
+async def json_body(request: Request) -> Any:
+    """A write's body as JSON, or a 400 saying it is not."""
     try:
         return json.loads(await request.body())
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -93,9 +95,9 @@ async def list_silences(
 @router.post("/silences", response_model=SilenceRead, status_code=201)
 async def create_silence(request: Request, runtime: RuntimeDep, principal: WritePrincipal) -> SilenceRead:
     try:
-        body = SilenceCreate.model_validate(await _body(request))
+        body = SilenceCreate.model_validate(await json_body(request))
     except ValidationError as exc:
-        raise _field_error(exc) from None
+        raise field_error(exc) from None
     try:
         duration = parse_duration(body.duration) if body.duration else None
     except OverflowError:
