@@ -327,13 +327,15 @@ def test_prometheus_loads_every_mounted_rule_file_and_scrapes_alertrouter(runnin
 @pytest.mark.alertmanager
 @pytest.mark.postgres
 def test_alertmanager_delivered_with_the_secret_token(running: Running) -> None:
-    r = httpx.get(running.stack.services["alertmanager"].url + "/metrics", timeout=10)
-    sent = re.findall(r'^alertmanager_notifications_total\{integration="webhook"\} (\S+)$', r.text, re.MULTILINE)
+    def metrics() -> str | None:  # once Alertmanager has counted its webhook's success (it may lag the robot's receipt)
+        text = httpx.get(running.stack.services["alertmanager"].url + "/metrics", timeout=10).text
+        sent = re.findall(r'^alertmanager_notifications_total\{integration="webhook"\} (\S+)$', text, re.MULTILINE)
+        return text if sent and float(sent[0]) >= 1 else None
+
+    text = wait_for(metrics, what="Alertmanager's webhook notification counted")
     failed = re.findall(
-        r'^alertmanager_notifications_failed_total\{integration="webhook"(?:,[^}]*)?\} (\S+)$', r.text, re.MULTILINE
+        r'^alertmanager_notifications_failed_total\{integration="webhook"(?:,[^}]*)?\} (\S+)$', text, re.MULTILINE
     )
-    assert sent, r.text
-    assert float(sent[0]) >= 1
     assert sum(float(v) for v in failed) == 0, "a webhook failed (401 would mean the token file and env disagree)"
 
 
