@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -24,6 +23,7 @@ import yaml
 
 from alertrouter.durations import parse_duration
 from alertrouter.ruleset import load_ruleset
+from support.procs import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
@@ -586,12 +586,6 @@ def webhook_receiver() -> Iterator[tuple[int, Received]]:
         server.server_close()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _request(port: int, method: str, path: str, body: Any = None) -> int:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
@@ -635,7 +629,7 @@ def test_alertmanager_sends_the_bearer_token_from_the_file(
     config["route"].update(group_wait="1s", group_interval="1s")
     config_file = dump_yaml(config, tmp_path / "alertmanager.yml")
 
-    am_port = _free_port()
+    am_port = free_port()
     log = (tmp_path / "alertmanager.log").open("w", encoding="utf-8")
     process = subprocess.Popen(
         [

@@ -20,11 +20,33 @@ ALERTROUTER = str(Path(sys.executable).with_name("alertrouter"))
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 
 
+# Under pytest-xdist each worker hands out ports from its own range, below the kernel's ephemeral ones
+# (32768 up): a port chosen by one worker and not yet bound by the process it is for was otherwise free for
+# the other worker to choose too (an Alertmanager's gossip port then met another test's Alertmanager).
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+_PORTS_PER_WORKER = 2_500
+_next_port = [int.from_bytes(os.urandom(2), "big") % _PORTS_PER_WORKER]
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A loopback port nothing listens on now, for a process a test starts."""
+    worker = int(_WORKER[2:]) if _WORKER.startswith("gw") and _WORKER[2:].isdigit() else None
+    if worker is None or worker >= 8:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+            return port
+    low = 10_000 + worker * _PORTS_PER_WORKER
+    for _ in range(_PORTS_PER_WORKER):  # in turn, so two calls before either port is bound differ
+        port = low + _next_port[0] % _PORTS_PER_WORKER
+        _next_port[0] += 1
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {low}-{low + _PORTS_PER_WORKER - 1}")
 
 
 @dataclass

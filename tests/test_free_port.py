@@ -1,0 +1,22 @@
+"""The test processes' ports: two pytest-xdist workers never hand out the same one."""
+
+from __future__ import annotations
+
+import pytest
+
+from support import procs
+
+
+@pytest.mark.parametrize(("worker", "low"), [("gw0", 10_000), ("gw1", 12_500)])
+def test_each_worker_hands_out_ports_from_its_own_range_and_never_one_twice_in_a_row(
+    monkeypatch: pytest.MonkeyPatch, worker: str, low: int
+) -> None:
+    monkeypatch.setattr(procs, "_WORKER", worker)
+    ports = [procs.free_port() for _ in range(50)]
+    assert all(low <= p < low + 2_500 for p in ports), ports
+    assert len(set(ports)) == len(ports)
+
+
+def test_outside_xdist_the_kernel_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procs, "_WORKER", "")
+    assert procs.free_port() >= 1024
